@@ -2,7 +2,8 @@
 
 Top-level NVTX ranges (each wraps a few repetitions, each repetition a nested "step" range):
   warmup                 Triton compilation, cuBLAS handles, first-touch allocations (startup)
-  tail_gemm              Triton tiled GEMM, 133 tiles of 128x256 at 1 CTA/SM -> waves 1.008, tail ~0.50
+  tail_gemm              Triton tiled GEMM, 133 tiles of 128x256 at 1 CTA/SM:
+                         waves 1.008, tail ~0.50
   full_wave_gemm         same kernel and tile, 132 tiles -> exactly one full wave, no tail
   underfilled_long_k     Triton tiled GEMM, 4 tiles of 128x128 and K=65536 (1024 K-iterations)
   tiny_kernels_eager     a chain of 100 tiny elementwise kernels, launched eagerly, 5 times
@@ -73,7 +74,7 @@ def gemm_ranges(facts: dict) -> None:
             }
         tail_m, _, tail_k = cases["tail_gemm"][:3]
         torch.matmul(*inputs["tail_gemm"])
-    for name, (m, n, k, bm, bn, bk, w, s) in cases.items():
+    for name, (_m, _n, _k, bm, bn, bk, w, s) in cases.items():
         a, b = inputs[name]
         with nvtx(name):
             for i in range(REPS):

@@ -1,0 +1,215 @@
+"""Run every metric over one Trace and collect the tables the renderers and rules use.
+
+``analyze(trace)`` computes per launch, per device and per top-level NVTX range (region);
+``Analysis.select(range_text, device)`` narrows the result to some regions/devices and
+recomputes the summary over them. All times are ns; every column is defined in
+docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from advisor.metrics import intervals as iv
+from advisor.metrics.comm import classify_ops, collective_skew, same_stream_comm, window_comm
+from advisor.metrics.gaps import (
+    OVERHEAD_CAUSES,
+    attribute_gaps,
+    device_ops,
+    gap_breakdown,
+    launch_sequences,
+)
+from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
+from advisor.metrics.waves import kernel_groups, launch_waves
+from advisor.trace.model import Trace
+
+WINDOW_COLUMNS = [
+    "gpu_busy_ns",
+    "idle_ns",
+    "tail_idle_ns",
+    "underfill_idle_ns",
+    "launch_overhead_ns",
+    "sync_idle_ns",
+    "sync_gaps",
+    "startup_idle_ns",
+    "unattributed_idle_ns",
+    "comm_ns",
+    "compute_ns",
+    "overlap_ns",
+    "exposed_comm_ns",
+    "comm_wait_ns",
+    "same_stream_comm_ns",
+]
+
+
+@dataclass
+class Analysis:
+    """Everything measured on one trace (see docs/metrics.md for each column)."""
+
+    trace: Trace
+    ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id
+    launches: pd.DataFrame  # kernel launches with wave columns and range_id
+    devices: pd.DataFrame  # one window per device: first..last op
+    regions: pd.DataFrame  # one window per (top-level NVTX range, device)
+    sequences: pd.DataFrame  # launch sequences (gaps.launch_sequences)
+    gaps: pd.DataFrame  # gap breakdown per (device, cause)
+    collectives: pd.DataFrame  # comm ops matched across devices
+    selection: dict = field(default_factory=dict)
+
+    def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
+        """Kernel groups of the current selection (optionally split per region name)."""
+        launches = self.launches
+        if launches.empty:
+            return launches
+        cols = self.trace.kernels.columns
+        k = launches[list(cols)]
+        w = launches.drop(columns=list(cols))
+        by = ("region",) if by_region else ()
+        return kernel_groups(k, w, by=by)
+
+    def summary(self) -> dict:
+        """Totals over the selected windows (regions when a range is selected, else devices)."""
+        windows = self.regions if self.selection.get("range") else self.devices
+        if windows.empty:
+            return {"span_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
+        out = {"span_ns": int(windows["end_ns"].max() - windows["start_ns"].min())}
+        for col in WINDOW_COLUMNS:
+            out[col] = int(round(float(windows[col].sum())))
+        comm = out["comm_ns"]
+        out["overlap_ratio"] = out["overlap_ns"] / comm if comm else None
+        out["devices"] = int(windows["device"].nunique())
+        return out
+
+    def select(self, range_text: str | None = None, device: int | None = None) -> Analysis:
+        """A view restricted to regions whose name contains ``range_text`` and/or one device."""
+        ops, launches, devices, regions = self.ops, self.launches, self.devices, self.regions
+        sequences, gaps, coll = self.sequences, self.gaps, self.collectives
+        if device is not None:
+            ops = ops[ops["device"] == device]
+            launches = launches[launches["device"] == device]
+            devices = devices[devices["device"] == device]
+            regions = regions[regions["device"] == device]
+            sequences = sequences[sequences["device"] == device]
+            gaps = gaps[gaps["device"] == device]
+            coll = coll[coll["device"] == device]
+        if range_text:
+            regions = regions[regions["name"].str.contains(range_text, regex=False)]
+            ids = set(regions["range_id"])
+            ops = ops[ops["range_id"].isin(ids)]
+            launches = launches[launches["range_id"].isin(ids)]
+            lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
+            sequences = sequences[(sequences["start_ns"] >= lo) & (sequences["end_ns"] <= hi)]
+            gaps = gap_breakdown(ops)
+            coll = coll[coll["start"].between(lo, hi)]
+        return replace(
+            self,
+            ops=ops,
+            launches=launches,
+            devices=devices,
+            regions=regions,
+            sequences=sequences,
+            gaps=gaps,
+            collectives=coll,
+            selection={"range": range_text, "device": device},
+        )
+
+
+def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Fill WINDOW_COLUMNS for windows (device, start_ns, end_ns + ``keys``).
+
+    Busy/idle/comm come from all of the device's work clipped to the window; tail idle,
+    gaps and comm waits from the window's own ops (those whose keys match), and a gap counts
+    only when it opens inside the window.
+    """
+    out = windows.copy()
+    if out.empty:
+        for col in WINDOW_COLUMNS:
+            out[col] = pd.Series(dtype="float64")
+        out["overlap_ratio"] = pd.Series(dtype="float64")
+        return out
+    busy = np.zeros(len(out), dtype=np.int64)
+    for device, rows in out.groupby("device").indices.items():
+        sel = ops[ops["device"] == device]
+        seg = iv.union(sel["start"].to_numpy(), sel["end"].to_numpy())
+        busy[rows] = iv.covered_in_windows(
+            seg, out["start_ns"].to_numpy()[rows], out["end_ns"].to_numpy()[rows]
+        )
+    out["gpu_busy_ns"] = busy
+    out["idle_ns"] = (out["end_ns"] - out["start_ns"]) - busy
+
+    win = out[keys + ["start_ns"]].rename(columns={"start_ns": "_win_start"})
+    win_start = ops[keys].merge(win, on=keys, how="left")["_win_start"].to_numpy()
+    gap = ops["gap_ns"].where(ops["gap_start"].to_numpy() >= win_start, 0)
+    sums = pd.DataFrame(
+        {
+            "tail_idle_ns": ops["tail_idle_ns"],
+            "underfill_idle_ns": ops["underfill_idle_ns"],
+            "launch_overhead_ns": gap.where(ops["cause"].isin(OVERHEAD_CAUSES), 0),
+            "sync_idle_ns": gap.where(ops["cause"].eq("synchronization"), 0),
+            "sync_gaps": ((gap > 0) & ops["cause"].eq("synchronization")).astype(int),
+            "startup_idle_ns": gap.where(ops["cause"].eq("startup"), 0),
+            "unattributed_idle_ns": gap.where(ops["cause"].eq("unattributed"), 0),
+            "comm_wait_ns": ops["wait_ns"],
+            "same_stream_comm_ns": (ops["end"] - ops["start"]).where(ops["same_stream_comm"], 0),
+        }
+    ).astype("float64")
+    totals = pd.concat([ops[keys], sums], axis=1).groupby(keys).sum().reset_index()
+    merged = out[keys].merge(totals, on=keys, how="left").fillna(0)
+    for col in sums.columns:
+        out[col] = merged[col].to_numpy()
+    comm = window_comm(ops, ops["op_class"], out)
+    for col in comm.columns:
+        out[col] = comm[col].to_numpy()
+    return out
+
+
+def analyze(trace: Trace) -> Analysis:
+    """Compute every metric of one trace (unfiltered)."""
+    ops = attribute_gaps(device_ops(trace), trace.api)
+    ops["op_class"] = classify_ops(ops)
+    ops["same_stream_comm"] = same_stream_comm(ops, ops["op_class"])
+    skew = collective_skew(ops, ops["op_class"])
+    ops["wait_ns"] = 0.0
+    ops["last_device"] = np.nan
+    if len(skew):
+        key = ops.set_index(["device", "start", "name"]).index
+        matched = skew.set_index(["device", "start", "name"]).reindex(key)
+        ops["wait_ns"] = matched["wait_ns"].fillna(0).to_numpy()
+        ops["last_device"] = matched["last_device"].to_numpy(dtype="float64")
+
+    ranges = top_level_ranges(trace.nvtx)
+    ops["range_id"] = assign_ops(ops, ranges)
+    names = ranges.set_index("range_id")["text"] if len(ranges) else pd.Series(dtype=str)
+    ops["region"] = ops["range_id"].map(names)
+
+    kernels = trace.kernels
+    waves = launch_waves(kernels, trace.gpus) if len(kernels) else pd.DataFrame()
+    is_kernel = ops["kind"].eq("kernel")
+    ops["tail_idle_ns"] = 0.0
+    ops["underfill_idle_ns"] = 0.0
+    launches = pd.DataFrame()
+    if len(kernels):
+        src = ops.loc[is_kernel, "src"].to_numpy()
+        ops.loc[is_kernel, "tail_idle_ns"] = waves["tail_idle_ns"].to_numpy()[src]
+        ops.loc[is_kernel, "underfill_idle_ns"] = waves["underfill_idle_ns"].to_numpy()[src]
+        launches = pd.concat([kernels, waves], axis=1)
+        launches["range_id"] = -1
+        launches.loc[src, "range_id"] = ops.loc[is_kernel, "range_id"].to_numpy()
+        launches["region"] = launches["range_id"].map(names)
+
+    dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
+    devices = window_metrics(ops, dev.reset_index(), ["device"])
+    regions = window_metrics(ops, region_windows(ops, ranges), ["range_id", "device"])
+    return Analysis(
+        trace=trace,
+        ops=ops,
+        launches=launches,
+        devices=devices,
+        regions=regions,
+        sequences=launch_sequences(ops),
+        gaps=gap_breakdown(ops),
+        collectives=skew,
+    )

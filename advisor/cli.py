@@ -1,0 +1,115 @@
+"""Command line: parse options, call the library, pick a renderer, set the exit code.
+
+Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor import __version__
+from advisor.analysis import analyze as run_analysis
+from advisor.errors import AdvisorInputError
+from advisor.findings import find
+from advisor.render import json as json_render
+from advisor.render import terminal
+from advisor.trace.gpus import builtin_gpus
+from advisor.trace.load import load_trace
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Measure scheduling idle time in GPU traces (wave tails, launch gaps, comm bubbles) "
+    "and recommend strategies.",
+)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _fail(exc: AdvisorInputError) -> None:
+    typer.echo(f"advisor: error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def analyze(
+    trace: str = typer.Argument(
+        ..., help="Nsight Systems SQLite export (nsys export --type sqlite)."
+    ),
+    format: OutputFormat = typer.Option(
+        OutputFormat.table, "--format", "-f", help="Output format."
+    ),
+    gpu: str = typer.Option(
+        None,
+        "--gpu",
+        help="GPU model when the trace lacks device facts (see `advisor gpus`); "
+        "'none' skips occupancy/wave metrics.",
+    ),
+    range_text: str = typer.Option(
+        None, "--range", help="Only top-level NVTX ranges whose text contains TEXT."
+    ),
+    device: int = typer.Option(None, "--device", help="Only this device id."),
+    top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
+) -> None:
+    """Analyze one trace: idle time by cause, per kernel and per NVTX range, with findings."""
+    try:
+        loaded = load_trace(trace, gpu=gpu)
+        result = run_analysis(loaded)
+        if device is not None and device not in loaded.devices:
+            raise AdvisorInputError(
+                trace,
+                f"--device {device}: no GPU work on that device (devices: "
+                f"{', '.join(map(str, loaded.devices))})",
+            )
+        result = result.select(range_text, device)
+        if range_text and result.regions.empty:
+            raise AdvisorInputError(
+                trace, f"--range {range_text!r}: no top-level NVTX range matches"
+            )
+    except AdvisorInputError as exc:
+        _fail(exc)
+    findings = find(result)
+    if format is OutputFormat.json:
+        sys.stdout.write(json_render.render(result, findings) + "\n")
+    else:
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: do not squeeze into 80 columns
+            console = Console(width=160)
+        terminal.render(result, findings, console, top=top)
+
+
+@app.command()
+def gpus() -> None:
+    """List the built-in GPU spec table (values for --gpu)."""
+    tab = Table(title="Built-in GPU facts (used when a trace has none)", title_justify="left")
+    for col in ("name", "SMs/CUs", "cc/arch", "warps/SM", "blocks/SM", "regs/SM", "smem/SM (B)"):
+        tab.add_column(col)
+    for g in builtin_gpus():
+        tab.add_row(
+            g.name,
+            str(g.sm_count),
+            g.compute_capability,
+            str(g.max_warps_per_sm),
+            str(g.max_blocks_per_sm),
+            str(g.registers_per_sm),
+            str(g.shared_mem_per_sm),
+        )
+    Console().print(tab)
+
+
+@app.command()
+def version() -> None:
+    """Print the advisor version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,44 @@
+"""Package data: built-in GPU facts and name-classification patterns (YAML)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+
+@cache
+def load_yaml(name: str) -> dict:
+    """Parse one YAML file shipped in this package."""
+    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text())
+
+
+@cache
+def pattern(category: str) -> re.Pattern[str]:
+    """One case-insensitive regex matching any pattern of a classify.yaml category."""
+    parts = load_yaml("classify.yaml")[category]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+def name_matches(names: pd.Series, category: str) -> pd.Series:
+    """Boolean Series: which names match a classify.yaml category.
+
+    The regex runs once per distinct name (traces repeat a few names millions of times).
+    """
+    rx = pattern(category)
+    uniques = pd.unique(names.dropna())
+    hits = [n for n in uniques if rx.search(str(n))]
+    return names.isin(hits)
+
+
+def builtin_rules_dir() -> Traversable:
+    """The shipped rules/ folder: package data when installed, else the source checkout's."""
+    try:
+        return resources.files("advisor.builtin_rules")
+    except ModuleNotFoundError:  # running from a source tree that was not installed
+        return Path(__file__).resolve().parents[2] / "rules"

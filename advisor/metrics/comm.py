@@ -1,0 +1,104 @@
+"""Communication vs compute per device: overlap, exposed comm, same-stream serialization,
+and the skew of one collective across devices (ranks).
+
+Comm ops are kernels whose names match classify.yaml ``comm_kernels`` plus peer-to-peer
+copies; compute ops are all other kernels (copies and memsets are neither). Per device the
+busy intervals of each class are merged, then:
+  overlap        = |comm ∩ compute|          exposed comm = |comm| - overlap
+  overlap ratio  = overlap / |comm|          (None when there is no comm)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from advisor.data import name_matches
+from advisor.metrics import intervals as iv
+
+
+def classify_ops(ops: pd.DataFrame) -> pd.Series:
+    """Per op: 'comm', 'compute' or 'memory' (copies/memsets that are not peer-to-peer)."""
+    is_kernel = ops["kind"].isin(["kernel", "graph"])
+    comm = (is_kernel & name_matches(ops["name"], "comm_kernels")) | ops["name"].eq("memcpy PtoP")
+    return pd.Series(
+        np.select([comm, is_kernel], ["comm", "compute"], default="memory"), index=ops.index
+    )
+
+
+def device_segments(ops: pd.DataFrame, mask: pd.Series) -> dict[int, iv.Segments]:
+    """Merged busy segments per device for the ops selected by ``mask``."""
+    sel = ops[mask]
+    return {
+        int(d): iv.union(g["start"].to_numpy(), g["end"].to_numpy())
+        for d, g in sel.groupby("device")
+    }
+
+
+def window_comm(ops: pd.DataFrame, op_class: pd.Series, windows: pd.DataFrame) -> pd.DataFrame:
+    """comm_ns, compute_ns, overlap_ns, exposed_comm_ns, overlap_ratio per window row.
+
+    ``windows`` has device, start_ns, end_ns; intervals are clipped to each window.
+    """
+    empty = (np.array([], np.int64), np.array([], np.int64))
+    comm = device_segments(ops, op_class.eq("comm"))
+    comp = device_segments(ops, op_class.eq("compute"))
+    out = pd.DataFrame(index=windows.index)
+    for col in ("comm_ns", "compute_ns", "overlap_ns"):
+        out[col] = 0
+    for device, rows in windows.groupby("device").groups.items():
+        w = windows.loc[rows]
+        c = comm.get(int(device), empty)
+        k = comp.get(int(device), empty)
+        both = iv.union(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]]))
+        lo, hi = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
+        c_ns = iv.covered_in_windows(c, lo, hi)
+        k_ns = iv.covered_in_windows(k, lo, hi)
+        both_ns = iv.covered_in_windows(both, lo, hi)
+        out.loc[rows, "comm_ns"] = c_ns
+        out.loc[rows, "compute_ns"] = k_ns
+        out.loc[rows, "overlap_ns"] = c_ns + k_ns - both_ns
+    out["exposed_comm_ns"] = out["comm_ns"] - out["overlap_ns"]
+    out["overlap_ratio"] = (out["overlap_ns"] / out["comm_ns"]).where(out["comm_ns"] > 0)
+    return out
+
+
+def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:
+    """Per op: True for comm ops on a (device, stream) that also runs compute kernels.
+
+    Comm and compute queued on one stream execute in order and can never overlap.
+    """
+    key = ops["device"].astype(str) + ":" + ops["stream"].astype(str)
+    compute_streams = set(key[op_class.eq("compute")])
+    return op_class.eq("comm") & key.isin(compute_streams)
+
+
+def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
+    """Match the n-th launch of each comm kernel name across devices and measure skew.
+
+    Returns one row per comm op with ``instance`` (name#n), ``skew_ns`` (spread of start
+    times across devices), ``wait_ns`` (how long this device's op ran before the last
+    device arrived: max start - own start, capped at the op's duration) and ``last_device``.
+    Only instances present on every device that runs that kernel count; with one device
+    the table is empty.
+    """
+    comm = ops[op_class.eq("comm") & ops["kind"].eq("kernel")][["device", "start", "end", "name"]]
+    if comm.empty or comm["device"].nunique() < 2:
+        return pd.DataFrame(
+            columns=["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device"]
+        )
+    comm = comm.sort_values(["device", "name", "start"])
+    comm["n"] = comm.groupby(["device", "name"]).cumcount()
+    comm["instance"] = comm["name"] + "#" + comm["n"].astype(str)
+    devices_per_name = comm.groupby("name")["device"].nunique()
+    per_inst = comm.groupby("instance")
+    comm["ranks"] = per_inst["device"].transform("nunique")
+    comm = comm[comm["ranks"] == comm["name"].map(devices_per_name)]
+    per_inst = comm.groupby("instance")
+    last_start = per_inst["start"].transform("max")
+    comm["skew_ns"] = last_start - per_inst["start"].transform("min")
+    comm["wait_ns"] = np.minimum(last_start - comm["start"], comm["end"] - comm["start"])
+    last_dev = comm.loc[per_inst["start"].idxmax(), ["instance", "device"]]
+    comm["last_device"] = comm["instance"].map(last_dev.set_index("instance")["device"])
+    cols = ["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device"]
+    return comm[cols].reset_index(drop=True)

@@ -1,0 +1,69 @@
+"""Vectorized interval algebra on [start, end) nanosecond intervals (numpy, no Python loops)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+Segments = tuple[np.ndarray, np.ndarray]
+
+
+def union(starts, ends) -> Segments:
+    """Merge intervals into sorted, disjoint segments (touching intervals merge)."""
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if s.size == 0:
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    idx = np.flatnonzero(new)
+    seg_end = np.append(reach[idx[1:] - 1], reach[-1])
+    return s[idx], seg_end
+
+
+def length(segments: Segments) -> int:
+    """Total covered time of disjoint segments (ns)."""
+    s, e = segments
+    return int((e - s).sum())
+
+
+def overlap(a: Segments, b: Segments) -> int:
+    """|A ∩ B| for two disjoint segment sets: |A| + |B| - |A ∪ B| (ns)."""
+    both = union(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+    return length(a) + length(b) - length(both)
+
+
+def clip(segments: Segments, lo: int, hi: int) -> Segments:
+    """Segments cut to the window [lo, hi)."""
+    s = np.clip(segments[0], lo, hi)
+    e = np.clip(segments[1], lo, hi)
+    keep = e > s
+    return s[keep], e[keep]
+
+
+def covered_in_windows(segments: Segments, lo, hi) -> np.ndarray:
+    """For each window [lo_i, hi_i), the time the disjoint ``segments`` cover in it (ns).
+
+    Uses a prefix sum over segment lengths and binary search, so it is O((n + w) log n).
+    """
+    s, e = segments
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    if s.size == 0:
+        return np.zeros(lo.shape, dtype=np.int64)
+    cum = np.concatenate([[0], np.cumsum(e - s)])
+
+    def covered_before(t: np.ndarray) -> np.ndarray:
+        # time covered in (-inf, t): full segments ending before t plus a partial one
+        k = np.searchsorted(s, t, side="right")  # segments starting before/at t
+        full = cum[np.maximum(k - 1, 0)]
+        last_s = s[np.maximum(k - 1, 0)]
+        last_e = e[np.maximum(k - 1, 0)]
+        partial = np.clip(np.minimum(t, last_e) - last_s, 0, None)
+        return np.where(k > 0, full + partial, 0)
+
+    return covered_before(hi) - covered_before(lo)

@@ -1,0 +1,97 @@
+"""Theoretical occupancy: resident CTAs per SM from registers, shared memory, warps, blocks.
+
+CUDA rules as in cuda_occupancy.h (see docs/metrics.md):
+  warps:     floor(maxWarpsPerSm / ceil(threads / 32))
+  registers: per-warp allocation ceil(regs * 32 / 256) * 256, allocated per SM
+             sub-partition (4 per SM):
+             floor(floor((regsPerSm / 4) / regsPerWarp) * 4 / warpsPerBlock)
+  shared:    per block ceil((static + dynamic + reserved) / 128) * 128 against the carve-out
+             (sharedMemoryExecuted when the trace has it, else the SM maximum)
+  blocks:    maxBlocksPerSm
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+REG_ALLOC_UNIT = 256  # registers per warp are allocated in units of 256
+SMEM_ALLOC_UNIT = 128  # bytes
+SUB_PARTITIONS = 4
+LIMITERS = np.array(["warps", "registers", "shared_memory", "blocks"])
+
+
+def ctas_per_sm(
+    threads,
+    registers,
+    smem_per_block,
+    smem_carveout,
+    *,
+    warp_size,
+    max_warps_per_sm,
+    max_blocks_per_sm,
+    registers_per_sm,
+    reserved_smem_per_block,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resident CTAs per SM and the limiting resource, element-wise over launches.
+
+    Arguments are arrays (or scalars) per launch: threads per block, registers per thread,
+    shared memory per block in bytes (static + dynamic), shared-memory carve-out in bytes.
+    Returns (ctas, limiter); ctas is 0 when one block cannot fit at all.
+    """
+    threads = np.asarray(threads, dtype=np.int64)
+    regs = np.asarray(registers, dtype=np.int64)
+    smem = np.asarray(smem_per_block, dtype=np.int64)
+    carve = np.asarray(smem_carveout, dtype=np.int64)
+    warp_size = np.asarray(warp_size, dtype=np.int64)
+    warps = np.maximum(-(-threads // warp_size), 1)
+
+    by_warps = np.asarray(max_warps_per_sm, dtype=np.int64) // warps
+
+    per_warp = -(-(regs * warp_size) // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    per_partition = np.asarray(registers_per_sm, dtype=np.int64) // SUB_PARTITIONS
+    warps_per_partition = np.where(per_warp > 0, per_partition // np.maximum(per_warp, 1), 1 << 30)
+    by_regs = np.where(regs > 0, warps_per_partition * SUB_PARTITIONS // warps, 1 << 30)
+
+    need = smem + np.asarray(reserved_smem_per_block, dtype=np.int64)
+    need = -(-need // SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT
+    by_smem = np.where(smem > 0, carve // np.maximum(need, 1), 1 << 30)
+
+    by_blocks = np.broadcast_to(np.asarray(max_blocks_per_sm, dtype=np.int64), threads.shape)
+    limits = np.stack(np.broadcast_arrays(by_warps, by_regs, by_smem, by_blocks))
+    which = np.argmin(limits, axis=0)
+    return limits.min(axis=0), LIMITERS[which]
+
+
+def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
+    """Per-launch ``ctas_per_sm``, ``limiter``, ``sm_count`` for a kernels table.
+
+    ``gpus`` maps device id -> GpuSpec; launches on devices without a spec get NaN.
+    """
+    out = pd.DataFrame(index=kernels.index)
+    out["ctas_per_sm"] = np.nan
+    out["limiter"] = None
+    out["sm_count"] = np.nan
+    for device, spec in gpus.items():
+        rows = kernels["device"] == device
+        if not rows.any():
+            continue
+        k = kernels.loc[rows]
+        threads = k["block_x"] * k["block_y"] * k["block_z"]
+        smem = k["static_smem"] + k["dynamic_smem"]
+        carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)
+        ctas, limiter = ctas_per_sm(
+            threads.to_numpy(),
+            k["registers"].to_numpy(),
+            smem.to_numpy(),
+            carve.fillna(spec.shared_mem_per_sm).to_numpy(),
+            warp_size=spec.warp_size,
+            max_warps_per_sm=spec.max_warps_per_sm,
+            max_blocks_per_sm=spec.max_blocks_per_sm,
+            registers_per_sm=spec.registers_per_sm,
+            reserved_smem_per_block=spec.reserved_shared_mem_per_block,
+        )
+        out.loc[rows, "ctas_per_sm"] = ctas
+        out.loc[rows, "limiter"] = limiter
+        out.loc[rows, "sm_count"] = spec.sm_count
+    return out

@@ -1,0 +1,75 @@
+"""NVTX ranges projected onto the GPU work they launched.
+
+A host range is top-level when no earlier range of the same thread contains it. A GPU op
+belongs to the top-level range that was open on the launching thread when its launch call
+started (joined by process + correlation id). A region's GPU window on a device runs from
+the first start to the last end of its ops there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
+    """The NVTX ranges not nested in another range of the same thread, with ``range_id``."""
+    if nvtx.empty:
+        return nvtx.assign(range_id=pd.Series(dtype="int64"))
+    r = nvtx.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
+    prev_reach = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
+    top = r[~(prev_reach >= r["end"])].copy()
+    top["range_id"] = np.arange(len(top), dtype=np.int64)
+    return top.reset_index(drop=True)
+
+
+def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
+    """Per op: the range_id of the top-level range open on its launch thread at launch
+    (api_start, api_tid columns of the attributed ops), else -1."""
+    out = np.full(len(ops), -1, dtype=np.int64)
+    if ranges.empty or "api_tid" not in ops:
+        return pd.Series(out, index=ops.index)
+    launched = ops["api_tid"].notna()
+    tids = ops["api_tid"].to_numpy()
+    starts = ops["api_start"].to_numpy()
+    for tid, rr in ranges.groupby("tid"):
+        rows = np.flatnonzero(launched.to_numpy() & (tids == tid))
+        if rows.size == 0:
+            continue
+        rs = rr["start"].to_numpy()
+        re_ = rr["end"].to_numpy()
+        ids = rr["range_id"].to_numpy()
+        k = np.searchsorted(rs, starts[rows], side="right") - 1
+        inside = (k >= 0) & (starts[rows] < re_[np.maximum(k, 0)])
+        out[rows[inside]] = ids[k[inside]]
+    return pd.Series(out, index=ops.index)
+
+
+def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
+    """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window),
+    host_start_ns, host_end_ns, ops, pid."""
+    sel = ops[ops["range_id"] >= 0]
+    if sel.empty:
+        return pd.DataFrame(
+            columns=[
+                "range_id",
+                "device",
+                "name",
+                "start_ns",
+                "end_ns",
+                "host_start_ns",
+                "host_end_ns",
+                "ops",
+                "pid",
+            ]
+        )
+    w = sel.groupby(["range_id", "device"]).agg(
+        start_ns=("start", "min"), end_ns=("end", "max"), ops=("start", "size")
+    )
+    w = w.reset_index().merge(
+        ranges[["range_id", "text", "start", "end", "pid"]].rename(
+            columns={"text": "name", "start": "host_start_ns", "end": "host_end_ns"}
+        ),
+        on="range_id",
+    )
+    return w.sort_values(["start_ns", "device"], ignore_index=True)

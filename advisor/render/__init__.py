@@ -1,0 +1,1 @@
+"""Renderers: turn an Analysis and its findings into text. They compute nothing new."""

@@ -1,0 +1,156 @@
+"""The stable JSON document of ``advisor analyze --format json`` (schema in docs/json.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from advisor.analysis import Analysis
+
+SCHEMA_VERSION = 1
+
+
+def _clean(value):
+    """numpy/pandas scalars -> plain Python; NaN -> None."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return None if math.isnan(f) else f
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if value is pd.NA or value is None:
+        return None
+    return value
+
+
+def _int(x) -> int | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
+
+
+def kernel_rows(k: pd.DataFrame) -> list[dict]:
+    rows = []
+    for r in k.itertuples():
+        rows.append(
+            {
+                "name": r.name,
+                "demangled": r.demangled,
+                "device": int(r.device),
+                "region": getattr(r, "region", None),
+                "grid": [int(r.grid_x), int(r.grid_y), int(r.grid_z)],
+                "grid_blocks": int(r.grid_blocks),
+                "block": [int(r.block_x), int(r.block_y), int(r.block_z)],
+                "block_threads": int(r.block_threads),
+                "registers_per_thread": int(r.registers),
+                "shared_mem_per_block": int(r.smem_per_block),
+                "launches": int(r.launches),
+                "total_ns": int(r.total_ns),
+                "median_ns": int(r.median_ns),
+                "ctas_per_sm": _int(r.ctas_per_sm),
+                "occupancy_limiter": r.limiter,
+                "slots": _int(r.slots),
+                "waves": r.waves,
+                "tail_fraction": r.tail_fraction,
+                "tail_idle_ns": int(round(r.tail_idle_ns)),
+                "underfill_idle_ns": int(round(r.underfill_idle_ns)),
+                "persistent": bool(r.persistent),
+                "comm": bool(r.comm),
+                "underfilled": bool(r.underfilled),
+            }
+        )
+    return rows
+
+
+REGION_KEYS = [
+    "name",
+    "device",
+    "start_ns",
+    "end_ns",
+    "host_start_ns",
+    "host_end_ns",
+    "gpu_busy_ns",
+    "idle_ns",
+    "tail_idle_ns",
+    "underfill_idle_ns",
+    "launch_overhead_ns",
+    "sync_idle_ns",
+    "startup_idle_ns",
+    "comm_ns",
+    "compute_ns",
+    "overlap_ns",
+    "exposed_comm_ns",
+    "overlap_ratio",
+    "comm_wait_ns",
+    "same_stream_comm_ns",
+]
+
+
+def region_rows(regions: pd.DataFrame) -> list[dict]:
+    out = []
+    for rec in regions[REGION_KEYS].to_dict("records"):
+        row = {}
+        for key, v in rec.items():
+            if key.endswith("_ns") or key == "device":
+                row[key] = int(round(v))
+            else:
+                row[key] = v
+        out.append(row)
+    return out
+
+
+def collective_rows(coll: pd.DataFrame) -> list[dict]:
+    if coll.empty:
+        return []
+    per = coll.groupby("instance").agg(
+        name=("name", "first"), skew_ns=("skew_ns", "first"), last=("last_device", "first")
+    )
+    g = per.groupby("name").agg(
+        instances=("skew_ns", "size"),
+        median_skew_ns=("skew_ns", "median"),
+        max_skew_ns=("skew_ns", "max"),
+        most_often_last_device=("last", lambda s: s.mode().iloc[0]),
+    )
+    return [
+        {"name": name, **{k: int(v) for k, v in rec.items()}}
+        for name, rec in g.sort_values("max_skew_ns", ascending=False).iterrows()
+    ]
+
+
+def document(a: Analysis, findings: list[dict]) -> dict:
+    """The full JSON-ready dict for one analysis."""
+    t = a.trace
+    gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
+    seq = a.sequences.head(50)
+    return _clean(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "trace": {
+                "path": t.path,
+                "format": t.format,
+                "producer_version": t.producer_version,
+                "gpus": gpus,
+                "devices": t.devices,
+                "warnings": t.warnings,
+            },
+            "selection": a.selection,
+            "summary": a.summary(),
+            "kernels": kernel_rows(a.kernel_table()),
+            "regions": region_rows(a.regions),
+            "launch_gaps": a.gaps.to_dict("records"),
+            "sequences": seq.to_dict("records"),
+            "collectives": collective_rows(a.collectives),
+            "findings": findings,
+        }
+    )
+
+
+def render(a: Analysis, findings: list[dict]) -> str:
+    """JSON text (indented, keys in schema order)."""
+    return json.dumps(document(a, findings), indent=2)

@@ -1,0 +1,210 @@
+"""Rich terminal report of ``advisor analyze`` (worst first, every number with its unit)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from advisor.analysis import Analysis
+from advisor.render.units import fmt_ns, fmt_pct
+
+RECOVERABLE = [
+    "tail_idle_ns",
+    "underfill_idle_ns",
+    "launch_overhead_ns",
+    "sync_idle_ns",
+    "exposed_comm_ns",
+]
+
+
+def _header(a: Analysis) -> Group:
+    t = a.trace
+    lines = [Text.assemble(("advisor analyze ", "bold"), t.path)]
+    lines.append(Text(f"{t.format}, {t.producer_version}"))
+    seen = {}
+    for device, spec in sorted(t.gpus.items()):
+        seen.setdefault((spec.name, spec.sm_count, spec.source), []).append(device)
+    for (name, sms, source), devs in seen.items():
+        ids = ",".join(map(str, devs))
+        lines.append(Text(f"GPU {ids}: {name}, {sms} SMs (facts from {source})"))
+    if not t.gpus:
+        lines.append(Text("GPU facts: none (occupancy, waves and tails not computed)"))
+    sel = {k: v for k, v in a.selection.items() if v is not None}
+    if sel:
+        lines.append(Text(f"selection: {sel}"))
+    for w in t.warnings:
+        lines.append(Text(f"warning: {w}", style="yellow"))
+    return Group(*lines)
+
+
+def _summary(a: Analysis) -> Table:
+    s = a.summary()
+    tab = Table(
+        title="Where the GPU time went (device-ns, summed over devices)", title_justify="left"
+    )
+    tab.add_column("metric")
+    tab.add_column("time", justify="right")
+    tab.add_column("share of span", justify="right")
+    cap = s["span_ns"] * max(s["devices"], 1)
+
+    def row(label, ns, note=""):
+        tab.add_row(label + note, fmt_ns(ns), fmt_pct(ns / cap) if cap else "-")
+
+    row("span (first GPU op to last, per device)", cap)
+    row("GPU busy", s["gpu_busy_ns"])
+    row("GPU idle", s["idle_ns"])
+    row("  start-up (module load, allocation; excluded)", s["startup_idle_ns"])
+    row("  synchronization stalls", s["sync_idle_ns"])
+    row("  launch overhead (host-bound + latency + in-graph)", s["launch_overhead_ns"])
+    row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"])
+    row("under-filled grid idle (inside busy)", s["underfill_idle_ns"])
+    if s["comm_ns"]:
+        row("communication", s["comm_ns"])
+        row("  exposed (no compute alongside)", s["exposed_comm_ns"])
+        row("  waiting for other ranks", s["comm_wait_ns"])
+        tab.add_row("  overlap ratio", "", fmt_pct(s["overlap_ratio"]))
+    return tab
+
+
+def _findings(findings: list[dict], top: int) -> Table:
+    tab = Table(title="Findings, ranked by estimated savings (estimates)", title_justify="left")
+    for col in ("#", "strategy", "sev.", "where", "est. savings", "what was measured"):
+        tab.add_column(col, justify="right" if col in ("#", "est. savings") else "left")
+    for i, f in enumerate(findings[:top], 1):
+        where = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
+        where.append(f"device {f['device']}")
+        tab.add_row(
+            str(i),
+            f["strategy"],
+            f["severity"],
+            "\n".join(where),
+            fmt_ns(f["est_savings_ns"]),
+            f["summary"],
+        )
+    if not findings:
+        tab.add_row("", "none", "", "no rule fired", "", "")
+    if len(findings) > top:
+        tab.caption = f"{len(findings) - top} more in --format json (or raise --top)"
+    return tab
+
+
+def _kernels(a: Analysis, top: int) -> Table:
+    k = a.kernel_table()
+    tab = Table(title="Kernels by quantization idle (tail + under-fill)", title_justify="left")
+    for col in (
+        "kernel",
+        "dev",
+        "grid",
+        "block",
+        "launches",
+        "total",
+        "CTAs/SM (limit)",
+        "waves",
+        "idle share",
+        "quant. idle",
+        "kind",
+    ):
+        tab.add_column(col, justify="left" if col in ("kernel", "kind") else "right")
+    for r in k.head(top).itertuples():
+        kind = "under-filled" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
+        kind = "comm" if r.comm else "persistent" if r.persistent else kind
+        if pd.isna(r.waves):
+            kind = "no GPU facts"
+        waves = "-" if pd.isna(r.waves) else f"{r.waves:.3f}"
+        ctas = "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})"
+        tab.add_row(
+            r.name[:48],
+            str(r.device),
+            f"{r.grid_x}x{r.grid_y}x{r.grid_z}",
+            str(r.block_threads),
+            str(r.launches),
+            fmt_ns(r.total_ns),
+            ctas,
+            waves,
+            fmt_pct(r.tail_fraction),
+            fmt_ns(r.tail_idle_ns + r.underfill_idle_ns),
+            kind,
+        )
+    return tab
+
+
+def _regions(a: Analysis, top: int) -> Table | None:
+    r = a.regions
+    if r.empty:
+        return None
+    cols = ["gpu_busy_ns", "idle_ns", *RECOVERABLE, "comm_ns"]
+    g = r.groupby(["name", "device"], as_index=False).agg(
+        instances=("start_ns", "size"), **{c: (c, "sum") for c in cols}
+    )
+    g["recoverable"] = g[RECOVERABLE].sum(axis=1)
+    g = g.sort_values("recoverable", ascending=False)
+    tab = Table(title="Top-level NVTX ranges on the GPU (worst first)", title_justify="left")
+    for col in (
+        "range",
+        "dev",
+        "n",
+        "busy",
+        "idle",
+        "tail idle",
+        "under-fill",
+        "launch ovh.",
+        "sync",
+        "exposed comm",
+        "overlap",
+    ):
+        tab.add_column(col, justify="left" if col == "range" else "right")
+    for x in g.head(top).itertuples():
+        rows = r[(r["name"] == x.name) & (r["device"] == x.device)]
+        comm = rows["comm_ns"].sum()
+        ratio = rows["overlap_ns"].sum() / comm if comm else None
+        tab.add_row(
+            x.name[:40],
+            str(x.device),
+            str(x.instances),
+            fmt_ns(x.gpu_busy_ns),
+            fmt_ns(x.idle_ns),
+            fmt_ns(x.tail_idle_ns),
+            fmt_ns(x.underfill_idle_ns),
+            fmt_ns(x.launch_overhead_ns),
+            fmt_ns(x.sync_idle_ns),
+            fmt_ns(x.exposed_comm_ns),
+            fmt_pct(ratio),
+        )
+    return tab
+
+
+def _gaps(a: Analysis) -> Table:
+    tab = Table(title="Device idle gaps by cause", title_justify="left")
+    for col in ("dev", "cause", "gaps", "total", "median", "max"):
+        tab.add_column(col, justify="left" if col == "cause" else "right")
+    for g in a.gaps.itertuples():
+        tab.add_row(
+            str(g.device),
+            g.cause,
+            str(g.count),
+            fmt_ns(g.total_ns),
+            fmt_ns(g.median_ns),
+            fmt_ns(g.max_ns),
+        )
+    return tab
+
+
+def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -> None:
+    """Print the report to ``console``."""
+    console.print(_header(a))
+    console.print(_summary(a))
+    console.print(_findings(findings, top))
+    console.print(_kernels(a, top))
+    regions = _regions(a, top)
+    if regions is not None:
+        console.print(regions)
+    console.print(_gaps(a))
+    console.print(
+        Text(
+            "Times in ns/us/ms/s of device time. Savings are estimates (upper bounds under "
+            "the model in docs/metrics.md).",
+            style="dim",
+        )
+    )

@@ -1,0 +1,1 @@
+"""Readers: profiler outputs -> one format-free Trace."""

@@ -1,0 +1,79 @@
+"""Open any supported trace file: validate the path, pick the reader, settle GPU facts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from advisor.errors import AdvisorInputError
+from advisor.trace.gpus import gpu_from_option, match_gpu
+from advisor.trace.model import GpuSpec, Trace
+from advisor.trace.nsys import looks_like_sqlite, read_nsys
+
+NO_GPU = "none"  # --gpu none: analyze without occupancy/wave metrics
+
+
+def check_readable_file(path: Path) -> None:
+    """Raise AdvisorInputError unless ``path`` is an existing, non-empty, readable file."""
+    if not path.exists():
+        raise AdvisorInputError(str(path), "no such file")
+    if path.is_dir():
+        raise AdvisorInputError(str(path), "is a directory, expected a trace file")
+    if not path.is_file():
+        raise AdvisorInputError(str(path), "not a regular file")
+    if not os.access(path, os.R_OK):
+        raise AdvisorInputError(str(path), "permission denied")
+    if path.stat().st_size == 0:
+        raise AdvisorInputError(str(path), "empty file (0 bytes)")
+
+
+def load_trace(path: str | Path, gpu: str | None = None) -> Trace:
+    """Read ``path`` into a Trace and attach a GpuSpec to every active device.
+
+    GPU facts come from the trace; ``gpu`` (a --gpu value) overrides them; ``gpu='none'``
+    accepts a trace without facts (wave metrics are then left empty and a warning says so).
+    """
+    p = Path(path)
+    check_readable_file(p)
+    try:
+        is_sqlite = looks_like_sqlite(p)
+    except OSError as exc:
+        raise AdvisorInputError(str(p), f"cannot read: {exc.strerror}") from exc
+    if not is_sqlite:
+        raise AdvisorInputError(
+            str(p), "not a supported trace: expected an Nsight Systems SQLite export"
+        )
+    trace = read_nsys(p)
+    _settle_gpus(trace, gpu)
+    return trace
+
+
+def _settle_gpus(trace: Trace, gpu: str | None) -> None:
+    devices = trace.devices
+    if gpu and gpu.lower() == NO_GPU:
+        trace.gpus = {}
+        trace.warnings.append(
+            "no GPU facts used (--gpu none): occupancy, waves and tails are not computed"
+        )
+        return
+    if gpu:
+        spec = gpu_from_option(gpu)
+        trace.gpus = {d: spec for d in devices}
+        return
+    missing = [d for d in devices if d not in trace.gpus]
+    if not missing:
+        return
+    # No device facts in the trace: a name elsewhere would do, but the export has none.
+    guess: GpuSpec | None = None
+    names = {s.name for s in trace.gpus.values()}
+    if len(names) == 1:
+        guess = match_gpu(next(iter(names)))
+    if guess is None:
+        raise AdvisorInputError(
+            trace.path,
+            "trace has no GPU facts (no TARGET_INFO_GPU table) for device(s) "
+            f"{', '.join(map(str, missing))}: pass --gpu NAME (e.g. --gpu H100-SXM), "
+            "or --gpu none to skip occupancy and wave metrics",
+        )
+    for d in missing:
+        trace.gpus[d] = GpuSpec(**{**guess.to_dict(), "source": f"built-in table ({guess.name})"})

@@ -1,0 +1,158 @@
+"""The format-free Trace model every reader produces and every metric consumes.
+
+All times are integer nanoseconds on one clock per trace. Each table is a pandas DataFrame
+with the columns listed in ``COLUMNS`` (extra columns are allowed, missing optional values
+are NaN/None). Nothing downstream of a reader knows which profiler wrote the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# Column contracts, one per table: name -> meaning (units).
+COLUMNS: dict[str, dict[str, str]] = {
+    "kernels": {
+        "device": "device id as the profiler numbers it",
+        "stream": "stream id",
+        "start": "ns",
+        "end": "ns",
+        "name": "short kernel name",
+        "demangled": "full demangled name",
+        "grid_x": "blocks",
+        "grid_y": "blocks",
+        "grid_z": "blocks",
+        "block_x": "threads",
+        "block_y": "threads",
+        "block_z": "threads",
+        "registers": "registers per thread",
+        "static_smem": "static shared memory per block (B)",
+        "dynamic_smem": "dynamic shared memory per block (B)",
+        "smem_executed": "shared-memory carve-out the driver used (B), NaN if unknown",
+        "cluster_x": "cluster dims (blocks), NaN if unknown",
+        "cluster_y": "",
+        "cluster_z": "",
+        "correlation": "id joining the launch API call",
+        "pid": "process id",
+        "graph_node": "graph node id when launched by a CUDA graph, else NaN",
+    },
+    "api": {
+        "start": "ns",
+        "end": "ns",
+        "name": "API name without version suffix",
+        "tid": "thread id (profiler global thread id)",
+        "pid": "process id",
+        "correlation": "id joining GPU work",
+    },
+    "memcpy": {
+        "device": "",
+        "stream": "",
+        "start": "ns",
+        "end": "ns",
+        "bytes": "B",
+        "kind": "HtoD, DtoH, DtoD, PtoP, ...",
+        "correlation": "",
+        "pid": "",
+    },
+    "memset": {
+        "device": "",
+        "stream": "",
+        "start": "ns",
+        "end": "ns",
+        "bytes": "B",
+        "correlation": "",
+        "pid": "",
+    },
+    "graphs": {
+        "device": "",
+        "stream": "",
+        "start": "ns, whole-graph execution (graph-level tracing)",
+        "end": "ns",
+        "graph_id": "",
+        "correlation": "",
+        "pid": "",
+    },
+    "sync": {
+        "device": "",
+        "stream": "",
+        "start": "ns",
+        "end": "ns",
+        "kind": "event / stream / context synchronize, stream wait event",
+        "correlation": "",
+        "pid": "",
+    },
+    "nvtx": {
+        "start": "ns",
+        "end": "ns",
+        "text": "range text",
+        "tid": "thread id (same numbering as api.tid)",
+        "pid": "",
+        "domain": "NVTX domain name ('' for the default domain)",
+    },
+}
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Facts about one device that occupancy and wave metrics need.
+
+    ``registers_per_sm`` is 32-bit registers per SM (CUDA) or VGPRs per SIMD lane (AMD);
+    ``max_warps_per_sm`` counts warps (CUDA) or wavefronts per CU (AMD).
+    """
+
+    name: str
+    vendor: str
+    sm_count: int
+    compute_capability: str
+    warp_size: int = 32
+    max_warps_per_sm: int = 64
+    max_blocks_per_sm: int = 32
+    registers_per_sm: int = 65536
+    shared_mem_per_sm: int = 233472
+    max_shared_mem_per_block: int = 232448
+    reserved_shared_mem_per_block: int = 1024
+    clock_mhz: float | None = None
+    memory_bandwidth_gbs: float | None = None
+    source: str = "trace"  # "trace", "built-in table (matched 'NAME')", "--gpu NAME"
+
+    @property
+    def cc_major(self) -> int | None:
+        """Major compute capability (CUDA), None for AMD gfx targets."""
+        head = self.compute_capability.split(".")[0]
+        return int(head) if head.isdigit() else None
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def empty_table(table: str) -> pd.DataFrame:
+    """An empty DataFrame with the contract's columns for ``table``."""
+    return pd.DataFrame({c: pd.Series(dtype="float64") for c in COLUMNS[table]})
+
+
+@dataclass
+class Trace:
+    """One profiler trace, normalized. ``gpus`` maps the device ids used in the tables."""
+
+    path: str
+    format: str
+    producer_version: str
+    kernels: pd.DataFrame
+    api: pd.DataFrame = field(default_factory=lambda: empty_table("api"))
+    memcpy: pd.DataFrame = field(default_factory=lambda: empty_table("memcpy"))
+    memset: pd.DataFrame = field(default_factory=lambda: empty_table("memset"))
+    graphs: pd.DataFrame = field(default_factory=lambda: empty_table("graphs"))
+    sync: pd.DataFrame = field(default_factory=lambda: empty_table("sync"))
+    nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
+    gpus: dict[int, GpuSpec] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def devices(self) -> list[int]:
+        """Device ids that ran any GPU work, ascending."""
+        ids: set[int] = set()
+        for table in (self.kernels, self.memcpy, self.memset, self.graphs):
+            if len(table):
+                ids.update(int(d) for d in table["device"].unique())
+        return sorted(ids)
