@@ -74,8 +74,11 @@ class Analysis:
         """Totals over the selected windows (regions when a range is selected, else devices)."""
         windows = self.regions if self.selection.get("range") else self.devices
         if windows.empty:
-            return {"span_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
-        out = {"span_ns": int(windows["end_ns"].max() - windows["start_ns"].min())}
+            return {"span_ns": 0, "window_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
+        out = {
+            "span_ns": int(windows["end_ns"].max() - windows["start_ns"].min()),
+            "window_ns": int((windows["end_ns"] - windows["start_ns"]).sum()),
+        }
         for col in WINDOW_COLUMNS:
             out[col] = int(round(float(windows[col].sum())))
         comm = out["comm_ns"]

@@ -5,6 +5,7 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback).
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 
@@ -32,6 +33,14 @@ app = typer.Typer(
 class OutputFormat(str, Enum):
     table = "table"
     json = "json"
+
+
+def _console() -> Console:
+    """Rich console; piped or redirected without COLUMNS set: 160 columns, not 80."""
+    console = Console()
+    if console.is_terminal or "COLUMNS" in os.environ:
+        return console
+    return Console(width=160)
 
 
 def _fail(exc: AdvisorInputError) -> None:
@@ -80,10 +89,7 @@ def analyze(
     if format is OutputFormat.json:
         sys.stdout.write(json_render.render(result, findings) + "\n")
     else:
-        console = Console()
-        if not console.is_terminal:  # piped or redirected: do not squeeze into 80 columns
-            console = Console(width=160)
-        terminal.render(result, findings, console, top=top)
+        terminal.render(result, findings, _console(), top=top)
 
 
 @app.command()
@@ -102,7 +108,7 @@ def gpus() -> None:
             str(g.registers_per_sm),
             str(g.shared_mem_per_sm),
         )
-    Console().print(tab)
+    _console().print(tab)
 
 
 @app.command()

@@ -47,7 +47,7 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
 
 def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window),
-    host_start_ns, host_end_ns, ops, pid."""
+    host_start_ns, host_end_ns, ops, launches (host launch calls), pid."""
     sel = ops[ops["range_id"] >= 0]
     if sel.empty:
         return pd.DataFrame(
@@ -64,7 +64,10 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
             ]
         )
     w = sel.groupby(["range_id", "device"]).agg(
-        start_ns=("start", "min"), end_ns=("end", "max"), ops=("start", "size")
+        start_ns=("start", "min"),
+        end_ns=("end", "max"),
+        ops=("start", "size"),
+        launches=("correlation", "nunique"),  # a CUDA-graph replay is one launch
     )
     w = w.reset_index().merge(
         ranges[["range_id", "text", "start", "end", "pid"]].rename(

@@ -75,6 +75,8 @@ REGION_KEYS = [
     "end_ns",
     "host_start_ns",
     "host_end_ns",
+    "ops",
+    "launches",
     "gpu_busy_ns",
     "idle_ns",
     "tail_idle_ns",
@@ -97,7 +99,7 @@ def region_rows(regions: pd.DataFrame) -> list[dict]:
     for rec in regions[REGION_KEYS].to_dict("records"):
         row = {}
         for key, v in rec.items():
-            if key.endswith("_ns") or key == "device":
+            if key.endswith("_ns") or key in ("device", "ops", "launches"):
                 row[key] = int(round(v))
             else:
                 row[key] = v

@@ -42,17 +42,18 @@ def _header(a: Analysis) -> Group:
 def _summary(a: Analysis) -> Table:
     s = a.summary()
     tab = Table(
-        title="Where the GPU time went (device-ns, summed over devices)", title_justify="left"
+        title="Where the GPU time went (device time, summed over devices)", title_justify="left"
     )
     tab.add_column("metric")
     tab.add_column("time", justify="right")
-    tab.add_column("share of span", justify="right")
-    cap = s["span_ns"] * max(s["devices"], 1)
+    tab.add_column("share", justify="right")
+    cap = s["window_ns"]
 
-    def row(label, ns, note=""):
-        tab.add_row(label + note, fmt_ns(ns), fmt_pct(ns / cap) if cap else "-")
+    def row(label, ns):
+        tab.add_row(label, fmt_ns(ns), fmt_pct(ns / cap) if cap else "-")
 
-    row("span (first GPU op to last, per device)", cap)
+    what = "selected ranges' GPU windows" if a.selection.get("range") else "first to last GPU op"
+    row(f"window ({what}, per device)", cap)
     row("GPU busy", s["gpu_busy_ns"])
     row("GPU idle", s["idle_ns"])
     row("  start-up (module load, allocation; excluded)", s["startup_idle_ns"])
@@ -87,6 +88,21 @@ def _findings(findings: list[dict], top: int) -> Table:
         tab.add_row("", "none", "", "no rule fired", "", "")
     if len(findings) > top:
         tab.caption = f"{len(findings) - top} more in --format json (or raise --top)"
+    return tab
+
+
+def _strategies(findings: list[dict]) -> Table | None:
+    """Why each recommended strategy helps and what to watch for (once per rule)."""
+    seen = {}
+    for f in findings:
+        seen.setdefault(f["rule"], f)
+    if not seen:
+        return None
+    tab = Table(title="Strategies: why, and what to watch for", title_justify="left")
+    for col in ("strategy", "why", "watch for"):
+        tab.add_column(col)
+    for f in seen.values():
+        tab.add_row(f["strategy"], f["rationale"], f["watch_for"])
     return tab
 
 
@@ -196,6 +212,9 @@ def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -
     console.print(_header(a))
     console.print(_summary(a))
     console.print(_findings(findings, top))
+    strategies = _strategies(findings[:top])
+    if strategies is not None:
+        console.print(strategies)
     console.print(_kernels(a, top))
     regions = _regions(a, top)
     if regions is not None:

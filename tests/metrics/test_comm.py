@@ -1,0 +1,44 @@
+import pytest
+from builders import trace
+
+from advisor.analysis import analyze
+
+
+@pytest.fixture(scope="module")
+def comm_analysis():
+    # device 0: all-reduce on its own stream [0,100) beside a GEMM [50,200)
+    # device 1: the same all-reduce starts 30 ns later, on the GEMM's stream (serialized)
+    return analyze(
+        trace(
+            [
+                dict(device=0, stream=20, start=0, end=100, name="ncclDevKernel_AllReduce"),
+                dict(device=0, stream=7, start=50, end=200, name="gemm"),
+                dict(device=1, stream=7, start=30, end=130, name="ncclDevKernel_AllReduce"),
+                dict(device=1, stream=7, start=130, end=200, name="gemm"),
+            ]
+        )
+    )
+
+
+def test_overlap_and_exposed_comm(comm_analysis):
+    d = comm_analysis.devices.set_index("device")
+    # device 0: comm 100, compute 150, overlap [50,100) = 50, exposed 50, ratio 0.5
+    assert (d.loc[0, "comm_ns"], d.loc[0, "compute_ns"]) == (100, 150)
+    assert (d.loc[0, "overlap_ns"], d.loc[0, "exposed_comm_ns"]) == (50, 50)
+    assert d.loc[0, "overlap_ratio"] == 0.5
+    # device 1: serialized on one stream: no overlap, all 100 ns exposed
+    assert (d.loc[1, "overlap_ns"], d.loc[1, "exposed_comm_ns"]) == (0, 100)
+
+
+def test_same_stream_comm(comm_analysis):
+    d = comm_analysis.devices.set_index("device")
+    assert d.loc[0, "same_stream_comm_ns"] == 0
+    assert d.loc[1, "same_stream_comm_ns"] == 100
+
+
+def test_collective_skew_and_wait(comm_analysis):
+    c = comm_analysis.collectives.set_index("device")
+    assert (c["skew_ns"] == 30).all()
+    assert c.loc[0, "wait_ns"] == 30 and c.loc[1, "wait_ns"] == 0
+    assert (c["last_device"] == 1).all()
+    assert comm_analysis.summary()["comm_wait_ns"] == 30

@@ -1,0 +1,61 @@
+import pytest
+from hand_trace import hand_trace
+
+from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown, launch_sequences
+
+
+@pytest.fixture(scope="module")
+def gaps():
+    t = hand_trace()
+    return attribute_gaps(device_ops(t), t.api)
+
+
+def test_each_gap_gets_its_cause(gaps):
+    got = list(zip(gaps["gap_ns"], gaps["cause"], strict=True))
+    assert got == [
+        (0, None),
+        (500, "launch_latency"),
+        (1500, "host_bound"),
+        (2000, "synchronization"),
+        (2000, "startup"),
+        (1000, "host_bound"),
+        (100, "graph_internal"),
+        (500, "unattributed"),
+    ]
+
+
+def test_breakdown_totals(gaps):
+    b = gap_breakdown(gaps).set_index("cause")["total_ns"].to_dict()
+    assert b == {
+        "synchronization": 2000,
+        "startup": 2000,
+        "host_bound": 2500,
+        "launch_latency": 500,
+        "unattributed": 500,
+        "graph_internal": 100,
+    }
+
+
+def test_sync_call_that_did_not_hold_back_the_launch_does_not_own_the_gap():
+    # A long synchronize that began before the device went idle and a launch issued
+    # before that: the gap is launch latency, not synchronization.
+    from builders import trace
+
+    t = trace(
+        [dict(start=0, end=1000, correlation=1), dict(start=1200, end=2000, correlation=2)],
+        [("cudaLaunchKernel", 100, 150, 2), ("cudaDeviceSynchronize", 200, 2100, None)],
+    )
+    g = attribute_gaps(device_ops(t), t.api)
+    assert g["cause"].tolist() == [None, "launch_latency"]
+
+
+def test_sequences_and_graph_saving(gaps):
+    s = launch_sequences(gaps).sort_values("start_ns").reset_index(drop=True)
+    # sequences split at sync (k4), startup (k5) and unattributed (k8); singles dropped
+    assert s[["start_ns", "end_ns", "ops", "launches"]].values.tolist() == [
+        [0, 5000, 3, 3],
+        [10000, 14000, 3, 2],  # the graph replay counts as one launch
+    ]
+    assert s["overhead_ns"].tolist() == [2000, 1100]
+    # eager gaps minus the 256 ns graph node gap: (500-256)+(1500-256); (1000-256)
+    assert s["graph_saving_ns"].tolist() == [1488, 744]

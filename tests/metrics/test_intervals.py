@@ -1,0 +1,40 @@
+import numpy as np
+
+from advisor.metrics import intervals as iv
+
+
+def test_union_merges_overlapping_and_touching():
+    s, e = iv.union([10, 0, 5, 30, 20], [20, 4, 12, 40, 25])
+    # [0,4) ; [5,12) ∪ [10,20) ∪ [20,25) -> [5,25) ; [30,40)
+    assert s.tolist() == [0, 5, 30]
+    assert e.tolist() == [4, 25, 40]
+    assert iv.length((s, e)) == 4 + 20 + 10
+
+
+def test_union_drops_empty_intervals():
+    s, e = iv.union([5, 7], [5, 9])
+    assert s.tolist() == [7] and e.tolist() == [9]
+
+
+def test_overlap_of_two_sets():
+    a = iv.union([0, 100], [50, 150])  # 50 + 50
+    b = iv.union([25], [125])  # 100
+    # a ∩ b = [25,50) + [100,125) = 50
+    assert iv.overlap(a, b) == 50
+
+
+def test_covered_in_windows_hand_cases():
+    seg = iv.union([0, 100, 200], [50, 150, 300])
+    got = iv.covered_in_windows(seg, [0, 25, 120, 160, 250, 400], [300, 125, 130, 199, 1000, 500])
+    # whole: 50+50+100; [25,125): 25+25; [120,130): 10; [160,199): 0; [250,1000): 50; past end: 0
+    assert got.tolist() == [200, 50, 10, 0, 50, 0]
+
+
+def test_covered_in_windows_no_segments():
+    empty = (np.array([], np.int64), np.array([], np.int64))
+    assert iv.covered_in_windows(empty, [0], [10]).tolist() == [0]
+
+
+def test_clip():
+    s, e = iv.clip(iv.union([0, 100], [50, 150]), 25, 120)
+    assert s.tolist() == [25, 100] and e.tolist() == [50, 120]

@@ -1,0 +1,86 @@
+"""Waves and tails on hand-built launches (H200: 132 SMs)."""
+
+import pytest
+from builders import kernels
+
+from advisor.metrics.waves import kernel_groups, launch_waves
+from advisor.trace.gpus import match_gpu
+
+H200 = {0: match_gpu("H200")}
+TAIL_CFG = dict(block_x=256, registers=196, dynamic_smem=147456)  # 1 CTA/SM (hand-computed)
+
+
+def test_133_ctas_at_one_cta_per_sm_gives_waves_1_008_tail_0_50():
+    k = kernels([dict(start=0, end=1000, grid_x=7, grid_y=19, name="gemm", **TAIL_CFG)])
+    w = launch_waves(k, H200).iloc[0]
+    assert w.ctas_per_sm == 1 and w.slots == 132
+    assert w.waves == pytest.approx(133 / 132)  # 1.0076
+    assert round(w.waves, 3) == 1.008
+    assert w.tail_fraction == pytest.approx(1 - (133 / 132) / 2)  # 0.4962
+    assert round(w.tail_fraction, 2) == 0.50
+    assert w.tail_idle_ns == pytest.approx(496.2121, abs=1e-3)
+    assert w.underfill_idle_ns == 0 and not w.underfilled
+
+
+def test_exactly_one_full_wave_has_no_tail():
+    k = kernels([dict(start=0, end=1000, grid_x=6, grid_y=22, **TAIL_CFG)])
+    w = launch_waves(k, H200).iloc[0]
+    assert w.waves == 1.0 and w.tail_fraction == 0.0 and w.tail_idle_ns == 0.0
+
+
+def test_underfilled_grid():
+    # 4 CTAs at 2 CTAs/SM: slots 264, waves 4/264 = 0.01515, idle share 0.98485
+    k = kernels([dict(start=0, end=10_000, grid_x=2, grid_y=2, registers=204, dynamic_smem=98304)])
+    w = launch_waves(k, H200).iloc[0]
+    assert w.slots == 264 and w.waves == pytest.approx(4 / 264)
+    assert w.underfilled and w.tail_idle_ns == 0
+    assert w.underfill_idle_ns == pytest.approx(10_000 * (1 - 4 / 264))
+
+
+def test_persistent_kernel_is_not_judged_by_grid():
+    k = kernels(
+        [
+            dict(
+                start=0,
+                end=1000,
+                grid_x=130,
+                name="nvjet_sm90_tst_192x192_64x3",
+                block_x=384,
+                registers=168,
+                dynamic_smem=188604,
+            )
+        ]
+    )
+    w = launch_waves(k, H200).iloc[0]
+    assert w.persistent and w.tail_fraction == 0 and not w.underfilled
+
+
+def test_persistent_name_with_grid_larger_than_slots_still_quantizes():
+    k = kernels([dict(start=0, end=1000, grid_x=133, name="my_persistent_gemm", **TAIL_CFG)])
+    w = launch_waves(k, H200).iloc[0]
+    assert not w.persistent and w.tail_fraction > 0.49
+
+
+def test_comm_kernel_is_not_judged():
+    k = kernels([dict(start=0, end=1000, grid_x=24, name="ncclDevKernel_AllReduce_Sum_bf16")])
+    w = launch_waves(k, H200).iloc[0]
+    assert w.comm and not w.underfilled and w.underfill_idle_ns == 0
+
+
+def test_no_gpu_facts_leaves_waves_empty():
+    k = kernels([dict(start=0, end=1000, grid_x=133, **TAIL_CFG)])
+    w = launch_waves(k, {}).iloc[0]
+    assert w.waves != w.waves  # NaN
+    assert w.tail_idle_ns == 0
+
+
+def test_groups_sum_launches():
+    rows = [
+        dict(start=i * 2000, end=i * 2000 + 1000, grid_x=7, grid_y=19, **TAIL_CFG) for i in range(3)
+    ]
+    k = kernels(rows)
+    g = kernel_groups(k, launch_waves(k, H200))
+    assert len(g) == 1
+    row = g.iloc[0]
+    assert row.launches == 3 and row.total_ns == 3000
+    assert row.tail_idle_ns == pytest.approx(3 * 496.2121, abs=1e-2)

@@ -1,0 +1,178 @@
+"""The CLI as a user runs it: output content, JSON shape, options, documentation."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import H200_2GPU, H200_SINGLE, ROOT
+
+REQUIRED = {
+    "trace": {"path", "format", "producer_version", "gpus"},
+    "summary": {
+        "span_ns",
+        "gpu_busy_ns",
+        "idle_ns",
+        "tail_idle_ns",
+        "launch_overhead_ns",
+        "exposed_comm_ns",
+    },
+    "kernels": {
+        "name",
+        "device",
+        "grid_blocks",
+        "block_threads",
+        "launches",
+        "total_ns",
+        "ctas_per_sm",
+        "waves",
+        "tail_fraction",
+        "tail_idle_ns",
+        "persistent",
+    },
+    "regions": {
+        "name",
+        "device",
+        "start_ns",
+        "end_ns",
+        "gpu_busy_ns",
+        "idle_ns",
+        "tail_idle_ns",
+        "launch_overhead_ns",
+        "comm_ns",
+        "exposed_comm_ns",
+        "overlap_ratio",
+    },
+    "findings": {
+        "rule",
+        "strategy",
+        "severity",
+        "kernel",
+        "region",
+        "device",
+        "est_savings_ns",
+        "evidence",
+    },
+}
+STRATEGIES = {
+    "split_k",
+    "stream_k",
+    "persistent",
+    "warp_specialization",
+    "comm_overlap",
+    "remove_sync",
+    "load_balance",
+}
+
+
+def cli(*args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def single_json():
+    return json.loads(cli("analyze", str(H200_SINGLE), "--format", "json"))
+
+
+def test_json_has_the_stable_shape(single_json):
+    d = single_json
+    assert d["schema_version"] == 1
+    assert REQUIRED["trace"] <= set(d["trace"])
+    assert REQUIRED["summary"] <= set(d["summary"])
+    for key in ("kernels", "regions", "findings"):
+        assert d[key], key
+        for row in d[key]:
+            assert REQUIRED[key] <= set(row), (key, set(REQUIRED[key]) - set(row))
+    assert {f["strategy"] for f in d["findings"]} <= STRATEGIES
+    assert d["trace"]["gpus"][0]["name"] == "NVIDIA H200"
+    assert d["trace"]["gpus"][0]["source"] == "trace (TARGET_INFO_GPU)"
+
+
+def test_json_numbers_are_consistent(single_json):
+    d = single_json
+    s = d["summary"]
+    assert s["gpu_busy_ns"] + s["idle_ns"] == s["span_ns"] * s["devices"] == s["window_ns"]
+    assert sum(k["tail_idle_ns"] for k in d["kernels"]) == pytest.approx(s["tail_idle_ns"], abs=50)
+    tail = [k for k in d["kernels"] if k["grid_blocks"] == 133 and k["name"] == "tiled_gemm_kernel"]
+    assert len(tail) == 1 and round(tail[0]["waves"], 3) == 1.008
+    assert round(tail[0]["tail_fraction"], 2) == 0.5
+
+
+def test_range_option_narrows_everything():
+    d = json.loads(cli("analyze", str(H200_SINGLE), "--format", "json", "--range", "tail_gemm"))
+    assert {r["name"] for r in d["regions"]} == {"tail_gemm"}
+    assert {k["grid_blocks"] for k in d["kernels"]} == {133}
+    assert d["selection"] == {"range": "tail_gemm", "device": None}
+    r = d["regions"][0]
+    assert d["summary"]["span_ns"] == r["end_ns"] - r["start_ns"]
+    assert {f["strategy"] for f in d["findings"]} == {"stream_k"}
+
+
+def test_device_option():
+    d = json.loads(cli("analyze", str(H200_2GPU), "--format", "json", "--device", "1"))
+    assert {r["device"] for r in d["regions"]} == {1}
+    assert {k["device"] for k in d["kernels"]} == {1}
+    assert d["summary"]["devices"] == 1
+
+
+def test_terminal_report_reads_like_a_report():
+    out = cli("analyze", str(H200_SINGLE))
+    for text in (
+        "NVIDIA H200, 132 SMs",
+        "Findings, ranked by estimated savings",
+        "stream_k",
+        "split_k",
+        "remove_sync",
+        "tail_gemm",
+        "1.008",
+        "49.6 %",
+        "Device idle gaps by cause",
+        "startup",
+    ):
+        assert text in out, text
+    assert re.search(r"\d+(\.\d+)? (ns|us|ms|s)\b", out)
+
+
+def test_terminal_report_two_gpu():
+    out = cli("analyze", str(H200_2GPU), "--top", "3")
+    assert "GPU 0,1: NVIDIA H200" in out
+    assert "load_balance" in out and "comm_overlap" in out
+    assert "overlap ratio" in out
+
+
+def test_gpus_and_version():
+    out = cli("gpus")
+    for name in (
+        "V100",
+        "A100-SXM4-40GB",
+        "A100-SXM4-80GB",
+        "H100-SXM",
+        "H100-PCIe",
+        "H200",
+        "B200",
+        "L4",
+        "RTX-3060",
+        "RTX-3080",
+        "RTX-4060-Ti",
+        "RTX-4090",
+        "MI250X",
+        "MI300X",
+        "MI350X",
+    ):
+        assert name in out
+    assert re.fullmatch(r"\d+\.\d+\.\d+\n", cli("version"))
+
+
+def test_every_command_is_documented_in_the_readme():
+    from advisor.cli import app
+
+    readme = (ROOT / "README.md").read_text()
+    commands = [c.name or c.callback.__name__ for c in app.registered_commands]
+    assert commands
+    for name in commands:
+        assert f"advisor {name}" in readme, name

@@ -1,0 +1,152 @@
+"""Metrics on the real H200 samples, asserted per NVTX range.
+
+Hand computations (H200: 132 SMs, 64 warps, 65536 regs, 233472 B smem per SM; kernel facts
+from the trace, which match what Triton reported in sample_traces/*.facts.json):
+- tail_gemm: grid 7x19 = 133 CTAs of 256 threads, 196 regs, 147456 B dynamic smem.
+  regs: ceil(196*32/256)*256 = 6400 per warp, 16384 // 6400 = 2 warps per sub-partition,
+  8 warps per SM -> 1 CTA; smem: 233472 // (147456 + 1024) = 1 CTA. Slots 132,
+  waves 133/132 = 1.00758, tail = 1 - 1.00758/2 = 0.49621.
+- full_wave_gemm: same kernel, grid 6x22 = 132 -> waves 1.0, tail 0.
+- underfilled_long_k: grid 2x2 = 4 CTAs of 128 threads, 204 regs, 98304 B smem:
+  regs ceil(204*32/256)*256 = 6656, 16384 // 6656 = 2 -> 8 warps -> 2 CTAs; smem
+  233472 // 99328 = 2 -> 2 CTAs/SM, slots 264, waves 4/264 = 0.01515 (under-filled).
+"""
+
+import pytest
+from conftest import analysis_of
+
+from advisor.findings import find
+
+
+def kernel_in(a, region, name="tiled_gemm_kernel"):
+    k = a.kernel_table(by_region=True)
+    rows = k[(k["region"] == region) & (k["name"] == name)]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def region(a, name, device=0):
+    r = a.regions
+    rows = r[(r["name"] == name) & (r["device"] == device)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_tail_gemm_range(single):
+    k = kernel_in(single, "tail_gemm")
+    assert (k.grid_blocks, k.ctas_per_sm, k.slots, k.launches) == (133, 1, 132, 5)
+    assert round(k.waves, 3) == 1.008 and k.waves == pytest.approx(133 / 132)
+    assert round(k.tail_fraction, 2) == 0.50 and k.tail_fraction == pytest.approx(0.496212, 1e-5)
+    assert k.tail_idle_ns == pytest.approx(k.total_ns * (1 - (133 / 132) / 2))
+    assert region(single, "tail_gemm").tail_idle_ns == pytest.approx(k.tail_idle_ns)
+
+
+def test_full_wave_gemm_range(single):
+    k = kernel_in(single, "full_wave_gemm")
+    assert (k.grid_blocks, k.ctas_per_sm, k.waves, k.tail_fraction) == (132, 1, 1.0, 0.0)
+    assert region(single, "full_wave_gemm").tail_idle_ns == 0
+    # the 133-CTA launch takes about two waves of the 132-CTA one: the tail is real
+    tail = kernel_in(single, "tail_gemm")
+    assert 1.7 < tail.median_ns / k.median_ns < 2.1
+
+
+def test_underfilled_long_k_range(single):
+    k = kernel_in(single, "underfilled_long_k")
+    assert (k.grid_blocks, k.ctas_per_sm, k.slots) == (4, 2, 264)
+    assert k.waves == pytest.approx(4 / 264) and k.underfilled
+    assert k.underfill_idle_ns == pytest.approx(k.total_ns * (1 - 4 / 264))
+    assert k.median_ns > 400_000  # 1024 K-iterations per CTA: ~0.49 ms per launch
+
+
+def test_tiny_kernels_eager_vs_graph(single):
+    eager = region(single, "tiny_kernels_eager")
+    graph = region(single, "tiny_kernels_graph")
+    assert (eager.ops, eager.launches) == (500, 500)
+    assert (graph.ops, graph.launches) == (500, 5)  # 5 replays, each one launch
+    # same kernels, same busy time within 20 %; eager idles > 10x longer between them
+    assert graph.gpu_busy_ns == pytest.approx(eager.gpu_busy_ns, rel=0.2)
+    assert eager.launch_overhead_ns > 10 * graph.launch_overhead_ns
+    assert eager.launch_overhead_ns / (eager.end_ns - eager.start_ns) > 0.8
+    ops = single.ops
+    in_graph = ops[(ops["region"] == "tiny_kernels_graph") & (ops["gap_start"] >= graph.start_ns)]
+    assert set(in_graph["cause"].dropna()) <= {"graph_internal", "host_bound", "launch_latency"}
+    assert (in_graph["cause"] == "graph_internal").sum() > 200
+
+
+def test_graph_level_trace_counts_replays_once(graphlevel):
+    graph = region(graphlevel, "tiny_kernels_graph")
+    eager = region(graphlevel, "tiny_kernels_eager")
+    assert (graph.ops, graph.launches) == (5, 5)
+    assert (eager.ops, eager.launches) == (500, 500)
+    assert graph.launch_overhead_ns * 100 < eager.launch_overhead_ns
+
+
+def test_sync_in_loop_range(single):
+    r = region(single, "sync_in_loop")
+    assert r.sync_gaps == 19  # 20 iterations: each .item() drains the GPU (the first is start-up)
+    assert r.sync_idle_ns > 0.5 * r.idle_ns - r.startup_idle_ns
+    assert r.sync_idle_ns > 10 * r.launch_overhead_ns
+
+
+def test_startup_kept_out_of_overhead(single):
+    s = single.summary()
+    assert s["startup_idle_ns"] > 2e9  # Triton compilation and module loads, ~2.8 s
+    assert s["launch_overhead_ns"] < 0.01 * s["startup_idle_ns"]
+    assert s["gpu_busy_ns"] + s["idle_ns"] == s["span_ns"] * s["devices"] == s["window_ns"]
+
+
+def test_findings_on_single_gpu_sample(single):
+    f = find(single)
+    by = {(x["strategy"], x["region"]) for x in f}
+    assert ("stream_k", "tail_gemm") in by
+    assert ("split_k", "underfilled_long_k") in by
+    assert ("persistent", "tiny_kernels_eager") in by
+    assert ("remove_sync", "sync_in_loop") in by
+    assert not any(x["region"] == "full_wave_gemm" for x in f)
+    assert not any(x["region"] == "tiny_kernels_graph" for x in f)
+    savings = [x["est_savings_ns"] for x in f]
+    assert savings == sorted(savings, reverse=True)
+    tail = next(x for x in f if x["strategy"] == "stream_k" and x["region"] == "tail_gemm")
+    assert tail["evidence"]["waves"] == 1.0076 and tail["evidence"]["tail_fraction"] == 0.4962
+
+
+def test_exposed_vs_overlapped_allreduce(two_gpu):
+    for dev in (0, 1):
+        exposed = region(two_gpu, "allreduce_exposed", dev)
+        overlapped = region(two_gpu, "allreduce_overlapped", dev)
+        assert exposed.overlap_ratio == 0 and exposed.exposed_comm_ns == exposed.comm_ns
+        # PyTorch runs blocking collectives on the compute stream: serialized
+        assert exposed.same_stream_comm_ns == exposed.comm_ns
+        assert overlapped.overlap_ratio > 0.8
+        assert overlapped.exposed_comm_ns < 0.25 * exposed.exposed_comm_ns
+
+
+def test_straggler_rank_skew(two_gpu):
+    waiting = region(two_gpu, "allreduce_straggler", 0)
+    late = region(two_gpu, "allreduce_straggler", 1)
+    # rank 1 does 4 extra 4096^3 matmuls per step: rank 0 spins inside the collective
+    assert waiting.comm_wait_ns > 2_000_000 and late.comm_wait_ns == 0
+    assert waiting.comm_ns > 3 * late.comm_ns
+    ops = two_gpu.ops
+    mine = ops[(ops["region"] == "allreduce_straggler") & (ops["wait_ns"] > 0)]
+    assert set(mine["last_device"]) == {1}
+
+
+def test_findings_on_two_gpu_sample(two_gpu):
+    f = find(two_gpu)
+    by = {(x["strategy"], x["region"], x["device"]) for x in f}
+    assert ("load_balance", "allreduce_straggler", 0) in by
+    assert ("comm_overlap", "allreduce_exposed", 0) in by
+    assert not any(
+        x["strategy"] == "comm_overlap" and x["region"] == "allreduce_overlapped" for x in f
+    )
+
+
+def test_public_h100_window_with_gpu_option():
+    a = analysis_of(
+        __import__("conftest").PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite",
+        gpu="H100-SXM",
+    )
+    s = a.summary()
+    assert s["devices"] == 2 and s["gpu_busy_ns"] > 0
+    assert a.kernel_table()["waves"].notna().all()
