@@ -38,7 +38,7 @@ class OutputFormat(str, Enum):
 def _console() -> Console:
     """Rich console; piped or redirected without COLUMNS set: 160 columns, not 80."""
     console = Console()
-    if console.is_terminal or "COLUMNS" in os.environ:
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         return console
     return Console(width=160)
 

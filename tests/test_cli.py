@@ -1,6 +1,7 @@
 """The CLI as a user runs it: output content, JSON shape, options, documentation."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -67,8 +68,13 @@ STRATEGIES = {
 
 
 def cli(*args):
+    env = {**os.environ, "COLUMNS": "200"}  # a wide report: assertions see whole cells
     proc = subprocess.run(
-        [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "advisor", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
