@@ -21,6 +21,7 @@ from advisor.metrics.gaps import (
     device_ops,
     gap_breakdown,
     launch_sequences,
+    stream_summary,
 )
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_waves
@@ -56,6 +57,7 @@ class Analysis:
     regions: pd.DataFrame  # one window per (top-level NVTX range, device)
     sequences: pd.DataFrame  # launch sequences (gaps.launch_sequences)
     gaps: pd.DataFrame  # gap breakdown per (device, cause)
+    streams: pd.DataFrame  # per (device, stream): ops, busy, own gaps
     collectives: pd.DataFrame  # comm ops matched across devices
     selection: dict = field(default_factory=dict)
 
@@ -89,7 +91,7 @@ class Analysis:
     def select(self, range_text: str | None = None, device: int | None = None) -> Analysis:
         """A view restricted to regions whose name contains ``range_text`` and/or one device."""
         ops, launches, devices, regions = self.ops, self.launches, self.devices, self.regions
-        sequences, gaps, coll = self.sequences, self.gaps, self.collectives
+        sequences, gaps, coll, streams = self.sequences, self.gaps, self.collectives, self.streams
         if device is not None:
             ops = ops[ops["device"] == device]
             launches = launches[launches["device"] == device]
@@ -98,6 +100,7 @@ class Analysis:
             sequences = sequences[sequences["device"] == device]
             gaps = gaps[gaps["device"] == device]
             coll = coll[coll["device"] == device]
+            streams = streams[streams["device"] == device]
         if range_text:
             regions = regions[regions["name"].str.contains(range_text, regex=False)]
             ids = set(regions["range_id"])
@@ -106,6 +109,7 @@ class Analysis:
             lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
             sequences = sequences[(sequences["start_ns"] >= lo) & (sequences["end_ns"] <= hi)]
             gaps = gap_breakdown(ops)
+            streams = stream_summary(ops)
             coll = coll[coll["start"].between(lo, hi)]
         return replace(
             self,
@@ -115,6 +119,7 @@ class Analysis:
             regions=regions,
             sequences=sequences,
             gaps=gaps,
+            streams=streams,
             collectives=coll,
             selection={"range": range_text, "device": device},
         )
@@ -214,5 +219,6 @@ def analyze(trace: Trace) -> Analysis:
         regions=regions,
         sequences=launch_sequences(ops),
         gaps=gap_breakdown(ops),
+        streams=stream_summary(ops),
         collectives=skew,
     )

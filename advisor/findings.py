@@ -146,6 +146,7 @@ def _kernel_findings(a: Analysis, spans: dict) -> list[dict]:
 
 
 def _sequence_findings(a: Analysis, spans: dict) -> list[dict]:
+    """Launch-bound sequences, one finding per (device, region, most common kernel)."""
     rule = builtin_rules()["launch-bound-sequence"]
     t = rule["thresholds"]
     s = a.sequences
@@ -157,25 +158,39 @@ def _sequence_findings(a: Analysis, spans: dict) -> list[dict]:
         & (share >= t["min_overhead_share"])
         & (s["graph_saving_ns"] >= t["min_graph_saving_ns"])
     ]
-    ops = a.ops
+    if hit.empty:
+        return []
+    grouped = hit.assign(region=hit["region"].fillna("")).groupby(
+        ["device", "region", "top_kernel"], as_index=False
+    )
+    g = grouped.agg(
+        sequences=("ops", "size"),
+        ops=("ops", "sum"),
+        launches=("launches", "sum"),
+        span_ns=("span_ns", "sum"),
+        overhead_ns=("overhead_ns", "sum"),
+        graph_saving_ns=("graph_saving_ns", "sum"),
+        median_kernel_ns=("median_op_ns", "median"),
+        median_gap_ns=("median_gap_ns", "median"),
+    )
     out = []
-    for row in hit.itertuples():
-        inside = ops[(ops["device"] == row.device) & ops["start"].between(row.start_ns, row.end_ns)]
-        region = inside["region"].mode()
+    for row in g.itertuples():
         ev = {
+            "sequences": int(row.sequences),
             "ops": int(row.ops),
             "launches": int(row.launches),
             "span_ns": int(row.span_ns),
             "launch_overhead_ns": int(row.overhead_ns),
             "overhead_share": round(float(row.overhead_ns / row.span_ns), 3),
-            "median_kernel_ns": int(row.median_op_ns),
+            "median_kernel_ns": int(row.median_kernel_ns),
             "median_gap_ns": int(row.median_gap_ns),
             "most_common_kernel": row.top_kernel,
         }
         text = (
-            f"{row.launches} launches in {fmt_ns(row.span_ns)}: median kernel "
-            f"{fmt_ns(row.median_op_ns)}, median gap {fmt_ns(row.median_gap_ns)}; launch gaps "
-            f"are {row.overhead_ns / row.span_ns:.0%} of the span"
+            f"{row.launches} launches in {row.sequences} sequence(s) spanning "
+            f"{fmt_ns(row.span_ns)}: median kernel {fmt_ns(row.median_kernel_ns)}, median gap "
+            f"{fmt_ns(row.median_gap_ns)}; launch gaps are {row.overhead_ns / row.span_ns:.0%} "
+            "of the span"
         )
         out.append(
             _finding(
@@ -185,7 +200,7 @@ def _sequence_findings(a: Analysis, spans: dict) -> list[dict]:
                 ev,
                 text,
                 kernel=row.top_kernel,
-                region=_region(region.iloc[0]) if len(region) else None,
+                region=row.region or None,
                 device=int(row.device),
             )
         )

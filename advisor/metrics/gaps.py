@@ -154,15 +154,17 @@ def gap_breakdown(gaps: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
 
 
-def stream_summary(gaps: pd.DataFrame) -> pd.DataFrame:
-    """Per (device, stream): operations, busy time and the stream's own idle gaps (ns)."""
-    ops = gaps.sort_values(["device", "stream", "start"], kind="stable")
-    prev = (
-        ops.groupby(["device", "stream"])["end"]
-        .cummax()
-        .groupby([ops["device"], ops["stream"]])
-        .shift(1)
-    )
+def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
+    """Per (device, stream): ops, busy_ns (sum of op durations), first/last op and gap_ns,
+    the stream's own idle time between its consecutive ops (other streams may be busy then).
+    Sorted by gap_ns, descending."""
+    if ops.empty:
+        return pd.DataFrame(
+            columns=["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
+        )
+    ops = ops.sort_values(["device", "stream", "start"], kind="stable")
+    keys = [ops["device"], ops["stream"]]
+    prev = ops.groupby(keys)["end"].cummax().groupby(keys).shift(1)
     stream_gap = (ops["start"] - prev).clip(lower=0).fillna(0)
     ops = ops.assign(stream_gap=stream_gap, dur=ops["end"] - ops["start"])
     out = ops.groupby(["device", "stream"]).agg(
@@ -172,7 +174,8 @@ def stream_summary(gaps: pd.DataFrame) -> pd.DataFrame:
         last_ns=("end", "max"),
         gap_ns=("stream_gap", "sum"),
     )
-    return out.reset_index()
+    out["gap_ns"] = out["gap_ns"].astype("int64")
+    return out.reset_index().sort_values("gap_ns", ascending=False, ignore_index=True)
 
 
 def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
@@ -183,6 +186,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     median op time, median gap, overhead (launch-overhead gaps inside it) and
     ``graph_saving_ns``: the estimated saving if the eager launches ran from one CUDA graph,
     sum(max(0, gap - GRAPH_NODE_GAP_NS)) over gaps not already inside a graph.
+    ``region`` is the NVTX region of the sequence's first op (when ops carry one).
     """
     ops = gaps
     boundary = (
@@ -210,6 +214,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
             "launch": launch_key,
             "name": ops["name"],
             "graph": ops["graph"],
+            "region": ops.get("region"),
         }
     )
     g = frame.groupby("seq")
@@ -224,6 +229,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
         overhead_ns=("overhead", "sum"),
         graph_saving_ns=("saving", "sum"),
         graph_ops=("graph", "sum"),
+        region=("region", "first"),
     )
     counts = frame.groupby(["seq", "name"]).size().reset_index(name="n")
     top = counts.sort_values("n", ascending=False).drop_duplicates("seq").set_index("seq")

@@ -146,6 +146,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "kernels": kernel_rows(a.kernel_table()),
             "regions": region_rows(a.regions),
             "launch_gaps": a.gaps.to_dict("records"),
+            "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
             "collectives": collective_rows(a.collectives),
             "findings": findings,

@@ -207,6 +207,18 @@ def _gaps(a: Analysis) -> Table:
     return tab
 
 
+def _streams(a: Analysis, top: int) -> Table:
+    tab = Table(
+        title="Streams (busy and their own gaps; other streams may run meanwhile)",
+        title_justify="left",
+    )
+    for col in ("dev", "stream", "ops", "busy", "stream gaps"):
+        tab.add_column(col, justify="right")
+    for r in a.streams.head(top).itertuples():
+        tab.add_row(str(r.device), str(r.stream), str(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns))
+    return tab
+
+
 def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -> None:
     """Print the report to ``console``."""
     console.print(_header(a))
@@ -220,6 +232,7 @@ def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -
     if regions is not None:
         console.print(regions)
     console.print(_gaps(a))
+    console.print(_streams(a, top))
     console.print(
         Text(
             "Times in ns/us/ms/s of device time. Savings are estimates (upper bounds under "

@@ -59,3 +59,23 @@ def test_sequences_and_graph_saving(gaps):
     assert s["overhead_ns"].tolist() == [2000, 1100]
     # eager gaps minus the 256 ns graph node gap: (500-256)+(1500-256); (1000-256)
     assert s["graph_saving_ns"].tolist() == [1488, 744]
+
+
+def test_stream_summary_counts_each_streams_own_gaps():
+    from builders import trace
+
+    from advisor.metrics.gaps import stream_summary
+
+    # stream 7: [0,100) [300,400) -> own gap 200; stream 9: [100,300) fills it on the device
+    t = trace(
+        [
+            dict(stream=7, start=0, end=100),
+            dict(stream=9, start=100, end=300),
+            dict(stream=7, start=300, end=400),
+        ]
+    )
+    s = stream_summary(device_ops(t)).set_index("stream")
+    assert (s.loc[7, "ops"], s.loc[7, "busy_ns"], s.loc[7, "gap_ns"]) == (2, 200, 200)
+    assert (s.loc[9, "ops"], s.loc[9, "gap_ns"]) == (1, 0)
+    g = attribute_gaps(device_ops(t), t.api)
+    assert g["gap_ns"].sum() == 0  # the device itself never idled
