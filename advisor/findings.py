@@ -58,6 +58,20 @@ def _region(value) -> str | None:
     return None if pd.isna(value) else str(value)
 
 
+def _grid_evidence(row) -> dict:
+    """The launch-geometry numbers every kernel finding shows."""
+    return {
+        "grid_blocks": int(row.grid_blocks),
+        "ctas_per_sm": int(row.ctas_per_sm),
+        "occupancy_limiter": row.limiter,
+        "slots": int(row.slots),
+        "waves": round(float(row.waves), 4),
+        "launches": int(row.launches),
+        "median_launch_ns": int(row.median_ns),
+        "kernel_total_ns": int(row.total_ns),
+    }
+
+
 def _kernel_findings(a: Analysis, spans: dict) -> list[dict]:
     by_region = not a.regions.empty
     k = a.kernel_table(by_region=by_region)
@@ -65,83 +79,62 @@ def _kernel_findings(a: Analysis, spans: dict) -> list[dict]:
         return []
     if not by_region:
         k["region"] = None
-    out = []
-    rule = builtin_rules()["wave-tail"]
-    t = rule["thresholds"]
-    hit = k[
+    tail_rule = builtin_rules()["wave-tail"]
+    t = tail_rule["thresholds"]
+    tails = k[
         (k["waves"] >= t["min_waves"])
         & (k["tail_fraction"] >= t["min_tail_fraction"])
         & (k["tail_idle_ns"] >= t["min_tail_idle_ns"])
         & ~k["persistent"]
     ]
-    for row in hit.itertuples():
-        ev = {
-            "grid_blocks": int(row.grid_blocks),
-            "ctas_per_sm": int(row.ctas_per_sm),
-            "slots": int(row.slots),
-            "waves": round(float(row.waves), 4),
-            "tail_fraction": round(float(row.tail_fraction), 4),
-            "launches": int(row.launches),
-            "kernel_total_ns": int(row.total_ns),
-            "tail_idle_ns": int(row.tail_idle_ns),
-            "occupancy_limiter": row.limiter,
-        }
-        text = (
-            f"{row.grid_blocks} CTAs on {int(row.slots)} slots ({int(row.ctas_per_sm)} CTA/SM, "
-            f"limited by {row.limiter}): {row.waves:.3f} waves, so {row.tail_fraction:.1%} of "
-            f"the GPU idles over {row.launches} launch(es) ({fmt_ns(row.tail_idle_ns)})"
-        )
-        out.append(
-            _finding(
-                rule,
-                row.tail_idle_ns,
-                spans[row.device],
-                ev,
-                text,
-                kernel=row.name,
-                region=_region(row.region),
-                device=int(row.device),
-            )
-        )
-    rule = builtin_rules()["underfilled-gemm"]
-    t = rule["thresholds"]
-    gemm = name_matches(k["name"], "gemm_kernels")
-    hit = k[
-        gemm
+    under_rule = builtin_rules()["underfilled-gemm"]
+    t = under_rule["thresholds"]
+    under = k[
+        name_matches(k["name"], "gemm_kernels")
         & (k["waves"] <= t["max_waves"])
         & (k["median_ns"] >= t["min_median_ns"])
         & (k["underfill_idle_ns"] >= t["min_underfill_idle_ns"])
         & ~k["persistent"]
     ]
-    for row in hit.itertuples():
-        ev = {
-            "grid_blocks": int(row.grid_blocks),
-            "ctas_per_sm": int(row.ctas_per_sm),
-            "slots": int(row.slots),
-            "waves": round(float(row.waves), 4),
-            "median_launch_ns": int(row.median_ns),
-            "launches": int(row.launches),
-            "underfill_idle_ns": int(row.underfill_idle_ns),
-            "k_iterations": "unknown: GEMM shape not in the trace (K loop length inferred "
-            "from the launch duration only)",
-        }
-        text = (
-            f"only {row.grid_blocks} CTAs for {int(row.slots)} slots ({row.waves:.1%} of one "
-            f"wave) while each launch runs {fmt_ns(row.median_ns)}: "
-            f"{fmt_ns(row.underfill_idle_ns)} of idle SMs; K unknown (no shape in trace)"
-        )
-        out.append(
-            _finding(
-                rule,
-                row.underfill_idle_ns,
-                spans[row.device],
-                ev,
-                text,
-                kernel=row.name,
-                region=_region(row.region),
-                device=int(row.device),
+    out = []
+    for rule, hits in ((tail_rule, tails), (under_rule, under)):
+        for row in hits.itertuples():
+            ev = _grid_evidence(row)
+            if rule is tail_rule:
+                savings = row.tail_idle_ns
+                ev.update(
+                    tail_fraction=round(float(row.tail_fraction), 4), tail_idle_ns=int(savings)
+                )
+                text = (
+                    f"{row.grid_blocks} CTAs on {int(row.slots)} slots ({int(row.ctas_per_sm)} "
+                    f"CTA/SM, limited by {row.limiter}): {row.waves:.3f} waves, so "
+                    f"{row.tail_fraction:.1%} of the GPU idles over {row.launches} launch(es) "
+                    f"({fmt_ns(savings)})"
+                )
+            else:
+                savings = row.underfill_idle_ns
+                ev["underfill_idle_ns"] = int(savings)
+                ev["k_iterations"] = (
+                    "unknown: GEMM shape not in the trace (K loop length inferred from the "
+                    "launch duration only)"
+                )
+                text = (
+                    f"only {row.grid_blocks} CTAs for {int(row.slots)} slots ({row.waves:.1%} "
+                    f"of one wave) while each launch runs {fmt_ns(row.median_ns)}: "
+                    f"{fmt_ns(savings)} of idle SMs; K unknown (no shape in trace)"
+                )
+            out.append(
+                _finding(
+                    rule,
+                    savings,
+                    spans[row.device],
+                    ev,
+                    text,
+                    kernel=row.name,
+                    region=_region(row.region),
+                    device=int(row.device),
+                )
             )
-        )
     return out
 
 

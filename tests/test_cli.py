@@ -96,6 +96,12 @@ def test_json_has_the_stable_shape(single_json):
             assert REQUIRED[key] <= set(row), (key, set(REQUIRED[key]) - set(row))
     assert {f["strategy"] for f in d["findings"]} <= STRATEGIES
     assert d["trace"]["gpus"][0]["name"] == "NVIDIA H200"
+    per_range = {
+        (k["region"], k["grid_blocks"])
+        for k in d["region_kernels"]
+        if k["name"] == "tiled_gemm_kernel"
+    }
+    assert {("tail_gemm", 133), ("full_wave_gemm", 132), ("underfilled_long_k", 4)} <= per_range
     assert d["trace"]["gpus"][0]["source"] == "trace (TARGET_INFO_GPU)"
 
 

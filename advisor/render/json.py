@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from advisor.analysis import Analysis
+from advisor.analysis import WINDOW_COLUMNS, Analysis
 
 SCHEMA_VERSION = 1
 
@@ -77,20 +77,8 @@ REGION_KEYS = [
     "host_end_ns",
     "ops",
     "launches",
-    "gpu_busy_ns",
-    "idle_ns",
-    "tail_idle_ns",
-    "underfill_idle_ns",
-    "launch_overhead_ns",
-    "sync_idle_ns",
-    "startup_idle_ns",
-    "comm_ns",
-    "compute_ns",
-    "overlap_ns",
-    "exposed_comm_ns",
+    *WINDOW_COLUMNS,
     "overlap_ratio",
-    "comm_wait_ns",
-    "same_stream_comm_ns",
 ]
 
 
@@ -99,7 +87,7 @@ def region_rows(regions: pd.DataFrame) -> list[dict]:
     for rec in regions[REGION_KEYS].to_dict("records"):
         row = {}
         for key, v in rec.items():
-            if key.endswith("_ns") or key in ("device", "ops", "launches"):
+            if key.endswith("_ns") or key in ("device", "ops", "launches", "sync_gaps"):
                 row[key] = int(round(v))
             else:
                 row[key] = v
@@ -144,6 +132,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "selection": a.selection,
             "summary": a.summary(),
             "kernels": kernel_rows(a.kernel_table()),
+            "region_kernels": kernel_rows(a.kernel_table(by_region=True)),
             "regions": region_rows(a.regions),
             "launch_gaps": a.gaps.to_dict("records"),
             "streams": a.streams.to_dict("records"),
