@@ -8,6 +8,7 @@ docs/metrics.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,6 +24,7 @@ from advisor.metrics.gaps import (
     launch_sequences,
     stream_summary,
 )
+from advisor.metrics.gemm import ShapeOption, attach_shapes
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_waves
 from advisor.trace.model import Trace
@@ -66,10 +68,11 @@ class Analysis:
         launches = self.launches
         if launches.empty:
             return launches
-        cols = self.trace.kernels.columns
-        k = launches[list(cols)]
-        w = launches.drop(columns=list(cols))
-        by = ("region",) if by_region else ()
+        cols = list(self.trace.kernels.columns)
+        shape = ["batch", "m", "n", "k", "shape_source"]
+        k = launches[cols + shape]
+        w = launches.drop(columns=cols + shape)
+        by = ("region", *shape) if by_region else tuple(shape)
         return kernel_groups(k, w, by=by)
 
     def summary(self) -> dict:
@@ -174,8 +177,8 @@ def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) ->
     return out
 
 
-def analyze(trace: Trace) -> Analysis:
-    """Compute every metric of one trace (unfiltered)."""
+def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
+    """Compute every metric of one trace (unfiltered). ``shapes``: --shape options."""
     ops = attribute_gaps(device_ops(trace), trace.api)
     ops["op_class"] = classify_ops(ops)
     ops["same_stream_comm"] = same_stream_comm(ops, ops["op_class"])
@@ -207,6 +210,10 @@ def analyze(trace: Trace) -> Analysis:
         launches["range_id"] = -1
         launches.loc[src, "range_id"] = ops.loc[is_kernel, "range_id"].to_numpy()
         launches["region"] = launches["range_id"].map(names)
+        for col in ("api_start", "api_tid"):
+            launches[col] = np.nan
+            launches.loc[src, col] = ops.loc[is_kernel, col].to_numpy(dtype="float64")
+        launches = attach_shapes(launches, trace.nvtx, shapes)
 
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"])

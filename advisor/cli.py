@@ -15,10 +15,13 @@ from rich.table import Table
 
 from advisor import __version__
 from advisor.analysis import analyze as run_analysis
+from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
+from advisor.metrics.gemm import ShapeOption
 from advisor.render import json as json_render
 from advisor.render import terminal
+from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 from advisor.trace.load import load_trace
 
@@ -67,11 +70,24 @@ def analyze(
     ),
     device: int = typer.Option(None, "--device", help="Only this device id."),
     top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
+    rules: list[str] = typer.Option(
+        None, "--rules", help="Extra rule file or folder (repeatable), added to the built-in."
+    ),
+    shape: list[str] = typer.Option(
+        None,
+        "--shape",
+        help="GEMM shape PATTERN=MxNxK (repeatable); PATTERN: regex on kernel or range name.",
+    ),
+    emit_dir: str = typer.Option(
+        None, "--emit", help="Write a reference config per finding into this folder."
+    ),
 ) -> None:
     """Analyze one trace: idle time by cause, per kernel and per NVTX range, with findings."""
     try:
+        rule_set = load_rules(rules or [])
+        shapes = [ShapeOption.parse(s) for s in shape or []]
         loaded = load_trace(trace, gpu=gpu)
-        result = run_analysis(loaded)
+        result = run_analysis(loaded, shapes)
         if device is not None and device not in loaded.devices:
             raise AdvisorInputError(
                 trace,
@@ -83,13 +99,49 @@ def analyze(
             raise AdvisorInputError(
                 trace, f"--range {range_text!r}: no top-level NVTX range matches"
             )
+        findings = find(result, rule_set)
+        if emit_dir:
+            emit(findings, loaded.gpus, emit_dir)
     except AdvisorInputError as exc:
         _fail(exc)
-    findings = find(result)
     if format is OutputFormat.json:
         sys.stdout.write(json_render.render(result, findings) + "\n")
     else:
         terminal.render(result, findings, _console(), top=top)
+
+
+rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")
+app.add_typer(rules_app, name="rules")
+
+
+@rules_app.command("list")
+def rules_list(
+    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
+) -> None:
+    """List the rules in force: id, scope, strategy, title, file."""
+    try:
+        rule_set = load_rules(rules or [])
+    except AdvisorInputError as exc:
+        _fail(exc)
+    tab = Table(title=f"{len(rule_set)} rules", title_justify="left")
+    for col in ("id", "scope", "strategy", "title", "file"):
+        tab.add_column(col)
+    for r in rule_set:
+        tab.add_row(r.id, r.spec.scope, r.spec.strategy, r.spec.title, r.source)
+    _console().print(tab)
+
+
+@rules_app.command("validate")
+def rules_validate(
+    paths: list[str] = typer.Argument(..., help="Rule files or folders to check."),
+) -> None:
+    """Check rule files (with the built-in rules, for duplicate ids); exit 2 on a problem."""
+    try:
+        rule_set = load_rules(paths)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    users = [r for r in rule_set if not r.source.startswith("rules/")]
+    typer.echo(f"ok: {len(users)} rule(s) in {', '.join(paths)} are valid")
 
 
 @app.command()

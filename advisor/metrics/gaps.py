@@ -72,36 +72,43 @@ def device_ops(trace: Trace) -> pd.DataFrame:
     return ops
 
 
-def _overlaps_any(lo: np.ndarray, hi: np.ndarray, starts: np.ndarray, ends: np.ndarray):
-    """For each window (lo, hi): does any interval [starts, ends) intersect it?"""
+def _last_overlapping(lo, hi, starts, ends, names):
+    """For each window (lo, hi): does any interval [starts, ends) intersect it, and the name
+    of the last interval starting before hi (the call that held the host last)."""
     if starts.size == 0:
-        return np.zeros(lo.shape, dtype=bool)
+        return np.zeros(lo.shape, dtype=bool), np.full(lo.shape, None, dtype=object)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     reach = np.maximum.accumulate(ends[order])
     k = np.searchsorted(s, hi, side="left")  # intervals starting before hi
-    return (k > 0) & (reach[np.maximum(k - 1, 0)] > lo)
+    hit = (k > 0) & (reach[np.maximum(k - 1, 0)] > lo)
+    last = np.asarray(names, dtype=object)[order][np.maximum(k - 1, 0)]
+    return hit, np.where(hit, last, None)
 
 
-def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame) -> np.ndarray:
-    """Per gap row: does a ``category`` call of the same process overlap [gap_start, hi)?"""
+def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
+    """Per gap row: does a ``category`` call of the same process overlap [gap_start, hi),
+    and which call (name) held the host last."""
     hit = np.zeros(len(gaps), dtype=bool)
+    names = np.full(len(gaps), None, dtype=object)
     if api.empty or gaps.empty:
-        return hit
+        return hit, names
     calls = api[name_matches(api["name"], category)]
     for pid, rows in gaps.groupby("pid").indices.items():
         c = calls[calls["pid"] == pid]
-        hit[rows] = _overlaps_any(
+        hit[rows], names[rows] = _last_overlapping(
             gaps["gap_start"].to_numpy()[rows],
             gaps["hi"].to_numpy()[rows],
             c["start"].to_numpy(np.int64),
             c["end"].to_numpy(np.int64),
+            c["name"].to_numpy(),
         )
-    return hit
+    return hit, names
 
 
 def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Add ``gap_ns``, ``gap_start``, ``cause``, launch-call columns to a device_ops table.
+    """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and launch-call columns
+    (api_start, api_end, api_name, api_tid) to a device_ops table.
 
     ``gap_ns`` is 0 for the first operation of each device and for back-to-back work;
     ``cause`` is None where there is no gap.
@@ -126,8 +133,8 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     g = ops.loc[has_gap, ["pid", "gap_start", "start", "api_start"]].reset_index()
     # the host still owed the launch from gap_start until the launch call began
     g["hi"] = np.fmin(g["api_start"].to_numpy(np.float64), g["start"].to_numpy(np.float64))
-    startup = _api_class_overlap(api, "startup_api", g)
-    sync = _api_class_overlap(api, "sync_api", g)
+    startup, _ = _api_class_overlap(api, "startup_api", g)
+    sync, sync_call = _api_class_overlap(api, "sync_api", g)
     prev_corr = ops.groupby("device")["correlation"].shift(1)
     prev_graph = ops.groupby("device")["graph"].shift(1).fillna(False).astype(bool)
     same_graph = (ops["graph"] & prev_graph & (ops["correlation"] == prev_corr)).to_numpy()[
@@ -143,6 +150,8 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     )
     ops["cause"] = None
     ops.loc[has_gap, "cause"] = cause
+    ops["sync_call"] = None  # the blocking call behind a synchronization gap
+    ops.loc[has_gap, "sync_call"] = np.where(cause == "synchronization", sync_call, None)
     return ops
 
 

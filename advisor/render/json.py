@@ -138,7 +138,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
             "collectives": collective_rows(a.collectives),
-            "findings": findings,
+            "findings": [{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
         }
     )
 

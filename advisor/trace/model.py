@@ -114,6 +114,7 @@ class GpuSpec:
     reserved_shared_mem_per_block: int = 1024
     clock_mhz: float | None = None
     memory_bandwidth_gbs: float | None = None
+    dense_fp16_tflops: float | None = None  # datasheet, dense FP16/BF16 matrix rate
     source: str = "trace"  # "trace", "built-in table (matched 'NAME')", "--gpu NAME"
 
     @property

@@ -252,6 +252,7 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
             reserved_shared_mem_per_block=1024 if int(cc.split(".")[0]) >= 8 else 0,
             clock_mhz=float(clock) / 1e6 if clock else None,
             memory_bandwidth_gbs=float(bandwidth) / 1e9 if bandwidth else None,
+            dense_fp16_tflops=base.dense_fp16_tflops if base else None,
             source="trace (TARGET_INFO_GPU)",
         )
     return specs, notes

@@ -1,0 +1,1 @@
+"""Config emitters: runnable reference configurations for findings."""

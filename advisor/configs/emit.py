@@ -1,0 +1,242 @@
+"""Write a reference configuration for every finding: ``advisor analyze TRACE --emit DIR``.
+
+GEMM findings get a self-contained Triton script (knobs from ``knobs.py``, the trace's shape,
+``--check``/``--bench``/``--m --n --k``), a JSON record of the knobs and the equivalent
+``cutlass_profiler`` command; launch findings a CUDA-graph / reduce-overhead script; overlap
+and other findings a markdown note with the knobs. Files are staged in a temporary folder
+and moved into DIR only when all of them were written: never half an emit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pprint
+import re
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from advisor.configs import knobs
+from advisor.errors import AdvisorInputError
+from advisor.render.units import fmt_ns
+from advisor.trace.model import GpuSpec
+
+TEMPLATE_PACKAGE = "advisor.configs.templates"
+GEMM_TEMPLATES = {
+    "split_k": "split_k.py",
+    "stream_k": "stream_k.py",
+    "tile_reshape": "persistent.py",
+    "persistent": "persistent.py",
+    "warp_specialization": "tma_ws.py",
+}
+SNIPPETS = {
+    "remove_sync": """```python
+# before: the host blocks every step
+loss_value = loss.item()
+# after: keep it on the GPU, read it every N steps (or copy it asynchronously)
+running = running + loss.detach()
+if step % 50 == 0:
+    print((running / 50).item()); running.zero_()
+```""",
+    "async_copy": """```python
+host = torch.empty(shape, dtype=dtype, pin_memory=True)   # page-locked, once
+host.copy_(gpu_tensor, non_blocking=True)                  # cudaMemcpyAsync
+event = torch.cuda.Event(); event.record()
+...                                                        # keep launching GPU work
+event.synchronize()                                        # only when the host needs it
+```""",
+    "load_balance": """Compare the ranks' ranges in the trace (`advisor analyze --device N
+--range NAME`): the last-arriving device has more work or a slower host path before the
+collective. Even the split (data per rank, pipeline-stage boundaries, MoE capacity) or move
+host work (data loading, logging) off the critical path.""",
+    "persistent": """```python
+# grid-stride (persistent) loop: grid = SMs x CTAs/SM, every CTA walks the whole range
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, NUM_PROGS: tl.constexpr):
+    for start in range(tl.program_id(0) * BLOCK, n, NUM_PROGS * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, f(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+```""",
+}
+
+
+def _template(name: str) -> str:
+    return resources.files(TEMPLATE_PACKAGE).joinpath(name).read_text()
+
+
+def _slug(text: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text or "all")[:40].strip("_") or "all"
+
+
+def _where(f: dict) -> str:
+    parts = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
+    return ", ".join(parts + [f"device {f['device']}"])
+
+
+def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
+    """The equivalent cutlass_profiler invocation (bf16 in, fp32 accumulate)."""
+    tile = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']}"
+    if (gpu.cc_major or 0) >= 9:
+        kernels = f"cutlass3x_sm90_tensorop_*gemm_bf16_bf16_f32_bf16_bf16_{tile}_*"
+        if cfg["strategy"] == "stream_k":
+            kernels += "stream_k*"
+        elif cfg["strategy"] in ("warp_specialization", "persistent", "tile_reshape"):
+            kernels += "warpspecialized_cooperative*"
+    else:
+        kernels = f"cutlass_tensorop_s16816gemm_bf16_{cfg['BLOCK_M']}x{cfg['BLOCK_N']}_*"
+    splits = cfg.get("SPLITS", 1)
+    parts = [
+        "cutlass_profiler --operation=Gemm",
+        f"--m={m} --n={n} --k={k}",
+        "--A=bf16:row --B=bf16:row --C=bf16:row --accum=f32",
+        f"--split_k_mode={'parallel' if splits > 1 else 'serial'} --split_k_slices={splits}",
+        f"--raster_order=along_m --swizzle_size={cfg.get('GROUP_M', 8)}",
+        f"--kernels='{kernels}'",
+        "--profiling-iterations=100",
+    ]
+    return " ".join(parts)
+
+
+def _gemm_files(f: dict, gpu: GpuSpec, stem: str) -> dict[str, str]:
+    row = f["_row"]
+    if row.get("m") is None or (isinstance(row.get("m"), float) and math.isnan(row["m"])):
+        f["missing"] = (
+            "GEMM shape (M, N, K) is not in the trace: pass --shape "
+            f"'{f['kernel']}=MxNxK' (or a range name), or profile PyTorch code under "
+            "torch.autograd.profiler.emit_nvtx(record_shapes=True)"
+        )
+        return {}
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    cfg = knobs.CHOOSERS[f["strategy"]](knobs.Problem(m, n, k, gpu))
+    cfg["strategy"] = f["strategy"]
+    cfg.update(M=m, N=n, K=k, trace_kernel_ns=row.get("median_ns"), gpu=gpu.name)
+    if f["strategy"] == "warp_specialization" and (gpu.cc_major or 0) < 9:
+        f["missing"] = "TMA/warp-specialized kernels need compute capability >= 9"
+        return {}
+    header = (
+        f'"""{f["strategy"]} reference GEMM emitted by advisor for {_where(f)}.\n\n'
+        f"Finding ({f['rule']}): {f['summary']}\n"
+        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (estimate).\n\n"
+        "Run:  python THIS.py --check            # numerics vs float64 matmul\n"
+        "      python THIS.py --bench            # median time and TFLOP/s vs torch.matmul\n"
+        "      python THIS.py --m 512 --n 512 --k 4096 --check   # another size\n"
+        "CPU:  TRITON_INTERPRET=1 python THIS.py --check --m 64 --n 64 --k 256\n"
+        '"""\n\n'
+        "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
+        f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
+    ).replace("THIS.py", f"{stem}.py")
+    script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f["strategy"]])
+    script += "\n\n" + _template("harness.py")
+    record = {
+        "finding": {k: f[k] for k in ("rule", "strategy", "kernel", "region", "device")},
+        "knobs": cfg,
+        "cutlass_profiler": cutlass_command(cfg, m, n, k, gpu),
+        "note": "knobs chosen by advisor's cost model (docs/configs.md); the cutlass_profiler "
+        "line is its equivalent, not run here: check its flags against your build's --help",
+    }
+    f["knobs"] = cfg
+    f["cutlass_profiler"] = record["cutlass_profiler"]
+    return {f"{stem}.py": script, f"{stem}.json": json.dumps(record, indent=2) + "\n"}
+
+
+def _launch_files(f: dict, stem: str) -> dict[str, str]:
+    row = f["_row"]
+    cfg = {
+        "CHAIN_OPS": max(2, int(row.get("ops") or 2)),
+        "CHAIN_ELEMENTS": 4096,
+        "TRACE_LAUNCHES": int(row.get("launches") or 0),
+        "TRACE_OVERHEAD_NS": int(row.get("overhead_ns") or 0),
+        "TRACE_SAVING_NS": int(f["est_savings_ns"]),
+    }
+    head = (
+        f'"""CUDA-graph capture for the launch-bound chain at {_where(f)}.\n\n'
+        f"Finding ({f['rule']}): {f['summary']}\n"
+        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (estimate).\n"
+        f'Run: python {stem}.py   (needs a CUDA GPU)\n"""\n\n'
+        f"import torch\n\nCONFIG = {pprint.pformat(cfg, sort_dicts=False)}\n\n"
+    )
+    return {f"{stem}.py": head + _template("launch_graph.py")}
+
+
+def _note_files(f: dict, stem: str) -> dict[str, str]:
+    row = f["_row"]
+    values = dict(
+        where=_where(f),
+        summary=f["summary"],
+        savings=fmt_ns(f["est_savings_ns"]),
+        watch_for=f["watch_for"],
+        title=f["title"],
+        strategy=f["strategy"],
+        rationale=f["rationale"],
+        snippet=SNIPPETS.get(f["strategy"], ""),
+    )
+    if f["strategy"] == "comm_overlap":
+        same = row.get("same_stream_comm_ns") or 0
+        values["same_stream_note"] = (
+            f"{fmt_ns(same)} of the communication runs on the same stream as compute: it "
+            "is serialized with it and cannot overlap until it moves to its own stream "
+            "(an async collective)."
+            if same
+            else "Communication has its own stream, but nothing independent runs beside it."
+        )
+        values["bucket_mb"] = 5
+        text = Template(_template("overlap.md")).substitute(values)
+    else:
+        text = Template(_template("advice.md")).substitute(values)
+    return {f"{stem}.md": text}
+
+
+def emit(findings: list[dict], gpus: dict[int, GpuSpec], out_dir: str | Path) -> list[Path]:
+    """Write configs for ``findings`` into ``out_dir``; sets each finding's ``config``.
+
+    Returns the files written. Raises AdvisorInputError when ``out_dir`` cannot be written;
+    then nothing is left in it.
+    """
+    out = Path(out_dir)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".advisor-emit-", dir=out))
+    except OSError as exc:
+        raise AdvisorInputError(str(out), f"cannot write the emit folder: {exc.strerror}") from None
+    written: list[Path] = []
+    try:
+        files: dict[str, str] = {}
+        for rank, f in enumerate(findings, 1):
+            stem = (
+                f"{rank:02d}_{f['strategy']}_{_slug(f['kernel'] or f['region'])}_dev{f['device']}"
+            )
+            kind = (f.get("_emit") or {}).get("kind")
+            gpu = gpus.get(f["device"])
+            if kind == "gemm" and gpu is not None:
+                made = _gemm_files(f, gpu, stem)
+            elif kind == "gemm":
+                f["missing"] = "GPU facts (SMs, shared memory) for the device: pass --gpu NAME"
+                made = {}
+            elif kind == "launch":
+                made = _launch_files(f, stem)
+            elif kind in ("overlap", "advice"):
+                made = _note_files(f, stem)
+            else:
+                made = {}
+            f["config"] = sorted(str(out / name) for name in made) or None
+            files.update(made)
+        for name, text in files.items():
+            (stage / name).write_text(text)
+        for name in files:
+            os.replace(stage / name, out / name)
+            written.append(out / name)
+    except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise AdvisorInputError(str(out), f"cannot write configs: {exc.strerror}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return written

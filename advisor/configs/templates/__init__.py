@@ -1,0 +1,1 @@
+"""Fragments the emitter assembles into scripts and notes (package data, never imported)."""

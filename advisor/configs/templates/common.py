@@ -1,0 +1,55 @@
+# ---- shared Triton helpers --------------------------------------------------------------
+
+
+@triton.jit
+def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Grouped tile order: GROUP_M row-tiles walk the columns together (L2 reuse of B)."""
+    per_group = GROUP_M * tiles_n
+    first_m = (tile // per_group) * GROUP_M
+    rows = tl.minimum(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % per_group) % rows
+    pid_n = (tile % per_group) // rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def _mac(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+         it_lo, it_hi, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+         EVEN_K: tl.constexpr):
+    """fp32 accumulator of tile (pid_m, pid_n) over K-iterations [it_lo, it_hi)."""
+    rm = (pid_m * BM + tl.arange(0, BM)) % M  # wrap rows/cols: loads stay in bounds,
+    rn = (pid_n * BN + tl.arange(0, BN)) % N  # the store masks them out
+    rm = tl.max_contiguous(tl.multiple_of(rm, BM), BM)
+    rn = tl.max_contiguous(tl.multiple_of(rn, BN), BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for it in range(it_lo, it_hi):
+        kk = it * BK + rk
+        a_ptrs = a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak
+        b_ptrs = b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=kk[None, :] < K, other=0.0)
+            b = tl.load(b_ptrs, mask=kk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM: tl.constexpr,
+                BN: tl.constexpr, ATOMIC: tl.constexpr):
+    """Write (or atomically add, fp32) one tile, masked at the matrix edges."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if ATOMIC:
+        tl.atomic_add(ptrs, acc, mask=mask)
+    else:
+        tl.store(ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def _tiles(m: int, n: int, cfg: dict) -> tuple[int, int]:
+    return triton.cdiv(m, cfg["BLOCK_M"]), triton.cdiv(n, cfg["BLOCK_N"])

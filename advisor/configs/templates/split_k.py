@@ -1,0 +1,62 @@
+# ---- strategy: split-K -----------------------------------------------------------------
+# Each output tile gets SPLITS CTAs, each over a contiguous slice of the K-iterations; the
+# fp32 partial sums are reduced in a second pass (deterministic) or with atomics.
+
+
+@triton.jit
+def split_k_kernel(a_ptr, b_ptr, p_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                   stride_ps, stride_pm, stride_pn, tiles_m, tiles_n, iters_per_split,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                   EVEN_K: tl.constexpr, ATOMIC: tl.constexpr):
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tiles_m, tiles_n, GROUP_M)
+    split = tl.program_id(1)
+    lo = split * iters_per_split
+    hi = tl.minimum(lo + iters_per_split, tl.cdiv(K, BK))
+    acc = _mac(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+               lo, hi, BM, BN, BK, EVEN_K)
+    if ATOMIC:
+        _store_tile(p_ptr, acc, M, N, stride_pm, stride_pn, pid_m, pid_n, BM, BN, True)
+    else:
+        _store_tile(p_ptr + split * stride_ps, acc, M, N, stride_pm, stride_pn, pid_m, pid_n,
+                    BM, BN, False)
+
+
+@triton.jit
+def split_k_reduce(p_ptr, c_ptr, M, N, splits, stride_ps, stride_pm, stride_pn, stride_cm,
+                   stride_cn, RBM: tl.constexpr, RBN: tl.constexpr):
+    rm = tl.program_id(0) * RBM + tl.arange(0, RBM)
+    rn = tl.program_id(1) * RBN + tl.arange(0, RBN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * stride_pm + rn[None, :] * stride_pn
+    total = tl.zeros((RBM, RBN), dtype=tl.float32)
+    for s in range(0, splits):
+        total += tl.load(p_ptr + s * stride_ps + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
+             total.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    tiles_m, tiles_n = _tiles(m, n, cfg)
+    k_iters = triton.cdiv(k, bk)
+    splits = max(1, min(cfg["SPLITS"], k_iters))
+    per_split = triton.cdiv(k_iters, splits)
+    splits = triton.cdiv(k_iters, per_split)  # no empty splits
+    atomic = cfg["REDUCTION"] == "atomic"
+    if atomic:
+        part = torch.zeros((1, m, n), device=a.device, dtype=torch.float32)
+    else:
+        part = torch.empty((splits, m, n), device=a.device, dtype=torch.float32)
+    split_k_kernel[(tiles_m * tiles_n, splits)](
+        a, b, part, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        part.stride(0), part.stride(1), part.stride(2), tiles_m, tiles_n, per_split,
+        BM=bm, BN=bn, BK=bk, GROUP_M=cfg["GROUP_M"], EVEN_K=k % bk == 0, ATOMIC=atomic,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    c = torch.empty((m, n), device=a.device, dtype=a.dtype)
+    rb = 64
+    split_k_reduce[(triton.cdiv(m, rb), triton.cdiv(n, rb))](
+        part, c, m, n, 1 if atomic else splits, part.stride(0), part.stride(1), part.stride(2),
+        c.stride(0), c.stride(1), RBM=rb, RBN=rb, num_warps=4)
+    return c

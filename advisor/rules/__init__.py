@@ -1,0 +1,1 @@
+"""Rule engine: YAML rules (symptom matrix) evaluated over metric tables."""

@@ -1,0 +1,298 @@
+"""Rule engine: load and validate YAML rule files, evaluate them over the metric tables.
+
+A rule file holds ``rules:``, a list of rules (see docs/rules.md):
+
+  id, title, scope (kernels | regions | sequences), when (condition, or a list ANDed),
+  savings (expression, ns), strategy, severity (auto | high | medium | low), message
+  (a template over the row's columns), evidence (columns), rationale, watch_for,
+  references (links), emit (what the config emitter needs: kind gemm | launch | overlap |
+  advice, plus optional parameters).
+
+Conditions and savings are expressions of ``advisor.rules.expr``, evaluated vectorized over
+a whole table; nothing is ``eval``-ed. Every problem in a file is reported as
+``FILE: rule 'ID': field 'FIELD': what is wrong``.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from advisor.data import builtin_rules_dir
+from advisor.errors import AdvisorInputError
+from advisor.render.units import fmt_ns, fmt_pct
+from advisor.rules.expr import Expr, ExprError, compile_expr
+from advisor.rules.tables import SCOPES
+
+SEVERITY_SHARES = ((0.10, "high"), (0.02, "medium"))  # est. savings / steady-state span
+# where a finding points, per scope: (kernel column, region column)
+LOCATION = {
+    "kernels": ("name", "region"),
+    "sequences": ("top_kernel", "region"),
+    "regions": (None, "name"),
+}
+
+
+class EmitSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["gemm", "launch", "overlap", "advice"]
+    params: dict = Field(default_factory=dict)
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
+    title: str = Field(min_length=1)
+    scope: Literal["kernels", "regions", "sequences"]
+    when: str | list[str]
+    savings: str
+    strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
+    severity: Literal["auto", "high", "medium", "low"] = "auto"
+    message: str = Field(min_length=1)
+    evidence: list[str] = Field(default_factory=list)
+    rationale: str = Field(min_length=1)
+    watch_for: str = Field(min_length=1)
+    references: list[str] = Field(default_factory=list)
+    emit: EmitSpec | None = None
+
+
+class RuleFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rules: list[dict]
+
+
+@dataclass
+class Rule:
+    """One validated rule, expressions compiled."""
+
+    spec: RuleSpec
+    when: Expr
+    savings: Expr
+    source: str
+    fields: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+class _Template(string.Formatter):
+    """``{column}`` or ``{column:spec}`` with spec time | pct | int | a Python format spec;
+    plain column names only (no attribute or index access)."""
+
+    def get_field(self, field_name, args, kwargs):
+        return kwargs[field_name], field_name
+
+    def format_field(self, value, spec):
+        if spec == "time":
+            return fmt_ns(value)
+        if spec == "pct":
+            return fmt_pct(value)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "unknown"
+        if spec == "int":
+            return str(int(value))
+        return super().format_field(value, spec)
+
+
+TEMPLATE = _Template()
+
+
+def _template_fields(message: str) -> list[str]:
+    names = []
+    for _, name, spec, conv in TEMPLATE.parse(message):
+        if name is None:
+            continue
+        if not name.isidentifier() or conv:
+            raise ExprError(f"template field {{{name}}} must be a plain column name")
+        if spec not in ("", "time", "pct", "int"):
+            format(1.5, spec)  # raises ValueError for a bad spec
+        names.append(name)
+    return names
+
+
+def _where(path: str, rule_id: str, fld: str) -> str:
+    return f"rule {rule_id!r}: field {fld!r}"
+
+
+def parse_rules(text: str, source: str) -> list[Rule]:
+    """Validate one rule file's text; AdvisorInputError names file, rule and field."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        msg = getattr(exc, "problem", exc)
+        raise AdvisorInputError(source, f"not valid YAML{at}: {msg}") from None
+    try:
+        top = RuleFile.model_validate(doc)
+    except ValidationError as exc:
+        raise AdvisorInputError(source, "expected a mapping with a 'rules:' list") from exc
+    rules = []
+    for i, raw in enumerate(top.rules):
+        rid = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
+        try:
+            spec = RuleSpec.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            fld = ".".join(str(p) for p in err["loc"]) or "(rule)"
+            raise AdvisorInputError(source, f"{_where(source, rid, fld)}: {err['msg']}") from None
+        known = set(SCOPES[spec.scope])
+        conds = [spec.when] if isinstance(spec.when, str) else spec.when
+        try:
+            fld = "when"
+            if not conds:
+                raise ExprError("needs at least one condition")
+            when = compile_expr(" and ".join(f"({c})" for c in conds), known)
+            fld = "savings"
+            savings = compile_expr(spec.savings, known)
+            fld = "evidence"
+            unknown = [c for c in spec.evidence if c not in known]
+            if unknown:
+                raise ExprError(f"unknown metric {unknown[0]!r}")
+            fld = "message"
+            fields = _template_fields(spec.message)
+            unknown = [c for c in fields if c not in known and c != "savings"]
+            if unknown:
+                raise ExprError(f"unknown metric {unknown[0]!r} in the template")
+        except (ExprError, ValueError) as exc:
+            raise AdvisorInputError(source, f"{_where(source, spec.id, fld)}: {exc}") from None
+        rules.append(Rule(spec=spec, when=when, savings=savings, source=source, fields=fields))
+    return rules
+
+
+def rule_files(path: Path) -> list[Path]:
+    """The YAML files of a rules folder (sorted), or the file itself."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+    return [path]
+
+
+def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]:
+    """Built-in rules plus user files/folders; duplicate ids across all of them are errors."""
+    sources: list[tuple[str, str]] = []
+    if builtin:
+        root = builtin_rules_dir()
+        for item in sorted(root.iterdir(), key=lambda p: p.name):
+            if item.name.endswith((".yaml", ".yml")):
+                sources.append((f"rules/{item.name}", item.read_text()))
+    for entry in extra:
+        p = Path(entry)
+        if not p.exists():
+            raise AdvisorInputError(str(p), "no such rules file or folder")
+        files = rule_files(p)
+        if not files:
+            raise AdvisorInputError(str(p), "folder holds no .yaml rule files")
+        for f in files:
+            try:
+                sources.append((str(f), f.read_text()))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise AdvisorInputError(str(f), f"cannot read rule file: {exc}") from None
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for source, text in sources:
+        for rule in parse_rules(text, source):
+            if rule.id in seen:
+                raise AdvisorInputError(
+                    source, f"rule {rule.id!r}: duplicate id (first defined in {seen[rule.id]})"
+                )
+            seen[rule.id] = source
+            rules.append(rule)
+    return rules
+
+
+def _severity(rule: Rule, savings: float, span: float) -> str:
+    if rule.spec.severity != "auto":
+        return rule.spec.severity
+    share = savings / span if span > 0 else 0.0
+    for floor, label in SEVERITY_SHARES:
+        if share >= floor:
+            return label
+    return "low"
+
+
+def _plain(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        if math.isnan(f):
+            return None
+        return int(f) if f.is_integer() and abs(f) < 2**53 else round(f, 4)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[dict]:
+    """Findings of every rule over its scope's table, merged per location, ranked.
+
+    ``spans``: device -> steady-state span (ns) for automatic severity. Findings of one rule
+    at the same (kernel, region, device) merge: savings add up, the largest instance speaks.
+    """
+    found: dict[tuple, dict] = {}
+    for rule in rules:
+        table = tables.get(rule.spec.scope)
+        if table is None or table.empty:
+            continue
+        mask = rule.when.evaluate(table).fillna(False).astype(bool)
+        hits = table[mask.to_numpy()]
+        if hits.empty:
+            continue
+        savings = rule.savings.evaluate(hits).astype(float).fillna(0).clip(lower=0)
+        kcol, rcol = LOCATION[rule.spec.scope]
+        for (_, row), est in zip(hits.iterrows(), savings, strict=True):
+            values = {c: _plain(row[c]) for c in row.index}
+            values["savings"] = est
+            key = (
+                rule.id,
+                values.get(kcol) if kcol else None,
+                values.get(rcol) or None,
+                int(row["device"]),
+            )
+            finding = {
+                "rule": rule.id,
+                "title": rule.spec.title,
+                "strategy": rule.spec.strategy,
+                "severity": None,
+                "kernel": key[1],
+                "region": key[2],
+                "device": key[3],
+                "est_savings_ns": int(round(est)),
+                "summary": TEMPLATE.format(rule.spec.message, **values),
+                "evidence": {c: values[c] for c in rule.spec.evidence},
+                "rationale": " ".join(rule.spec.rationale.split()),
+                "watch_for": " ".join(rule.spec.watch_for.split()),
+                "references": rule.spec.references,
+                "_emit": rule.spec.emit.model_dump() if rule.spec.emit else None,
+                "_row": values,
+                "_instances": 1,
+            }
+            prev = found.get(key)
+            if prev is None:
+                found[key] = finding
+                continue
+            total = prev["est_savings_ns"] + finding["est_savings_ns"]
+            keep = finding if finding["est_savings_ns"] > prev["_row"]["savings"] else prev
+            keep["_instances"] = prev["_instances"] + 1
+            keep["est_savings_ns"] = total
+            found[key] = keep
+    out = []
+    for f in found.values():
+        n = f.pop("_instances")
+        if n > 1:
+            f["evidence"]["instances"] = n
+            f["summary"] += f" (largest of {n} such; {fmt_ns(f['est_savings_ns'])} in total)"
+        span = spans.get(f["device"], 0)
+        rule = next(r for r in rules if r.id == f["rule"])
+        f["severity"] = _severity(rule, f["est_savings_ns"], span)
+        out.append(f)
+    return sorted(out, key=lambda f: (-f["est_savings_ns"], f["rule"], str(f["kernel"])))

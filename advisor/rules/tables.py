@@ -1,0 +1,190 @@
+"""The metric tables rules read, one per scope, with every column documented.
+
+``SCOPES[scope]`` maps each column a rule may name to its meaning (and unit); the rule
+loader rejects any other name. ``build_tables(analysis)`` returns one DataFrame per scope.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from advisor.analysis import WINDOW_COLUMNS, Analysis
+from advisor.metrics.gemm import tile_from_grid, tile_from_name
+
+_WINDOW_DOC = {
+    "gpu_busy_ns": "time any GPU work runs (ns)",
+    "idle_ns": "time nothing runs (ns)",
+    "tail_idle_ns": "wave-quantization tail idle of its kernels (ns)",
+    "underfill_idle_ns": "under-filled grid idle of its kernels (ns)",
+    "launch_overhead_ns": "host-bound + launch-latency + in-graph gaps (ns)",
+    "sync_idle_ns": "gaps after blocking host calls (ns)",
+    "sync_gaps": "number of synchronization gaps",
+    "sync_copy_idle_ns": "synchronization gaps whose blocking call is a synchronous copy (ns)",
+    "startup_idle_ns": "start-up gaps (ns)",
+    "unattributed_idle_ns": "gaps without a known host call (ns)",
+    "comm_ns": "communication busy time (ns)",
+    "compute_ns": "compute busy time (ns)",
+    "overlap_ns": "communication overlapped by compute (ns)",
+    "exposed_comm_ns": "communication with no compute alongside (ns)",
+    "comm_wait_ns": "comm time spent waiting for the last rank (ns)",
+    "same_stream_comm_ns": "comm time on streams that also run compute (ns)",
+    "overlap_ratio": "overlap_ns / comm_ns (NaN without comm)",
+    "hidable_comm_ns": "max(0, min(exposed_comm_ns - comm_wait_ns, compute_ns)) (ns)",
+    "window_ns": "length of the window(s) (ns)",
+    "device": "device id",
+}
+
+SCOPES: dict[str, dict[str, str]] = {
+    "kernels": {
+        "name": "kernel name",
+        "device": "device id",
+        "region": "top-level NVTX range ('' outside ranges)",
+        "launches": "number of launches",
+        "total_ns": "summed launch duration (ns)",
+        "median_ns": "median launch duration (ns)",
+        "share_of_busy": "total_ns / the device's busy time",
+        "grid_blocks": "CTAs per launch",
+        "block_threads": "threads per CTA",
+        "registers": "registers per thread",
+        "smem_per_block": "static + dynamic shared memory per CTA (B)",
+        "ctas_per_sm": "resident CTAs per SM (occupancy)",
+        "slots": "SMs * ctas_per_sm",
+        "waves": "grid_blocks / slots",
+        "full_waves": "floor(waves)",
+        "last_wave_fill": "waves - floor(waves): how full the last, partial wave is (0..1)",
+        "tail_fraction": "1 - waves / ceil(waves)",
+        "tail_idle_ns": "tail idle (waves >= 1) (ns)",
+        "underfill_idle_ns": "under-fill idle (waves < 1) (ns)",
+        "persistent": "kernel loops over tiles itself (not judged by grid)",
+        "comm": "communication kernel",
+        "underfilled": "waves < 1",
+        "sm_count": "SMs of the device",
+        "cc_major": "compute capability major (NaN on AMD)",
+        "m": "GEMM M (NaN unknown)",
+        "n": "GEMM N (NaN unknown)",
+        "k": "GEMM K (NaN unknown)",
+        "batch": "GEMM batch count (NaN unknown)",
+        "has_shape": "M, N, K known",
+        "tile_m": "output tile rows (NaN unknown)",
+        "tile_n": "output tile columns (NaN unknown)",
+        "tile_k": "K step per iteration (NaN unknown)",
+        "tiles": "output tiles per launch: batch * ceil(m / tile_m) * ceil(n / tile_n)",
+        "k_iters": "K iterations per tile: ceil(k / tile_k) (NaN when tile_k unknown)",
+        "tflops": "achieved TFLOP/s (2*M*N*K*batch per launch over its time)",
+        "peak_tflops": "datasheet dense FP16/BF16 TFLOP/s of the GPU (NaN unknown)",
+        "tflops_fraction": "tflops / peak_tflops",
+    },
+    "regions": {
+        "name": "top-level NVTX range text ('' for a whole device without ranges)",
+        "instances": "number of range instances summed",
+        **{
+            c: _WINDOW_DOC[c]
+            for c in (
+                *WINDOW_COLUMNS,
+                "sync_copy_idle_ns",
+                "overlap_ratio",
+                "hidable_comm_ns",
+                "window_ns",
+                "device",
+            )
+        },
+        "last_device": "device most often last to reach this range's collectives (NaN none)",
+    },
+    "sequences": {
+        "device": "device id",
+        "region": "top-level NVTX range of its first op ('' outside ranges)",
+        "top_kernel": "most common kernel of the sequence",
+        "ops": "GPU operations",
+        "launches": "host launch calls (a CUDA-graph replay counts once)",
+        "span_ns": "first start to last end (ns)",
+        "overhead_ns": "launch-overhead gaps inside it (ns)",
+        "overhead_share": "overhead_ns / span_ns",
+        "graph_saving_ns": "estimated saving if run from one CUDA graph (ns)",
+        "median_kernel_ns": "median GPU operation time (ns)",
+        "median_gap_ns": "median gap between operations (ns)",
+    },
+}
+
+
+def _kernels(a: Analysis) -> pd.DataFrame:
+    by_region = not a.regions.empty
+    k = a.kernel_table(by_region=by_region)
+    if k.empty:
+        return pd.DataFrame(columns=list(SCOPES["kernels"]))
+    if not by_region:
+        k["region"] = ""
+    k["region"] = k["region"].fillna("").astype(str)
+    busy = a.devices.set_index("device")["gpu_busy_ns"]
+    k["share_of_busy"] = k["total_ns"] / k["device"].map(busy)
+    k["full_waves"] = np.floor(k["waves"])
+    k["last_wave_fill"] = k["waves"] - k["full_waves"]
+    gpus = a.trace.gpus
+    k["sm_count"] = k["device"].map({d: g.sm_count for d, g in gpus.items()})
+    k["cc_major"] = k["device"].map({d: g.cc_major for d, g in gpus.items()}).astype(float)
+    k["peak_tflops"] = k["device"].map({d: g.dense_fp16_tflops for d, g in gpus.items()})
+    k["peak_tflops"] = k["peak_tflops"].astype(float)
+    k["has_shape"] = k["m"].notna()
+    named = tile_from_name(k["name"])
+    gm, gn = tile_from_grid(k["m"], k["n"], k["grid_x"], k["grid_y"])
+    k["tile_m"] = named["tile_m"].fillna(pd.Series(gm, index=k.index))
+    k["tile_n"] = named["tile_n"].fillna(pd.Series(gn, index=k.index))
+    k["tile_k"] = named["tile_k"]
+    k["tile_source"] = np.where(
+        named["tile_m"].notna(), "name", np.where(k["tile_m"].notna(), "grid", None)
+    )
+    k["tiles"] = k["batch"] * np.ceil(k["m"] / k["tile_m"]) * np.ceil(k["n"] / k["tile_n"])
+    k["k_iters"] = np.ceil(k["k"] / k["tile_k"])
+    flops = 2.0 * k["batch"] * k["m"] * k["n"] * k["k"] * k["launches"]
+    k["tflops"] = flops / k["total_ns"] / 1e3
+    k["tflops_fraction"] = k["tflops"] / k["peak_tflops"]
+    return k
+
+
+def _regions(a: Analysis) -> pd.DataFrame:
+    ops = a.ops
+    sync_copy = ops["gap_ns"].where(
+        ops["cause"].eq("synchronization") & ops["sync_call"].fillna("").str.contains("Memcpy"),
+        0,
+    )
+    if a.regions.empty:
+        w = a.devices.assign(name="", instances=1)
+        w["window_ns"] = w["end_ns"] - w["start_ns"]
+        w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby(ops["device"]).sum())
+    else:
+        r = a.regions.assign(window_ns=a.regions["end_ns"] - a.regions["start_ns"])
+        w = r.groupby(["name", "device"], as_index=False).agg(
+            instances=("start_ns", "size"),
+            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
+        )
+        per = sync_copy.groupby([ops["region"], ops["device"]]).sum()
+        idx = pd.MultiIndex.from_frame(w[["name", "device"]])
+        w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
+    w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
+    w["overlap_ratio"] = (w["overlap_ns"] / w["comm_ns"]).where(w["comm_ns"] > 0)
+    hidable = (w["exposed_comm_ns"] - w["comm_wait_ns"]).clip(lower=0)
+    w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
+    waiting = ops[ops["wait_ns"] > 0]
+    last = (
+        waiting.assign(region=waiting["region"].fillna(""))
+        .groupby(["region", "device"])["last_device"]
+        .agg(lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan)
+    )
+    idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
+    w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
+    return w
+
+
+def _sequences(a: Analysis) -> pd.DataFrame:
+    s = a.sequences
+    if s.empty:
+        return pd.DataFrame(columns=list(SCOPES["sequences"]))
+    s = s.rename(columns={"median_op_ns": "median_kernel_ns"})
+    s["region"] = s["region"].fillna("").astype(str)
+    s["overhead_share"] = s["overhead_ns"] / s["span_ns"].where(s["span_ns"] > 0)
+    return s
+
+
+def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
+    """One table per scope for the rule engine."""
+    return {"kernels": _kernels(a), "regions": _regions(a), "sequences": _sequences(a)}
