@@ -16,6 +16,7 @@ import pprint
 import re
 import shutil
 import tempfile
+import textwrap
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -78,6 +79,18 @@ def _where(f: dict) -> str:
     return ", ".join(parts + [f"device {f['device']}"])
 
 
+def _docstring(title: str, f: dict, run: list[str]) -> str:
+    """Module docstring of an emitted script, wrapped to 96 columns."""
+    paras = [
+        title,
+        f"Where: {_where(f)}",
+        f"Finding ({f['rule']}): {f['summary']}",
+        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (an estimate).",
+    ]
+    lines = [textwrap.fill(p, 96, subsequent_indent="    ") for p in paras]
+    return '"""' + "\n\n".join(lines) + "\n\n" + "\n".join(run) + '\n"""\n\n'
+
+
 def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
     """The equivalent cutlass_profiler invocation (bf16 in, fp32 accumulate)."""
     tile = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']}"
@@ -118,18 +131,22 @@ def _gemm_files(f: dict, gpu: GpuSpec, stem: str) -> dict[str, str]:
     if f["strategy"] == "warp_specialization" and (gpu.cc_major or 0) < 9:
         f["missing"] = "TMA/warp-specialized kernels need compute capability >= 9"
         return {}
-    header = (
-        f'"""{f["strategy"]} reference GEMM emitted by advisor for {_where(f)}.\n\n'
-        f"Finding ({f['rule']}): {f['summary']}\n"
-        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (estimate).\n\n"
-        "Run:  python THIS.py --check            # numerics vs float64 matmul\n"
-        "      python THIS.py --bench            # median time and TFLOP/s vs torch.matmul\n"
-        "      python THIS.py --m 512 --n 512 --k 4096 --check   # another size\n"
-        "CPU:  TRITON_INTERPRET=1 python THIS.py --check --m 64 --n 64 --k 256\n"
-        '"""\n\n'
+    header = _docstring(
+        f"{f['strategy']} reference GEMM emitted by advisor.",
+        f,
+        [
+            "Run (numerics vs float64 matmul; median time and TFLOP/s vs torch.matmul):",
+            f"    python {stem}.py --check --bench",
+            "Another size:",
+            f"    python {stem}.py --m 512 --n 512 --k 4096 --check",
+            "On the CPU (Triton's interpreter, numerics only):",
+            f"    TRITON_INTERPRET=1 python {stem}.py --check --m 64 --n 64 --k 256",
+        ],
+    )
+    header += (
         "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
-    ).replace("THIS.py", f"{stem}.py")
+    )
     script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f["strategy"]])
     script += "\n\n" + _template("harness.py")
     record = {
@@ -153,13 +170,12 @@ def _launch_files(f: dict, stem: str) -> dict[str, str]:
         "TRACE_OVERHEAD_NS": int(row.get("overhead_ns") or 0),
         "TRACE_SAVING_NS": int(f["est_savings_ns"]),
     }
-    head = (
-        f'"""CUDA-graph capture for the launch-bound chain at {_where(f)}.\n\n'
-        f"Finding ({f['rule']}): {f['summary']}\n"
-        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (estimate).\n"
-        f'Run: python {stem}.py   (needs a CUDA GPU)\n"""\n\n'
-        f"import torch\n\nCONFIG = {pprint.pformat(cfg, sort_dicts=False)}\n\n"
+    head = _docstring(
+        "CUDA-graph capture for a launch-bound chain, emitted by advisor.",
+        f,
+        [f"Run: python {stem}.py   (needs a CUDA GPU)"],
     )
+    head += f"import torch\n\nCONFIG = {pprint.pformat(cfg, sort_dicts=False)}\n\n"
     return {f"{stem}.py": head + _template("launch_graph.py")}
 
 

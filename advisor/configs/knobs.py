@@ -117,7 +117,7 @@ def split_k(p: Problem) -> dict:
                 best = dict(
                     b, SPLITS=splits_used, model_ns=est, waves=b["tiles"] * splits_used / b["slots"]
                 )
-    return _finish(best, "split_k", REDUCTION="two_pass")
+    return _finish(best, "split_k", ATOMIC=0)
 
 
 def stream_k(p: Problem) -> dict:
@@ -135,7 +135,7 @@ def stream_k(p: Problem) -> dict:
         sk_tiles = b["tiles"] if full < 2 else b["tiles"] - (full - 1) * progs
         if b["tiles"] % progs == 0:
             sk_tiles = 0
-        fixup = sk_tiles * cand[0] * cand[1] * (4 * 3 + ELEMENT_BYTES)  # zero, add, read
+        fixup = sk_tiles * cand[0] * cand[1] * 4 * 2  # each shared tile: partial written, read
         est = compute + fixup / p.bandwidth
         if best is None or est < best["model_ns"]:
             best = dict(b, model_ns=est, sk_tiles=sk_tiles, NUM_PROGS=progs)

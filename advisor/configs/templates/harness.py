@@ -34,18 +34,28 @@ def _check(m, n, k, dtype, device, tol) -> bool:
     return ok
 
 
-def _bench(m, n, k, dtype) -> None:
+def _bench(m, n, k, dtype, rounds: int = 3) -> None:
+    """Median time per call (do_bench), config and torch.matmul interleaved over rounds;
+    the median of the rounds is reported with the spread (max - min) as the noise."""
+    import statistics
+
     import triton.testing
 
     a, b = _inputs(m, n, k, dtype, "cuda", 0)
     flop = 2.0 * m * n * k
-    mine = triton.testing.do_bench(lambda: gemm(a, b, CONFIG), warmup=50, rep=300,
-                                   return_mode="median")
-    base = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=50, rep=300,
-                                   return_mode="median")
-    print(f"bench M={m} N={n} K={k} {str(dtype)[6:]} (median of do_bench, ms):")
-    print(f"  {CONFIG['strategy']:<20} {mine:8.4f} ms  {flop / mine / 1e9:8.1f} TFLOP/s")
-    print(f"  {'torch.matmul':<20} {base:8.4f} ms  {flop / base / 1e9:8.1f} TFLOP/s")
+    runs = {"mine": [], "torch": []}
+    for _ in range(rounds):
+        runs["mine"].append(triton.testing.do_bench(
+            lambda: gemm(a, b, CONFIG), warmup=100, rep=400, return_mode="median"))
+        runs["torch"].append(triton.testing.do_bench(
+            lambda: torch.matmul(a, b), warmup=100, rep=400, return_mode="median"))
+    mine, base = statistics.median(runs["mine"]), statistics.median(runs["torch"])
+    spread = {key: max(v) - min(v) for key, v in runs.items()}
+    print(f"bench M={m} N={n} K={k} {str(dtype)[6:]} (median of {rounds} do_bench medians, ms):")
+    print(f"  {CONFIG['strategy']:<20} {mine:8.4f} ms  {flop / mine / 1e9:8.1f} TFLOP/s"
+          f"  (spread {spread['mine']:.4f} ms)")
+    print(f"  {'torch.matmul':<20} {base:8.4f} ms  {flop / base / 1e9:8.1f} TFLOP/s"
+          f"  (spread {spread['torch']:.4f} ms)")
     trace_ns = CONFIG.get("trace_kernel_ns")
     if trace_ns and (m, n, k) == (CONFIG["M"], CONFIG["N"], CONFIG["K"]):
         ms = trace_ns / 1e6

@@ -1,6 +1,7 @@
 # ---- strategy: split-K -----------------------------------------------------------------
 # Each output tile gets SPLITS CTAs, each over a contiguous slice of the K-iterations; the
-# fp32 partial sums are reduced in a second pass (deterministic) or with atomics.
+# fp32 partial sums are reduced in a second pass (ATOMIC=0, deterministic) or added with
+# atomics into one fp32 buffer (ATOMIC=1) that the same pass then casts.
 
 
 @triton.jit
@@ -22,17 +23,15 @@ def split_k_kernel(a_ptr, b_ptr, p_ptr, M, N, K, stride_am, stride_ak, stride_bk
 
 
 @triton.jit
-def split_k_reduce(p_ptr, c_ptr, M, N, splits, stride_ps, stride_pm, stride_pn, stride_cm,
-                   stride_cn, RBM: tl.constexpr, RBN: tl.constexpr):
-    rm = tl.program_id(0) * RBM + tl.arange(0, RBM)
-    rn = tl.program_id(1) * RBN + tl.arange(0, RBN)
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    offs = rm[:, None] * stride_pm + rn[None, :] * stride_pn
-    total = tl.zeros((RBM, RBN), dtype=tl.float32)
+def split_k_reduce(p_ptr, c_ptr, numel, splits, stride_ps, BLOCK: tl.constexpr):
+    """Sum the fp32 partials over the splits and cast; 1-D over all M*N outputs so the
+    pass has many CTAs however small M and N are (partials are contiguous [S, M, N])."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < numel
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
     for s in range(0, splits):
         total += tl.load(p_ptr + s * stride_ps + offs, mask=mask, other=0.0)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
-             total.to(c_ptr.dtype.element_ty), mask=mask)
+    tl.store(c_ptr + offs, total.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
@@ -44,7 +43,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     splits = max(1, min(cfg["SPLITS"], k_iters))
     per_split = triton.cdiv(k_iters, splits)
     splits = triton.cdiv(k_iters, per_split)  # no empty splits
-    atomic = cfg["REDUCTION"] == "atomic"
+    atomic = bool(cfg["ATOMIC"])
     if atomic:
         part = torch.zeros((1, m, n), device=a.device, dtype=torch.float32)
     else:
@@ -55,8 +54,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         BM=bm, BN=bn, BK=bk, GROUP_M=cfg["GROUP_M"], EVEN_K=k % bk == 0, ATOMIC=atomic,
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
-    rb = 64
-    split_k_reduce[(triton.cdiv(m, rb), triton.cdiv(n, rb))](
-        part, c, m, n, 1 if atomic else splits, part.stride(0), part.stride(1), part.stride(2),
-        c.stride(0), c.stride(1), RBM=rb, RBN=rb, num_warps=4)
+    block = 1024
+    split_k_reduce[(triton.cdiv(m * n, block),)](
+        part, c, m * n, 1 if atomic else splits, part.stride(0), BLOCK=block, num_warps=4)
     return c

@@ -1,13 +1,23 @@
 # ---- strategy: Stream-K (data-parallel waves + a stream-K remainder) --------------------
-# NUM_PROGS CTAs first run DP_TILES whole tiles data-parallel (full waves), then share the
+# NUM_PROGS CTAs first run whole tiles data-parallel (full waves), then share the
 # K-iterations of the remaining tiles equally: each CTA takes a contiguous run of
-# iterations, possibly spanning tile boundaries, and adds its partial tiles into an fp32
-# workspace; a fix-up pass casts those tiles into C.
+# iterations, possibly spanning tile boundaries. Tiles it covers whole are stored at once;
+# a tile shared by several CTAs is finished by the CTA holding its last iteration, which
+# waits on a per-tile counter for the others' fp32 partials and adds them in CTA order
+# (deterministic). All NUM_PROGS CTAs must be resident at once (NUM_PROGS <= SMs x CTAs/SM).
 
 
 @triton.jit
-def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                    stride_bn, stride_cm, stride_cn, tiles_m, tiles_n, dp_tiles,
+def _owner(it, iters_per_prog, extra_iters):
+    """The CTA whose stream-K share holds global iteration ``it``."""
+    big = extra_iters * (iters_per_prog + 1)  # the first extra_iters CTAs take one more
+    return tl.where(it < big, it // (iters_per_prog + 1),
+                    extra_iters + (it - big) // tl.maximum(iters_per_prog, 1))
+
+
+@triton.jit
+def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, flag_ptr, M, N, K, stride_am, stride_ak,
+                    stride_bk, stride_bn, stride_cm, stride_cn, tiles_m, tiles_n, dp_tiles,
                     iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
@@ -17,30 +27,33 @@ def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, M, N, K, stride_am, stride_ak, 
         acc = _mac(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m,
                    pid_n, 0, iters_per_tile, BM, BN, BK, EVEN_K)
         _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN, False)
-    # stream-K: this CTA's share of the remaining iterations
+    # stream-K: this CTA's contiguous share [start, end) of the remaining iterations, walked
+    # from its last tile to its first: the partial it hands on (the head of a tile that a
+    # later CTA finishes) is written first, and the tile it finishes (its first, whose head
+    # earlier CTAs computed) comes last, when those partials are long written.
     start = pid * iters_per_prog + tl.minimum(pid, extra_iters)
     end = start + iters_per_prog + (pid < extra_iters).to(tl.int32)
-    cur = start
-    while cur < end:
-        sk_tile = cur // iters_per_tile
-        lo = cur % iters_per_tile
-        hi = tl.minimum(iters_per_tile, lo + end - cur)
+    first = start // iters_per_tile
+    last = (end - 1) // iters_per_tile
+    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    for step in range(0, last - first + 1):
+        sk_tile = last - step
+        lo = tl.maximum(start - sk_tile * iters_per_tile, 0)
+        hi = tl.minimum(end - sk_tile * iters_per_tile, iters_per_tile)
         pid_m, pid_n = _tile_coords(dp_tiles + sk_tile, tiles_m, tiles_n, GROUP_M)
         acc = _mac(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m,
                    pid_n, lo, hi, BM, BN, BK, EVEN_K)
-        offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-        tl.atomic_add(ws_ptr + sk_tile * BM * BN + offs, acc)
-        cur += hi - lo
-
-
-@triton.jit
-def stream_k_fixup(ws_ptr, c_ptr, M, N, stride_cm, stride_cn, tiles_m, tiles_n, dp_tiles,
-                   BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
-    sk_tile = tl.program_id(0)
-    pid_m, pid_n = _tile_coords(dp_tiles + sk_tile, tiles_m, tiles_n, GROUP_M)
-    offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
-    acc = tl.load(ws_ptr + sk_tile * BM * BN + offs)
-    _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN, False)
+        if hi < iters_per_tile:  # a later CTA finishes this tile: hand the partial on
+            tl.store(ws_ptr + pid * BM * BN + offs, acc)
+            tl.atomic_add(flag_ptr + sk_tile, 1, sem="release")
+        else:
+            if lo > 0:  # finish a shared tile: wait for and add the earlier CTAs' partials
+                p_first = _owner(sk_tile * iters_per_tile, iters_per_prog, extra_iters)
+                while tl.atomic_add(flag_ptr + sk_tile, 0, sem="acquire") < pid - p_first:
+                    pass
+                for p in range(p_first, pid):
+                    acc += tl.load(ws_ptr + p * BM * BN + offs, cache_modifier=".cg")
+            _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN, False)
 
 
 def plan(m: int, n: int, k: int, cfg: dict) -> dict:
@@ -64,15 +77,14 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     p = plan(m, n, k, cfg)
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
-    ws = torch.zeros((max(p["sk_tiles"], 1), bm, bn), device=a.device, dtype=torch.float32)
+    # one partial-tile slot per CTA, written before its flag is raised
+    ws = torch.empty((p["progs"], bm, bn), device=a.device, dtype=torch.float32)
+    flags = torch.zeros((max(p["sk_tiles"], 1),), device=a.device, dtype=torch.int32)
     stream_k_kernel[(p["progs"],)](
-        a, b, c, ws, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-        c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"], p["iters_per_tile"],
-        p["iters_per_prog"], p["extra_iters"], p["progs"], BM=bm, BN=bn, BK=cfg["BLOCK_K"],
-        GROUP_M=cfg["GROUP_M"], EVEN_K=k % cfg["BLOCK_K"] == 0, num_warps=cfg["num_warps"],
+        a, b, c, ws, flags, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"],
+        p["iters_per_tile"], p["iters_per_prog"], p["extra_iters"], p["progs"],
+        BM=bm, BN=bn, BK=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],
+        EVEN_K=k % cfg["BLOCK_K"] == 0, num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"])
-    if p["sk_tiles"]:
-        stream_k_fixup[(p["sk_tiles"],)](
-            ws, c, m, n, c.stride(0), c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"],
-            BM=bm, BN=bn, GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"])
     return c
