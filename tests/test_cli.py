@@ -185,6 +185,92 @@ def test_every_command_is_documented_in_the_readme():
 
     readme = (ROOT / "README.md").read_text()
     commands = [c.name or c.callback.__name__ for c in app.registered_commands]
-    assert commands
+    for group in app.registered_groups:
+        sub = group.typer_instance.registered_commands
+        commands += [f"{group.name} {c.name or c.callback.__name__}" for c in sub]
+    assert {"analyze", "gpus", "version", "rules list", "rules validate"} <= set(commands)
     for name in commands:
         assert f"advisor {name}" in readme, name
+
+
+CUSTOM_RULE = """
+rules:
+  - id: any-tiled-gemm
+    title: Every tiled GEMM launch group
+    scope: kernels
+    when: name == "tiled_gemm_kernel" and launches >= 5
+    savings: total_ns * 0.01
+    strategy: inspect
+    message: "{launches:int} launches of {name}, {total_ns:time}"
+    evidence: [launches, total_ns]
+    rationale: a user rule
+    watch_for: nothing
+"""
+
+
+def test_rules_list_and_validate(tmp_path):
+    out = cli("rules", "list")
+    assert "wave-tail-gemm" in out and "rules/scheduling.yaml" in out and "split_k" in out
+    (tmp_path / "mine.yaml").write_text(CUSTOM_RULE)
+    assert cli("rules", "validate", str(tmp_path)).startswith("ok: 1 rule(s)")
+    assert "any-tiled-gemm" in cli("rules", "list", "--rules", str(tmp_path))
+
+
+def test_user_rules_fire_in_analyze(tmp_path):
+    (tmp_path / "mine.yaml").write_text(CUSTOM_RULE)
+    d = json.loads(cli("analyze", str(H200_SINGLE), "--format", "json", "--rules", str(tmp_path)))
+    mine = [f for f in d["findings"] if f["rule"] == "any-tiled-gemm"]
+    assert {f["region"] for f in mine} == {"tail_gemm", "full_wave_gemm", "underfilled_long_k"}
+    assert all(f["strategy"] == "inspect" and f["evidence"]["launches"] == 5 for f in mine)
+
+
+def test_shape_and_emit_options(tmp_path):
+    out_dir = tmp_path / "configs"
+    d = json.loads(
+        cli(
+            "analyze",
+            str(H200_SINGLE),
+            "--format",
+            "json",
+            "--shape",
+            "tail_gemm=896x4864x8192",
+            "--emit",
+            str(out_dir),
+        )
+    )
+    tail = next(f for f in d["findings"] if f["region"] == "tail_gemm")
+    assert tail["strategy"] == "stream_k" and tail["config"]
+    assert all(p.startswith(str(out_dir)) for p in tail["config"])
+    assert "evidence" in tail and "_row" not in tail and "_emit" not in tail
+    assert tail["evidence"]["m"] == 896 and tail["evidence"]["k"] == 8192
+    assert sorted(p.suffix for p in out_dir.iterdir()) >= [".json", ".md", ".py"]
+
+
+def bad_cli(*args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def test_bad_rules_shape_and_emit_dir(tmp_path):
+    (tmp_path / "bad.yaml").write_text("rules:\n  - id: x\n    title: [oops\n")
+    assert "not valid YAML" in bad_cli("rules", "validate", str(tmp_path / "bad.yaml"))
+    (tmp_path / "bad.yaml").write_text(CUSTOM_RULE.replace("launches >= 5", "lunches >= 5"))
+    err = bad_cli("analyze", str(H200_SINGLE), "--rules", str(tmp_path))
+    assert "rule 'any-tiled-gemm': field 'when': unknown metric 'lunches'" in err
+    assert "expected PATTERN=MxNxK" in bad_cli("analyze", str(H200_SINGLE), "--shape", "x=1x2")
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("")
+    err = bad_cli(
+        "analyze",
+        str(H200_SINGLE),
+        "--shape",
+        "tail_gemm=896x4864x8192",
+        "--emit",
+        str(blocker / "out"),
+    )
+    assert "cannot write the emit folder" in err
+    assert not (blocker.parent / "out").exists()

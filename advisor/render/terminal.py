@@ -76,13 +76,18 @@ def _findings(findings: list[dict], top: int) -> Table:
     for i, f in enumerate(findings[:top], 1):
         where = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
         where.append(f"device {f['device']}")
+        text = f["summary"]
+        if f.get("config"):
+            text += "\nconfig: " + ", ".join(f["config"])
+        if f.get("missing"):
+            text += "\nno config: missing " + f["missing"]
         tab.add_row(
             str(i),
             f["strategy"],
             f["severity"],
             "\n".join(where),
             fmt_ns(f["est_savings_ns"]),
-            f["summary"],
+            text,
         )
     if not findings:
         tab.add_row("", "none", "", "no rule fired", "", "")

@@ -1,0 +1,270 @@
+"""Emitted configs: every GEMM script runs under TRITON_INTERPRET=1 and is numerically right;
+notes and launch scripts are written; missing shapes are reported; nothing half written."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import H200_2GPU, H200_SINGLE, analysis_of
+
+from advisor.analysis import analyze
+from advisor.configs.emit import cutlass_command, emit
+from advisor.errors import AdvisorInputError
+from advisor.findings import find
+from advisor.metrics.gemm import ShapeOption
+from advisor.trace.gpus import match_gpu
+from advisor.trace.load import load_trace
+
+H200 = match_gpu("H200")
+SHAPES = [
+    ShapeOption.parse("tail_gemm=896x4864x8192"),
+    ShapeOption.parse("underfilled=256x256x65536"),
+]
+
+
+def run_script(path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=600, env=env
+    )
+
+
+def synthetic(strategy: str, m=512, n=512, k=1024) -> dict:
+    return {
+        "rule": "test",
+        "title": "t",
+        "strategy": strategy,
+        "severity": "low",
+        "kernel": "gemm_kernel",
+        "region": "r",
+        "device": 0,
+        "est_savings_ns": 1000,
+        "summary": "s",
+        "evidence": {},
+        "rationale": "r",
+        "watch_for": "w",
+        "references": [],
+        "_emit": {"kind": "gemm"},
+        "_row": {"m": m, "n": n, "k": k, "median_ns": 50000.0},
+    }
+
+
+@pytest.fixture(scope="module")
+def sample_emit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("emit")
+    a = analyze(load_trace(H200_SINGLE), SHAPES)
+    findings = find(a)
+    emit(findings, a.trace.gpus, out)
+    return out, findings
+
+
+def test_sample_findings_get_configs(sample_emit):
+    out, findings = sample_emit
+    by = {(f["strategy"], f["region"]): f for f in findings}
+    split = by[("split_k", "underfilled_long_k")]
+    tail = by[("stream_k", "tail_gemm")]
+    for f in (split, tail):
+        assert [Path(p).suffix for p in f["config"]] == [".json", ".py"]
+        assert all(Path(p).is_file() for p in f["config"])
+    assert split["knobs"]["M"] == 256 and split["knobs"]["SPLITS"] > 1
+    assert tail["knobs"]["strategy"] == "stream_k" and tail["knobs"]["NUM_PROGS"] <= 132
+    record = json.loads(Path(split["config"][0]).read_text())
+    assert record["cutlass_profiler"].startswith("cutlass_profiler --operation=Gemm --m=256")
+    assert f"--split_k_slices={split['knobs']['SPLITS']}" in record["cutlass_profiler"]
+    # the warm-up launch of the same kernel has no shape: said, not guessed
+    warm = by[("split_k", "warmup")]
+    assert warm["config"] is None and "--shape" in warm["missing"]
+    # launch and sync findings get their own files
+    assert by[("persistent", "tiny_kernels_eager")]["config"][0].endswith(".py")
+    assert by[("remove_sync", "sync_in_loop")]["config"][0].endswith(".md")
+    assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
+
+
+def test_emitted_scripts_are_lint_clean(sample_emit):
+    out, _ = sample_emit
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--select",
+            "E,F,W",
+            "--line-length",
+            "100",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout
+
+
+# strategy -> extra knob overrides that force the interesting code paths at small sizes
+CASES = [
+    ("split_k", ["--m", "96", "--n", "80", "--k", "320"]),
+    (
+        "split_k",
+        [
+            "--m",
+            "100",
+            "--n",
+            "60",
+            "--k",
+            "600",
+            "--set",
+            "ATOMIC=1",
+            "--set",
+            "SPLITS=4",
+            "--set",
+            "BLOCK_M=32",
+            "--set",
+            "BLOCK_N=32",
+        ],
+    ),
+    ("stream_k", ["--m", "96", "--n", "64", "--k", "192"]),
+    # 28 tiles on 3 CTAs: data-parallel waves, then a stream-K remainder
+    (
+        "stream_k",
+        [
+            "--m",
+            "200",
+            "--n",
+            "100",
+            "--k",
+            "300",
+            "--set",
+            "NUM_PROGS=3",
+            "--set",
+            "BLOCK_M=32",
+            "--set",
+            "BLOCK_N=32",
+            "--set",
+            "BLOCK_K=32",
+        ],
+    ),
+    # 4 tiles shared by 7 CTAs: tiles finished from several partials
+    (
+        "stream_k",
+        [
+            "--m",
+            "64",
+            "--n",
+            "64",
+            "--k",
+            "2048",
+            "--set",
+            "NUM_PROGS=7",
+            "--set",
+            "BLOCK_M=32",
+            "--set",
+            "BLOCK_N=32",
+        ],
+    ),
+    (
+        "persistent",
+        [
+            "--m",
+            "130",
+            "--n",
+            "70",
+            "--k",
+            "200",
+            "--set",
+            "NUM_PROGS=2",
+            "--set",
+            "BLOCK_M=32",
+            "--set",
+            "BLOCK_N=32",
+        ],
+    ),
+    ("tile_reshape", ["--m", "96", "--n", "64", "--k", "192"]),
+    ("warp_specialization", ["--m", "96", "--n", "64", "--k", "192"]),
+    (
+        "warp_specialization",
+        [
+            "--m",
+            "128",
+            "--n",
+            "96",
+            "--k",
+            "256",
+            "--set",
+            "NUM_PROGS=2",
+            "--set",
+            "BLOCK_M=32",
+            "--set",
+            "BLOCK_N=32",
+        ],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def synthetic_emit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("emit_all")
+    strategies = sorted({s for s, _ in CASES})
+    findings = [synthetic(s) for s in strategies]
+    emit(findings, {0: H200}, out)
+    return {f["strategy"]: Path(f["config"][1]) for f in findings}
+
+
+@pytest.mark.parametrize("strategy, args", CASES)
+def test_emitted_gemm_scripts_are_correct_under_the_interpreter(synthetic_emit, strategy, args):
+    proc = run_script(synthetic_emit[strategy], "--check", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = [line for line in proc.stdout.splitlines() if line.startswith("check")]
+    assert len(checks) == 2 and all(line.endswith(" ok") for line in checks)
+
+
+def test_script_fails_on_wrong_numbers(synthetic_emit, tmp_path):
+    broken = tmp_path / "broken.py"
+    text = synthetic_emit["split_k"].read_text()
+    broken.write_text(text.replace("total += tl.load(", "total -= tl.load("))
+    proc = run_script(broken, "--check", "--m", "64", "--n", "64", "--k", "256")
+    assert proc.returncode == 1 and "FAIL" in proc.stdout
+
+
+def test_script_rejects_bad_knobs_and_cpu_bench(synthetic_emit):
+    proc = run_script(synthetic_emit["split_k"], "--set", "NOPE=1")
+    assert proc.returncode != 0 and "expected KNOB=INT" in proc.stderr
+    proc = run_script(synthetic_emit["split_k"], "--bench", "--m", "64", "--n", "64", "--k", "128")
+    assert proc.returncode != 0 and "--bench needs a CUDA GPU" in proc.stderr
+
+
+def test_overlap_note_from_the_two_gpu_sample(tmp_path):
+    a = analysis_of(H200_2GPU)
+    findings = [f for f in find(a) if f["strategy"] == "comm_overlap"]
+    emit(findings, a.trace.gpus, tmp_path)
+    text = Path(findings[0]["config"][0]).read_text()
+    assert "async_op=True" in text and "bucket_cap_mb" in text
+    assert "same stream as compute" in text
+
+
+def test_warp_specialization_needs_hopper(tmp_path):
+    f = synthetic("warp_specialization")
+    emit([f], {0: match_gpu("A100-SXM4-80GB")}, tmp_path)
+    assert f["config"] is None and "compute capability >= 9" in f["missing"]
+
+
+def test_cutlass_command_for_stream_k_on_hopper():
+    cmd = cutlass_command(
+        {"strategy": "stream_k", "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8},
+        896,
+        4864,
+        8192,
+        H200,
+    )
+    assert "--m=896 --n=4864 --k=8192" in cmd and "stream_k" in cmd
+    assert "--raster_order=along_m --swizzle_size=8" in cmd
+
+
+def test_unwritable_emit_dir_leaves_nothing(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(AdvisorInputError, match="cannot write the emit folder"):
+        emit([synthetic("split_k")], {0: H200}, blocker / "sub")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -1,0 +1,81 @@
+import pandas as pd
+import pytest
+
+from advisor.errors import AdvisorInputError
+from advisor.metrics.gemm import (
+    ShapeOption,
+    mnk_from_sizes,
+    nvtx_shapes,
+    tile_from_grid,
+    tile_from_name,
+)
+
+
+@pytest.mark.parametrize(
+    "op, sizes, expected",
+    [
+        ("mm", [[896, 8192], [8192, 4864]], (1, 896, 4864, 8192)),
+        ("matmul", [[896, 8192], [8192, 4864]], (1, 896, 4864, 8192)),
+        ("addmm", [[4864], [896, 8192], [8192, 4864]], (1, 896, 4864, 8192)),
+        ("bmm", [[8, 128, 64], [8, 64, 256]], (8, 128, 256, 64)),
+        ("linear", [[4, 32, 1024], [4096, 1024], [4096]], (1, 128, 4096, 1024)),
+        ("mm", [[896, 8192], [4096, 4864]], None),  # inner dims disagree: no shape
+        ("mm", [[896]], None),
+    ],
+)
+def test_mnk_from_recorded_sizes(op, sizes, expected):
+    assert mnk_from_sizes(op, sizes) == expected
+
+
+def test_nvtx_shapes_parse_pytorch_record_shapes_text():
+    nvtx = pd.DataFrame(
+        {
+            "start": [0, 10, 100],
+            "end": [50, 40, 150],
+            "text": [
+                "aten::matmul, seq = 0, op_id = 1, sizes = [[896, 8192], [8192, 4864]], x",
+                "aten::mm, seq = 0, op_id = 2, sizes = [[896, 8192], [8192, 4864]], x",
+                "aten::relu, seq = 1, sizes = [[3, 4]]",
+            ],
+            "tid": [7, 7, 7],
+        }
+    )
+    s = nvtx_shapes(nvtx)
+    assert s[["op", "m", "n", "k"]].values.tolist() == [
+        ["matmul", 896, 4864, 8192],
+        ["mm", 896, 4864, 8192],
+    ]
+
+
+def test_tiles_from_names():
+    t = tile_from_name(
+        pd.Series(
+            [
+                "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_NNN",
+                "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3",
+                "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x1x1_0_tnn",
+                "tiled_gemm_kernel",
+            ]
+        )
+    )
+    assert t.fillna(-1).values.tolist() == [
+        [192, 192, 64],
+        [64, 128, 8],
+        [128, 256, 64],
+        [-1, -1, -1],
+    ]
+
+
+def test_tile_from_grid_reproduces_the_launch():
+    m, n = tile_from_grid([896, 256, 100], [4864, 256, 100], [7, 2, 3], [19, 2, 5])
+    # 896/128 = 7, 4864/256 = 19; 256/128 = 2; 100 rows in 3 tiles: 64 -> 2, 32 -> 4: none
+    assert m.tolist()[:2] == [128, 128] and n.tolist()[:2] == [256, 128]
+    assert pd.isna(m[2])
+
+
+def test_shape_option_parsing():
+    opt = ShapeOption.parse("tail_gemm=896x4864x8192")
+    assert (opt.m, opt.n, opt.k) == (896, 4864, 8192) and opt.pattern.search("tail_gemm")
+    for bad in ("tail_gemm=896x4864", "=1x2x3", "x=0x1x1", "x=1x1x99999999", "[=1x1x1"):
+        with pytest.raises(AdvisorInputError):
+            ShapeOption.parse(bad)

@@ -1,0 +1,146 @@
+"""Rule files: validation messages (file, rule id, field) and evaluation over tables."""
+
+import textwrap
+
+import pandas as pd
+import pytest
+
+from advisor.errors import AdvisorInputError
+from advisor.rules.engine import evaluate, load_rules, parse_rules
+
+GOOD = """
+rules:
+  - id: my-tail
+    title: Tail on my kernels
+    scope: kernels
+    when:
+      - waves >= 1
+      - tail_fraction >= 0.25
+    savings: tail_idle_ns
+    strategy: stream_k
+    message: "{waves:.3f} waves, {tail_fraction:pct} idle, {tail_idle_ns:time}"
+    evidence: [waves, tail_fraction]
+    rationale: because
+    watch_for: things
+"""
+
+
+def test_builtin_rules_load_and_cover_the_strategies():
+    rules = load_rules()
+    ids = {r.id for r in rules}
+    assert {
+        "underfilled-gemm",
+        "wave-tail-gemm",
+        "wave-tail-reshape",
+        "hopper-gemm-no-warp-specialization",
+        "launch-bound-sequence",
+        "exposed-comm",
+        "sync-stall",
+        "sync-copy",
+        "rank-skew",
+    } <= ids
+    strategies = {r.spec.strategy for r in rules}
+    assert {
+        "split_k",
+        "stream_k",
+        "persistent",
+        "warp_specialization",
+        "comm_overlap",
+    } <= strategies
+    assert all(r.source == "rules/scheduling.yaml" for r in rules)
+
+
+def bad(text: str) -> str:
+    with pytest.raises(AdvisorInputError) as err:
+        parse_rules(textwrap.dedent(text), "my.yaml")
+    return str(err.value)
+
+
+def test_good_file_parses():
+    (rule,) = parse_rules(GOOD, "my.yaml")
+    assert rule.id == "my-tail" and rule.when.columns == {"waves", "tail_fraction"}
+
+
+def test_malformed_yaml():
+    msg = bad("rules:\n  - id: x\n    title: [unclosed\n")
+    assert msg.startswith("my.yaml: not valid YAML (line")
+
+
+def test_not_a_rules_mapping():
+    assert "expected a mapping with a 'rules:' list" in bad("- just\n- a list\n")
+
+
+def test_unknown_metric_names_file_rule_and_field():
+    msg = bad(GOOD.replace("tail_fraction >= 0.25", "tail_fractoin >= 0.25"))
+    assert msg.startswith("my.yaml: rule 'my-tail': field 'when': unknown metric 'tail_fractoin'")
+
+
+def test_unknown_metric_in_savings_evidence_and_message():
+    assert "field 'savings': unknown metric 'idle'" in bad(
+        GOOD.replace("savings: tail_idle_ns", "savings: idle")
+    )
+    assert "field 'evidence': unknown metric 'wavez'" in bad(
+        GOOD.replace("[waves, tail_fraction]", "[wavez]")
+    )
+    assert "field 'message': unknown metric 'nope'" in bad(GOOD.replace("{waves:.3f}", "{nope}"))
+
+
+def test_wrong_types_and_values():
+    assert "field 'scope'" in bad(GOOD.replace("scope: kernels", "scope: 3"))
+    assert "field 'scope'" in bad(GOOD.replace("scope: kernels", "scope: everything"))
+    assert "field 'evidence'" in bad(GOOD.replace("[waves, tail_fraction]", "waves"))
+    assert "field 'severity'" in bad(
+        GOOD.replace("strategy: stream_k", "strategy: stream_k\n    severity: huge")
+    )
+    assert "field 'strategy'" in bad(GOOD.replace("strategy: stream_k", "strategy: Stream K"))
+
+
+def test_missing_and_extra_fields():
+    assert "rule 'my-tail': field 'rationale': Field required" in bad(
+        GOOD.replace("    rationale: because\n", "")
+    )
+    assert "field 'colour'" in bad(GOOD + "    colour: red\n")
+
+
+def test_duplicate_ids(tmp_path):
+    two = GOOD + GOOD.split("rules:\n", 1)[1]
+    (tmp_path / "a.yaml").write_text(two)
+    with pytest.raises(AdvisorInputError) as err:
+        load_rules([tmp_path])
+    assert "rule 'my-tail': duplicate id (first defined in" in str(err.value)
+    clash = GOOD.replace("id: my-tail", "id: wave-tail-gemm")
+    (tmp_path / "a.yaml").write_text(clash)
+    with pytest.raises(AdvisorInputError) as err:
+        load_rules([tmp_path])
+    assert "duplicate id (first defined in rules/scheduling.yaml)" in str(err.value)
+
+
+def test_missing_rules_path(tmp_path):
+    with pytest.raises(AdvisorInputError, match="no such rules file"):
+        load_rules([tmp_path / "nope"])
+    with pytest.raises(AdvisorInputError, match="holds no .yaml rule files"):
+        load_rules([tmp_path])
+
+
+def test_evaluate_fires_merges_and_ranks():
+    (rule,) = parse_rules(GOOD, "my.yaml")
+    table = pd.DataFrame(
+        {
+            "name": ["k1", "k1", "k2", "k3"],
+            "region": ["r", "r", "r", ""],
+            "device": [0, 0, 0, 1],
+            "waves": [1.0076, 1.5, 1.2, 0.5],
+            "tail_fraction": [0.4962, 0.25, 0.4, 0.5],
+            "tail_idle_ns": [500.0, 100.0, 2000.0, 9999.0],
+        }
+    )
+    found = evaluate([rule], {"kernels": table}, spans={0: 10_000, 1: 10_000})
+    # k3 has waves < 1: no finding; k1's two rows merge (savings add up, largest speaks)
+    assert [(f["kernel"], f["est_savings_ns"]) for f in found] == [("k2", 2000), ("k1", 600)]
+    k1 = found[1]
+    assert k1["evidence"] == {"waves": 1.0076, "tail_fraction": 0.4962, "instances": 2}
+    assert k1["summary"].startswith("1.008 waves, 49.6 % idle, 500 ns")
+    assert "(largest of 2 such; 600 ns in total)" in k1["summary"]
+    # 2000 of 10000 ns = 20 % (high, >= 10 %); 600 ns = 6 % (medium, >= 2 %)
+    assert [f["severity"] for f in found] == ["high", "medium"]
+    assert k1["region"] == "r" and k1["device"] == 0
