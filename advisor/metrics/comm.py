@@ -18,8 +18,9 @@ from advisor.metrics import intervals as iv
 
 
 def classify_ops(ops: pd.DataFrame) -> pd.Series:
-    """Per op: 'comm', 'compute' or 'memory' (copies/memsets that are not peer-to-peer)."""
-    is_kernel = ops["kind"].isin(["kernel", "graph"])
+    """Per op: 'comm', 'compute' or 'memory' (copies, memsets and copy/fill kernels such as
+    __amd_rocclr_*, unless peer-to-peer)."""
+    is_kernel = ops["kind"].isin(["kernel", "graph"]) & ~name_matches(ops["name"], "memory_kernels")
     comm = (is_kernel & name_matches(ops["name"], "comm_kernels")) | ops["name"].eq("memcpy PtoP")
     return pd.Series(
         np.select([comm, is_kernel], ["comm", "compute"], default="memory"), index=ops.index

@@ -63,6 +63,46 @@ def ctas_per_sm(
     return limits.min(axis=0), LIMITERS[which]
 
 
+CDNA_LIMITERS = np.array(["waves", "vgprs", "sgprs", "lds", "workgroups"])
+CDNA_VGPRS_PER_LANE = 512  # unified arch + accum VGPRs per SIMD lane (gfx90a/gfx942/gfx950)
+CDNA_SGPRS = 800
+CDNA_BARRIERS = 16  # multi-wave workgroups per CU (one barrier each)
+
+
+def cdna_workgroups_per_cu(
+    threads, vgprs, sgprs, lds, *, wave_size, max_waves_per_cu, lds_per_cu, max_workgroups
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resident workgroups per CU on AMD CDNA (4 SIMDs per CU), element-wise.
+
+    waves/SIMD = min(max, floor(512 / align8(arch + accum VGPRs)), floor(800 / align16(SGPRs)));
+    workgroups = min(floor(4 * waves/SIMD * 64 / align64(threads)), floor(LDS per CU / LDS),
+    16 if a workgroup has several waves (barriers) else the workgroup limit).
+    vgprs < 0 means unknown: the result is NaN.
+    """
+    threads = np.asarray(threads, dtype=np.float64)
+    vgprs = np.asarray(vgprs, dtype=np.float64)
+    sgprs = np.nan_to_num(np.asarray(sgprs, dtype=np.float64), nan=0.0)
+    lds = np.asarray(lds, dtype=np.float64)
+    cap = max_waves_per_cu // 4  # waves per SIMD the hardware allows
+    by_vgpr = np.where(vgprs > 0, CDNA_VGPRS_PER_LANE // np.maximum(np.ceil(vgprs / 8) * 8, 8), cap)
+    by_sgpr = np.where(sgprs > 0, CDNA_SGPRS // np.maximum(np.ceil(sgprs / 16) * 16, 16), cap)
+    aligned = np.maximum(np.ceil(threads / wave_size) * wave_size, wave_size)
+
+    def workgroups(waves_per_simd):
+        return np.floor(4 * np.minimum(waves_per_simd, cap) * wave_size / aligned)
+
+    lds_limit = np.where(lds > 0, np.floor(lds_per_cu / np.maximum(lds, 1)), 1 << 30)
+    wg_limit = np.where(aligned > wave_size, min(CDNA_BARRIERS, max_workgroups), max_workgroups)
+    limits = np.stack(
+        np.broadcast_arrays(
+            workgroups(cap), workgroups(by_vgpr), workgroups(by_sgpr), lds_limit, wg_limit
+        )
+    )
+    which = np.argmin(limits, axis=0)
+    ctas = np.where(vgprs < 0, np.nan, limits.min(axis=0))
+    return ctas, CDNA_LIMITERS[which]
+
+
 def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     """Per-launch ``ctas_per_sm``, ``limiter``, ``sm_count`` for a kernels table.
 
@@ -79,6 +119,21 @@ def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
         k = kernels.loc[rows]
         threads = k["block_x"] * k["block_y"] * k["block_z"]
         smem = k["static_smem"] + k["dynamic_smem"]
+        if spec.vendor == "amd":
+            ctas, limiter = cdna_workgroups_per_cu(
+                threads.to_numpy(),
+                k["registers"].to_numpy(),
+                k["sgpr"].to_numpy() if "sgpr" in k else np.full(len(k), np.nan),
+                smem.to_numpy(),
+                wave_size=spec.warp_size,
+                max_waves_per_cu=spec.max_warps_per_sm,
+                lds_per_cu=spec.shared_mem_per_sm,
+                max_workgroups=spec.max_blocks_per_sm,
+            )
+            out.loc[rows, "ctas_per_sm"] = ctas
+            out.loc[rows, "limiter"] = limiter
+            out.loc[rows, "sm_count"] = spec.sm_count
+            continue
         carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)
         ctas, limiter = ctas_per_sm(
             threads.to_numpy(),

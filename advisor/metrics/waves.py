@@ -59,7 +59,8 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     tail = (1.0 - waves / full).where(full > 0, 0.0).fillna(0.0)
     # collectives size their grids to channels, not to the machine: not judged by waves
     out["comm"] = name_matches(kernels["name"], "comm_kernels")
-    judged = ~out["persistent"] & ~out["comm"]
+    blit = name_matches(kernels["name"], "memory_kernels")  # runtime copy/fill kernels
+    judged = ~out["persistent"] & ~out["comm"] & ~blit
     tail = tail.where(judged, 0.0)
     out["tail_fraction"] = tail
     out["underfilled"] = (waves < 1) & judged

@@ -9,6 +9,7 @@ from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
+from advisor.trace.rocprof import read_rocprof, read_rocprof_json
 
 NO_GPU = "none"  # --gpu none: analyze without occupancy/wave metrics
 
@@ -34,18 +35,33 @@ def load_trace(path: str | Path, gpu: str | None = None) -> Trace:
     accepts a trace without facts (wave metrics are then left empty and a warning says so).
     """
     p = Path(path)
-    check_readable_file(p)
-    try:
-        is_sqlite = looks_like_sqlite(p)
-    except OSError as exc:
-        raise AdvisorInputError(str(p), f"cannot read: {exc.strerror}") from exc
-    if not is_sqlite:
-        raise AdvisorInputError(
-            str(p), "not a supported trace: expected an Nsight Systems SQLite export"
-        )
-    trace = read_nsys(p)
+    if p.is_dir():
+        trace = read_rocprof(p)
+    else:
+        check_readable_file(p)
+        trace = _read_file(p)
     _settle_gpus(trace, gpu)
     return trace
+
+
+def _read_file(p: Path) -> Trace:
+    """Pick the reader from the file's content (SQLite header, JSON, CSV text)."""
+    try:
+        if looks_like_sqlite(p):
+            return read_nsys(p)
+        name = p.name.lower()
+        if name.endswith((".json", ".json.gz")):
+            return read_rocprof_json(p)
+        with open(p, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise AdvisorInputError(str(p), f"cannot read: {exc.strerror}") from exc
+    if name.endswith(".gz") or (b"," in head and b"\0" not in head):
+        return read_rocprof(p)
+    raise AdvisorInputError(
+        str(p),
+        "not a supported trace: expected an Nsight Systems SQLite export or rocprof CSV/JSON",
+    )
 
 
 def _settle_gpus(trace: Trace, gpu: str | None) -> None:

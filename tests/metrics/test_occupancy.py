@@ -1,5 +1,7 @@
 """Occupancy hand cases (H200: 64 warps, 32 blocks, 65536 regs, 233472 B smem per SM)."""
 
+import pytest
+
 from advisor.metrics.occupancy import ctas_per_sm
 
 H200 = dict(
@@ -59,3 +61,70 @@ def test_block_that_cannot_fit_gives_zero():
 def test_cc86_limits():
     # RTX 3060 class: 48 warps, 16 blocks per SM; 256 threads -> 48 // 8 = 6 blocks
     assert one(256, 32, 0, max_warps_per_sm=48, max_blocks_per_sm=16) == (6, "warps")
+
+
+# AMD CDNA: 4 SIMDs per CU, 8 waves per SIMD (32 per CU), 64 KiB LDS per CU (MI300X)
+def cdna(threads, vgprs, sgprs, lds, lds_per_cu=65536, max_waves=32):
+    from advisor.metrics.occupancy import cdna_workgroups_per_cu
+
+    ctas, limiter = cdna_workgroups_per_cu(
+        [threads],
+        [vgprs],
+        [sgprs],
+        [lds],
+        wave_size=64,
+        max_waves_per_cu=max_waves,
+        lds_per_cu=lds_per_cu,
+        max_workgroups=32,
+    )
+    return ctas[0], str(limiter[0])
+
+
+def test_cdna_512_vgprs_and_64k_lds_give_one_workgroup():
+    # 512 unified VGPRs -> floor(512 / 512) = 1 wave per SIMD; a 256-thread workgroup is 4
+    # waves -> 4 SIMDs x 1 x 64 / 256 = 1 workgroup; 64 KiB LDS -> 65536 / 65536 = 1.
+    assert cdna(256, 512, 16, 65536)[0] == 1
+
+
+def test_cdna_limits():
+    # small kernel: 8 waves/SIMD -> 4 * 8 * 64 / 256 = 8 workgroups, limited by waves
+    assert cdna(256, 8, 16, 0) == (8, "waves")
+    # 128 VGPRs: 512 / 128 = 4 waves/SIMD -> 4 workgroups of 256
+    assert cdna(256, 128, 16, 0) == (4, "vgprs")
+    # 100 SGPRs -> align16 = 112 -> 800 // 112 = 7 waves/SIMD -> 4*7*64/256 = 7
+    assert cdna(256, 8, 100, 0) == (7, "sgprs")
+    # 24 KiB LDS per workgroup on 64 KiB: 2
+    assert cdna(256, 8, 16, 24576) == (2, "lds")
+    # one-wave workgroups (64 threads): 4 * 8 = 32 fit by waves, the workgroup limit is 32
+    assert cdna(64, 8, 16, 0)[0] == 32
+    # multi-wave workgroups need a barrier each: at most 16 per CU (here waves give 16 too)
+    assert cdna(128, 8, 16, 0)[0] == 16
+    # unknown VGPRs (-1): no answer rather than a guess
+    assert cdna(256, -1, 16, 0)[0] != cdna(256, -1, 16, 0)[0]  # NaN
+
+
+def test_cdna_partial_single_wave_on_mi300x():
+    # 256 workgroups of 256 threads (8 VGPRs) on 304 CUs at 8 per CU: slots 2432 ->
+    # waves 0.105; at 1 per CU (512 VGPRs + 64 KiB LDS): 256 / 304 = 0.842, 84 % busy
+    from builders import kernels
+
+    from advisor.metrics.waves import launch_waves
+    from advisor.trace.gpus import match_gpu
+
+    k = kernels(
+        [
+            dict(
+                start=0,
+                end=1000,
+                grid_x=256,
+                block_x=256,
+                registers=512,
+                static_smem=65536,
+                sgpr=16.0,
+            )
+        ]
+    )
+    w = launch_waves(k, {0: match_gpu("MI300X")}).iloc[0]
+    assert w.ctas_per_sm == 1 and w.slots == 304
+    assert round(w.waves, 3) == 0.842 and w.underfilled
+    assert w.underfill_idle_ns == pytest.approx(1000 * (1 - 256 / 304))

@@ -1,0 +1,453 @@
+"""AMD rocprof outputs -> Trace: v1 results.csv, rocprofv2 results, rocprofv3 CSV (kernel,
+HIP API, RCCL API, memory copy traces, agent_info) and rocprofv3 JSON.
+
+The layout of a CSV is recognized from its header (never from its file name): each known
+layout names the columns it must have; other columns are allowed. Grid sizes are counted in
+work-items in every rocprof version: workgroups = prod ceil(grid_d / wg_d).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from advisor.errors import AdvisorInputError
+from advisor.trace.gpus import match_gpu
+from advisor.trace.model import GpuSpec, Trace, empty_table
+
+# normalized column -> header names used by the rocprof versions (first present wins)
+ALIASES = {
+    "dispatch": ["Dispatch_Id", "Dispatch_ID", "Index"],
+    "name": ["Kernel_Name", "KernelName"],
+    "device": ["Agent_Id", "GPU_ID", "gpu-id"],
+    "queue": ["Queue_Id", "Queue_ID", "queue-id"],
+    "stream": ["Stream_Id"],
+    "pid": ["Process_Id", "PID", "pid"],
+    "tid": ["Thread_Id", "TID", "tid"],
+    "correlation": ["Correlation_Id", "Correlation_ID"],
+    "start": ["Start_Timestamp", "BeginNs"],
+    "end": ["End_Timestamp", "EndNs"],
+    "grid_x": ["Grid_Size_X", "Grid_Size", "grd"],
+    "grid_y": ["Grid_Size_Y"],
+    "grid_z": ["Grid_Size_Z"],
+    "wg_x": ["Workgroup_Size_X", "Workgroup_Size", "wgr"],
+    "wg_y": ["Workgroup_Size_Y"],
+    "wg_z": ["Workgroup_Size_Z"],
+    "lds": ["LDS_Block_Size", "Group_Segment_Size", "LDS_Per_Workgroup", "lds"],
+    "arch_vgpr": ["VGPR_Count", "Arch_VGPR", "arch_vgpr", "vgpr"],
+    "accum_vgpr": ["Accum_VGPR_Count", "Accum_VGPR", "accum_vgpr"],
+    "sgpr": ["SGPR_Count", "SGPR", "sgpr"],
+    "wave_size": ["Wave_Size", "wave_size"],
+    "function": ["Function"],
+    "domain": ["Domain"],
+    "direction": ["Direction"],
+    "src": ["Source_Agent_Id"],
+    "dst": ["Destination_Agent_Id"],
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A recognized CSV layout: its name, the kind of table, the headers that identify it."""
+
+    name: str
+    kind: str  # dispatches | api | copies | agents | stats | other
+    needs: frozenset[str]
+    timed: bool = True
+
+
+LAYOUTS = [
+    Layout("rocprofv3 kernel_trace (22 columns)", "dispatches", frozenset(
+        {"Kind", "Agent_Id", "Stream_Id", "Kernel_Name", "Start_Timestamp", "LDS_Block_Size",
+         "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Grid_Size_X", "Workgroup_Size_X"})),
+    Layout("rocprofv3 kernel_trace (18 columns)", "dispatches", frozenset(
+        {"Kind", "Agent_Id", "Thread_Id", "Dispatch_Id", "Kernel_Name", "Start_Timestamp",
+         "Group_Segment_Size", "Grid_Size_X", "Workgroup_Size_X"})),
+    Layout("rocprofv3 kernel_trace (16 columns)", "dispatches", frozenset(
+        {"Kind", "Agent_Id", "Kernel_Id", "Kernel_Name", "Start_Timestamp",
+         "Group_Segment_Size", "Grid_Size_X", "Workgroup_Size_X"})),
+    Layout("rocprofv3 counter_collection", "dispatches", frozenset(
+        {"Counter_Name", "Counter_Value", "Dispatch_Id", "Kernel_Name", "Grid_Size",
+         "Workgroup_Size", "Start_Timestamp"})),
+    Layout("rocprofv3 counter_collection (no timestamps)", "dispatches", frozenset(
+        {"Counter_Name", "Counter_Value", "Dispatch_Id", "Kernel_Name", "Grid_Size",
+         "Workgroup_Size"}), timed=False),
+    Layout("rocprof v1 results (ROCm <= 5.2: vgpr, sgpr, fbar)", "dispatches", frozenset(
+        {"Index", "KernelName", "gpu-id", "grd", "wgr", "lds", "vgpr", "sgpr", "fbar",
+         "BeginNs", "EndNs"})),
+    Layout("rocprof v1 results", "dispatches", frozenset(
+        {"Index", "KernelName", "gpu-id", "grd", "wgr", "lds", "arch_vgpr", "accum_vgpr",
+         "sgpr", "BeginNs", "EndNs"})),
+    Layout("rocprof v1 results (renamed by Omniperf)", "dispatches", frozenset(
+        {"Dispatch_ID", "Kernel_Name", "GPU_ID", "queue-id", "Grid_Size", "Workgroup_Size",
+         "Arch_VGPR", "Start_Timestamp", "End_Timestamp"})),
+    Layout("rocprofv2 results", "dispatches", frozenset(
+        {"Dispatch_ID", "GPU_ID", "Queue_ID", "Grid_Size", "Workgroup_Size", "Arch_VGPR",
+         "Kernel_Name", "Start_Timestamp", "End_Timestamp"})),
+    Layout("rocprof-compute pmc_perf (no timestamps)", "dispatches", frozenset(
+        {"Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "Arch_VGPR", "Kernel_Name"}),
+        timed=False),
+    Layout("rocprofv3 API trace", "api", frozenset(
+        {"Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp",
+         "End_Timestamp"})),
+    Layout("rocprofv3 memory_copy_trace", "copies", frozenset(
+        {"Kind", "Direction", "Source_Agent_Id", "Destination_Agent_Id", "Start_Timestamp",
+         "End_Timestamp"})),
+    Layout("rocprofv3 agent_info", "agents", frozenset(
+        {"Node_Id", "Agent_Type", "Cu_Count", "Simd_Per_Cu", "Max_Waves_Per_Simd",
+         "Wave_Front_Size", "Gfx_Target_Version"})),
+    Layout("rocprofv3 summary statistics", "stats", frozenset(
+        {"Name", "Calls", "TotalDurationNs", "AverageNs"})),
+    Layout("rocprofv3 memory_allocation_trace", "other", frozenset(
+        {"Kind", "Operation", "Agent_Id", "Allocation_Size", "Start_Timestamp"})),
+    Layout("rocprofv3 scratch_memory_trace", "other", frozenset(
+        {"Kind", "Operation", "Agent_Id", "Alloc_Flags", "Start_Timestamp"})),
+    Layout("rocprof-compute sysinfo", "other", frozenset({"gpu_model", "gpu_arch", "cu_per_gpu"})),
+]  # fmt: skip
+
+SIBLINGS = {
+    "agents": ["agent_info"],
+    "api": ["hip_api_trace", "hip_trace", "rccl_api_trace", "rccl_trace"],
+    "copies": ["memory_copy_trace"],
+}
+_SUFFIX = re.compile(r"(kernel_trace|counter_collection)\.csv(\.gz)?$")
+_NUMERIC = ["dispatch", "device", "queue", "stream", "pid", "tid", "correlation", "start",
+            "end", "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z", "lds", "arch_vgpr",
+            "accum_vgpr", "sgpr", "wave_size", "src", "dst"]  # fmt: skip
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError) as exc:
+        raise AdvisorInputError(str(path), f"not a readable CSV: {exc}") from None
+    except pd.errors.EmptyDataError:
+        raise AdvisorInputError(str(path), "CSV without a header") from None
+
+
+def sniff(header: list[str]) -> Layout | None:
+    """The first layout whose identifying columns are all in ``header``."""
+    cols = set(header)
+    return next((lay for lay in LAYOUTS if lay.needs <= cols), None)
+
+
+def _agent_number(values: pd.Series) -> pd.Series:
+    """'Agent 4' (ROCm 7) or '4' -> 4."""
+    return values.astype(str).str.extract(r"(-?\d+)\s*$")[0]
+
+
+def normalize(raw: pd.DataFrame, layout: Layout, path: str) -> pd.DataFrame:
+    """Rename known columns to ALIASES names and parse the numeric ones (errors name the
+    column and row)."""
+    out = pd.DataFrame(index=raw.index)
+    for col, names in ALIASES.items():
+        src = next((n for n in names if n in raw.columns), None)
+        if src is None:
+            continue
+        text = raw[src].astype(str).str.strip()
+        values = _agent_number(text) if col in ("device", "src", "dst") else text
+        if col in _NUMERIC:
+            num = pd.to_numeric(values, errors="coerce")
+            bad = num.isna() & text.ne("")
+            if bad.any():
+                row = int(np.flatnonzero(bad.to_numpy())[0])
+                raise AdvisorInputError(
+                    path, f"column {src!r}, data row {row + 1}: {text.iloc[row]!r} is not a number"
+                )
+            values = num
+        out[col] = values
+    if layout.kind in ("dispatches", "api", "copies") and layout.timed:
+        for col in ("start", "end"):
+            if col not in out or out[col].isna().any():
+                raise AdvisorInputError(path, f"{layout.name}: missing {col} timestamps")
+        bad = out["end"] < out["start"]
+        if bad.any():
+            raise AdvisorInputError(
+                path, f"column End_Timestamp: end before start in {int(bad.sum())} row(s)"
+            )
+        if (out["start"] < 0).any():
+            raise AdvisorInputError(path, "column Start_Timestamp: negative timestamps")
+    return out
+
+
+def read_table(path: str | Path) -> tuple[Layout, pd.DataFrame]:
+    """Read one rocprof CSV: its layout and the normalized table."""
+    p = Path(path)
+    raw = _read_csv(p)
+    layout = sniff(list(raw.columns))
+    if layout is None:
+        head = ", ".join(list(raw.columns)[:6])
+        raise AdvisorInputError(str(p), f"unknown CSV layout (header starts: {head})")
+    table = normalize(raw, layout, str(p))
+    if layout.name.startswith("rocprofv3 counter_collection"):
+        table = table.drop_duplicates("dispatch")  # one row per counter and dispatch
+    return layout, table.reset_index(drop=True)
+
+
+def agents_to_gpus(raw: pd.DataFrame) -> dict[int, GpuSpec]:
+    """GpuSpec per GPU agent (Node_Id) of an agent_info table."""
+    specs = {}
+    gpu_rows = raw[raw["Agent_Type"].str.upper().str.contains("GPU")]
+    for _, row in gpu_rows.iterrows():
+        specs[int(row["Node_Id"])] = _cdna_spec(
+            name=row.get("Product_Name") or row.get("Name") or "AMD GPU",
+            gfx=int(row["Gfx_Target_Version"] or 0),
+            cus=int(row["Cu_Count"]),
+            simds=int(row["Simd_Per_Cu"] or 4),
+            waves=int(row["Max_Waves_Per_Simd"] or 8),
+            lds_kb=int(row.get("Lds_Size_In_Kb") or 64),
+            wave=int(row["Wave_Front_Size"] or 64),
+            source="trace (agent_info)",
+        )
+    return specs
+
+
+def _cdna_spec(name, gfx, cus, simds, waves, lds_kb, wave, source) -> GpuSpec:
+    target = f"gfx{gfx // 10000}{(gfx // 100) % 100:x}{gfx % 100:x}" if gfx else "gfx?"
+    base = match_gpu(name) or match_gpu(target)
+    return GpuSpec(
+        name=name,
+        vendor="amd",
+        sm_count=cus,
+        compute_capability=target,
+        warp_size=wave,
+        max_warps_per_sm=simds * waves,
+        max_blocks_per_sm=base.max_blocks_per_sm if base else 32,
+        registers_per_sm=512,  # unified VGPRs per SIMD lane on CDNA2/3
+        shared_mem_per_sm=lds_kb * 1024,
+        max_shared_mem_per_block=lds_kb * 1024,
+        reserved_shared_mem_per_block=0,
+        clock_mhz=base.clock_mhz if base else None,
+        memory_bandwidth_gbs=base.memory_bandwidth_gbs if base else None,
+        dense_fp16_tflops=base.dense_fp16_tflops if base else None,
+        source=source,
+    )
+
+
+def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
+    """Trace kernels table from normalized dispatches (grid in work-items -> workgroups)."""
+    k = pd.DataFrame(index=d.index)
+    k["device"] = d["device"].fillna(0).astype("int64")
+    stream = d["stream"] if "stream" in d else d.get("queue", pd.Series(0, index=d.index))
+    k["stream"] = stream.fillna(0).astype("int64")
+    k["start"] = d["start"].astype("int64")
+    k["end"] = d["end"].astype("int64")
+    names = d["name"].astype(str)
+    k["name"] = names.str.replace(r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$", "", regex=True)
+    k["demangled"] = names
+    for axis in "xyz":
+        grid = d.get(f"grid_{axis}", pd.Series(1, index=d.index)).fillna(1)
+        wg = d.get(f"wg_{axis}", pd.Series(1, index=d.index)).fillna(1).clip(lower=1)
+        k[f"grid_{axis}"] = np.ceil(grid / wg).astype("int64")
+        k[f"block_{axis}"] = wg.astype("int64")
+    arch = d.get("arch_vgpr", pd.Series(np.nan, index=d.index))
+    accum = d.get("accum_vgpr", pd.Series(0, index=d.index)).fillna(0)
+    k["arch_vgpr"] = arch.astype(float)
+    k["accum_vgpr"] = accum.astype(float)
+    k["sgpr"] = d.get("sgpr", pd.Series(np.nan, index=d.index)).astype(float)
+    k["registers"] = (arch + accum).fillna(0).astype("int64")
+    k["static_smem"] = d.get("lds", pd.Series(0, index=d.index)).fillna(0).astype("int64")
+    k["dynamic_smem"] = 0
+    for col in ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "graph_node"):
+        k[col] = np.nan
+    k["correlation"] = d.get("correlation", pd.Series(np.nan, index=d.index)).astype(float)
+    k["pid"] = d["pid"].fillna(pid).astype("int64") if "pid" in d else pid
+    return k.sort_values("start", kind="stable", ignore_index=True)
+
+
+def _api(d: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "start": d["start"].astype("int64"),
+            "end": d["end"].astype("int64"),
+            "name": d["function"].astype(str),
+            "tid": d["tid"].astype("int64"),
+            "pid": d["pid"].astype("int64"),
+            "correlation": d["correlation"].astype(float),
+        }
+    )
+
+
+_DIRECTIONS = {"HOST_TO_DEVICE": "HtoD", "DEVICE_TO_HOST": "DtoH", "DEVICE_TO_DEVICE": "DtoD",
+               "HOST_TO_HOST": "HtoH"}  # fmt: skip
+
+
+def _copies(d: pd.DataFrame, gpu_ids: set[int], pid: int) -> pd.DataFrame:
+    kind = d["direction"].astype(str).str.replace("MEMORY_COPY_", "").map(_DIRECTIONS)
+    src, dst = d["src"].astype("int64"), d["dst"].astype("int64")
+    peer = src.isin(gpu_ids) & dst.isin(gpu_ids) & (src != dst)
+    return pd.DataFrame(
+        {
+            "device": np.where(dst.isin(gpu_ids), dst, src),
+            "stream": d["stream"].fillna(-1).astype("int64") if "stream" in d else -1,
+            "start": d["start"].astype("int64"),
+            "end": d["end"].astype("int64"),
+            "bytes": np.nan,
+            "kind": np.where(peer, "PtoP", kind.fillna("Unknown")),
+            "correlation": d.get("correlation", pd.Series(np.nan, index=d.index)).astype(float),
+            "pid": pid,
+        }
+    )
+
+
+def _siblings(path: Path) -> dict[str, list[Path]]:
+    """Files of the same run: same folder and prefix, known suffixes (csv or csv.gz)."""
+    prefix = _SUFFIX.sub("", path.name)
+    found: dict[str, list[Path]] = {}
+    for kind, names in SIBLINGS.items():
+        for name in names:
+            for ext in (".csv", ".csv.gz"):
+                cand = path.parent / f"{prefix}{name}{ext}"
+                if cand.is_file():
+                    found.setdefault(kind, []).append(cand)
+    return found
+
+
+def _pid_of(path: Path) -> int:
+    match = re.match(r"(\d+)_", path.name)
+    return int(match.group(1)) if match else 0
+
+
+def read_rocprof(path: str | Path) -> Trace:
+    """Read a rocprof kernel CSV (with its sibling files) or a folder of them into a Trace."""
+    p = Path(path)
+    if p.is_dir():
+        mains = sorted(x for x in p.iterdir() if _SUFFIX.search(x.name))
+        mains = mains or sorted(p.glob("results*.csv"))
+        if not mains:
+            raise AdvisorInputError(
+                str(p), "folder holds no rocprof kernel trace (*kernel_trace.csv, results*.csv)"
+            )
+        traces = [read_rocprof(m) for m in mains]
+        return _merge(traces, str(p))
+    layout, table = read_table(p)
+    if layout.kind != "dispatches":
+        hint = {
+            "stats": "summary statistics, not a trace: analyze the kernel_trace.csv of the run",
+            "agents": "agent facts only: analyze the kernel_trace.csv beside it",
+            "api": "a host API trace only: analyze the kernel_trace.csv beside it",
+            "copies": "copies only: analyze the kernel_trace.csv beside it",
+        }.get(layout.kind, "no kernel dispatches in this file")
+        raise AdvisorInputError(str(p), f"{layout.name}: {hint}")
+    if not layout.timed:
+        raise AdvisorInputError(
+            str(p), f"{layout.name}: dispatches without timestamps cannot be analyzed in time"
+        )
+    if table.empty:
+        raise AdvisorInputError(str(p), f"{layout.name}: no kernel dispatches")
+    pid = _pid_of(p)
+    trace = Trace(
+        path=str(p), format="rocprof-csv", producer_version=layout.name,
+        kernels=dispatches_to_kernels(table, pid),
+    )  # fmt: skip
+    if "arch_vgpr" not in table:
+        trace.warnings.append(
+            f"{layout.name} has no register counts: occupancy, waves and tails are not "
+            "computed (rocprofv3 >= 7.0 writes VGPR_Count in its 22-column layout)"
+        )
+        trace.kernels["registers"] = -1  # marks 'unknown' for the occupancy model
+    if layout.name.endswith("(22 columns)"):
+        trace.warnings.append(
+            "LDS_Block_Size of the 22-column kernel_trace omits dynamic LDS: occupancy limited "
+            "by LDS may be overstated"
+        )
+    siblings = _siblings(p)
+    gpu_ids = set(trace.kernels["device"].unique().tolist())
+    for f in siblings.get("agents", []):
+        raw = _read_csv(f)
+        if sniff(list(raw.columns)) is None or sniff(list(raw.columns)).kind != "agents":
+            raise AdvisorInputError(str(f), "expected an agent_info layout")
+        trace.gpus = agents_to_gpus(raw)
+        missing = gpu_ids - set(trace.gpus)
+        if missing:
+            raise AdvisorInputError(
+                str(f), f"no GPU agent {sorted(missing)} used by {p.name}: mismatched sibling"
+            )
+    apis = [read_table(f) for f in siblings.get("api", [])]
+    if apis:
+        trace.api = pd.concat([_api(t) for _, t in apis], ignore_index=True)
+    copies = [read_table(f)[1] for f in siblings.get("copies", [])]
+    if copies:
+        trace.memcpy = pd.concat([_copies(c, gpu_ids, pid) for c in copies], ignore_index=True)
+    trace.warnings.extend(f"read {f.name} beside it" for fs in siblings.values() for f in fs)
+    return trace
+
+
+def _merge(traces: list[Trace], path: str) -> Trace:
+    first = traces[0]
+    out = Trace(
+        path=path, format=first.format, producer_version=first.producer_version,
+        kernels=pd.concat([t.kernels for t in traces], ignore_index=True),
+    )  # fmt: skip
+    for table in ("api", "memcpy"):
+        parts = [getattr(t, table) for t in traces if len(getattr(t, table))]
+        setattr(out, table, pd.concat(parts, ignore_index=True) if parts else empty_table(table))
+    for t in traces:
+        out.gpus.update(t.gpus)
+        out.warnings.extend(w for w in t.warnings if w not in out.warnings)
+    return out
+
+
+def read_rocprof_json(path: str | Path) -> Trace:
+    """rocprofv3 ``--output-format json`` (optionally .gz) -> Trace (kernel dispatches,
+    agents, memory copies, HIP API)."""
+    p = Path(path)
+    opener = gzip.open if p.name.endswith(".gz") else open
+    try:
+        with opener(p, "rt") as fh:
+            doc = json.load(fh)
+        tool = doc["rocprofiler-sdk-tool"][0]
+        dispatch = tool["buffer_records"]["kernel_dispatch"]
+    except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise AdvisorInputError(str(p), f"not a rocprofv3 JSON trace: {exc}") from None
+    if not dispatch:
+        raise AdvisorInputError(str(p), "rocprofv3 JSON: no kernel dispatches")
+    agents = {a["id"]["handle"]: a for a in tool.get("agents", [])}
+    symbols = {s["kernel_id"]: s for s in tool.get("kernel_symbols", [])}
+    d = pd.json_normalize(dispatch, sep="_")
+    sym = pd.DataFrame(list(symbols.values())).set_index("kernel_id")
+    kid = d["dispatch_info_kernel_id"]
+    node = {h: a.get("logical_node_id", a.get("node_id")) for h, a in agents.items()}
+    table = pd.DataFrame(
+        {
+            "dispatch": d["dispatch_info_dispatch_id"],
+            "name": kid.map(sym["truncated_kernel_name"]).fillna("<unknown>"),
+            "device": d["dispatch_info_agent_id_handle"].map(node),
+            "queue": d["dispatch_info_queue_id_handle"],
+            "stream": d["stream_id_handle"],
+            "tid": d["thread_id"],
+            "correlation": d["correlation_id_internal"],
+            "start": d["start_timestamp"],
+            "end": d["end_timestamp"],
+            **{f"grid_{a}": d[f"dispatch_info_grid_size_{a}"] for a in "xyz"},
+            **{f"wg_{a}": d[f"dispatch_info_workgroup_size_{a}"] for a in "xyz"},
+            "lds": d["dispatch_info_group_segment_size"],
+            "arch_vgpr": kid.map(sym["arch_vgpr_count"]),
+            "accum_vgpr": kid.map(sym["accum_vgpr_count"]),
+            "sgpr": kid.map(sym["sgpr_count"]),
+        }
+    )
+    pid = int(tool.get("metadata", {}).get("pid", 0))
+    trace = Trace(
+        path=str(p), format="rocprofv3-json", producer_version="rocprofv3 JSON",
+        kernels=dispatches_to_kernels(table, pid),
+    )  # fmt: skip
+    for a in agents.values():
+        if a.get("type") == 2:  # GPU agent
+            trace.gpus[int(node[a["id"]["handle"]])] = _cdna_spec(
+                name=a.get("product_name") or a.get("name", "AMD GPU"),
+                gfx=int(a.get("gfx_target_version", 0)),
+                cus=int(a["cu_count"]),
+                simds=int(a.get("simd_per_cu", 4)),
+                waves=int(a.get("max_waves_per_simd", 8)),
+                lds_kb=int(a.get("lds_size_in_kb", 64)),
+                wave=int(a.get("wave_front_size", 64)),
+                source="trace (rocprofv3 agents)",
+            )
+    return trace

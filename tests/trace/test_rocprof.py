@@ -1,0 +1,234 @@
+"""rocprof readers on every public fixture (v1, v2, v3 CSV and JSON) and the MI350X sample.
+
+Expected counts, first kernels and workgroup counts were read independently with Python's
+csv module: workgroups = prod ceil(grid_d / wg_d), grid in work-items.
+"""
+
+import shutil
+
+import pytest
+from conftest import ROOT, sha256
+
+from advisor.analysis import analyze
+from advisor.errors import AdvisorInputError
+from advisor.trace.load import load_trace
+from advisor.trace.rocprof import dispatches_to_kernels, read_table
+
+ROCPROF = ROOT.parent / "shared" / "traces" / "public" / "rocprof"
+MI350X = ROOT / "sample_traces" / "rocprof" / "mi350x_rank0"
+JSON = ROCPROF / "v3_json" / "tracelens__908_results.json.gz"
+
+VEC = "vecCopy(double*, double*, double*, int, int)"
+ADD = "void addition_kernel<float>(float*, float const*, float const*, int, int)"
+OMP = "__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"
+# file -> (layout, rows, first kernel name, workgroups of the first dispatch)
+DISPATCH_FILES = {
+    "compute/rocprofcompute_MI300X__pmc_perf.csv": (
+        "rocprof-compute pmc_perf (no timestamps)", 3, VEC + " (.kd)", 4096),
+    "v1/rocprofcompute_MI200_v1renamed__SQ_LEVEL_WAVES.csv": (
+        "rocprof v1 results (renamed by Omniperf)", 3, VEC + " [clone .kd]", 4096),
+    "v1/rocprofcompute_MI200_v1renamed__timestamps.csv": (
+        "rocprof v1 results (renamed by Omniperf)", 3, VEC + " [clone .kd]", 4096),
+    "v2/rocprofcompute_MI300X_v2__SQ_LEVEL_WAVES.csv": (
+        "rocprofv2 results", 3, VEC + " (.kd)", 4096),
+    "v2/rocprofcompute_MI300X_v2__timestamps.csv": (
+        "rocprofv2 results", 3, VEC + " (.kd)", 4096),
+    "v3/hpctraining_MI300A_rocm6.2.1__kernel_trace_16col.excerpt.csv": (
+        "rocprofv3 kernel_trace (16 columns)", 9, OMP, 912),
+    "v3/hpctraining_jacobi_hip__kernel_trace_18col.excerpt.csv": (
+        "rocprofv3 kernel_trace (18 columns)", 4, "__amd_rocclr_fillBufferAligned", 32),
+    "v3/sdk_aug2025__counter_collection.csv": (
+        "rocprofv3 counter_collection", 4, ADD, 16384),
+    "v3/sdk_aug2025__kernel_trace.csv": (
+        "rocprofv3 kernel_trace (22 columns)", 9, ADD, 16384),
+    "v3/sdk_aug2025__kernel_trace_truncated.csv": (
+        "rocprofv3 kernel_trace (22 columns)", 4, "addition_kernel", 16384),
+    "v3/sdk_oct2024__counter_collection.csv": (
+        "rocprofv3 counter_collection (no timestamps)", 7, ADD, 16384),
+    "v3/sdk_oct2024__kernel_trace.csv": (
+        "rocprofv3 kernel_trace (18 columns)", 7, ADD, 16384),
+}  # fmt: skip
+# file -> (layout, rows)
+OTHER_FILES = {
+    "compute/rocprofcompute_MI300X__sysinfo.csv": ("rocprof-compute sysinfo", 1),
+    "v3/hpctraining_MI300A_rocm6.2.1__agent_info.excerpt.csv": ("rocprofv3 agent_info", 8),
+    "v3/hpctraining_jacobi_hip__hip_api_stats.excerpt.csv": ("rocprofv3 summary statistics", 23),
+    "v3/hpctraining_jacobi_hip__kernel_stats.excerpt.csv": ("rocprofv3 summary statistics", 8),
+    "v3/sdk_aug2025__hip_api_stats.csv": ("rocprofv3 summary statistics", 17),
+    "v3/sdk_aug2025__hip_domain_stats.csv": ("rocprofv3 summary statistics", 1),
+    "v3/sdk_aug2025__hip_runtime_trace.csv": ("rocprofv3 API trace", 8),
+    "v3/sdk_aug2025__hip_trace.csv": ("rocprofv3 API trace", 17),
+    "v3/sdk_aug2025__memory_allocation_trace.csv": ("rocprofv3 memory_allocation_trace", 4),
+    "v3/sdk_aug2025__memory_copy_trace.csv": ("rocprofv3 memory_copy_trace", 4),
+    "v3/sdk_aug2025__rccl_trace.csv": ("rocprofv3 API trace", 21),
+    "v3/sdk_aug2025__rocpd-to-csv.csv": ("rocprofv3 API trace", 13),
+    "v3/sdk_aug2025__scratch_memory_trace.csv": ("rocprofv3 scratch_memory_trace", 2),
+    "v3/sdk_oct2024__memory_copy_trace.csv": ("rocprofv3 memory_copy_trace", 2),
+}
+
+
+def test_every_public_csv_is_listed():
+    on_disk = {str(p.relative_to(ROCPROF)) for p in ROCPROF.glob("*/*.csv")}
+    assert on_disk == set(DISPATCH_FILES) | set(OTHER_FILES)
+
+
+@pytest.mark.parametrize("name", sorted(DISPATCH_FILES))
+def test_dispatch_tables(name):
+    layout, rows, first, workgroups = DISPATCH_FILES[name]
+    lay, table = read_table(ROCPROF / name)
+    assert lay.name == layout and len(table) == rows
+    assert table["name"].iloc[0] == first
+    k = dispatches_to_kernels(table.assign(start=0, end=0), pid=0) if not lay.timed else None
+    if k is None:
+        k = dispatches_to_kernels(table, pid=0)
+    first_wg = (k["grid_x"] * k["grid_y"] * k["grid_z"]).iloc[0]
+    assert first_wg == workgroups
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_FILES))
+def test_other_tables(name):
+    layout, rows = OTHER_FILES[name]
+    lay, table = read_table(ROCPROF / name)
+    assert (lay.name, len(table)) == (layout, rows)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, v in DISPATCH_FILES.items() if "no timestamps" not in v[0])
+)
+def test_timed_dispatch_files_analyze(name):
+    t = load_trace(ROCPROF / name, gpu="MI300X")
+    a = analyze(t)
+    assert len(t.kernels) == DISPATCH_FILES[name][1]
+    assert a.summary()["gpu_busy_ns"] > 0
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("compute/rocprofcompute_MI300X__pmc_perf.csv", "dispatches without timestamps"),
+        ("v3/sdk_oct2024__counter_collection.csv", "dispatches without timestamps"),
+        ("v3/sdk_aug2025__hip_api_stats.csv", "summary statistics, not a trace"),
+        ("v3/hpctraining_MI300A_rocm6.2.1__agent_info.excerpt.csv", "agent facts only"),
+        ("v3/sdk_aug2025__rccl_trace.csv", "a host API trace only"),
+        ("v3/sdk_aug2025__memory_copy_trace.csv", "copies only"),
+    ],
+)
+def test_non_trace_files_say_why(name, words):
+    with pytest.raises(AdvisorInputError, match=words):
+        load_trace(ROCPROF / name, gpu="MI300X")
+
+
+def test_v3_siblings_are_read():
+    t = load_trace(ROCPROF / "v3/sdk_aug2025__kernel_trace.csv", gpu="MI300X")
+    assert len(t.api) == 17 + 21  # hip_trace + rccl_trace of the same prefix
+    assert set(t.api["name"]) >= {"hipMallocAsync", "hipDeviceSynchronize", "ncclGetVersion"}
+    assert len(t.memcpy) == 4 and set(t.memcpy["kind"]) <= {"HtoD", "DtoH"}
+    assert any("omits dynamic LDS" in w for w in t.warnings)
+
+
+def test_18_column_layout_says_occupancy_is_unknown():
+    t = load_trace(ROCPROF / "v3/sdk_oct2024__kernel_trace.csv", gpu="MI300X")
+    assert any("no register counts" in w for w in t.warnings)
+    k = analyze(t).kernel_table()
+    assert k["waves"].isna().all()
+
+
+def test_mi350x_sample_csv_matches_the_json_it_came_from():
+    csv_trace = load_trace(MI350X / "908_kernel_trace.csv.gz")
+    json_trace = load_trace(JSON)
+    assert len(csv_trace.kernels) == len(json_trace.kernels) == 43915
+    cols = [
+        "device",
+        "stream",
+        "start",
+        "end",
+        "name",
+        "grid_x",
+        "grid_y",
+        "block_x",
+        "registers",
+        "static_smem",
+        "correlation",
+    ]
+    assert csv_trace.kernels[cols].equals(json_trace.kernels[cols])
+    spec = csv_trace.gpus[2]
+    assert (spec.name, spec.sm_count, spec.compute_capability) == (
+        "AMD Instinct MI350X",
+        256,
+        "gfx950",
+    )
+    assert spec.shared_mem_per_sm == 160 * 1024 and spec.max_warps_per_sm == 32
+    assert analyze(csv_trace).summary() == analyze(json_trace).summary()
+
+
+def test_mi350x_comm_and_memory_kernels():
+    a = analyze(load_trace(MI350X))
+    ops = a.ops
+    rccl = ops[ops["name"] == "ncclDevKernel_Generic_1"]
+    assert len(rccl) == 1310 and set(rccl["op_class"]) == {"comm"}
+    blits = ops[ops["name"].str.startswith("__amd_rocclr_")]
+    assert len(blits) == 3213 + 3153 and set(blits["op_class"]) == {"memory"}
+    s = a.summary()
+    assert s["comm_ns"] == pytest.approx(rccl.eval("end - start").sum(), rel=0.01)
+    assert 0 < s["overlap_ratio"] < 0.1  # RCCL mostly runs alone on this rank
+    k = a.kernel_table()
+    assert not k.loc[k["name"].str.startswith("__amd_rocclr_"), "underfilled"].any()
+
+
+def test_folder_input_and_mismatched_sibling(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(MI350X, run)
+    assert len(load_trace(run).kernels) == 43915
+    agents = (run / "908_agent_info.csv").read_text().splitlines()
+    (run / "908_agent_info.csv").write_text("\n".join(agents[:3]) + "\n")  # CPUs only
+    before = sha256(run / "908_kernel_trace.csv.gz")
+    with pytest.raises(AdvisorInputError, match="no GPU agent \\[2\\].*mismatched sibling"):
+        load_trace(run)
+    assert sha256(run / "908_kernel_trace.csv.gz") == before
+
+
+KERNEL_HEADER = (
+    '"Kind","Agent_Id","Queue_Id","Kernel_Id","Kernel_Name","Correlation_Id",'
+    '"Start_Timestamp","End_Timestamp","Private_Segment_Size","Group_Segment_Size",'
+    '"Workgroup_Size_X","Workgroup_Size_Y","Workgroup_Size_Z","Grid_Size_X",'
+    '"Grid_Size_Y","Grid_Size_Z"'
+)
+ROW = '"KERNEL_DISPATCH",4,1,2,"k",1,{start},{end},0,0,256,1,1,{grid},1,1'
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("Foo,Bar\n1,2\n", "unknown CSV layout (header starts: Foo, Bar)"),
+        (
+            KERNEL_HEADER + "\n" + ROW.format(start=10, end=5, grid=1024) + "\n",
+            "column End_Timestamp: end before start in 1 row(s)",
+        ),
+        (
+            KERNEL_HEADER + "\n" + ROW.format(start=-10, end=5, grid=1024) + "\n",
+            "negative timestamps",
+        ),
+        (
+            KERNEL_HEADER + "\n" + ROW.format(start=1, end=5, grid="lots") + "\n",
+            "column 'Grid_Size_X', data row 1: 'lots' is not a number",
+        ),
+        (
+            KERNEL_HEADER.replace(',"End_Timestamp"', "")
+            + "\n"
+            + ROW.format(start=1, end=5, grid=1).replace(",5,", ",")
+            + "\n",
+            "missing end timestamps",
+        ),
+        (KERNEL_HEADER + "\n", "no kernel dispatches"),
+        ("\ufeff" + KERNEL_HEADER + "\r\n" + ROW.format(start=1, end=5, grid=1024) + "\r\n", None),
+    ],
+)
+def test_bad_csv_input(tmp_path, body, words):
+    p = tmp_path / "x_kernel_trace.csv"
+    p.write_text(body, newline="")
+    if words is None:  # BOM + CRLF is fine
+        assert len(load_trace(p, gpu="MI300X").kernels) == 1
+        return
+    with pytest.raises(AdvisorInputError) as err:
+        load_trace(p, gpu="MI300X")
+    assert str(p) in str(err.value) and words in str(err.value)
