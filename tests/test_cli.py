@@ -274,3 +274,23 @@ def test_bad_rules_shape_and_emit_dir(tmp_path):
     )
     assert "cannot write the emit folder" in err
     assert not (blocker.parent / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "trace, extra",
+    [
+        (ROOT.parent / "shared/traces/public/nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite", []),
+        (
+            ROOT.parent / "shared/traces/public/nsys/nsysai_h100_2gpu_window_nsys2026.2.sqlite",
+            ["--gpu", "H100-SXM"],
+        ),
+        (ROOT / "sample_traces/rocprof/mi350x_rank0", []),
+        (ROOT.parent / "shared/traces/public/rocprof/v3_json/tracelens__908_results.json.gz", []),
+    ],
+)
+def test_json_and_table_on_traces_without_nvtx_or_from_amd(trace, extra):
+    d = json.loads(cli("analyze", str(trace), "--format", "json", *extra))
+    assert REQUIRED["summary"] <= set(d["summary"]) and d["kernels"]
+    for row in d["kernels"]:
+        assert REQUIRED["kernels"] <= set(row)
+    assert "Where the GPU time went" in cli("analyze", str(trace), *extra)

@@ -149,10 +149,11 @@ def _gemm_files(f: dict, gpu: GpuSpec, stem: str) -> dict[str, str]:
     )
     script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f["strategy"]])
     script += "\n\n" + _template("harness.py")
+    cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
     record = {
         "finding": {k: f[k] for k in ("rule", "strategy", "kernel", "region", "device")},
         "knobs": cfg,
-        "cutlass_profiler": cutlass_command(cfg, m, n, k, gpu),
+        "cutlass_profiler": cutlass,
         "note": "knobs chosen by advisor's cost model (docs/configs.md); the cutlass_profiler "
         "line is its equivalent, not run here: check its flags against your build's --help",
     }

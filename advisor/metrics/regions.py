@@ -60,6 +60,7 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
                 "host_start_ns",
                 "host_end_ns",
                 "ops",
+                "launches",
                 "pid",
             ]
         )

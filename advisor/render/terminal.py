@@ -24,11 +24,16 @@ def _header(a: Analysis) -> Group:
     lines = [Text.assemble(("advisor analyze ", "bold"), t.path)]
     lines.append(Text(f"{t.format}, {t.producer_version}"))
     seen = {}
+    active = set(t.devices)
     for device, spec in sorted(t.gpus.items()):
-        seen.setdefault((spec.name, spec.sm_count, spec.source), []).append(device)
-    for (name, sms, source), devs in seen.items():
+        if device in active:
+            unit = "CUs" if spec.vendor == "amd" else "SMs"
+            seen.setdefault((spec.name, spec.sm_count, unit, spec.source), []).append(device)
+    for (name, sms, unit, source), devs in seen.items():
         ids = ",".join(map(str, devs))
-        lines.append(Text(f"GPU {ids}: {name}, {sms} SMs (facts from {source})"))
+        lines.append(Text(f"GPU {ids}: {name}, {sms} {unit} (facts from {source})"))
+    if t.sources:
+        lines.append(Text(f"also read: {', '.join(t.sources)}"))
     if not t.gpus:
         lines.append(Text("GPU facts: none (occupancy, waves and tails not computed)"))
     sel = {k: v for k, v in a.selection.items() if v is not None}

@@ -148,6 +148,7 @@ class Trace:
     nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
     gpus: dict[int, GpuSpec] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # companion files read with the trace
 
     @property
     def devices(self) -> list[int]:

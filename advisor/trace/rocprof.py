@@ -375,7 +375,12 @@ def read_rocprof(path: str | Path) -> Trace:
     copies = [read_table(f)[1] for f in siblings.get("copies", [])]
     if copies:
         trace.memcpy = pd.concat([_copies(c, gpu_ids, pid) for c in copies], ignore_index=True)
-    trace.warnings.extend(f"read {f.name} beside it" for fs in siblings.values() for f in fs)
+    trace.sources.extend(f.name for fs in siblings.values() for f in fs)
+    if trace.api.empty:
+        trace.warnings.append(
+            "no host API trace (hip_api_trace.csv) beside it: idle gaps cannot be attributed "
+            "to host causes (capture with rocprofv3 --hip-trace or --runtime-trace)"
+        )
     return trace
 
 
@@ -391,6 +396,7 @@ def _merge(traces: list[Trace], path: str) -> Trace:
     for t in traces:
         out.gpus.update(t.gpus)
         out.warnings.extend(w for w in t.warnings if w not in out.warnings)
+        out.sources.extend(t.sources)
     return out
 
 
@@ -450,4 +456,8 @@ def read_rocprof_json(path: str | Path) -> Trace:
                 wave=int(a.get("wave_front_size", 64)),
                 source="trace (rocprofv3 agents)",
             )
+    if not tool["buffer_records"].get("hip_api"):
+        trace.warnings.append(
+            "no HIP API records in this JSON: idle gaps cannot be attributed to host causes"
+        )
     return trace

@@ -124,6 +124,11 @@ def test_v3_siblings_are_read():
     assert set(t.api["name"]) >= {"hipMallocAsync", "hipDeviceSynchronize", "ncclGetVersion"}
     assert len(t.memcpy) == 4 and set(t.memcpy["kind"]) <= {"HtoD", "DtoH"}
     assert any("omits dynamic LDS" in w for w in t.warnings)
+    assert t.sources == [
+        "sdk_aug2025__hip_trace.csv",
+        "sdk_aug2025__rccl_trace.csv",
+        "sdk_aug2025__memory_copy_trace.csv",
+    ]
 
 
 def test_18_column_layout_says_occupancy_is_unknown():
@@ -232,3 +237,38 @@ def test_bad_csv_input(tmp_path, body, words):
     with pytest.raises(AdvisorInputError) as err:
         load_trace(p, gpu="MI300X")
     assert str(p) in str(err.value) and words in str(err.value)
+
+
+def test_tensile_stream_k_kernels_count_as_persistent():
+    from builders import kernels
+
+    from advisor.metrics.waves import launch_waves
+    from advisor.trace.gpus import match_gpu
+
+    names = ["Cijk_Ailk_Bljk_BBS_MT64x32x256_SK3_WG32", "Cijk_Ailk_Bljk_BBS_MT64x32x256_SK0_WG32"]
+    k = kernels(
+        [
+            dict(start=0, end=100, grid_x=192, block_x=256, registers=64, name=n, sgpr=32.0)
+            for n in names
+        ]
+    )
+    w = launch_waves(k, {0: match_gpu("MI350X")})
+    assert w["persistent"].tolist() == [True, False]
+
+
+def test_cli_exit_2_on_bad_rocprof(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "r_kernel_trace.csv"
+    p.write_text(KERNEL_HEADER + "\n" + ROW.format(start=10, end=5, grid=1024) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "analyze", str(p), "--gpu", "MI300X"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        f"advisor: error: {p}: column End_Timestamp: end before start in 1 row(s)"
+    )
