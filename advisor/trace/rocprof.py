@@ -309,6 +309,20 @@ def _siblings(path: Path) -> dict[str, list[Path]]:
     return found
 
 
+SAME_RUN_SLACK_NS = 600 * 10**9  # siblings' events must fall within 10 min of the kernels
+
+
+def _check_same_run(sibling: Path, table: pd.DataFrame, main: Path, lo: int, hi: int) -> None:
+    """Raise when no event of a sibling file lies near the kernels' time range."""
+    near = (table["end"] >= lo - SAME_RUN_SLACK_NS) & (table["start"] <= hi + SAME_RUN_SLACK_NS)
+    if len(table) and not near.any():
+        raise AdvisorInputError(
+            str(sibling),
+            f"column Start_Timestamp: no event within 10 min of the dispatches in {main.name} "
+            "(mismatched sibling from another run? move it away or rename it)",
+        )
+
+
 def _pid_of(path: Path) -> int:
     match = re.match(r"(\d+)_", path.name)
     return int(match.group(1)) if match else 0
@@ -369,12 +383,19 @@ def read_rocprof(path: str | Path) -> Trace:
             raise AdvisorInputError(
                 str(f), f"no GPU agent {sorted(missing)} used by {p.name}: mismatched sibling"
             )
-    apis = [read_table(f) for f in siblings.get("api", [])]
+    k_lo, k_hi = int(trace.kernels["start"].min()), int(trace.kernels["end"].max())
+    apis = [(f, read_table(f)[1]) for f in siblings.get("api", [])]
+    copies = [(f, read_table(f)[1]) for f in siblings.get("copies", [])]
+    for f, table in apis + copies:
+        _check_same_run(f, table, p, k_lo, k_hi)
     if apis:
         trace.api = pd.concat([_api(t) for _, t in apis], ignore_index=True)
-    copies = [read_table(f)[1] for f in siblings.get("copies", [])]
+        api_pids = trace.api["pid"].unique()
+        if pid == 0 and len(api_pids) == 1:  # kernel_trace.csv names no process
+            pid = int(api_pids[0])
+            trace.kernels["pid"] = pid
     if copies:
-        trace.memcpy = pd.concat([_copies(c, gpu_ids, pid) for c in copies], ignore_index=True)
+        trace.memcpy = pd.concat([_copies(c, gpu_ids, pid) for _, c in copies], ignore_index=True)
     trace.sources.extend(f.name for fs in siblings.values() for f in fs)
     if trace.api.empty:
         trace.warnings.append(

@@ -5,6 +5,7 @@ csv module: workgroups = prod ceil(grid_d / wg_d), grid in work-items.
 """
 
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, sha256
@@ -95,8 +96,11 @@ def test_other_tables(name):
 @pytest.mark.parametrize(
     "name", sorted(n for n, v in DISPATCH_FILES.items() if "no timestamps" not in v[0])
 )
-def test_timed_dispatch_files_analyze(name):
-    t = load_trace(ROCPROF / name, gpu="MI300X")
+def test_timed_dispatch_files_analyze(name, tmp_path):
+    alone = tmp_path / "x_" / Path(name).name  # without the doc samples' sibling files
+    alone.parent.mkdir()
+    shutil.copyfile(ROCPROF / name, alone)
+    t = load_trace(alone, gpu="MI300X")
     a = analyze(t)
     assert len(t.kernels) == DISPATCH_FILES[name][1]
     assert a.summary()["gpu_busy_ns"] > 0
@@ -118,21 +122,69 @@ def test_non_trace_files_say_why(name, words):
         load_trace(ROCPROF / name, gpu="MI300X")
 
 
-def test_v3_siblings_are_read():
-    t = load_trace(ROCPROF / "v3/sdk_aug2025__kernel_trace.csv", gpu="MI300X")
-    assert len(t.api) == 17 + 21  # hip_trace + rccl_trace of the same prefix
-    assert set(t.api["name"]) >= {"hipMallocAsync", "hipDeviceSynchronize", "ncclGetVersion"}
-    assert len(t.memcpy) == 4 and set(t.memcpy["kind"]) <= {"HtoD", "DtoH"}
-    assert any("omits dynamic LDS" in w for w in t.warnings)
-    assert t.sources == [
-        "sdk_aug2025__hip_trace.csv",
-        "sdk_aug2025__rccl_trace.csv",
-        "sdk_aug2025__memory_copy_trace.csv",
+def test_doc_sample_siblings_from_other_runs_are_refused():
+    # the SDK documentation's files share a prefix but come from different runs (days apart)
+    p = ROCPROF / "v3/sdk_aug2025__kernel_trace.csv"
+    before = sha256(p)
+    with pytest.raises(AdvisorInputError, match="mismatched sibling") as err:
+        load_trace(p, gpu="MI300X")
+    assert "sdk_aug2025__hip_trace.csv: column Start_Timestamp" in str(err.value)
+    assert sha256(p) == before
+
+
+API_HEADER = (
+    '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp",'
+    '"End_Timestamp"'
+)
+COPY_HEADER = (
+    '"Kind","Direction","Stream_Id","Source_Agent_Id","Destination_Agent_Id",'
+    '"Correlation_Id","Start_Timestamp","End_Timestamp"'
+)
+
+
+def test_siblings_of_one_run_attribute_gaps(tmp_path):
+    """Hand-built run (times in ns): an HtoD copy [500,900) corr 5; k1 [1000,2000) corr 1
+    launched at [100,200], long before the copy ended (launch latency, 100 ns); k2
+    [2500,3000) corr 2 launched at [2100,2400], after the GPU went idle at 2000 (host-bound,
+    500 ns); k3 [6000,7000) corr 4 launched at [5200,5300] after hipDeviceSynchronize
+    [3100,5000] held the host (synchronization, 3000 ns)."""
+    rows = [
+        ROW.format(start=1000, end=2000, grid=1024).replace(",1,1000,", ",1,1000,"),
+        ROW.format(start=2500, end=3000, grid=1024).replace('"k",1,', '"k",2,'),
+        ROW.format(start=6000, end=7000, grid=1024).replace('"k",1,', '"k",4,'),
+    ]
+    (tmp_path / "77_kernel_trace.csv").write_text(KERNEL_HEADER + "\n" + "\n".join(rows) + "\n")
+    api = [
+        f'"HIP_RUNTIME_API","{n}",77,78,{c},{s},{e}'
+        for n, c, s, e in [
+            ("hipLaunchKernel", 1, 100, 200),
+            ("hipLaunchKernel", 2, 2100, 2400),
+            ("hipDeviceSynchronize", 3, 3100, 5000),
+            ("hipLaunchKernel", 4, 5200, 5300),
+            ("hipMemcpyAsync", 5, 400, 450),
+        ]
+    ]
+    (tmp_path / "77_hip_api_trace.csv").write_text(API_HEADER + "\n" + "\n".join(api) + "\n")
+    (tmp_path / "77_memory_copy_trace.csv").write_text(
+        COPY_HEADER
+        + '\n"MEMORY_COPY","MEMORY_COPY_HOST_TO_DEVICE",0,"Agent 0","Agent 4",5,500,900\n'
+    )
+    t = load_trace(tmp_path / "77_kernel_trace.csv", gpu="MI300X")
+    assert t.sources == ["77_hip_api_trace.csv", "77_memory_copy_trace.csv"]
+    assert set(t.kernels["pid"]) == {77} and t.memcpy["kind"].tolist() == ["HtoD"]
+    g = analyze(t).ops
+    assert list(zip(g["name"], g["gap_ns"], g["cause"], strict=True)) == [
+        ("memcpy HtoD", 0, None),
+        ("k", 100, "launch_latency"),
+        ("k", 500, "host_bound"),
+        ("k", 3000, "synchronization"),
     ]
 
 
 def test_18_column_layout_says_occupancy_is_unknown():
-    t = load_trace(ROCPROF / "v3/sdk_oct2024__kernel_trace.csv", gpu="MI300X")
+    t = load_trace(
+        ROCPROF / "v3/hpctraining_jacobi_hip__kernel_trace_18col.excerpt.csv", gpu="MI300X"
+    )
     assert any("no register counts" in w for w in t.warnings)
     k = analyze(t).kernel_table()
     assert k["waves"].isna().all()
