@@ -324,3 +324,52 @@ def test_cli_exit_2_on_bad_rocprof(tmp_path):
     assert proc.stderr.strip() == (
         f"advisor: error: {p}: column End_Timestamp: end before start in 1 row(s)"
     )
+
+
+V1_NEW = (
+    "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,"
+    "accum_vgpr,sgpr,wave_size,sig,obj,DispatchNs,BeginNs,EndNs,CompleteNs"
+)
+V1_OLD = (
+    "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,fbar,"
+    "sig,obj,DispatchNs,BeginNs,EndNs,CompleteNs"
+)
+
+
+@pytest.mark.parametrize(
+    "header, row, layout, vgprs",
+    [
+        (
+            V1_NEW,
+            '0,"gemm(float*) [clone .kd]",2,0,0,41,41,1048576,256,8192,0,128,64,32,64,0x0,'
+            "0x7f,100,200,900,950",
+            "rocprof v1 results",
+            192,
+        ),
+        (
+            V1_OLD,
+            '0,"gemm(float*) [clone .kd]",2,0,0,41,41,1048576,256,8192,0,96,32,0,0x0,0x7f,'
+            "100,200,900,950",
+            "rocprof v1 results (ROCm <= 5.2: vgpr, sgpr, fbar)",
+            96,
+        ),
+        # rocprof --stats: every header quoted, DurationNs appended
+        (
+            '"' + V1_NEW.replace(",", '","') + '","DurationNs"',
+            '0,"gemm(float*) [clone .kd]",2,0,0,41,41,1048576,256,8192,0,128,64,32,64,0x0,0x7f,'
+            "100,200,900,950,700",
+            "rocprof v1 results",
+            192,
+        ),
+    ],
+)
+def test_rocprof_v1_headers(tmp_path, header, row, layout, vgprs):
+    p = tmp_path / "results.csv"
+    p.write_text(header + "\n" + row + "\n")
+    lay, table = read_table(p)
+    assert lay.name == layout
+    t = load_trace(p, gpu="MI250X")
+    k = t.kernels.iloc[0]
+    # grd counts work-items: 1048576 / 256 = 4096 workgroups; name without the clone suffix
+    assert (k.grid_x, k.block_x, k["name"], k.registers) == (4096, 256, "gemm(float*)", vgprs)
+    assert (k.start, k.end, k.device, k.static_smem) == (200, 900, 2, 8192)
