@@ -130,22 +130,19 @@ def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
                 lds_per_cu=spec.shared_mem_per_sm,
                 max_workgroups=spec.max_blocks_per_sm,
             )
-            out.loc[rows, "ctas_per_sm"] = ctas
-            out.loc[rows, "limiter"] = limiter
-            out.loc[rows, "sm_count"] = spec.sm_count
-            continue
-        carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)
-        ctas, limiter = ctas_per_sm(
-            threads.to_numpy(),
-            k["registers"].to_numpy(),
-            smem.to_numpy(),
-            carve.fillna(spec.shared_mem_per_sm).to_numpy(),
-            warp_size=spec.warp_size,
-            max_warps_per_sm=spec.max_warps_per_sm,
-            max_blocks_per_sm=spec.max_blocks_per_sm,
-            registers_per_sm=spec.registers_per_sm,
-            reserved_smem_per_block=spec.reserved_shared_mem_per_block,
-        )
+        else:
+            carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)
+            ctas, limiter = ctas_per_sm(
+                threads.to_numpy(),
+                k["registers"].to_numpy(),
+                smem.to_numpy(),
+                carve.fillna(spec.shared_mem_per_sm).to_numpy(),
+                warp_size=spec.warp_size,
+                max_warps_per_sm=spec.max_warps_per_sm,
+                max_blocks_per_sm=spec.max_blocks_per_sm,
+                registers_per_sm=spec.registers_per_sm,
+                reserved_smem_per_block=spec.reserved_shared_mem_per_block,
+            )
         out.loc[rows, "ctas_per_sm"] = ctas
         out.loc[rows, "limiter"] = limiter
         out.loc[rows, "sm_count"] = spec.sm_count

@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# identity and extent columns of a region row (metrics are added by analysis.window_metrics)
+WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
+               "launches"]  # fmt: skip
+
 
 def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
     """The NVTX ranges not nested in another range of the same thread, with ``range_id``."""
@@ -50,20 +54,7 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     host_start_ns, host_end_ns, ops, launches (host launch calls), pid."""
     sel = ops[ops["range_id"] >= 0]
     if sel.empty:
-        return pd.DataFrame(
-            columns=[
-                "range_id",
-                "device",
-                "name",
-                "start_ns",
-                "end_ns",
-                "host_start_ns",
-                "host_end_ns",
-                "ops",
-                "launches",
-                "pid",
-            ]
-        )
+        return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
     w = sel.groupby(["range_id", "device"]).agg(
         start_ns=("start", "min"),
         end_ns=("end", "max"),

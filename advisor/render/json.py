@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
+from advisor.metrics.regions import WINDOW_KEYS
 
 SCHEMA_VERSION = 1
 
@@ -68,18 +69,7 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
     return rows
 
 
-REGION_KEYS = [
-    "name",
-    "device",
-    "start_ns",
-    "end_ns",
-    "host_start_ns",
-    "host_end_ns",
-    "ops",
-    "launches",
-    *WINDOW_COLUMNS,
-    "overlap_ratio",
-]
+REGION_KEYS = [*WINDOW_KEYS, *WINDOW_COLUMNS, "overlap_ratio"]
 
 
 def region_rows(regions: pd.DataFrame) -> list[dict]:
