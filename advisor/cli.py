@@ -8,17 +8,21 @@ from __future__ import annotations
 import os
 import sys
 from enum import Enum
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor import __version__
+from advisor import __version__, baselines, pipeline
 from advisor.analysis import analyze as run_analysis
 from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
+from advisor.gate import compare, metric_set
+from advisor.gate import load_config as load_gate_config
 from advisor.metrics.gemm import ShapeOption
+from advisor.render import gate as gate_render
 from advisor.render import json as json_render
 from advisor.render import terminal
 from advisor.rules.engine import load_rules
@@ -167,6 +171,98 @@ def gpus() -> None:
 def version() -> None:
     """Print the advisor version."""
     typer.echo(__version__)
+
+
+class GateFormat(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+def _metric_sets(paths: list[str], gpu: str | None, rule_set) -> list[dict]:
+    sets = []
+    for path in paths:
+        analysis, findings = pipeline.run(path, gpu=gpu, rules=rule_set)
+        sets.append(metric_set(analysis, findings))
+    return sets
+
+
+@app.command()
+def gate(
+    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline trace (repeatable)."),
+    candidate: list[str] = typer.Option(..., "--candidate", help="Candidate trace (repeatable)."),
+    baseline_name: str = typer.Option(
+        None, "--baseline-name", help="Use a baseline saved with `advisor baseline save`."
+    ),
+    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
+    config: str = typer.Option(None, "--config", help="Gate thresholds (YAML), docs/gate.md."),
+    format: GateFormat = typer.Option(GateFormat.table, "--format", "-f"),
+    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
+    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
+    top: int = typer.Option(30, "--top", min=1, help="Rows in the table/markdown."),
+) -> None:
+    """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input."""
+    try:
+        if bool(baseline) == bool(baseline_name):
+            raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
+        cfg = load_gate_config(config)
+        rule_set = load_rules(rules or [])
+        if baseline_name:
+            base = baselines.load(baseline_name, Path(store) if store else None)
+        else:
+            base = _metric_sets(baseline, gpu, rule_set)
+        cand = _metric_sets(candidate, gpu, rule_set)
+        result = compare(base, cand, cfg)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    if format is GateFormat.json:
+        typer.echo(gate_render.as_json(result))
+    elif format is GateFormat.markdown:
+        typer.echo(gate_render.markdown(result, top))
+    else:
+        gate_render.table(result, _console(), top)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        notes = gate_render.annotations(result)
+        if notes:
+            typer.echo(notes)
+    raise typer.Exit(1 if result.failed else 0)
+
+
+baseline_app = typer.Typer(help="Named baselines for `advisor gate --baseline-name`.")
+app.add_typer(baseline_app, name="baseline")
+
+
+@baseline_app.command("save")
+def baseline_save(
+    name: str = typer.Argument(..., help="Baseline name."),
+    traces: list[str] = typer.Argument(..., help="Trace files of the baseline."),
+    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
+    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
+) -> None:
+    """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
+    try:
+        sets = _metric_sets(traces, gpu, load_rules())
+        path = baselines.save(name, sets, Path(store) if store else None)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    typer.echo(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
+
+
+@baseline_app.command("list")
+def baseline_list(
+    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
+) -> None:
+    """List saved baselines: name, traces, when saved (UTC)."""
+    try:
+        rows = baselines.listing(Path(store) if store else None)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    tab = Table(title=f"baselines in {store or baselines.default_store()}", title_justify="left")
+    for col in ("name", "traces", "saved (UTC)"):
+        tab.add_column(col)
+    for r in rows:
+        tab.add_row(r["name"], str(r["traces"]), r["saved"])
+    _console().print(tab)
 
 
 def main() -> None:

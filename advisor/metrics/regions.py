@@ -8,6 +8,8 @@ the first start to the last end of its ops there.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -16,14 +18,27 @@ WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_en
                "launches"]  # fmt: skip
 
 
+# PyTorch emit_nvtx decorations that make every op's range text unique
+_TORCH_DECORATION = re.compile(r",\s*(seq|op_id) = \d+|,\s*(sizes|input_op_ids) = \[.*$")
+
+
+def range_name(text: pd.Series) -> pd.Series:
+    """Range names for grouping: PyTorch's ``seq = N``, ``op_id = N``, ``sizes = [...]``
+    decorations removed (``aten::mm, seq = 3, op_id = 7, sizes = [...]`` -> ``aten::mm``)."""
+    return text.str.replace(_TORCH_DECORATION, "", regex=True).str.strip()
+
+
 def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
-    """The NVTX ranges not nested in another range of the same thread, with ``range_id``."""
+    """The NVTX ranges not nested in another range of the same thread, with ``range_id``;
+    ``text`` is the grouping name (``range_name``), ``raw_text`` the text as recorded."""
     if nvtx.empty:
-        return nvtx.assign(range_id=pd.Series(dtype="int64"))
+        return nvtx.assign(range_id=pd.Series(dtype="int64"), raw_text=pd.Series(dtype=str))
     r = nvtx.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
     prev_reach = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
     top = r[~(prev_reach >= r["end"])].copy()
     top["range_id"] = np.arange(len(top), dtype=np.int64)
+    top["raw_text"] = top["text"]
+    top["text"] = range_name(top["text"])
     return top.reset_index(drop=True)
 
 

@@ -49,3 +49,27 @@ def test_device_summary():
 def test_select_range_recomputes_summary():
     s = analyze(hand_trace()).select("second").summary()
     assert s["span_ns"] == 4000 and s["gpu_busy_ns"] == 2900 and s["launch_overhead_ns"] == 1100
+
+
+def test_pytorch_range_names_are_grouped():
+    import pandas as pd
+
+    from advisor.metrics.regions import range_name
+
+    texts = pd.Series(
+        [
+            "aten::mm, seq = 0, op_id = 2, sizes = [[896, 8192], [8192, 4864]], "
+            "input_op_ids = [(0,-1)]",
+            "aten::to, op_id = 990347",
+            "aten::add, seq = 45329, op_id = 990355",
+            "step 3",
+            "ncclAllReduce",
+        ]
+    )
+    assert range_name(texts).tolist() == [
+        "aten::mm",
+        "aten::to",
+        "aten::add",
+        "step 3",
+        "ncclAllReduce",
+    ]

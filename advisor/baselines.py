@@ -1,0 +1,80 @@
+"""Named baselines for the CI gate: metric sets stored in a small SQLite database.
+
+Default location: $ADVISOR_BASELINES, else ~/.cache/advisor/baselines.db; ``--store PATH``
+overrides both. One row per (name, trace); saving a name again replaces its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlite_utils
+
+from advisor.errors import AdvisorInputError
+
+TABLE = "baselines"
+
+
+def default_store() -> Path:
+    env = os.environ.get("ADVISOR_BASELINES")
+    return Path(env) if env else Path.home() / ".cache" / "advisor" / "baselines.db"
+
+
+def _db(path: Path, create: bool) -> sqlite_utils.Database:
+    if not create and not path.is_file():
+        raise AdvisorInputError(str(path), "no baseline store here (save one first)")
+    try:
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return sqlite_utils.Database(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise AdvisorInputError(str(path), f"cannot open the baseline store: {exc}") from None
+
+
+def save(name: str, sets: list[dict], store: Path | None = None) -> Path:
+    """Store the metric sets of ``name`` (replacing earlier ones) in one transaction."""
+    path = store or default_store()
+    db = _db(path, create=True)
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rows = [
+        {"name": name, "seq": i, "trace": s["trace"], "saved": now,
+         "metrics": json.dumps(s)}
+        for i, s in enumerate(sets)
+    ]  # fmt: skip
+    try:
+        with db.conn:
+            if TABLE in db.table_names():
+                db[TABLE].delete_where("name = ?", [name])
+            db[TABLE].insert_all(rows, pk=("name", "seq"))
+    except sqlite3.Error as exc:
+        raise AdvisorInputError(str(path), f"cannot write the baseline store: {exc}") from None
+    return path
+
+
+def load(name: str, store: Path | None = None) -> list[dict]:
+    """The metric sets saved under ``name``."""
+    path = store or default_store()
+    db = _db(path, create=False)
+    if TABLE not in db.table_names():
+        raise AdvisorInputError(str(path), "baseline store holds no baselines")
+    rows = list(db[TABLE].rows_where("name = ?", [name], order_by="seq"))
+    if not rows:
+        known = sorted({r["name"] for r in db[TABLE].rows})
+        raise AdvisorInputError(str(path), f"no baseline named {name!r} (known: {known})")
+    return [json.loads(r["metrics"]) for r in rows]
+
+
+def listing(store: Path | None = None) -> list[dict]:
+    """One entry per baseline: name, traces, saved (UTC)."""
+    path = store or default_store()
+    if not path.is_file():
+        return []
+    db = _db(path, create=False)
+    if TABLE not in db.table_names():
+        return []
+    sql = f"SELECT name, COUNT(*) AS traces, MAX(saved) AS saved FROM {TABLE} GROUP BY name"
+    return [dict(zip(("name", "traces", "saved"), r, strict=True)) for r in db.execute(sql)]
