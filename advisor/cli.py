@@ -24,7 +24,8 @@ from advisor.gate import load_config as load_gate_config
 from advisor.metrics.gemm import ShapeOption
 from advisor.render import gate as gate_render
 from advisor.render import json as json_render
-from advisor.render import terminal
+from advisor.render import markdown, terminal
+from advisor.report import write_report, write_text
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 from advisor.trace.load import load_trace
@@ -263,6 +264,40 @@ def baseline_list(
     for r in rows:
         tab.add_row(r["name"], str(r["traces"]), r["saved"])
     _console().print(tab)
+
+
+@app.command()
+def report(
+    traces: list[str] = typer.Argument(..., help="TRACE, or BASELINE CANDIDATE for a diff."),
+    output: str = typer.Option(..., "--output", "-o", help="Markdown file to write."),
+    assets: str = typer.Option(None, "--assets", help="Folder for the PNG charts."),
+    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
+    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
+    shape: list[str] = typer.Option(None, "--shape", help="GEMM shape PATTERN=MxNxK."),
+    emit_dir: str = typer.Option(None, "--emit", help="Also write reference configs here."),
+    config: str = typer.Option(None, "--config", help="Gate thresholds (diff reports)."),
+) -> None:
+    """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
+    try:
+        if len(traces) not in (1, 2):
+            raise AdvisorInputError(None, "report takes TRACE or BASELINE CANDIDATE")
+        rule_set = load_rules(rules or [])
+        shapes = [ShapeOption.parse(s) for s in shape or []]
+        runs = [pipeline.run(t, gpu=gpu, rules=rule_set, shapes=shapes) for t in traces]
+        if len(runs) == 2:
+            cfg = load_gate_config(config)
+            sets = [metric_set(a, f) for a, f in runs]
+            result = compare(sets[:1], sets[1:], cfg)
+            written = [write_text(markdown.diff_report(result, runs[0][0], runs[1][0]), output)]
+        else:
+            analysis, findings = runs[0]
+            if emit_dir:
+                emit(findings, analysis.trace.gpus, emit_dir)
+            written = write_report(analysis, findings, output, assets)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    for path in written:
+        typer.echo(f"wrote {path}")
 
 
 def main() -> None:

@@ -180,8 +180,8 @@ def _judge(metric, worse_up, base_vals, cand_vals, cfg: GateConfig):
     if several:
         alt = "greater" if (delta > 0) == worse_up else "less"
         p = mannwhitneyu(cand_vals, base_vals, alternative=alt).pvalue
-        if p >= cfg.alpha:
-            return base, cand, "not significant", f"p={p:.3f} >= {cfg.alpha}"
+        if p > cfg.alpha:  # significant when p <= alpha
+            return base, cand, "not significant", f"p={p:.3f} > {cfg.alpha}"
         return base, cand, "regression" if delta > 0 else "improvement", f"p={p:.3f}"
     return base, cand, "regression" if delta > 0 else "improvement", f"threshold {shown}"
 

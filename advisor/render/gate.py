@@ -79,7 +79,9 @@ def markdown(result: GateResult, top: int = 50) -> str:
             f"{_change(r)} |"
         )
     unchanged = sum(r.status == "unchanged" for r in result.rows)
-    lines += ["", f"{unchanged} metric(s) unchanged."]
+    more = len(shown(result)) - top
+    lines += [""] + ([f"{more} more change(s) not shown (raise --top)."] if more > 0 else [])
+    lines += [f"{unchanged} metric(s) unchanged."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,166 @@
+"""Markdown tuning report (``advisor report``): summary, ranked findings with evidence,
+kernel wave table, gap breakdown, comm/compute, NVTX ranges, charts, configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from advisor.analysis import Analysis
+from advisor.gate import GateResult
+from advisor.render import gate as gate_render
+from advisor.render.units import fmt_ns, fmt_pct
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _summary(a: Analysis) -> list[str]:
+    t, s = a.trace, a.summary()
+    gpus = sorted({f"{g.name} ({g.sm_count} {'CUs' if g.vendor == 'amd' else 'SMs'}, facts "
+                   f"from {g.source})" for d, g in t.gpus.items() if d in t.devices})  # fmt: skip
+    cap = s["window_ns"] or 1
+    lines = [
+        f"Trace: `{t.path}` ({t.format}, {t.producer_version}); devices "
+        f"{', '.join(map(str, t.devices))}; GPU: {'; '.join(gpus) or 'no facts'}.",
+        "",
+    ]
+    lines += [f"> warning: {w}" for w in t.warnings] + ([""] if t.warnings else [])
+    rows = [
+        ["window (first to last GPU op, per device)", fmt_ns(s["window_ns"]), "100.0 %"],
+        ["GPU busy", fmt_ns(s["gpu_busy_ns"]), fmt_pct(s["gpu_busy_ns"] / cap)],
+        ["GPU idle", fmt_ns(s["idle_ns"]), fmt_pct(s["idle_ns"] / cap)],
+        ["  start-up (excluded from overhead)", fmt_ns(s["startup_idle_ns"]),
+         fmt_pct(s["startup_idle_ns"] / cap)],
+        ["  synchronization stalls", fmt_ns(s["sync_idle_ns"]), fmt_pct(s["sync_idle_ns"] / cap)],
+        ["  launch overhead", fmt_ns(s["launch_overhead_ns"]),
+         fmt_pct(s["launch_overhead_ns"] / cap)],
+        ["wave-quantization tail idle", fmt_ns(s["tail_idle_ns"]),
+         fmt_pct(s["tail_idle_ns"] / cap)],
+        ["under-filled grid idle", fmt_ns(s["underfill_idle_ns"]),
+         fmt_pct(s["underfill_idle_ns"] / cap)],
+        ["communication (exposed)", f"{fmt_ns(s['comm_ns'])} ({fmt_ns(s['exposed_comm_ns'])})",
+         fmt_pct(s["comm_ns"] / cap)],
+    ]  # fmt: skip
+    return lines + _table(["metric (device time)", "time", "share"], rows)
+
+
+def _findings(findings: list[dict], top: int) -> list[str]:
+    if not findings:
+        return ["No rule fired.", ""]
+    rows = []
+    for i, f in enumerate(findings[:top], 1):
+        where = ", ".join(x for x in (f["kernel"], f["region"] and f"range {f['region']}",
+                                      f"device {f['device']}") if x)  # fmt: skip
+        rows.append([i, f["strategy"], f["severity"], where, fmt_ns(f["est_savings_ns"]),
+                     f["summary"]])  # fmt: skip
+    lines = _table(["#", "strategy", "severity", "where", "est. savings", "measured"], rows)
+    for i, f in enumerate(findings[:top], 1):
+        lines.append(f"### {i}. {f['title']} (`{f['rule']}` -> `{f['strategy']}`)")
+        lines.append("")
+        ev = ", ".join(f"{k}={fmt_ns(v) if k.endswith('_ns') and v is not None else v}"
+                       for k, v in f["evidence"].items())  # fmt: skip
+        lines += [f"- Evidence: {ev}", f"- Why: {f['rationale']}",
+                  f"- Watch for: {f['watch_for']}"]  # fmt: skip
+        if f.get("config"):
+            links = ", ".join(f"[{Path(p).name}]({p})" for p in f["config"])
+            lines.append(f"- Reference config: {links}")
+        if f.get("missing"):
+            lines.append(f"- No config: missing {f['missing']}")
+        lines.append("")
+    return lines
+
+
+def _kernels(a: Analysis, top: int) -> list[str]:
+    k = a.kernel_table().head(top)
+    rows = [[r.name[:60], r.device, f"{r.grid_x}x{r.grid_y}x{r.grid_z}", r.block_threads,
+             r.launches, fmt_ns(r.total_ns),
+             "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
+             "-" if pd.isna(r.waves) else f"{r.waves:.3f}", fmt_pct(r.tail_fraction),
+             fmt_ns(r.tail_idle_ns + r.underfill_idle_ns)]
+            for r in k.itertuples()]  # fmt: skip
+    return _table(["kernel", "dev", "grid", "block", "launches", "total", "CTAs/SM (limit)",
+                   "waves", "idle share", "quant. idle"], rows)  # fmt: skip
+
+
+def _gaps(a: Analysis) -> list[str]:
+    rows = [[g.device, g.cause, g.count, fmt_ns(g.total_ns), fmt_ns(g.median_ns),
+             fmt_ns(g.max_ns)] for g in a.gaps.itertuples()]  # fmt: skip
+    return _table(["dev", "cause", "gaps", "total", "median", "max"], rows)
+
+
+def _comm(a: Analysis) -> list[str]:
+    d = a.devices
+    rows = [[r.device, fmt_ns(r.comm_ns), fmt_ns(r.compute_ns), fmt_ns(r.overlap_ns),
+             fmt_ns(r.exposed_comm_ns), fmt_pct(r.overlap_ratio), fmt_ns(r.comm_wait_ns),
+             fmt_ns(r.same_stream_comm_ns)] for r in d.itertuples()]  # fmt: skip
+    return _table(["dev", "comm", "compute", "overlap", "exposed", "overlap ratio",
+                   "waiting for ranks", "same-stream comm"], rows)  # fmt: skip
+
+
+def _regions(a: Analysis, top: int) -> list[str]:
+    r = a.regions
+    if r.empty:
+        return ["The trace has no NVTX ranges.", ""]
+    cols = ["gpu_busy_ns", "idle_ns", "tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns",
+            "sync_idle_ns", "comm_ns", "exposed_comm_ns", "overlap_ns"]  # fmt: skip
+    g = r.groupby(["name", "device"], as_index=False).agg(
+        n=("start_ns", "size"), **{c: (c, "sum") for c in cols}
+    )
+    g["worst"] = g[cols[2:6]].sum(axis=1) + g["exposed_comm_ns"]
+    g = g.sort_values("worst", ascending=False).head(top)
+    rows = [[x.name[:50], x.device, x.n, fmt_ns(x.gpu_busy_ns), fmt_ns(x.idle_ns),
+             fmt_ns(x.tail_idle_ns), fmt_ns(x.underfill_idle_ns),
+             fmt_ns(x.launch_overhead_ns), fmt_ns(x.sync_idle_ns), fmt_ns(x.exposed_comm_ns),
+             fmt_pct(x.overlap_ns / x.comm_ns) if x.comm_ns else "-"]
+            for x in g.itertuples()]  # fmt: skip
+    return _table(["range", "dev", "n", "busy", "idle", "tail idle", "under-fill",
+                   "launch ovh.", "sync", "exposed comm", "overlap"], rows)  # fmt: skip
+
+
+def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int = 10) -> str:
+    """The whole report; ``charts`` maps chart name -> image path relative to the report."""
+    name = Path(a.trace.path).name
+    lines = [f"# advisor tuning report: {name}", "", "## Summary", ""] + _summary(a)
+    lines += ["## Findings, ranked by estimated savings (estimates)", ""] + _findings(findings, top)
+    lines += ["## Wave quantization per kernel", ""] + _kernels(a, top)
+    if "waves" in charts:
+        lines += [f"![waves per kernel]({charts['waves']})", ""]
+    lines += ["## Launch gaps", ""] + _gaps(a)
+    if "gaps" in charts:
+        lines += [f"![gap histogram by cause]({charts['gaps']})", ""]
+    lines += ["## Communication and compute per device", ""] + _comm(a)
+    if "comm" in charts:
+        lines += [f"![comm vs compute]({charts['comm']})", ""]
+    lines += ["## Top-level NVTX ranges (worst first)", ""] + _regions(a, top)
+    if "timeline" in charts:
+        lines += [f"![GPU busy over time]({charts['timeline']})", ""]
+    if any(f.get("config") for f in findings):
+        lines += [
+            "## Running the reference configs",
+            "",
+            "GEMM scripts: `python FILE.py --check --bench` on the GPU (`--m --n --k` for "
+            "another size, `TRITON_INTERPRET=1 ... --check` on a CPU); launch scripts: "
+            "`python FILE.py`; notes (`.md`): read them. See docs/configs.md.",
+            "",
+        ]
+    lines += ["Every number is defined in docs/metrics.md; times are device time.", ""]
+    return "\n".join(lines)
+
+
+def diff_report(result: GateResult, base: Analysis, cand: Analysis) -> str:
+    """Comparison report of two traces: the gate verdict and both summaries."""
+    lines = [f"# advisor comparison: {Path(base.trace.path).name} -> "
+             f"{Path(cand.trace.path).name}", ""]  # fmt: skip
+    lines += gate_render.markdown(result).replace("### ", "## ", 1).splitlines() + [""]
+    lines += ["## Baseline summary", ""] + _summary(base)
+    lines += ["## Candidate summary", ""] + _summary(cand)
+    return "\n".join(lines)
