@@ -24,7 +24,7 @@ from advisor.metrics.gaps import (
     launch_sequences,
     stream_summary,
 )
-from advisor.metrics.gemm import ShapeOption, attach_shapes
+from advisor.metrics.gemm import ShapeOption, shape_columns
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_waves
 from advisor.trace.model import Trace
@@ -62,9 +62,12 @@ class Analysis:
     streams: pd.DataFrame  # per (device, stream): ops, busy, own gaps
     collectives: pd.DataFrame  # comm ops matched across devices
     selection: dict = field(default_factory=dict)
+    _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
         """Kernel groups of the current selection (optionally split per region name)."""
+        if by_region in self._tables:
+            return self._tables[by_region].copy()
         launches = self.launches
         if launches.empty:
             return launches
@@ -73,7 +76,8 @@ class Analysis:
         k = launches[cols + shape]
         w = launches.drop(columns=cols + shape)
         by = ("region", *shape) if by_region else tuple(shape)
-        return kernel_groups(k, w, by=by)
+        self._tables[by_region] = kernel_groups(k, w, by=by)
+        return self._tables[by_region].copy()
 
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""
@@ -125,6 +129,7 @@ class Analysis:
             streams=streams,
             collectives=coll,
             selection={"range": range_text, "device": device},
+            _tables={},
         )
 
 
@@ -213,7 +218,7 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         for col in ("api_start", "api_tid"):
             launches[col] = np.nan
             launches.loc[src, col] = ops.loc[is_kernel, col].to_numpy(dtype="float64")
-        launches = attach_shapes(launches, trace.nvtx, shapes)
+        launches = pd.concat([launches, shape_columns(launches, trace.nvtx, shapes)], axis=1)
 
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"])

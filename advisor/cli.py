@@ -14,18 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor import __version__, baselines, pipeline
+from advisor import __version__, pipeline
 from advisor.analysis import analyze as run_analysis
 from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
-from advisor.gate import compare, metric_set
-from advisor.gate import load_config as load_gate_config
 from advisor.metrics.gemm import ShapeOption
-from advisor.render import gate as gate_render
 from advisor.render import json as json_render
-from advisor.render import markdown, terminal
-from advisor.report import write_report, write_text
+from advisor.render import terminal
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 from advisor.trace.load import load_trace
@@ -181,6 +177,8 @@ class GateFormat(str, Enum):
 
 
 def _metric_sets(paths: list[str], gpu: str | None, rule_set) -> list[dict]:
+    from advisor.gate import metric_set
+
     sets = []
     for path in paths:
         analysis, findings = pipeline.run(path, gpu=gpu, rules=rule_set)
@@ -203,6 +201,11 @@ def gate(
     top: int = typer.Option(30, "--top", min=1, help="Rows in the table/markdown."),
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input."""
+    from advisor import baselines
+    from advisor.gate import compare
+    from advisor.gate import load_config as load_gate_config
+    from advisor.render import gate as gate_render
+
     try:
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
@@ -241,6 +244,8 @@ def baseline_save(
     gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
+    from advisor import baselines
+
     try:
         sets = _metric_sets(traces, gpu, load_rules())
         path = baselines.save(name, sets, Path(store) if store else None)
@@ -254,6 +259,8 @@ def baseline_list(
     store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
 ) -> None:
     """List saved baselines: name, traces, when saved (UTC)."""
+    from advisor import baselines
+
     try:
         rows = baselines.listing(Path(store) if store else None)
     except AdvisorInputError as exc:
@@ -278,6 +285,11 @@ def report(
     config: str = typer.Option(None, "--config", help="Gate thresholds (diff reports)."),
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
+    from advisor.gate import compare, metric_set
+    from advisor.gate import load_config as load_gate_config
+    from advisor.render import markdown
+    from advisor.report import write_report, write_text
+
     try:
         if len(traces) not in (1, 2):
             raise AdvisorInputError(None, "report takes TRACE or BASELINE CANDIDATE")

@@ -17,7 +17,6 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scipy.stats import mannwhitneyu
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
@@ -178,6 +177,8 @@ def _judge(metric, worse_up, base_vals, cand_vals, cfg: GateConfig):
     if abs(delta) <= limit:
         return base, cand, "unchanged", f"within {shown}"
     if several:
+        from scipy.stats import mannwhitneyu  # imported on use: scipy is slow to import
+
         alt = "greater" if (delta > 0) == worse_up else "less"
         p = mannwhitneyu(cand_vals, base_vals, alternative=alt).pvalue
         if p > cfg.alpha:  # significant when p <= alpha

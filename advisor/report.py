@@ -13,7 +13,6 @@ from pathlib import Path
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
-from advisor.render import charts as chart_render
 from advisor.render import markdown
 
 
@@ -29,6 +28,8 @@ def write_report(
     a: Analysis, findings: list[dict], out: str | Path, assets: str | Path | None = None
 ) -> list[Path]:
     """Render the report and its charts; returns the files written."""
+    from advisor.render import charts as chart_render  # matplotlib: imported on use
+
     out = Path(out)
     assets = Path(assets) if assets else out.parent / f"{out.stem}_assets"
     stage = _stage(out)

@@ -107,8 +107,10 @@ def main() -> None:
         full = measure([sys.executable, "-m", "advisor", "analyze", str(path), "--format",
                         "json"])  # fmt: skip
         rows.append((n, api, path.stat().st_size / 2**20, floor, full))
-        print(f"{n} kernels: floor {floor[0]:.2f} s, analyze {full[0]:.2f} s, "
-              f"{full[1]:.0f} MB", flush=True)
+        print(
+            f"{n} kernels: floor {floor[0]:.2f} s, analyze {full[0]:.2f} s, {full[1]:.0f} MB",
+            flush=True,
+        )
     print("\n| kernels | API rows | file (MB) | read floor (s) | analyze (s) | peak RSS (MB) |")
     print("|---|---|---|---|---|---|")
     for n, api, mb, floor, full in rows:

@@ -8,6 +8,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -25,15 +26,17 @@ def pattern(category: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
-def name_matches(names: pd.Series, category: str) -> pd.Series:
-    """Boolean Series: which names match a classify.yaml category.
+def text_matches(values: pd.Series, rx: re.Pattern[str]) -> pd.Series:
+    """Boolean Series: which values ``rx`` finds a match in. The regex runs once per
+    distinct value (traces repeat a few names millions of times)."""
+    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
+    return pd.Series(hit[codes], index=values.index)
 
-    The regex runs once per distinct name (traces repeat a few names millions of times).
-    """
-    rx = pattern(category)
-    uniques = pd.unique(names.dropna())
-    hits = [n for n in uniques if rx.search(str(n))]
-    return names.isin(hits)
+
+def name_matches(names: pd.Series, category: str) -> pd.Series:
+    """Boolean Series: which names match a classify.yaml category."""
+    return text_matches(names, pattern(category))
 
 
 def builtin_rules_dir() -> Traversable:

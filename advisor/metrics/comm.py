@@ -69,9 +69,9 @@ def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:
 
     Comm and compute queued on one stream execute in order and can never overlap.
     """
-    key = ops["device"].astype(str) + ":" + ops["stream"].astype(str)
-    compute_streams = set(key[op_class.eq("compute")])
-    return op_class.eq("comm") & key.isin(compute_streams)
+    key = ops["device"].to_numpy(np.int64) * (1 << 32) + ops["stream"].to_numpy(np.int64)
+    compute_streams = np.unique(key[op_class.eq("compute").to_numpy()])
+    return op_class.eq("comm") & np.isin(key, compute_streams)
 
 
 def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:

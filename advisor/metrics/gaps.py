@@ -106,6 +106,36 @@ def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
     return hit, names
 
 
+def _key(pid, correlation) -> np.ndarray:
+    """(process, 32-bit correlation id) as one int64; -1 where the correlation is missing."""
+    corr = np.asarray(correlation, dtype=np.float64)
+    key = (np.asarray(pid, dtype=np.int64) << 32) + np.nan_to_num(corr, nan=0).astype(np.int64)
+    return np.where(np.isnan(corr), -1, key)
+
+
+def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]:
+    """api_start, api_end, api_name, api_tid of each op's launch call (joined by process and
+    correlation id with a sorted search, not a table merge); NaN/None where none."""
+    n = len(ops)
+    out = {"api_start": np.full(n, np.nan), "api_end": np.full(n, np.nan),
+           "api_name": np.full(n, None, dtype=object), "api_tid": np.full(n, np.nan)}  # fmt: skip
+    if api.empty or n == 0:
+        return out
+    keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy(np.float64))
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
+    pos = np.searchsorted(sorted_keys, want)  # first call with that key
+    pos = np.minimum(pos, len(sorted_keys) - 1)
+    found = (sorted_keys[pos] == want) & (want >= 0)
+    rows = order[pos[found]]
+    out["api_start"][found] = api["start"].to_numpy(np.float64)[rows]
+    out["api_end"][found] = api["end"].to_numpy(np.float64)[rows]
+    out["api_name"][found] = api["name"].to_numpy(object)[rows]
+    out["api_tid"][found] = api["tid"].to_numpy(np.float64)[rows]
+    return out
+
+
 def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and launch-call columns
     (api_start, api_end, api_name, api_tid) to a device_ops table.
@@ -119,15 +149,9 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     gap = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
     ops["gap_ns"] = gap
     ops["gap_start"] = prev_reach.fillna(ops["start"]).astype("int64")
-    calls = api[["pid", "correlation", "start", "end", "name", "tid"]].dropna(
-        subset=["correlation"]
-    )
-    calls = calls.drop_duplicates(["pid", "correlation"]).rename(
-        columns={"start": "api_start", "end": "api_end", "name": "api_name", "tid": "api_tid"}
-    )
-    calls["correlation"] = calls["correlation"].astype("float64")
     ops["correlation"] = ops["correlation"].astype("float64")
-    ops = ops.merge(calls, on=["pid", "correlation"], how="left")
+    for col, values in _launch_calls(ops, api).items():
+        ops[col] = values
 
     has_gap = ops["gap_ns"] > 0
     g = ops.loc[has_gap, ["pid", "gap_start", "start", "api_start"]].reset_index()
@@ -208,8 +232,13 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     overhead = inner_gap.where(ops["cause"].isin(OVERHEAD_CAUSES), 0)
     eager = ~ops["cause"].eq("graph_internal")
     saving = (inner_gap - GRAPH_NODE_GAP_NS).clip(lower=0).where(eager & (inner_gap > 0), 0)
-    launch_key = ops["pid"].astype(str) + ":" + ops["correlation"].astype(str)
-    launch_key = launch_key.where(ops["correlation"].notna(), "op" + ops.index.astype(str))
+    # one host launch per (process, correlation id); ops without one count alone
+    corr = ops["correlation"].to_numpy(np.float64)
+    launch_key = np.where(
+        np.isnan(corr),
+        -1 - np.arange(len(ops), dtype=np.int64),
+        (ops["pid"].to_numpy(np.int64) << 32) + np.nan_to_num(corr).astype(np.int64),
+    )  # correlation ids are 32-bit
     frame = pd.DataFrame(
         {
             "seq": seq,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from advisor.data import text_matches
 from advisor.errors import AdvisorInputError
 
 # aten ops whose sizes give (M, N, K) and where their operands sit in the sizes list
@@ -151,26 +152,24 @@ def tile_from_grid(m, n, grid_x, grid_y) -> tuple[np.ndarray, np.ndarray]:
     return outs[0], outs[1]
 
 
-def attach_shapes(
+def shape_columns(
     launches: pd.DataFrame, nvtx: pd.DataFrame, options: list[ShapeOption] | tuple = ()
 ) -> pd.DataFrame:
-    """Add batch, m, n, k and shape_source ('nvtx', '--shape' or None) to kernel launches.
+    """batch, m, n, k and shape_source ('nvtx', '--shape' or None) per kernel launch.
 
     NVTX shapes win; a --shape option fills launches whose name or region its pattern
     matches. Launches of comm kernels never get a shape.
     """
-    out = launches.copy()
-    found = shapes_from_nvtx(out, nvtx_shapes(nvtx))
-    for col in ("batch", "m", "n", "k"):
-        out[col] = found[col]
-    comm = out["comm"] if "comm" in out else pd.Series(False, index=out.index)
+    out = shapes_from_nvtx(launches, nvtx_shapes(nvtx))
+    comm = launches["comm"].to_numpy(bool) if "comm" in launches else np.zeros(len(out), bool)
     out.loc[comm, ["batch", "m", "n", "k"]] = np.nan
-    out["shape_source"] = np.where(out["m"].notna(), "nvtx", None)
+    source = np.where(out["m"].notna(), "nvtx", None).astype(object)
     for opt in options:
-        hit = out["name"].str.contains(opt.pattern, na=False) | out["region"].fillna("").astype(
-            str
-        ).str.contains(opt.pattern)
-        hit &= out["m"].isna() & ~comm
+        hit = text_matches(launches["name"], opt.pattern) | text_matches(
+            launches["region"].fillna(""), opt.pattern
+        )
+        hit = hit.to_numpy() & out["m"].isna().to_numpy() & ~comm
         out.loc[hit, ["batch", "m", "n", "k"]] = (1, opt.m, opt.n, opt.k)
-        out.loc[hit, "shape_source"] = "--shape"
+        source[hit] = "--shape"
+    out["shape_source"] = source
     return out

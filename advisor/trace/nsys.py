@@ -14,6 +14,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import sqlite_utils
 
@@ -78,6 +79,7 @@ class _Reader:
         db = sqlite_utils.Database(self.conn)
         self.columns = {t: set(db[t].columns_dict) for t in db.table_names()}
         self._adbc = None
+        self._strings: pd.Series | None = None
         try:
             import adbc_driver_sqlite.dbapi as adbc
 
@@ -98,6 +100,21 @@ class _Reader:
         if column in self.columns.get(table, ()):
             return f"{prefix}.{column} AS {alias}"
         return f"NULL AS {alias}"
+
+    def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
+        """StringIds values for an id column as an object Series: each distinct string is
+        looked up (and ``strip`` removed from it) once, rows share the string objects."""
+        if self._strings is None:
+            table = self.frame("SELECT id, value FROM StringIds")
+            self._strings = pd.Series(table["value"].to_numpy(object), index=table["id"])
+        codes, uniq = pd.factorize(pd.to_numeric(ids, errors="coerce"), use_na_sentinel=True)
+        values = self._strings.reindex(uniq).to_numpy(object)
+        if strip is not None:
+            values = np.array([strip.sub("", v) if isinstance(v, str) else v for v in values],
+                              dtype=object)  # fmt: skip
+        values = np.where(pd.isna(values), missing, values).astype(object)
+        out = np.append(values, np.array([missing], dtype=object))[codes]  # -1 -> missing
+        return pd.Series(out, index=ids.index, dtype=object)
 
     def frame(self, sql: str) -> pd.DataFrame:
         """Run one query into a DataFrame (ADBC/Arrow when possible)."""
@@ -134,7 +151,7 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
     c = lambda col, alias: r.col(KERNEL, col, alias)  # noqa: E731
     sql = f"""
         SELECT t.deviceId AS device, t.streamId AS stream, t.start AS start, t.end AS end,
-               s.value AS name, d.value AS demangled,
+               t.shortName AS name_id, t.demangledName AS demangled_id,
                t.gridX AS grid_x, t.gridY AS grid_y, t.gridZ AS grid_z,
                t.blockX AS block_x, t.blockY AS block_y, t.blockZ AS block_z,
                t.registersPerThread AS registers,
@@ -145,15 +162,14 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
                {c("correlationId", "correlation")}, {c("globalPid", "global_pid")},
                {c("graphNodeId", "graph_node")}
         FROM {KERNEL} t
-        LEFT JOIN StringIds s ON s.id = t.shortName
-        LEFT JOIN StringIds d ON d.id = t.demangledName
     """
     k = r.frame(sql)
     k["pid"] = _pid(k.pop("global_pid"))
     for col in ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "graph_node"):
         k[col] = pd.to_numeric(k[col], errors="coerce").astype("float64")
-    k["name"] = k["name"].fillna("<unknown>").astype(str)
-    k["demangled"] = k["demangled"].fillna(k["name"]).astype(str)
+    k["name"] = r.strings(k.pop("name_id"), "<unknown>")
+    k["demangled"] = r.strings(k.pop("demangled_id"), None)
+    k["demangled"] = k["demangled"].where(k["demangled"].notna(), k["name"])
     return k
 
 
@@ -161,11 +177,11 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     if not r.has(RUNTIME):
         return pd.DataFrame(columns=["start", "end", "name", "tid", "pid", "correlation"])
     api = r.frame(
-        f"""SELECT t.start AS start, t.end AS end, s.value AS name, t.globalTid AS tid,
+        f"""SELECT t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
                    t.correlationId AS correlation
-            FROM {RUNTIME} t LEFT JOIN StringIds s ON s.id = t.nameId"""
+            FROM {RUNTIME} t"""
     )
-    api["name"] = api["name"].fillna("").astype(str).str.replace(_VERSION_SUFFIX, "", regex=True)
+    api["name"] = r.strings(api.pop("name_id"), "", strip=_VERSION_SUFFIX)
     api["pid"] = _pid(api["tid"])
     return api
 
