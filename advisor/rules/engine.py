@@ -119,7 +119,7 @@ def _template_fields(message: str) -> list[str]:
     return names
 
 
-def _where(path: str, rule_id: str, fld: str) -> str:
+def _where(rule_id: str, fld: str) -> str:
     return f"rule {rule_id!r}: field {fld!r}"
 
 
@@ -144,7 +144,7 @@ def parse_rules(text: str, source: str) -> list[Rule]:
         except ValidationError as exc:
             err = exc.errors()[0]
             fld = ".".join(str(p) for p in err["loc"]) or "(rule)"
-            raise AdvisorInputError(source, f"{_where(source, rid, fld)}: {err['msg']}") from None
+            raise AdvisorInputError(source, f"{_where(rid, fld)}: {err['msg']}") from None
         known = set(SCOPES[spec.scope])
         conds = [spec.when] if isinstance(spec.when, str) else spec.when
         try:
@@ -164,7 +164,7 @@ def parse_rules(text: str, source: str) -> list[Rule]:
             if unknown:
                 raise ExprError(f"unknown metric {unknown[0]!r} in the template")
         except (ExprError, ValueError) as exc:
-            raise AdvisorInputError(source, f"{_where(source, spec.id, fld)}: {exc}") from None
+            raise AdvisorInputError(source, f"{_where(spec.id, fld)}: {exc}") from None
         rules.append(Rule(spec=spec, when=when, savings=savings, source=source, fields=fields))
     return rules
 
