@@ -15,7 +15,13 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics import intervals as iv
-from advisor.metrics.comm import classify_ops, collective_skew, same_stream_comm, window_comm
+from advisor.metrics.comm import (
+    classify_ops,
+    collective_skew,
+    device_segments,
+    same_stream_comm,
+    window_comm,
+)
 from advisor.metrics.gaps import (
     OVERHEAD_CAUSES,
     attribute_gaps,
@@ -147,9 +153,10 @@ def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) ->
         out["overlap_ratio"] = pd.Series(dtype="float64")
         return out
     busy = np.zeros(len(out), dtype=np.int64)
+    segments = device_segments(ops, np.ones(len(ops), dtype=bool))
+    empty = (np.array([], np.int64), np.array([], np.int64))
     for device, rows in out.groupby("device").indices.items():
-        sel = ops[ops["device"] == device]
-        seg = iv.union(sel["start"].to_numpy(), sel["end"].to_numpy())
+        seg = segments.get(int(device), empty)
         busy[rows] = iv.covered_in_windows(
             seg, out["start_ns"].to_numpy()[rows], out["end_ns"].to_numpy()[rows]
         )

@@ -39,6 +39,17 @@ def name_matches(names: pd.Series, category: str) -> pd.Series:
     return text_matches(names, pattern(category))
 
 
+def names_in(names: pd.Series, *categories: str) -> list[np.ndarray]:
+    """One boolean array per category, factorizing the names only once."""
+    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=True)
+    out = []
+    for category in categories:
+        rx = pattern(category)
+        hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
+        out.append(hit[codes])
+    return out
+
+
 def builtin_rules_dir() -> Traversable:
     """The shipped rules/ folder: package data when installed, else the source checkout's."""
     try:

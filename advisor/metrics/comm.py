@@ -13,27 +13,29 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.data import name_matches
+from advisor.data import names_in
 from advisor.metrics import intervals as iv
 
 
 def classify_ops(ops: pd.DataFrame) -> pd.Series:
     """Per op: 'comm', 'compute' or 'memory' (copies, memsets and copy/fill kernels such as
     __amd_rocclr_*, unless peer-to-peer)."""
-    is_kernel = ops["kind"].isin(["kernel", "graph"]) & ~name_matches(ops["name"], "memory_kernels")
-    comm = (is_kernel & name_matches(ops["name"], "comm_kernels")) | ops["name"].eq("memcpy PtoP")
+    blit, named_comm = names_in(ops["name"], "memory_kernels", "comm_kernels")
+    is_kernel = ops["kind"].isin(["kernel", "graph"]).to_numpy() & ~blit
+    comm = (is_kernel & named_comm) | ops["name"].eq("memcpy PtoP").to_numpy()
     return pd.Series(
         np.select([comm, is_kernel], ["comm", "compute"], default="memory"), index=ops.index
     )
 
 
-def device_segments(ops: pd.DataFrame, mask: pd.Series) -> dict[int, iv.Segments]:
-    """Merged busy segments per device for the ops selected by ``mask``."""
-    sel = ops[mask]
-    return {
-        int(d): iv.union(g["start"].to_numpy(), g["end"].to_numpy())
-        for d, g in sel.groupby("device")
-    }
+def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
+    """Merged busy segments per device for the ops selected by ``mask`` (numpy only: no
+    copy of the ops table)."""
+    mask = np.asarray(mask, dtype=bool)
+    dev = ops["device"].to_numpy()[mask]
+    start = ops["start"].to_numpy()[mask]
+    end = ops["end"].to_numpy()[mask]
+    return {int(d): iv.union(start[dev == d], end[dev == d]) for d in np.unique(dev)}
 
 
 def window_comm(ops: pd.DataFrame, op_class: pd.Series, windows: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.data import name_matches
+from advisor.data import names_in
 from advisor.metrics.occupancy import kernel_occupancy
 
 GROUP_KEYS = [
@@ -53,14 +53,15 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     out["slots"] = slots.where(slots > 0)
     waves = grid / out["slots"]
     out["waves"] = waves
-    named_persistent = name_matches(kernels["name"], "persistent_kernels")
+    named_persistent, comm, blit = names_in(
+        kernels["name"], "persistent_kernels", "comm_kernels", "memory_kernels"
+    )
     out["persistent"] = named_persistent & (grid <= out["slots"].fillna(0))
     full = np.ceil(waves)
     tail = (1.0 - waves / full).where(full > 0, 0.0).fillna(0.0)
     # collectives size their grids to channels, not to the machine: not judged by waves
-    out["comm"] = name_matches(kernels["name"], "comm_kernels")
-    blit = name_matches(kernels["name"], "memory_kernels")  # runtime copy/fill kernels
-    judged = ~out["persistent"] & ~out["comm"] & ~blit
+    out["comm"] = comm
+    judged = ~out["persistent"] & ~out["comm"] & ~blit  # blit: runtime copy/fill kernels
     tail = tail.where(judged, 0.0)
     out["tail_fraction"] = tail
     out["underfilled"] = (waves < 1) & judged
