@@ -52,10 +52,22 @@ def _fail(exc: AdvisorInputError) -> None:
     raise typer.Exit(2)
 
 
+def _expand(traces: list[str]) -> list[str]:
+    """Paths to analyse: a folder holding *.sqlite exports stands for those files."""
+    out = []
+    for t in traces:
+        p = Path(t)
+        found = sorted(p.glob("*.sqlite")) if p.is_dir() else []
+        out += [str(f) for f in found] or [t]
+    return out
+
+
 @app.command()
 def analyze(
-    trace: str = typer.Argument(
-        ..., help="Nsight Systems SQLite export (nsys export --type sqlite)."
+    traces: list[str] = typer.Argument(
+        ...,
+        help="Trace file(s): Nsight Systems SQLite export, rocprof CSV/JSON or folder. "
+        "Several traces (or a folder of .sqlite exports) are analysed as one per rank.",
     ),
     format: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-f", help="Output format."
@@ -82,8 +94,16 @@ def analyze(
     emit_dir: str = typer.Option(
         None, "--emit", help="Write a reference config per finding into this folder."
     ),
+    jobs: int = typer.Option(
+        None, "--jobs", "-j", min=1, help="Worker processes for several traces (default: cores)."
+    ),
 ) -> None:
     """Analyze one trace: idle time by cause, per kernel and per NVTX range, with findings."""
+    paths = _expand(traces)
+    if len(paths) > 1:
+        _analyze_many(paths, format, gpu, rules or [], shape or [], jobs, top)
+        return
+    trace = paths[0]
     try:
         rule_set = load_rules(rules or [])
         shapes = [ShapeOption.parse(s) for s in shape or []]
@@ -109,6 +129,28 @@ def analyze(
         sys.stdout.write(json_render.render(result, findings) + "\n")
     else:
         terminal.render(result, findings, _console(), top=top)
+
+
+def _analyze_many(paths, format, gpu, rules, shapes, jobs, top) -> None:
+    """Several traces (one per rank): analysed in parallel, merged; exit 2 if any failed."""
+    from advisor.multi import analyze_many, merge
+    from advisor.render import multi as multi_render
+
+    try:
+        load_rules(rules)  # bad rule files fail once, here, not in every worker
+        for s in shapes:
+            ShapeOption.parse(s)
+    except AdvisorInputError as exc:
+        _fail(exc)
+    merged = merge(analyze_many(paths, gpu=gpu, rule_paths=rules, shapes=shapes, jobs=jobs))
+    if format is OutputFormat.json:
+        sys.stdout.write(multi_render.as_json(merged) + "\n")
+    else:
+        multi_render.terminal(merged, _console(), top)
+    for err in merged["errors"]:
+        typer.echo(f"advisor: error: {err['error']}", err=True)
+    if merged["errors"]:
+        raise typer.Exit(2)
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")
