@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
+from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace, empty_table
@@ -101,14 +102,27 @@ class _Reader:
             return f"{prefix}.{column} AS {alias}"
         return f"NULL AS {alias}"
 
-    def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
-        """StringIds values for an id column as an object Series: each distinct string is
-        looked up (and ``strip`` removed from it) once, rows share the string objects."""
+    def _string_table(self) -> pd.Series:
         if self._strings is None:
             table = self.frame("SELECT id, value FROM StringIds")
             self._strings = pd.Series(table["value"].to_numpy(object), index=table["id"])
+        return self._strings
+
+    def string_ids(self, categories: tuple[str, ...], strip: re.Pattern) -> list[int]:
+        """Ids of the StringIds values (``strip`` removed) matching classify.yaml categories."""
+        table = self._string_table()
+        values = table.astype(str).str.replace(strip, "", regex=True)
+        hit = np.zeros(len(values), dtype=bool)
+        for category in categories:
+            hit |= name_matches(values, category).to_numpy()
+        return [int(i) for i in table.index[hit]]
+
+    def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
+        """StringIds values for an id column as an object Series: each distinct string is
+        looked up (and ``strip`` removed from it) once, rows share the string objects."""
+        strings = self._string_table()
         codes, uniq = pd.factorize(pd.to_numeric(ids, errors="coerce"), use_na_sentinel=True)
-        values = self._strings.reindex(uniq).to_numpy(object)
+        values = strings.reindex(uniq).to_numpy(object)
         if strip is not None:
             values = np.array([strip.sub("", v) if isinstance(v, str) else v for v in values],
                               dtype=object)  # fmt: skip
@@ -176,10 +190,13 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
 def _read_api(r: _Reader) -> pd.DataFrame:
     if not r.has(RUNTIME):
         return pd.DataFrame(columns=["start", "end", "name", "tid", "pid", "correlation"])
+    # only the calls the metrics use: launches, blocking calls, start-up calls
+    wanted = r.string_ids(("launch_api", "sync_api", "startup_api"), strip=_VERSION_SUFFIX)
+    where = f"WHERE t.nameId IN ({','.join(map(str, wanted))})" if wanted else "WHERE 0"
     api = r.frame(
         f"""SELECT t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
                    t.correlationId AS correlation
-            FROM {RUNTIME} t"""
+            FROM {RUNTIME} t {where}"""
     )
     api["name"] = r.strings(api.pop("name_id"), "", strip=_VERSION_SUFFIX)
     api["pid"] = _pid(api["tid"])
