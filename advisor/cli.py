@@ -22,6 +22,7 @@ from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
 from advisor.render import json as json_render
 from advisor.render import terminal
+from advisor.render.progress import progress_bar
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 from advisor.trace.load import load_trace
@@ -107,20 +108,24 @@ def analyze(
     try:
         rule_set = load_rules(rules or [])
         shapes = [ShapeOption.parse(s) for s in shape or []]
-        loaded = load_trace(trace, gpu=gpu)
-        result = run_analysis(loaded, shapes)
-        if device is not None and device not in loaded.devices:
-            raise AdvisorInputError(
-                trace,
-                f"--device {device}: no GPU work on that device (devices: "
-                f"{', '.join(map(str, loaded.devices))})",
-            )
-        result = result.select(range_text, device)
-        if range_text and result.regions.empty:
-            raise AdvisorInputError(
-                trace, f"--range {range_text!r}: no top-level NVTX range matches"
-            )
-        findings = find(result, rule_set)
+        with progress_bar(3, f"reading {Path(trace).name}") as bar:
+            loaded = load_trace(trace, gpu=gpu)
+            bar.advance("computing metrics")
+            result = run_analysis(loaded, shapes)
+            bar.advance("applying rules")
+            if device is not None and device not in loaded.devices:
+                raise AdvisorInputError(
+                    trace,
+                    f"--device {device}: no GPU work on that device (devices: "
+                    f"{', '.join(map(str, loaded.devices))})",
+                )
+            result = result.select(range_text, device)
+            if range_text and result.regions.empty:
+                raise AdvisorInputError(
+                    trace, f"--range {range_text!r}: no top-level NVTX range matches"
+                )
+            findings = find(result, rule_set)
+            bar.advance()
         if emit_dir:
             emit(findings, loaded.gpus, emit_dir)
     except AdvisorInputError as exc:
@@ -142,7 +147,10 @@ def _analyze_many(paths, format, gpu, rules, shapes, jobs, top) -> None:
             ShapeOption.parse(s)
     except AdvisorInputError as exc:
         _fail(exc)
-    merged = merge(analyze_many(paths, gpu=gpu, rule_paths=rules, shapes=shapes, jobs=jobs))
+    with progress_bar(len(paths), f"analysing {len(paths)} traces") as bar:
+        results = analyze_many(paths, gpu=gpu, rule_paths=rules, shapes=shapes, jobs=jobs,
+                               on_done=lambda _: bar.advance())  # fmt: skip
+    merged = merge(results)
     if format is OutputFormat.json:
         sys.stdout.write(multi_render.as_json(merged) + "\n")
     else:

@@ -12,7 +12,8 @@ ranks of one node (one clock), approximate across nodes.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -64,15 +65,29 @@ def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[
 
 
 def analyze_many(
-    paths: list[str], gpu: str | None = None, rule_paths=(), shapes=(), jobs: int | None = None
+    paths: list[str],
+    gpu: str | None = None,
+    rule_paths=(),
+    shapes=(),
+    jobs: int | None = None,
+    on_done: Callable[[RankResult], None] | None = None,
 ) -> list[RankResult]:
-    """Analyse every path, in ``jobs`` worker processes (default: one per core)."""
+    """Analyse every path, in ``jobs`` worker processes (default: one per core); results in
+    the order of ``paths``; ``on_done`` is called as each trace finishes."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     args = [(p, gpu, list(rule_paths), list(shapes)) for p in paths]
+    notify = on_done or (lambda _: None)
     if jobs == 1:
-        return [analyze_one(*a) for a in args]
+        results = []
+        for a in args:
+            results.append(analyze_one(*a))
+            notify(results[-1])
+        return results
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(analyze_one, *zip(*args, strict=True)))
+        futures = [pool.submit(analyze_one, *a) for a in args]
+        for future in as_completed(futures):
+            notify(future.result())
+        return [f.result() for f in futures]
 
 
 def stragglers(results: list[RankResult]) -> pd.DataFrame:

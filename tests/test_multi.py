@@ -55,8 +55,16 @@ def test_findings_are_combined_and_ranked(merged):
 
 
 def test_serial_and_parallel_agree(ranks, merged):
-    serial = merge(analyze_many(ranks, jobs=1))
+    done = []
+    serial = merge(analyze_many(ranks, jobs=1, on_done=lambda r: done.append(r.path)))
     assert json.dumps(serial, default=str) == json.dumps(merged, default=str)
+    assert done == ranks  # one progress step per trace
+
+
+def test_parallel_reports_each_trace_once(ranks):
+    done = []
+    analyze_many(ranks, jobs=2, on_done=lambda r: done.append(r.path))
+    assert sorted(done) == sorted(ranks)
 
 
 def test_cli_many_traces_with_a_bad_one(ranks, tmp_path):

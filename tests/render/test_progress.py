@@ -1,0 +1,39 @@
+"""The progress bar: drawn on a terminal after the delay, never when not a terminal."""
+
+import io
+import time
+
+from rich.console import Console
+
+from advisor.render.progress import progress_bar
+
+
+def _console(terminal: bool) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, force_terminal=terminal, width=80), buf
+
+
+def test_terminal_shows_steps_after_the_delay():
+    console, buf = _console(terminal=True)
+    with progress_bar(2, "reading x.sqlite", console=console, delay_s=0.0) as bar:
+        time.sleep(0.3)
+        bar.advance("computing metrics")
+        time.sleep(0.3)
+    out = buf.getvalue()
+    assert "reading x.sqlite" in out and "0/2" in out
+    assert "computing metrics" in out and "1/2" in out
+
+
+def test_quick_runs_draw_nothing():
+    console, buf = _console(terminal=True)
+    with progress_bar(2, "reading x.sqlite", console=console, delay_s=5.0) as bar:
+        bar.advance()
+    assert "reading" not in buf.getvalue()
+
+
+def test_piped_output_draws_nothing():
+    console, buf = _console(terminal=False)
+    with progress_bar(2, "reading x.sqlite", console=console, delay_s=0.0) as bar:
+        time.sleep(0.3)
+        bar.advance()
+    assert buf.getvalue() == ""
