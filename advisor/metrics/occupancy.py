@@ -103,11 +103,28 @@ def cdna_workgroups_per_cu(
     return ctas, CDNA_LIMITERS[which]
 
 
+LAUNCH_CONFIG = ["device", "block_x", "block_y", "block_z", "registers", "sgpr",
+                 "static_smem", "dynamic_smem", "smem_executed"]  # fmt: skip
+
+
 def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     """Per-launch ``ctas_per_sm``, ``limiter``, ``sm_count`` for a kernels table.
 
     ``gpus`` maps device id -> GpuSpec; launches on devices without a spec get NaN.
+    Computed once per distinct launch configuration (a trace of millions of launches holds
+    a few hundred), then spread to every launch.
     """
+    config = kernels[[c for c in LAUNCH_CONFIG if c in kernels]]
+    group = config.groupby(list(config.columns), dropna=False, sort=False).ngroup().to_numpy()
+    first = np.unique(group, return_index=True)[1]  # first launch of each configuration
+    distinct = _occupancy(kernels.iloc[first], gpus)
+    out = distinct.iloc[group]
+    out.index = kernels.index
+    return out
+
+
+def _occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
+    """``kernel_occupancy`` computed row by row (vectorized per device)."""
     out = pd.DataFrame(index=kernels.index)
     out["ctas_per_sm"] = np.nan
     out["limiter"] = None

@@ -143,10 +143,9 @@ def _kernels(a: Analysis) -> pd.DataFrame:
 
 def _regions(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    sync_copy = ops["gap_ns"].where(
-        ops["cause"].eq("synchronization") & ops["sync_call"].fillna("").str.contains("Memcpy"),
-        0,
-    )
+    synced = ops["cause"].eq("synchronization")  # match text only on the few sync gaps
+    copy_call = ops.loc[synced, "sync_call"].fillna("").str.contains("Memcpy", regex=False)
+    sync_copy = ops["gap_ns"].where(copy_call.reindex(ops.index, fill_value=False), 0)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
