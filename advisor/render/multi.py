@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.table import Table
 
 from advisor.render.json import SCHEMA_VERSION, _clean
+from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns
 
 
@@ -18,9 +18,9 @@ def as_json(merged: dict) -> str:
 def terminal(merged: dict, console: Console, top: int) -> None:
     console.print(f"advisor analyze: {len(merged['ranks'])} traces, one per rank; GPUs: "
                   f"{', '.join(merged['gpus']) or 'unknown'}")  # fmt: skip
-    tab = Table(title="Ranks (device time per trace)", title_justify="left")
-    for col in ("rank", "trace", "devices", "span", "busy", "launch ovh.", "exposed comm"):
-        tab.add_column(col, justify="left" if col == "trace" else "right")
+    tab = titled_table("Ranks (device time per trace)",
+                       ("rank", "trace", "devices", "span", "busy", "launch ovh.", "exposed comm"),
+                       text=["trace"])  # fmt: skip
     for r in merged["ranks"]:
         if r["error"]:
             tab.add_row(str(r["rank"]), r["path"], "-", "error", "", "", "")
@@ -29,18 +29,16 @@ def terminal(merged: dict, console: Console, top: int) -> None:
                     fmt_ns(r["span_ns"]), fmt_ns(r["gpu_busy_ns"]),
                     fmt_ns(r["launch_overhead_ns"]), fmt_ns(r["exposed_comm_ns"]))  # fmt: skip
     console.print(tab)
-    tab = Table(title="Stragglers: compute time per NVTX range, slowest rank first",
-                title_justify="left")  # fmt: skip
-    for col in ("range", "ranks", "slowest rank", "spread", "slowest / fastest"):
-        tab.add_column(col, justify="left" if col == "range" else "right")
+    tab = titled_table("Stragglers: compute time per NVTX range, slowest rank first",
+                       ("range", "ranks", "slowest rank", "spread", "slowest / fastest"),
+                       text=["range"])  # fmt: skip
     for s in merged["stragglers"][:top]:
         tab.add_row(str(s["name"])[:50], str(s["ranks"]), str(s["slowest_rank"]),
                     fmt_ns(s["spread_ns"]), f"{s['ratio']:.2f}x")  # fmt: skip
     console.print(tab)
-    tab = Table(title="Collective skew across ranks (start times of the same launch)",
-                title_justify="left")  # fmt: skip
-    for col in ("collective", "instances", "median skew", "max skew", "most often last"):
-        tab.add_column(col, justify="left" if col == "collective" else "right")
+    tab = titled_table("Collective skew across ranks (start times of the same launch)",
+                       ("collective", "instances", "median skew", "max skew", "most often last"),
+                       text=["collective"])  # fmt: skip
     for c in merged["collective_skew"][:top]:
         tab.add_row(
             c["name"][:50],
@@ -50,10 +48,9 @@ def terminal(merged: dict, console: Console, top: int) -> None:
             f"rank {c['most_often_last_rank']}",
         )
     console.print(tab)
-    tab = Table(title="Findings of all ranks, ranked by estimated savings (estimates)",
-                title_justify="left")  # fmt: skip
-    for col in ("rank", "strategy", "sev.", "where", "est. savings", "what was measured"):
-        tab.add_column(col, justify="right" if col in ("rank", "est. savings") else "left")
+    tab = titled_table("Findings of all ranks, ranked by estimated savings (estimates)",
+                       ("rank", "strategy", "sev.", "where", "est. savings", "what was measured"),
+                       text=["strategy", "sev.", "where", "what was measured"])  # fmt: skip
     for f in merged["findings"][:top]:
         where = ", ".join(x for x in (f["kernel"], f["region"] and f"range {f['region']}",
                                       f"device {f['device']}") if x)  # fmt: skip

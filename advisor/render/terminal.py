@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.analysis import Analysis
+from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
 RECOVERABLE = [
@@ -118,21 +119,23 @@ def _strategies(findings: list[dict]) -> Table | None:
 
 def _kernels(a: Analysis, top: int) -> Table:
     k = a.kernel_table()
-    tab = Table(title="Kernels by quantization idle (tail + under-fill)", title_justify="left")
-    for col in (
-        "kernel",
-        "dev",
-        "grid",
-        "block",
-        "launches",
-        "total",
-        "CTAs/SM (limit)",
-        "waves",
-        "idle share",
-        "quant. idle",
-        "kind",
-    ):
-        tab.add_column(col, justify="left" if col in ("kernel", "kind") else "right")
+    tab = titled_table(
+        "Kernels by quantization idle (tail + under-fill)",
+        (
+            "kernel",
+            "dev",
+            "grid",
+            "block",
+            "launches",
+            "total",
+            "CTAs/SM (limit)",
+            "waves",
+            "idle share",
+            "quant. idle",
+            "kind",
+        ),
+        text=["kernel", "kind"],
+    )
     for r in k.head(top).itertuples():
         kind = "under-filled" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
         kind = "comm" if r.comm else "persistent" if r.persistent else kind
@@ -166,21 +169,23 @@ def _regions(a: Analysis, top: int) -> Table | None:
     )
     g["recoverable"] = g[RECOVERABLE].sum(axis=1)
     g = g.sort_values("recoverable", ascending=False)
-    tab = Table(title="Top-level NVTX ranges on the GPU (worst first)", title_justify="left")
-    for col in (
-        "range",
-        "dev",
-        "n",
-        "busy",
-        "idle",
-        "tail idle",
-        "under-fill",
-        "launch ovh.",
-        "sync",
-        "exposed comm",
-        "overlap",
-    ):
-        tab.add_column(col, justify="left" if col == "range" else "right")
+    tab = titled_table(
+        "Top-level NVTX ranges on the GPU (worst first)",
+        (
+            "range",
+            "dev",
+            "n",
+            "busy",
+            "idle",
+            "tail idle",
+            "under-fill",
+            "launch ovh.",
+            "sync",
+            "exposed comm",
+            "overlap",
+        ),
+        text=["range"],
+    )
     for x in g.head(top).itertuples():
         rows = r[(r["name"] == x.name) & (r["device"] == x.device)]
         comm = rows["comm_ns"].sum()
@@ -202,9 +207,11 @@ def _regions(a: Analysis, top: int) -> Table | None:
 
 
 def _gaps(a: Analysis) -> Table:
-    tab = Table(title="Device idle gaps by cause", title_justify="left")
-    for col in ("dev", "cause", "gaps", "total", "median", "max"):
-        tab.add_column(col, justify="left" if col == "cause" else "right")
+    tab = titled_table(
+        "Device idle gaps by cause",
+        ("dev", "cause", "gaps", "total", "median", "max"),
+        text=["cause"],
+    )
     for g in a.gaps.itertuples():
         tab.add_row(
             str(g.device),
@@ -218,12 +225,10 @@ def _gaps(a: Analysis) -> Table:
 
 
 def _streams(a: Analysis, top: int) -> Table:
-    tab = Table(
-        title="Streams (busy and their own gaps; other streams may run meanwhile)",
-        title_justify="left",
+    tab = titled_table(
+        "Streams (busy and their own gaps; other streams may run meanwhile)",
+        ("dev", "stream", "ops", "busy", "stream gaps"),
     )
-    for col in ("dev", "stream", "ops", "busy", "stream gaps"):
-        tab.add_column(col, justify="right")
     for r in a.streams.head(top).itertuples():
         tab.add_row(str(r.device), str(r.stream), str(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns))
     return tab
