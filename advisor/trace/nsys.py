@@ -136,7 +136,9 @@ class _Reader:
             try:
                 with closing(self._adbc.cursor()) as cur:
                     cur.execute(sql)
-                    return cur.fetch_arrow_table().to_pandas()
+                    # columns are released as they convert: no second copy of the table
+                    table = cur.fetch_arrow_table()
+                    return table.to_pandas(self_destruct=True, split_blocks=True)
             except Exception:  # type inference over mixed SQLite types: fall back
                 pass
         cur = self.conn.execute(sql)
