@@ -26,12 +26,21 @@ def pattern(category: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
-def text_matches(values: pd.Series, rx: re.Pattern[str]) -> pd.Series:
-    """Boolean Series: which values ``rx`` finds a match in. The regex runs once per
-    distinct value (traces repeat a few names millions of times)."""
+def _matches(values: pd.Series, patterns: list[re.Pattern[str]]) -> list[np.ndarray]:
+    """One boolean array per pattern: which values it finds a match in. The values are
+    factorized once and each regex runs once per distinct value (traces repeat a few names
+    millions of times)."""
     codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
-    hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
-    return pd.Series(hit[codes], index=values.index)
+    out = []
+    for rx in patterns:
+        hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
+        out.append(hit[codes])  # code -1 (missing) -> the trailing False
+    return out
+
+
+def text_matches(values: pd.Series, rx: re.Pattern[str]) -> pd.Series:
+    """Boolean Series: which values ``rx`` finds a match in."""
+    return pd.Series(_matches(values, [rx])[0], index=values.index)
 
 
 def name_matches(names: pd.Series, category: str) -> pd.Series:
@@ -40,14 +49,8 @@ def name_matches(names: pd.Series, category: str) -> pd.Series:
 
 
 def names_in(names: pd.Series, *categories: str) -> list[np.ndarray]:
-    """One boolean array per category, factorizing the names only once."""
-    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=True)
-    out = []
-    for category in categories:
-        rx = pattern(category)
-        hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
-        out.append(hit[codes])
-    return out
+    """One boolean array per classify.yaml category, factorizing the names only once."""
+    return _matches(names, [pattern(c) for c in categories])
 
 
 def builtin_rules_dir() -> Traversable:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
-from advisor.data import name_matches
+from advisor.data import names_in
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace, empty_table
@@ -112,9 +112,7 @@ class _Reader:
         """Ids of the StringIds values (``strip`` removed) matching classify.yaml categories."""
         table = self._string_table()
         values = table.astype(str).str.replace(strip, "", regex=True)
-        hit = np.zeros(len(values), dtype=bool)
-        for category in categories:
-            hit |= name_matches(values, category).to_numpy()
+        hit = np.logical_or.reduce(names_in(values, *categories))
         return [int(i) for i in table.index[hit]]
 
     def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
