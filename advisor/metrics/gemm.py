@@ -21,6 +21,7 @@ import pandas as pd
 
 from advisor.data import text_matches
 from advisor.errors import AdvisorInputError
+from advisor.metrics.regions import open_range_at
 
 # aten ops whose sizes give (M, N, K) and where their operands sit in the sizes list
 _OP_AND_SIZES = re.compile(
@@ -105,15 +106,9 @@ def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFra
     out = pd.DataFrame(np.nan, index=launches.index, columns=["batch", "m", "n", "k"])
     if shapes.empty or "api_tid" not in launches:
         return out
-    for tid, s in shapes.groupby("tid"):
-        rows = np.flatnonzero(launches["api_tid"].to_numpy() == tid)
-        if rows.size == 0:
-            continue
-        t = launches["api_start"].to_numpy()[rows]
-        k = np.searchsorted(s["start"].to_numpy(), t, side="right") - 1
-        ok = (k >= 0) & (t < s["end"].to_numpy()[np.maximum(k, 0)])
-        picked = s.iloc[k[ok]][["batch", "m", "n", "k"]].to_numpy(dtype=float)
-        out.iloc[rows[ok]] = picked
+    pos = open_range_at(launches["api_tid"].to_numpy(), launches["api_start"].to_numpy(), shapes)
+    found = pos >= 0
+    out.iloc[np.flatnonzero(found)] = shapes[["batch", "m", "n", "k"]].to_numpy(float)[pos[found]]
     return out
 
 

@@ -42,25 +42,36 @@ def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
     return top.reset_index(drop=True)
 
 
+def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
+    """Per query (thread id, host time ns): the row position in ``ranges`` (tid, start, end;
+    sorted by start within each thread) of the last range of that thread to start at or
+    before the time, if it is still open then (time < end); else -1. For nested ranges
+    this is the innermost one open."""
+    tids = np.asarray(tids)
+    times = np.asarray(times)
+    out = np.full(len(times), -1, dtype=np.int64)
+    starts = ranges["start"].to_numpy()
+    ends = ranges["end"].to_numpy()
+    for tid, positions in ranges.groupby("tid").indices.items():
+        rows = np.flatnonzero(tids == tid)
+        if rows.size == 0:
+            continue
+        t = times[rows]
+        k = np.searchsorted(starts[positions], t, side="right") - 1
+        inside = (k >= 0) & (t < ends[positions][np.maximum(k, 0)])
+        out[rows[inside]] = positions[k[inside]]
+    return out
+
+
 def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
     """Per op: the range_id of the top-level range open on its launch thread at launch
     (api_start, api_tid columns of the attributed ops), else -1."""
     out = np.full(len(ops), -1, dtype=np.int64)
     if ranges.empty or "api_tid" not in ops:
         return pd.Series(out, index=ops.index)
-    launched = ops["api_tid"].notna()
-    tids = ops["api_tid"].to_numpy()
-    starts = ops["api_start"].to_numpy()
-    for tid, rr in ranges.groupby("tid"):
-        rows = np.flatnonzero(launched.to_numpy() & (tids == tid))
-        if rows.size == 0:
-            continue
-        rs = rr["start"].to_numpy()
-        re_ = rr["end"].to_numpy()
-        ids = rr["range_id"].to_numpy()
-        k = np.searchsorted(rs, starts[rows], side="right") - 1
-        inside = (k >= 0) & (starts[rows] < re_[np.maximum(k, 0)])
-        out[rows[inside]] = ids[k[inside]]
+    pos = open_range_at(ops["api_tid"].to_numpy(), ops["api_start"].to_numpy(), ranges)
+    found = pos >= 0
+    out[found] = ranges["range_id"].to_numpy()[pos[found]]
     return pd.Series(out, index=ops.index)
 
 
