@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import name_matches
+from advisor.metrics.intervals import reach_before
 from advisor.trace.model import Trace
 
 OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
@@ -144,8 +145,7 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     ``cause`` is None where there is no gap.
     """
     ops = ops.copy()
-    reach = ops.groupby("device")["end"].cummax()
-    prev_reach = reach.groupby(ops["device"]).shift(1)
+    prev_reach = reach_before(ops["end"], ops["device"])
     gap = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
     ops["gap_ns"] = gap
     ops["gap_start"] = prev_reach.fillna(ops["start"]).astype("int64")
@@ -197,7 +197,7 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
         )
     ops = ops.sort_values(["device", "stream", "start"], kind="stable")
     keys = [ops["device"], ops["stream"]]
-    prev = ops.groupby(keys)["end"].cummax().groupby(keys).shift(1)
+    prev = reach_before(ops["end"], keys)
     stream_gap = (ops["start"] - prev).clip(lower=0).fillna(0)
     ops = ops.assign(stream_gap=stream_gap, dur=ops["end"] - ops["start"])
     out = ops.groupby(["device", "stream"]).agg(
@@ -233,12 +233,8 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     eager = ~ops["cause"].eq("graph_internal")
     saving = (inner_gap - GRAPH_NODE_GAP_NS).clip(lower=0).where(eager & (inner_gap > 0), 0)
     # one host launch per (process, correlation id); ops without one count alone
-    corr = ops["correlation"].to_numpy(np.float64)
-    launch_key = np.where(
-        np.isnan(corr),
-        -1 - np.arange(len(ops), dtype=np.int64),
-        (ops["pid"].to_numpy(np.int64) << 32) + np.nan_to_num(corr).astype(np.int64),
-    )  # correlation ids are 32-bit
+    launch_key = _key(ops["pid"], ops["correlation"])
+    launch_key = np.where(launch_key < 0, -1 - np.arange(len(ops), dtype=np.int64), launch_key)
     frame = pd.DataFrame(
         {
             "seq": seq,

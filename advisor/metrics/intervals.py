@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 Segments = tuple[np.ndarray, np.ndarray]
 
@@ -67,3 +68,11 @@ def covered_in_windows(segments: Segments, lo, hi) -> np.ndarray:
         return np.where(k > 0, full + partial, 0)
 
     return covered_before(hi) - covered_before(lo)
+
+
+def reach_before(end: pd.Series, keys) -> pd.Series:
+    """Per row of a table sorted by start within each group of ``keys``: the latest end of
+    the earlier rows of its group (NaN for a group's first row). ``start - reach_before``
+    is the idle time before a row when positive; ``reach_before >= end`` means the row is
+    nested in an earlier one."""
+    return end.groupby(keys).cummax().groupby(keys).shift(1)

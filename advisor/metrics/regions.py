@@ -13,6 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from advisor.metrics.intervals import reach_before
+
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
                "launches"]  # fmt: skip
@@ -34,7 +36,7 @@ def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
     if nvtx.empty:
         return nvtx.assign(range_id=pd.Series(dtype="int64"), raw_text=pd.Series(dtype=str))
     r = nvtx.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
-    prev_reach = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
+    prev_reach = reach_before(r["end"], r["tid"])
     top = r[~(prev_reach >= r["end"])].copy()
     top["range_id"] = np.arange(len(top), dtype=np.int64)
     top["raw_text"] = top["text"]
