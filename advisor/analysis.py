@@ -54,6 +54,11 @@ WINDOW_COLUMNS = [
 ]
 
 
+# the per-device tables of an Analysis, narrowed together by Analysis.select
+_DEVICE_TABLES = ("ops", "launches", "devices", "regions", "sequences", "gaps", "streams",
+                  "collectives")  # fmt: skip
+
+
 @dataclass
 class Analysis:
     """Everything measured on one trace (see docs/metrics.md for each column)."""
@@ -74,15 +79,11 @@ class Analysis:
         """Kernel groups of the current selection (optionally split per region name)."""
         if by_region in self._tables:
             return self._tables[by_region].copy()
-        launches = self.launches
-        if launches.empty:
-            return launches
-        cols = list(self.trace.kernels.columns)
-        shape = ["batch", "m", "n", "k", "shape_source"]
-        k = launches[cols + shape]
-        w = launches.drop(columns=cols + shape)
-        by = ("region", *shape) if by_region else tuple(shape)
-        self._tables[by_region] = kernel_groups(k, w, by=by)
+        if self.launches.empty:
+            return self.launches
+        shape = ("batch", "m", "n", "k", "shape_source")
+        by = ("region", *shape) if by_region else shape
+        self._tables[by_region] = kernel_groups(self.launches, by=by)
         return self._tables[by_region].copy()
 
     def summary(self) -> dict:
@@ -103,40 +104,26 @@ class Analysis:
 
     def select(self, range_text: str | None = None, device: int | None = None) -> Analysis:
         """A view restricted to regions whose name contains ``range_text`` and/or one device."""
-        ops, launches, devices, regions = self.ops, self.launches, self.devices, self.regions
-        sequences, gaps, coll, streams = self.sequences, self.gaps, self.collectives, self.streams
+        t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
-            ops = ops[ops["device"] == device]
-            launches = launches[launches["device"] == device]
-            devices = devices[devices["device"] == device]
-            regions = regions[regions["device"] == device]
-            sequences = sequences[sequences["device"] == device]
-            gaps = gaps[gaps["device"] == device]
-            coll = coll[coll["device"] == device]
-            streams = streams[streams["device"] == device]
+            t = {name: df[df["device"] == device] for name, df in t.items()}
         if range_text:
+            regions = t["regions"]
             regions = regions[regions["name"].str.contains(range_text, regex=False)]
             ids = set(regions["range_id"])
-            ops = ops[ops["range_id"].isin(ids)]
-            launches = launches[launches["range_id"].isin(ids)]
+            ops = t["ops"][t["ops"]["range_id"].isin(ids)]
             lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
-            sequences = sequences[(sequences["start_ns"] >= lo) & (sequences["end_ns"] <= hi)]
-            gaps = gap_breakdown(ops)
-            streams = stream_summary(ops)
-            coll = coll[coll["start"].between(lo, hi)]
-        return replace(
-            self,
-            ops=ops,
-            launches=launches,
-            devices=devices,
-            regions=regions,
-            sequences=sequences,
-            gaps=gaps,
-            streams=streams,
-            collectives=coll,
-            selection={"range": range_text, "device": device},
-            _tables={},
-        )
+            seq, coll = t["sequences"], t["collectives"]
+            t.update(
+                regions=regions,
+                ops=ops,
+                launches=t["launches"][t["launches"]["range_id"].isin(ids)],
+                sequences=seq[(seq["start_ns"] >= lo) & (seq["end_ns"] <= hi)],
+                gaps=gap_breakdown(ops),
+                streams=stream_summary(ops),
+                collectives=coll[coll["start"].between(lo, hi)],
+            )
+        return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
 
 
 def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

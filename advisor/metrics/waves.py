@@ -71,15 +71,15 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     return out
 
 
-def kernel_groups(kernels: pd.DataFrame, waves: pd.DataFrame, by=()) -> pd.DataFrame:
-    """Aggregate launches per (device, name, grid, block, registers, smem [, by...]).
+def kernel_groups(launches: pd.DataFrame, by=()) -> pd.DataFrame:
+    """Aggregate launches (kernel columns plus the ``launch_waves`` columns) per (device,
+    name, grid, block, registers, smem [, by...]).
 
     Columns: launches, total_ns, median_ns, grid_blocks, block_threads, ctas_per_sm,
     limiter, waves, tail_fraction, tail_idle_ns, underfill_idle_ns, persistent, underfilled;
     sorted by tail + under-fill idle, then total_ns, descending.
     """
-    df = pd.concat([kernels, waves], axis=1)
-    df["smem_per_block"] = df["static_smem"] + df["dynamic_smem"]
+    df = launches.assign(smem_per_block=launches["static_smem"] + launches["dynamic_smem"])
     keys = GROUP_KEYS + list(by)
     g = df.groupby(keys, dropna=False, sort=False)
     out = g.agg(
