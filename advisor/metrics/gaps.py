@@ -42,35 +42,24 @@ _OP_COLUMNS = ["device", "stream", "start", "end", "correlation", "pid"]
 
 def device_ops(trace: Trace) -> pd.DataFrame:
     """All GPU operations of a trace in one table: kind, name, graph flag, sorted per device."""
-    parts = []
-    k = trace.kernels
-    if len(k):
-        part = k[_OP_COLUMNS].copy()
-        part["kind"] = "kernel"
-        part["name"] = k["name"]
-        part["graph"] = k["graph_node"].notna()
-        part["src"] = k.index
-        parts.append(part)
-    for kind, table in (("memcpy", trace.memcpy), ("memset", trace.memset)):
-        if len(table):
-            part = table[_OP_COLUMNS].copy()
-            part["kind"] = kind
-            part["name"] = "memcpy " + table["kind"].astype(str) if kind == "memcpy" else "memset"
-            part["graph"] = False
-            part["src"] = table.index
-            parts.append(part)
-    if len(trace.graphs):
-        part = trace.graphs[_OP_COLUMNS].copy()
-        part["kind"] = "graph"
-        part["name"] = "CUDA graph " + trace.graphs["graph_id"].astype(str)
-        part["graph"] = True
-        part["src"] = trace.graphs.index
-        parts.append(part)
+    k, copies, sets, graphs = trace.kernels, trace.memcpy, trace.memset, trace.graphs
+    parts = [
+        _part(k, "kernel", k["name"], k["graph_node"].notna()),
+        _part(copies, "memcpy", "memcpy " + copies["kind"].astype(str), False),
+        _part(sets, "memset", "memset", False),
+        _part(graphs, "graph", "CUDA graph " + graphs["graph_id"].astype(str), True),
+    ]
+    parts = [p for p in parts if len(p)]
     ops = pd.concat(parts, ignore_index=True)
     ops = ops.sort_values(["device", "start", "end"], kind="stable", ignore_index=True)
     for col in ("start", "end", "device", "stream", "pid"):
         ops[col] = ops[col].astype("int64")
     return ops
+
+
+def _part(table: pd.DataFrame, kind: str, name, graph) -> pd.DataFrame:
+    """One kind of GPU operation in device_ops form; ``src`` is its row in ``table``."""
+    return table[_OP_COLUMNS].assign(kind=kind, name=name, graph=graph, src=table.index)
 
 
 def _last_overlapping(lo, hi, starts, ends, names):
