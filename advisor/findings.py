@@ -24,3 +24,9 @@ def find(a: Analysis, rules: list[Rule] | None = None) -> list[dict]:
     """All findings, ranked by estimated savings (largest first)."""
     rules = load_rules() if rules is None else rules
     return evaluate(rules, build_tables(a), steady_spans(a))
+
+
+def location(f: dict) -> list[str]:
+    """Where a finding applies, as the parts it has: kernel, ``range NAME``, ``device N``."""
+    parts = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
+    return parts + [f"device {f['device']}"]

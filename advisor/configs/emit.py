@@ -23,6 +23,7 @@ from string import Template
 
 from advisor.configs import knobs
 from advisor.errors import AdvisorInputError
+from advisor.findings import location
 from advisor.render.units import fmt_ns
 from advisor.trace.model import GpuSpec
 
@@ -75,8 +76,7 @@ def _slug(text: str | None) -> str:
 
 
 def _where(f: dict) -> str:
-    parts = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
-    return ", ".join(parts + [f"device {f['device']}"])
+    return ", ".join(location(f))
 
 
 def _docstring(title: str, f: dict, run: list[str]) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from advisor.analysis import Analysis
+from advisor.findings import location
 from advisor.gate import GateResult
 from advisor.render import gate as gate_render
 from advisor.render.units import fmt_ns, fmt_pct
@@ -58,8 +59,7 @@ def _findings(findings: list[dict], top: int) -> list[str]:
         return ["No rule fired.", ""]
     rows = []
     for i, f in enumerate(findings[:top], 1):
-        where = ", ".join(x for x in (f["kernel"], f["region"] and f"range {f['region']}",
-                                      f"device {f['device']}") if x)  # fmt: skip
+        where = ", ".join(location(f))
         rows.append([i, f["strategy"], f["severity"], where, fmt_ns(f["est_savings_ns"]),
                      f["summary"]])  # fmt: skip
     lines = _table(["#", "strategy", "severity", "where", "est. savings", "measured"], rows)

@@ -6,6 +6,7 @@ import json
 
 from rich.console import Console
 
+from advisor.findings import location
 from advisor.render.json import SCHEMA_VERSION, _clean
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns
@@ -52,8 +53,7 @@ def terminal(merged: dict, console: Console, top: int) -> None:
                        ("rank", "strategy", "sev.", "where", "est. savings", "what was measured"),
                        text=["strategy", "sev.", "where", "what was measured"])  # fmt: skip
     for f in merged["findings"][:top]:
-        where = ", ".join(x for x in (f["kernel"], f["region"] and f"range {f['region']}",
-                                      f"device {f['device']}") if x)  # fmt: skip
+        where = ", ".join(location(f))
         tab.add_row(str(f["rank"]), f["strategy"], f["severity"], where,
                     fmt_ns(f["est_savings_ns"]), f["summary"])  # fmt: skip
     console.print(tab)
