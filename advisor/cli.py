@@ -12,7 +12,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from advisor import __version__, pipeline
 from advisor.analysis import analyze as run_analysis
@@ -23,6 +22,7 @@ from advisor.metrics.gemm import ShapeOption
 from advisor.render import json as json_render
 from advisor.render import terminal
 from advisor.render.progress import progress_bar
+from advisor.render.tables import titled_table
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 from advisor.trace.load import load_trace
@@ -174,9 +174,8 @@ def rules_list(
         rule_set = load_rules(rules or [])
     except AdvisorInputError as exc:
         _fail(exc)
-    tab = Table(title=f"{len(rule_set)} rules", title_justify="left")
-    for col in ("id", "scope", "strategy", "title", "file"):
-        tab.add_column(col)
+    cols = ("id", "scope", "strategy", "title", "file")
+    tab = titled_table(f"{len(rule_set)} rules", cols, text=cols)
     for r in rule_set:
         tab.add_row(r.id, r.spec.scope, r.spec.strategy, r.spec.title, r.source)
     _console().print(tab)
@@ -198,9 +197,8 @@ def rules_validate(
 @app.command()
 def gpus() -> None:
     """List the built-in GPU spec table (values for --gpu)."""
-    tab = Table(title="Built-in GPU facts (used when a trace has none)", title_justify="left")
-    for col in ("name", "SMs/CUs", "cc/arch", "warps/SM", "blocks/SM", "regs/SM", "smem/SM (B)"):
-        tab.add_column(col)
+    cols = ("name", "SMs/CUs", "cc/arch", "warps/SM", "blocks/SM", "regs/SM", "smem/SM (B)")
+    tab = titled_table("Built-in GPU facts (used when a trace has none)", cols, text=cols)
     for g in builtin_gpus():
         tab.add_row(
             g.name,
@@ -315,9 +313,8 @@ def baseline_list(
         rows = baselines.listing(Path(store) if store else None)
     except AdvisorInputError as exc:
         _fail(exc)
-    tab = Table(title=f"baselines in {store or baselines.default_store()}", title_justify="left")
-    for col in ("name", "traces", "saved (UTC)"):
-        tab.add_column(col)
+    cols = ("name", "traces", "saved (UTC)")
+    tab = titled_table(f"baselines in {store or baselines.default_store()}", cols, text=cols)
     for r in rows:
         tab.add_row(r["name"], str(r["traces"]), r["saved"])
     _console().print(tab)

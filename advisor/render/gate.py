@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.table import Table
 
 from advisor.gate import GateResult, Row
+from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
 ORDER = {"regression": 0, "new finding": 1, "improvement": 2, "not significant": 3,
@@ -44,9 +44,8 @@ def verdict(result: GateResult) -> str:
 def table(result: GateResult, console: Console, top: int) -> None:
     console.print(verdict(result), style="bold red" if result.failed else "bold green")
     console.print(f"method: {result.method}")
-    tab = Table(title="Changes (unchanged metrics omitted)", title_justify="left")
-    for col in ("status", "scope", "what", "metric", "baseline", "candidate", "change", "note"):
-        tab.add_column(col)
+    cols = ("status", "scope", "what", "metric", "baseline", "candidate", "change", "note")
+    tab = titled_table("Changes (unchanged metrics omitted)", cols, text=cols)
     for r in shown(result)[:top]:
         tab.add_row(
             r.status,

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.analysis import Analysis
+from advisor.findings import location
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
@@ -76,12 +77,12 @@ def _summary(a: Analysis) -> Table:
 
 
 def _findings(findings: list[dict], top: int) -> Table:
-    tab = Table(title="Findings, ranked by estimated savings (estimates)", title_justify="left")
-    for col in ("#", "strategy", "sev.", "where", "est. savings", "what was measured"):
-        tab.add_column(col, justify="right" if col in ("#", "est. savings") else "left")
+    tab = titled_table(
+        "Findings, ranked by estimated savings (estimates)",
+        ("#", "strategy", "sev.", "where", "est. savings", "what was measured"),
+        text=["strategy", "sev.", "where", "what was measured"],
+    )
     for i, f in enumerate(findings[:top], 1):
-        where = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
-        where.append(f"device {f['device']}")
         text = f["summary"]
         if f.get("config"):
             text += "\nconfig: " + ", ".join(f["config"])
@@ -91,7 +92,7 @@ def _findings(findings: list[dict], top: int) -> Table:
             str(i),
             f["strategy"],
             f["severity"],
-            "\n".join(where),
+            "\n".join(location(f)),
             fmt_ns(f["est_savings_ns"]),
             text,
         )
@@ -109,9 +110,8 @@ def _strategies(findings: list[dict]) -> Table | None:
         seen.setdefault(f["rule"], f)
     if not seen:
         return None
-    tab = Table(title="Strategies: why, and what to watch for", title_justify="left")
-    for col in ("strategy", "why", "watch for"):
-        tab.add_column(col)
+    cols = ("strategy", "why", "watch for")
+    tab = titled_table("Strategies: why, and what to watch for", cols, text=cols)
     for f in seen.values():
         tab.add_row(f["strategy"], f["rationale"], f["watch_for"])
     return tab
