@@ -14,10 +14,8 @@ import typer
 from rich.console import Console
 
 from advisor import __version__, pipeline
-from advisor.analysis import analyze as run_analysis
 from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
-from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
 from advisor.render import json as json_render
 from advisor.render import terminal
@@ -25,7 +23,6 @@ from advisor.render.progress import progress_bar
 from advisor.render.tables import titled_table
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
-from advisor.trace.load import load_trace
 
 app = typer.Typer(
     add_completion=False,
@@ -109,25 +106,11 @@ def analyze(
         rule_set = load_rules(rules or [])
         shapes = [ShapeOption.parse(s) for s in shape or []]
         with progress_bar(3, f"reading {Path(trace).name}") as bar:
-            loaded = load_trace(trace, gpu=gpu)
-            bar.advance("computing metrics")
-            result = run_analysis(loaded, shapes)
-            bar.advance("applying rules")
-            if device is not None and device not in loaded.devices:
-                raise AdvisorInputError(
-                    trace,
-                    f"--device {device}: no GPU work on that device (devices: "
-                    f"{', '.join(map(str, loaded.devices))})",
-                )
-            result = result.select(range_text, device)
-            if range_text and result.regions.empty:
-                raise AdvisorInputError(
-                    trace, f"--range {range_text!r}: no top-level NVTX range matches"
-                )
-            findings = find(result, rule_set)
-            bar.advance()
+            result, findings = pipeline.run(
+                trace, gpu, rule_set, shapes, range_text, device, step=bar.advance
+            )
         if emit_dir:
-            emit(findings, loaded.gpus, emit_dir)
+            emit(findings, result.trace.gpus, emit_dir)
     except AdvisorInputError as exc:
         _fail(exc)
     if format is OutputFormat.json:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from advisor.analysis import Analysis, analyze
+from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
 from advisor.rules.engine import Rule
@@ -16,7 +17,31 @@ def run(
     gpu: str | None = None,
     rules: list[Rule] | None = None,
     shapes: Sequence[ShapeOption] = (),
+    range_text: str | None = None,
+    device: int | None = None,
+    step: Callable[[str | None], None] | None = None,
 ) -> tuple[Analysis, list[dict]]:
-    """Load ``path``, analyze it and apply the rules (built-in when ``rules`` is None)."""
-    a = analyze(load_trace(path, gpu=gpu), shapes)
-    return a, find(a, rules)
+    """Load ``path``, analyze it, narrow it to ``range_text``/``device`` (Analysis.select)
+    and apply the rules (built-in when ``rules`` is None). ``step`` is called after each
+    stage with the name of the next one (None at the end), for progress display.
+
+    Raises AdvisorInputError when ``device`` ran no GPU work or ``range_text`` matches no
+    top-level NVTX range.
+    """
+    step = step or (lambda _: None)
+    trace = load_trace(path, gpu=gpu)
+    step("computing metrics")
+    a = analyze(trace, shapes)
+    step("applying rules")
+    if device is not None and device not in trace.devices:
+        raise AdvisorInputError(
+            path,
+            f"--device {device}: no GPU work on that device (devices: "
+            f"{', '.join(map(str, trace.devices))})",
+        )
+    a = a.select(range_text, device)
+    if range_text and a.regions.empty:
+        raise AdvisorInputError(path, f"--range {range_text!r}: no top-level NVTX range matches")
+    findings = find(a, rules)
+    step(None)
+    return a, findings
