@@ -230,11 +230,16 @@ def _cdna_spec(name, gfx, cus, simds, waves, lds_kb, wave, source) -> GpuSpec:
     )
 
 
+def _col(d: pd.DataFrame, name: str, default) -> pd.Series:
+    """Column ``name`` of ``d``, or ``default`` on every row when this layout lacks it."""
+    return d[name] if name in d else pd.Series(default, index=d.index)
+
+
 def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
     """Trace kernels table from normalized dispatches (grid in work-items -> workgroups)."""
     k = pd.DataFrame(index=d.index)
     k["device"] = d["device"].fillna(0).astype("int64")
-    stream = d["stream"] if "stream" in d else d.get("queue", pd.Series(0, index=d.index))
+    stream = d["stream"] if "stream" in d else _col(d, "queue", 0)
     k["stream"] = stream.fillna(0).astype("int64")
     k["start"] = d["start"].astype("int64")
     k["end"] = d["end"].astype("int64")
@@ -242,21 +247,21 @@ def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
     k["name"] = names.str.replace(r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$", "", regex=True)
     k["demangled"] = names
     for axis in "xyz":
-        grid = d.get(f"grid_{axis}", pd.Series(1, index=d.index)).fillna(1)
-        wg = d.get(f"wg_{axis}", pd.Series(1, index=d.index)).fillna(1).clip(lower=1)
+        grid = _col(d, f"grid_{axis}", 1).fillna(1)
+        wg = _col(d, f"wg_{axis}", 1).fillna(1).clip(lower=1)
         k[f"grid_{axis}"] = np.ceil(grid / wg).astype("int64")
         k[f"block_{axis}"] = wg.astype("int64")
-    arch = d.get("arch_vgpr", pd.Series(np.nan, index=d.index))
-    accum = d.get("accum_vgpr", pd.Series(0, index=d.index)).fillna(0)
+    arch = _col(d, "arch_vgpr", np.nan)
+    accum = _col(d, "accum_vgpr", 0).fillna(0)
     k["arch_vgpr"] = arch.astype(float)
     k["accum_vgpr"] = accum.astype(float)
-    k["sgpr"] = d.get("sgpr", pd.Series(np.nan, index=d.index)).astype(float)
+    k["sgpr"] = _col(d, "sgpr", np.nan).astype(float)
     k["registers"] = (arch + accum).fillna(0).astype("int64")
-    k["static_smem"] = d.get("lds", pd.Series(0, index=d.index)).fillna(0).astype("int64")
+    k["static_smem"] = _col(d, "lds", 0).fillna(0).astype("int64")
     k["dynamic_smem"] = 0
     for col in ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "graph_node"):
         k[col] = np.nan
-    k["correlation"] = d.get("correlation", pd.Series(np.nan, index=d.index)).astype(float)
+    k["correlation"] = _col(d, "correlation", np.nan).astype(float)
     k["pid"] = d["pid"].fillna(pid).astype("int64") if "pid" in d else pid
     return k.sort_values("start", kind="stable", ignore_index=True)
 
@@ -290,7 +295,7 @@ def _copies(d: pd.DataFrame, gpu_ids: set[int], pid: int) -> pd.DataFrame:
             "end": d["end"].astype("int64"),
             "bytes": np.nan,
             "kind": np.where(peer, "PtoP", kind.fillna("Unknown")),
-            "correlation": d.get("correlation", pd.Series(np.nan, index=d.index)).astype(float),
+            "correlation": _col(d, "correlation", np.nan).astype(float),
             "pid": pid,
         }
     )
