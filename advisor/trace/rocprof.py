@@ -380,7 +380,8 @@ def read_rocprof(path: str | Path) -> Trace:
     gpu_ids = set(trace.kernels["device"].unique().tolist())
     for f in siblings.get("agents", []):
         raw = _read_csv(f)
-        if sniff(list(raw.columns)) is None or sniff(list(raw.columns)).kind != "agents":
+        agent_layout = sniff(list(raw.columns))
+        if agent_layout is None or agent_layout.kind != "agents":
             raise AdvisorInputError(str(f), "expected an agent_info layout")
         trace.gpus = agents_to_gpus(raw)
         missing = gpu_ids - set(trace.gpus)
