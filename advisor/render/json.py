@@ -5,31 +5,13 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.metrics.regions import WINDOW_KEYS
+from advisor.plain import plain
 
 SCHEMA_VERSION = 1
-
-
-def _clean(value):
-    """numpy/pandas scalars -> plain Python; NaN -> None."""
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        f = float(value)
-        return None if math.isnan(f) else f
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if value is pd.NA or value is None:
-        return None
-    return value
 
 
 def _int(x) -> int | None:
@@ -108,7 +90,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(50)
-    return _clean(
+    return plain(
         {
             "schema_version": SCHEMA_VERSION,
             "trace": {

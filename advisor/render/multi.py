@@ -7,13 +7,14 @@ import json
 from rich.console import Console
 
 from advisor.findings import location
-from advisor.render.json import SCHEMA_VERSION, _clean
+from advisor.plain import plain
+from advisor.render.json import SCHEMA_VERSION
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns
 
 
 def as_json(merged: dict) -> str:
-    return json.dumps(_clean({"schema_version": SCHEMA_VERSION, **merged}), indent=2)
+    return json.dumps(plain({"schema_version": SCHEMA_VERSION, **merged}), indent=2)
 
 
 def terminal(merged: dict, console: Console, top: int) -> None:

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.data import builtin_rules_dir
 from advisor.errors import AdvisorInputError
+from advisor.plain import plain
 from advisor.render.units import fmt_ns, fmt_pct
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.tables import SCOPES
@@ -220,15 +220,11 @@ def _severity(rule: Rule, savings: float, span: float) -> str:
 
 
 def _plain(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        f = float(value)
-        if math.isnan(f):
-            return None
-        return int(f) if f.is_integer() and abs(f) < 2**53 else round(f, 4)
-    if isinstance(value, np.bool_):
-        return bool(value)
+    """A table cell for messages and evidence: plain Python, integral floats as int, other
+    floats rounded to 4 decimals."""
+    value = plain(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else round(value, 4)
     return value
 
 
