@@ -80,53 +80,58 @@ def _base(p: Problem, cand) -> dict | None:
     )  # fmt: skip
 
 
+def _feasible(p: Problem) -> list[dict]:
+    """The candidates that fit on the GPU, in CANDIDATES order, as ``_base`` dicts."""
+    return [b for b in (_base(p, cand) for cand in CANDIDATES) if b is not None]
+
+
+def _cheapest(configs) -> dict:
+    """The config with the lowest ``model_ns`` (the first one on a tie)."""
+    return min(configs, key=lambda c: c["model_ns"])
+
+
+def _data_parallel_ns(b: dict) -> float:
+    """Modelled time of one tile per CTA, every K-iteration in its tile's CTA (ns)."""
+    return _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
+
+
 def data_parallel(p: Problem) -> dict:
     """Best one-tile-per-CTA config (lowest modelled time, tail included)."""
-    best = None
-    for cand in CANDIDATES:
-        b = _base(p, cand)
-        if b is None:
-            continue
-        est = _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
+
+    def modelled(b: dict) -> dict:
         waves = b["tiles"] / b["slots"]
-        b.update(model_ns=est, waves=waves, tail=1 - waves / math.ceil(waves))
-        if best is None or est < best["model_ns"]:
-            best = b
+        return dict(b, model_ns=_data_parallel_ns(b), waves=waves,
+                    tail=1 - waves / math.ceil(waves))  # fmt: skip
+
+    best = _cheapest(modelled(b) for b in _feasible(p))
     return _finish(best, "data_parallel", NUM_PROGS=best["slots"])
 
 
 def split_k(p: Problem) -> dict:
     """Tile and split count with the lowest modelled time (>= 8 K-iterations per split)."""
-    best = None
-    for cand in CANDIDATES:
-        b = _base(p, cand)
-        if b is None:
-            continue
+
+    def splits_of(b: dict):
         for splits in range(1, MAX_SPLITS + 1):
             per_split = math.ceil(b["k_iters"] / splits)
             if splits > 1 and per_split < MIN_ITERS_PER_SPLIT:
-                break
-            splits_used = math.ceil(b["k_iters"] / per_split)
+                return
+            used = math.ceil(b["k_iters"] / per_split)
             compute = _launch_ns(
-                b["tiles"] * splits_used, per_split, b["slots"], b["ctas_per_sm"], b["t_iter"]
+                b["tiles"] * used, per_split, b["slots"], b["ctas_per_sm"], b["t_iter"]
             )
             # two-pass reduction: fp32 partials written and read back, output written
-            traffic = (2 * 4 * splits_used + ELEMENT_BYTES) * p.m * p.n if splits_used > 1 else 0
-            est = compute + traffic / p.bandwidth
-            if best is None or est < best["model_ns"]:
-                best = dict(
-                    b, SPLITS=splits_used, model_ns=est, waves=b["tiles"] * splits_used / b["slots"]
-                )
+            traffic = (2 * 4 * used + ELEMENT_BYTES) * p.m * p.n if used > 1 else 0
+            yield dict(b, SPLITS=used, model_ns=compute + traffic / p.bandwidth,
+                       waves=b["tiles"] * used / b["slots"])  # fmt: skip
+
+    best = _cheapest(cfg for b in _feasible(p) for cfg in splits_of(b))
     return _finish(best, "split_k", ATOMIC=0)
 
 
 def stream_k(p: Problem) -> dict:
     """Tile with the lowest modelled Stream-K time: all iterations spread over the slots."""
-    best = None
-    for cand in CANDIDATES:
-        b = _base(p, cand)
-        if b is None:
-            continue
+
+    def modelled(b: dict) -> dict:
         total = b["tiles"] * b["k_iters"]
         progs = min(b["slots"], total)
         per_prog = math.ceil(total / progs)
@@ -135,11 +140,11 @@ def stream_k(p: Problem) -> dict:
         sk_tiles = b["tiles"] if full < 2 else b["tiles"] - (full - 1) * progs
         if b["tiles"] % progs == 0:
             sk_tiles = 0
-        fixup = sk_tiles * cand[0] * cand[1] * 4 * 2  # each shared tile: partial written, read
-        est = compute + fixup / p.bandwidth
-        if best is None or est < best["model_ns"]:
-            best = dict(b, model_ns=est, sk_tiles=sk_tiles, NUM_PROGS=progs)
-    return _finish(best, "stream_k")
+        # each shared tile: fp32 partial written and read back
+        fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
+        return dict(b, model_ns=compute + fixup / p.bandwidth, sk_tiles=sk_tiles, NUM_PROGS=progs)
+
+    return _finish(_cheapest(modelled(b) for b in _feasible(p)), "stream_k")
 
 
 def persistent(p: Problem) -> dict:
@@ -153,9 +158,8 @@ def tma_warp_specialized(p: Problem) -> dict:
     """Persistent TMA kernel: large tile, one CTA per SM, deep pipeline."""
     cand = (128, 256, 64, 8, 3, 1.0) if p.n >= 256 else (128, 128, 64, 8, 4, 0.9)
     b = _base(p, cand)
-    est = _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
     return _finish(
-        dict(b, model_ns=est),
+        dict(b, model_ns=_data_parallel_ns(b)),
         "warp_specialization",
         NUM_PROGS=p.gpu.sm_count,
         WARP_SPECIALIZE=(p.gpu.cc_major or 0) >= 9,
