@@ -54,6 +54,10 @@ WINDOW_COLUMNS = [
 ]
 
 
+# idle time the strategies address (tail, under-fill, launch overhead, sync, exposed comm)
+RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_idle_ns",
+               "exposed_comm_ns"]  # fmt: skip
+
 # the per-device tables of an Analysis, narrowed together by Analysis.select
 _DEVICE_TABLES = ("ops", "launches", "devices", "regions", "sequences", "gaps", "streams",
                   "collectives")  # fmt: skip
@@ -85,6 +89,18 @@ class Analysis:
         by = ("region", *shape) if by_region else shape
         self._tables[by_region] = kernel_groups(self.launches, by=by)
         return self._tables[by_region].copy()
+
+    def region_totals(self) -> pd.DataFrame:
+        """Per (top-level range name, device), in group order: ``instances``, the sums of
+        WINDOW_COLUMNS and ``window_ns`` over its instances, and ``recoverable_ns`` (the sum
+        of RECOVERABLE: the idle time the strategies address)."""
+        r = self.regions.assign(window_ns=self.regions["end_ns"] - self.regions["start_ns"])
+        g = r.groupby(["name", "device"], as_index=False).agg(
+            instances=("start_ns", "size"),
+            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
+        )
+        g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
+        return g
 
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""

@@ -107,17 +107,10 @@ def _comm(a: Analysis) -> list[str]:
 
 
 def _regions(a: Analysis, top: int) -> list[str]:
-    r = a.regions
-    if r.empty:
+    if a.regions.empty:
         return ["The trace has no NVTX ranges.", ""]
-    cols = ["gpu_busy_ns", "idle_ns", "tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns",
-            "sync_idle_ns", "comm_ns", "exposed_comm_ns", "overlap_ns"]  # fmt: skip
-    g = r.groupby(["name", "device"], as_index=False).agg(
-        n=("start_ns", "size"), **{c: (c, "sum") for c in cols}
-    )
-    g["worst"] = g[cols[2:6]].sum(axis=1) + g["exposed_comm_ns"]
-    g = g.sort_values("worst", ascending=False).head(top)
-    rows = [[x.name[:50], x.device, x.n, fmt_ns(x.gpu_busy_ns), fmt_ns(x.idle_ns),
+    g = a.region_totals().sort_values("recoverable_ns", ascending=False).head(top)
+    rows = [[x.name[:50], x.device, x.instances, fmt_ns(x.gpu_busy_ns), fmt_ns(x.idle_ns),
              fmt_ns(x.tail_idle_ns), fmt_ns(x.underfill_idle_ns),
              fmt_ns(x.launch_overhead_ns), fmt_ns(x.sync_idle_ns), fmt_ns(x.exposed_comm_ns),
              fmt_pct(x.overlap_ns / x.comm_ns) if x.comm_ns else "-"]

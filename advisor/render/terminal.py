@@ -12,14 +12,6 @@ from advisor.findings import location
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
-RECOVERABLE = [
-    "tail_idle_ns",
-    "underfill_idle_ns",
-    "launch_overhead_ns",
-    "sync_idle_ns",
-    "exposed_comm_ns",
-]
-
 
 def _header(a: Analysis) -> Group:
     t = a.trace
@@ -160,15 +152,9 @@ def _kernels(a: Analysis, top: int) -> Table:
 
 
 def _regions(a: Analysis, top: int) -> Table | None:
-    r = a.regions
-    if r.empty:
+    if a.regions.empty:
         return None
-    cols = ["gpu_busy_ns", "idle_ns", *RECOVERABLE, "comm_ns"]
-    g = r.groupby(["name", "device"], as_index=False).agg(
-        instances=("start_ns", "size"), **{c: (c, "sum") for c in cols}
-    )
-    g["recoverable"] = g[RECOVERABLE].sum(axis=1)
-    g = g.sort_values("recoverable", ascending=False)
+    g = a.region_totals().sort_values("recoverable_ns", ascending=False)
     tab = titled_table(
         "Top-level NVTX ranges on the GPU (worst first)",
         (
@@ -187,9 +173,7 @@ def _regions(a: Analysis, top: int) -> Table | None:
         text=["range"],
     )
     for x in g.head(top).itertuples():
-        rows = r[(r["name"] == x.name) & (r["device"] == x.device)]
-        comm = rows["comm_ns"].sum()
-        ratio = rows["overlap_ns"].sum() / comm if comm else None
+        ratio = x.overlap_ns / x.comm_ns if x.comm_ns else None
         tab.add_row(
             x.name[:40],
             str(x.device),

@@ -151,11 +151,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w["window_ns"] = w["end_ns"] - w["start_ns"]
         w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby(ops["device"]).sum())
     else:
-        r = a.regions.assign(window_ns=a.regions["end_ns"] - a.regions["start_ns"])
-        w = r.groupby(["name", "device"], as_index=False).agg(
-            instances=("start_ns", "size"),
-            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
-        )
+        w = a.region_totals().drop(columns="recoverable_ns")
         per = sync_copy.groupby([ops["region"], ops["device"]]).sum()
         idx = pd.MultiIndex.from_frame(w[["name", "device"]])
         w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
