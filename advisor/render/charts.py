@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 
 from advisor.analysis import Analysis  # noqa: E402
 from advisor.metrics import intervals as iv  # noqa: E402
+from advisor.metrics.comm import device_segments  # noqa: E402
 
 CAUSE_COLORS = {
     "startup": "#bbbbbb",
@@ -52,9 +53,10 @@ def timeline(a: Analysis, path: Path) -> Path:
         t0 = int(startup.loc[startup["gap_ns"].idxmax(), "start"])
         title += f", start-up before {(t0 - int(a.ops['start'].min())) / 1e6:.0f} ms omitted"
     edges = np.linspace(t0, t1, BINS + 1)
+    segments = device_segments(a.ops, a.ops["end"].to_numpy() > t0)
+    none = (np.array([], np.int64), np.array([], np.int64))
     for ax, device in zip(axes[:, 0], devices, strict=True):
-        ops = a.ops[(a.ops["device"] == device) & (a.ops["end"] > t0)]
-        seg = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
+        seg = segments.get(int(device), none)
         busy = iv.covered_in_windows(seg, edges[:-1], edges[1:]) / np.diff(edges)
         x = (edges[:-1] - t0) / 1e6
         ax.fill_between(x, busy, step="post", color="#1f77b4", alpha=0.85, label="GPU busy")
