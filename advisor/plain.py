@@ -25,3 +25,10 @@ def plain(value):
     if value is pd.NA or value is None:
         return None
     return value
+
+
+def plain_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its categorical columns as plain object columns (for small result tables,
+    so string operations and comparisons behave as on ordinary text)."""
+    cats = [c for c, t in df.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
+    return df.astype({c: object for c in cats}) if cats else df

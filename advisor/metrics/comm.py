@@ -17,15 +17,17 @@ from advisor.data import names_in
 from advisor.metrics import intervals as iv
 
 
+OP_CLASSES = ("comm", "compute", "memory")
+
+
 def classify_ops(ops: pd.DataFrame) -> pd.Series:
-    """Per op: 'comm', 'compute' or 'memory' (copies, memsets and copy/fill kernels such as
+    """Per op (categorical): 'comm', 'compute' or 'memory' (copies, memsets and copy/fill kernels such as
     __amd_rocclr_*, unless peer-to-peer)."""
     blit, named_comm = names_in(ops["name"], "memory_kernels", "comm_kernels")
     is_kernel = ops["kind"].isin(["kernel", "graph"]).to_numpy() & ~blit
     comm = (is_kernel & named_comm) | ops["name"].eq("memcpy PtoP").to_numpy()
-    return pd.Series(
-        np.select([comm, is_kernel], ["comm", "compute"], default="memory"), index=ops.index
-    )
+    codes = np.select([comm, is_kernel], [0, 1], default=2).astype(np.int8)
+    return pd.Series(pd.Categorical.from_codes(codes, OP_CLASSES), index=ops.index)
 
 
 def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
@@ -85,7 +87,8 @@ def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
     Only instances present on every device that runs that kernel count; with one device
     the table is empty.
     """
-    comm = ops[op_class.eq("comm") & ops["kind"].eq("kernel")][["device", "start", "end", "name"]]
+    sel = op_class.eq("comm") & ops["kind"].eq("kernel")
+    comm = ops.loc[sel, ["device", "start", "end", "name"]].astype({"name": object})
     if comm.empty or comm["device"].nunique() < 2:
         return pd.DataFrame(
             columns=["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device"]

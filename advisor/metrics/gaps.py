@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
 from advisor.metrics.intervals import reach_before
@@ -37,29 +38,68 @@ GRAPH_NODE_GAP_NS = 256
 # A gap longer than this ends a launch sequence (it is host work, not launch cost).
 SEQUENCE_BREAK_NS = 1_000_000
 
-_OP_COLUMNS = ["device", "stream", "start", "end", "correlation", "pid"]
+# gap causes, in the order they are tested (docstring above)
+CAUSES = ("startup", "synchronization", "graph_internal", "unattributed", "host_bound",
+          "launch_latency")  # fmt: skip
 
 
 def device_ops(trace: Trace) -> pd.DataFrame:
-    """All GPU operations of a trace in one table: kind, name, graph flag, sorted per device."""
+    """All GPU operations of a trace in one table, sorted by (device, start, end): device,
+    stream, start, end, correlation (float, NaN unknown), pid, kind, name (categorical),
+    graph (launched from a CUDA graph) and src (row position in its trace table)."""
     k, copies, sets, graphs = trace.kernels, trace.memcpy, trace.memset, trace.graphs
     parts = [
-        _part(k, "kernel", k["name"], k["graph_node"].notna()),
-        _part(copies, "memcpy", "memcpy " + copies["kind"].astype(str), False),
-        _part(sets, "memset", "memset", False),
-        _part(graphs, "graph", "CUDA graph " + graphs["graph_id"].astype(str), True),
+        (k, "kernel", lambda: k["name"], lambda: k["graph_node"].notna()),
+        (copies, "memcpy", lambda: "memcpy " + copies["kind"].astype(str), lambda: False),
+        (sets, "memset", lambda: "memset", lambda: False),
+        (graphs, "graph", lambda: "CUDA graph " + graphs["graph_id"].astype(str), lambda: True),
     ]
-    parts = [p for p in parts if len(p)]
-    ops = pd.concat(parts, ignore_index=True)
-    ops = ops.sort_values(["device", "start", "end"], kind="stable", ignore_index=True)
-    for col in ("start", "end", "device", "stream", "pid"):
-        ops[col] = ops[col].astype("int64")
-    return ops
+    parts = [p for p in parts if len(p[0])]
+
+    def joined(col: str, dtype) -> np.ndarray:
+        return np.concatenate([t[col].to_numpy(dtype) for t, *_ in parts])
+
+    sizes = [len(t) for t, *_ in parts]
+    device, start, end = (
+        joined("device", np.int64),
+        joined("start", np.int64),
+        joined("end", np.int64),
+    )
+    order = np.lexsort((end, start, device))  # stable: ties keep table order
+    names = union_categoricals([_categorical(name(), len(t)) for t, _, name, _ in parts])
+    kinds = pd.Categorical.from_codes(
+        np.repeat(np.arange(len(parts), dtype=np.int8), sizes), [kind for _, kind, *_ in parts]
+    )
+    return pd.DataFrame(
+        {
+            "device": device[order].astype(np.int32),
+            "stream": joined("stream", np.int64)[order].astype(np.int32),
+            "start": start[order],
+            "end": end[order],
+            "correlation": joined("correlation", np.float64)[order],
+            "pid": joined("pid", np.int64)[order],
+            "kind": kinds.take(order),
+            "name": names.take(order),
+            "graph": np.concatenate(
+                [
+                    np.broadcast_to(np.asarray(graph(), dtype=bool), (len(t),))
+                    for t, *_, graph in parts
+                ]
+            )[order],
+            "src": np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])[order],
+        }
+    )
 
 
-def _part(table: pd.DataFrame, kind: str, name, graph) -> pd.DataFrame:
-    """One kind of GPU operation in device_ops form; ``src`` is its row in ``table``."""
-    return table[_OP_COLUMNS].assign(kind=kind, name=name, graph=graph, src=table.index)
+def _categorical(values, n: int) -> pd.Categorical:
+    """``values`` (a Series, or one value for all ``n`` rows) as a Categorical whose
+    categories are plain Python objects (so categoricals from any reader combine)."""
+    if not isinstance(values, pd.Series):
+        return pd.Categorical.from_codes(
+            np.zeros(n, dtype=np.int8), pd.Index([values], dtype=object)
+        )
+    cat = values.array if isinstance(values.dtype, pd.CategoricalDtype) else pd.Categorical(values)
+    return pd.Categorical.from_codes(cat.codes, pd.Index(cat.categories, dtype=object))
 
 
 def _last_overlapping(lo, hi, starts, ends, names):
@@ -104,67 +144,80 @@ def _key(pid, correlation) -> np.ndarray:
 
 
 def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]:
-    """api_start, api_end, api_name, api_tid of each op's launch call (joined by process and
-    correlation id with a sorted search, not a table merge); NaN/None where none."""
+    """api_start, api_end, api_name (categorical), api_tid of each op's launch call (joined
+    by process and correlation id with a sorted search, not a table merge); NaN where none."""
     n = len(ops)
     out = {"api_start": np.full(n, np.nan), "api_end": np.full(n, np.nan),
-           "api_name": np.full(n, None, dtype=object), "api_tid": np.full(n, np.nan)}  # fmt: skip
-    if api.empty or n == 0:
-        return out
-    keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy(np.float64))
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
-    pos = np.searchsorted(sorted_keys, want)  # first call with that key
-    pos = np.minimum(pos, len(sorted_keys) - 1)
-    found = (sorted_keys[pos] == want) & (want >= 0)
-    rows = order[pos[found]]
-    out["api_start"][found] = api["start"].to_numpy(np.float64)[rows]
-    out["api_end"][found] = api["end"].to_numpy(np.float64)[rows]
-    out["api_name"][found] = api["name"].to_numpy(object)[rows]
-    out["api_tid"][found] = api["tid"].to_numpy(np.float64)[rows]
+           "api_tid": np.full(n, np.nan)}  # fmt: skip
+    names = _categorical(api["name"], len(api)) if len(api) else pd.Categorical([])
+    codes = np.full(n, -1, dtype=names.codes.dtype)
+    if len(api) and n:
+        keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy(np.float64))
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
+        pos = np.searchsorted(sorted_keys, want)  # first call with that key
+        pos = np.minimum(pos, len(sorted_keys) - 1)
+        found = (sorted_keys[pos] == want) & (want >= 0)
+        rows = order[pos[found]]
+        out["api_start"][found] = api["start"].to_numpy(np.float64)[rows]
+        out["api_end"][found] = api["end"].to_numpy(np.float64)[rows]
+        out["api_tid"][found] = api["tid"].to_numpy(np.float64)[rows]
+        codes[found] = names.codes[rows]
+    out["api_name"] = pd.Categorical.from_codes(codes, names.categories)
     return out
 
 
 def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and launch-call columns
-    (api_start, api_end, api_name, api_tid) to a device_ops table.
+    (api_start, api_end, api_name, api_tid) to a device_ops table (a new table sharing the
+    input's columns).
 
     ``gap_ns`` is 0 for the first operation of each device and for back-to-back work;
-    ``cause`` is None where there is no gap.
+    ``cause`` (categorical, CAUSES) is NaN where there is no gap.
     """
-    ops = ops.copy()
+    ops = ops.copy(deep=False)
     prev_reach = reach_before(ops["end"], ops["device"])
-    gap = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
-    ops["gap_ns"] = gap
+    ops["gap_ns"] = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
     ops["gap_start"] = prev_reach.fillna(ops["start"]).astype("int64")
-    ops["correlation"] = ops["correlation"].astype("float64")
     for col, values in _launch_calls(ops, api).items():
         ops[col] = values
 
-    has_gap = ops["gap_ns"] > 0
-    g = ops.loc[has_gap, ["pid", "gap_start", "start", "api_start"]].reset_index()
-    # the host still owed the launch from gap_start until the launch call began
-    g["hi"] = np.fmin(g["api_start"].to_numpy(np.float64), g["start"].to_numpy(np.float64))
+    at = np.flatnonzero(ops["gap_ns"].to_numpy() > 0)
+    gap_start = ops["gap_start"].to_numpy()[at]
+    start = ops["start"].to_numpy()[at]
+    api_end = ops["api_end"].to_numpy()[at]
+    g = pd.DataFrame(
+        {
+            "pid": ops["pid"].to_numpy()[at],
+            "gap_start": gap_start,
+            # the host still owed the launch from gap_start until the launch call began
+            "hi": np.fmin(ops["api_start"].to_numpy()[at], start.astype(np.float64)),
+        }
+    )
     startup, _ = _api_class_overlap(api, "startup_api", g)
     sync, sync_call = _api_class_overlap(api, "sync_api", g)
-    prev_corr = ops.groupby("device")["correlation"].shift(1)
-    prev_graph = ops.groupby("device")["graph"].shift(1).fillna(False).astype(bool)
-    same_graph = (ops["graph"] & prev_graph & (ops["correlation"] == prev_corr)).to_numpy()[
-        g["index"]
-    ]
-    api_end = ops["api_end"].to_numpy()[g["index"]]
-    no_api = np.isnan(api_end)
-    late = api_end > g["gap_start"].to_numpy()
+    # a gap between two nodes of one CUDA-graph launch: previous op on the same device is
+    # from the same graph launch (same correlation id)
+    device = ops["device"].to_numpy()
+    graph = ops["graph"].to_numpy(bool)
+    corr = ops["correlation"].to_numpy()
+    prev = np.maximum(at - 1, 0)
+    same_graph = (at > 0) & (device[prev] == device[at]) & graph[at] & graph[prev]
+    same_graph &= corr[at] == corr[prev]
     cause = np.select(
-        [startup, sync, same_graph, no_api, late],
-        ["startup", "synchronization", "graph_internal", "unattributed", "host_bound"],
-        default="launch_latency",
-    )
-    ops["cause"] = None
-    ops.loc[has_gap, "cause"] = cause
-    ops["sync_call"] = None  # the blocking call behind a synchronization gap
-    ops.loc[has_gap, "sync_call"] = np.where(cause == "synchronization", sync_call, None)
+        [startup, sync, same_graph, np.isnan(api_end), api_end > gap_start],
+        [0, 1, 2, 3, 4],
+        default=5,
+    )  # codes into CAUSES
+    codes = np.full(len(ops), -1, dtype=np.int8)
+    codes[at] = cause
+    ops["cause"] = pd.Categorical.from_codes(codes, CAUSES)
+    # the blocking call behind a synchronization gap
+    calls = pd.Categorical(np.where(cause == 1, sync_call, None))
+    call_codes = np.full(len(ops), -1, dtype=calls.codes.dtype)
+    call_codes[at] = calls.codes
+    ops["sync_call"] = pd.Categorical.from_codes(call_codes, calls.categories)
     return ops
 
 
@@ -208,45 +261,49 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     median op time, median gap, overhead (launch-overhead gaps inside it) and
     ``graph_saving_ns``: the estimated saving if the eager launches ran from one CUDA graph,
     sum(max(0, gap - GRAPH_NODE_GAP_NS)) over gaps not already inside a graph.
-    ``region`` is the NVTX region of the sequence's first op (when ops carry one).
+    ``region`` is the first NVTX region among the sequence's ops (when ops carry one);
+    ``top_kernel`` its most frequent op name (ties: the alphabetically first).
     """
     ops = gaps
-    boundary = (
-        ops["cause"].isin(["startup", "synchronization", "unattributed"])
-        | (ops["gap_ns"] > SEQUENCE_BREAK_NS)
-        | (ops["device"] != ops["device"].shift(1))
-    )
-    seq = boundary.cumsum()
-    inner_gap = ops["gap_ns"].where(~boundary, 0)
-    overhead = inner_gap.where(ops["cause"].isin(OVERHEAD_CAUSES), 0)
-    eager = ~ops["cause"].eq("graph_internal")
-    saving = (inner_gap - GRAPH_NODE_GAP_NS).clip(lower=0).where(eager & (inner_gap > 0), 0)
+    device = ops["device"].to_numpy()
+    gap_ns = ops["gap_ns"].to_numpy()
+    cause = ops["cause"]
+    boundary = cause.isin(["startup", "synchronization", "unattributed"]).to_numpy().copy()
+    boundary |= gap_ns > SEQUENCE_BREAK_NS
+    boundary[1:] |= device[1:] != device[:-1]
+    if len(boundary):
+        boundary[0] = True
+    seq = np.cumsum(boundary)
+    inner_gap = np.where(boundary, 0, gap_ns)
+    overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
+    eager = ~cause.eq("graph_internal").to_numpy()
+    saving = np.where(eager & (inner_gap > 0), np.maximum(inner_gap - GRAPH_NODE_GAP_NS, 0), 0)
     # one host launch per (process, correlation id); ops without one count alone
     launch_key = _key(ops["pid"], ops["correlation"])
     launch_key = np.where(launch_key < 0, -1 - np.arange(len(ops), dtype=np.int64), launch_key)
+    names = _categorical(ops["name"], len(ops))
     frame = pd.DataFrame(
         {
             "seq": seq,
-            "device": ops["device"],
-            "start": ops["start"],
-            "end": ops["end"],
-            "dur": ops["end"] - ops["start"],
-            "inner_gap": inner_gap.where(~boundary),
+            "device": device,
+            "start": ops["start"].to_numpy(),
+            "end": ops["end"].to_numpy(),
+            "dur": ops["end"].to_numpy() - ops["start"].to_numpy(),
+            "inner_gap": np.where(boundary, np.nan, gap_ns),
             "overhead": overhead,
             "saving": saving,
             "launch": launch_key,
-            "name": ops["name"],
-            "graph": ops["graph"],
-            "region": ops.get("region"),
+            "graph": ops["graph"].to_numpy(bool),
+            "name": names.codes,
+            "region": ops["region"] if "region" in ops else None,
         }
     )
-    g = frame.groupby("seq")
+    g = frame.groupby("seq", sort=True)
     out = g.agg(
         device=("device", "first"),
         start_ns=("start", "min"),
         end_ns=("end", "max"),
         ops=("start", "size"),
-        launches=("launch", "nunique"),
         median_op_ns=("dur", "median"),
         median_gap_ns=("inner_gap", "median"),
         overhead_ns=("overhead", "sum"),
@@ -254,9 +311,29 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
         graph_ops=("graph", "sum"),
         region=("region", "first"),
     )
-    counts = frame.groupby(["seq", "name"]).size().reset_index(name="n")
-    top = counts.sort_values("n", ascending=False).drop_duplicates("seq").set_index("seq")
-    out["top_kernel"] = top["name"]
+    out["launches"] = frame.drop_duplicates(["seq", "launch"]).groupby("seq").size()
+    out["top_kernel"] = _most_frequent(seq, names)
+    out = out[list(SEQUENCE_COLUMNS)]
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out = out[out["ops"] >= min_ops]
-    return out.sort_values("overhead_ns", ascending=False).reset_index(drop=True)
+    return out.sort_values("overhead_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+
+SEQUENCE_COLUMNS = ("device", "start_ns", "end_ns", "ops", "launches", "median_op_ns",
+                    "median_gap_ns", "overhead_ns", "graph_saving_ns", "graph_ops", "region",
+                    "top_kernel")  # fmt: skip
+
+
+def _most_frequent(groups: np.ndarray, names: pd.Categorical) -> np.ndarray:
+    """Per group (ascending ids) the most frequent name; ties go to the alphabetically
+    first name."""
+    rank = np.argsort(np.argsort(names.categories.astype(str), kind="stable"))
+    pairs = pd.DataFrame({"g": groups, "r": rank[names.codes]}).value_counts(sort=False)
+    g = pairs.index.get_level_values("g").to_numpy()
+    r = pairs.index.get_level_values("r").to_numpy()
+    order = np.lexsort((r, -pairs.to_numpy(), g))
+    g, r = g[order], r[order]
+    head = np.ones(len(g), dtype=bool)
+    head[1:] = g[1:] != g[:-1]
+    by_rank = np.asarray(names.categories, dtype=object)[np.argsort(rank)]
+    return by_rank[r[head]]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.occupancy import kernel_occupancy
+from advisor.plain import plain_columns
 
 GROUP_KEYS = [
     "device",
@@ -81,7 +82,7 @@ def kernel_groups(launches: pd.DataFrame, by=()) -> pd.DataFrame:
     """
     df = launches.assign(smem_per_block=launches["static_smem"] + launches["dynamic_smem"])
     keys = GROUP_KEYS + list(by)
-    g = df.groupby(keys, dropna=False, sort=False)
+    g = df.groupby(keys, dropna=False, sort=False, observed=True)
     out = g.agg(
         launches=("start", "size"),
         total_ns=("duration", "sum"),
@@ -102,4 +103,4 @@ def kernel_groups(launches: pd.DataFrame, by=()) -> pd.DataFrame:
     ).reset_index()
     out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
     out = out.sort_values(["_idle", "total_ns"], ascending=False, ignore_index=True)
-    return out.drop(columns="_idle")
+    return plain_columns(out.drop(columns="_idle"))

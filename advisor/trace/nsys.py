@@ -9,13 +9,16 @@ with plain sqlite3 as the fallback.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import sqlite_utils
 
 from advisor.data import names_in
@@ -59,6 +62,13 @@ SYNC_KINDS = {
 NVTX_RANGE_TYPES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 NVTX_DOMAIN_CREATE = 75
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
+# Large tables are read in this many concurrent rowid slices (at most one per core);
+# many-trace workers set it to 1, since they already use every core.
+READ_THREADS = 4
+SLICE_MIN_ROWS = 200_000
+# Arrow buffers come from the C allocator, so memory freed after conversion is reused by
+# numpy (Arrow's default mimalloc pool keeps it to itself: ~200 MB more peak at 1M kernels).
+_POOL = pa.system_memory_pool()
 
 
 def looks_like_sqlite(path: Path) -> bool:
@@ -85,6 +95,7 @@ class _Reader:
             import adbc_driver_sqlite.dbapi as adbc
 
             self._adbc = adbc.connect(_ro_uri(path))
+            self._connect = lambda: adbc.connect(_ro_uri(path))
         except Exception:  # driver missing or cannot open: sqlite3 fallback
             self._adbc = None
 
@@ -116,38 +127,74 @@ class _Reader:
         return [int(i) for i in table.index[hit]]
 
     def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
-        """StringIds values for an id column as an object Series: each distinct string is
-        looked up (and ``strip`` removed from it) once, rows share the string objects."""
+        """StringIds values for an id column as a categorical Series (``strip`` removed from
+        each value; ``missing`` where the id is NULL or unknown, NaN when ``missing`` is
+        None). Each distinct id is looked up once; rows hold small integer codes."""
         strings = self._string_table()
         codes, uniq = pd.factorize(pd.to_numeric(ids, errors="coerce"), use_na_sentinel=True)
         values = strings.reindex(uniq).to_numpy(object)
         if strip is not None:
             values = np.array([strip.sub("", v) if isinstance(v, str) else v for v in values],
                               dtype=object)  # fmt: skip
-        values = np.where(pd.isna(values), missing, values).astype(object)
-        out = np.append(values, np.array([missing], dtype=object))[codes]  # -1 -> missing
-        return pd.Series(out, index=ids.index, dtype=object)
+        values = np.append(values, np.array([missing], dtype=object))  # code -1 -> missing
+        values = np.where(pd.isna(values), missing, values)
+        # several ids may hold one text (version suffixes stripped): one category per text
+        text_codes, texts = pd.factorize(values, use_na_sentinel=True)
+        row_codes = text_codes[codes]  # codes == -1 picks the appended ``missing``
+        cat = pd.Categorical.from_codes(row_codes, categories=pd.Index(texts, dtype=object))
+        return pd.Series(cat, index=ids.index)
 
     def frame(self, sql: str) -> pd.DataFrame:
         """Run one query into a DataFrame (ADBC/Arrow when possible)."""
-        if self._adbc is not None:
-            try:
-                with closing(self._adbc.cursor()) as cur:
-                    cur.execute(sql)
-                    # columns are released as they convert: no second copy of the table
-                    table = cur.fetch_arrow_table()
-                    return table.to_pandas(self_destruct=True, split_blocks=True)
-            except Exception:  # type inference over mixed SQLite types: fall back
-                pass
+        table = self._arrow(self._adbc, sql) if self._adbc is not None else None
+        if table is not None:
+            # columns are released as they convert: no second copy of the table
+            return table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
         cur = self.conn.execute(sql)
         names = [d[0] for d in cur.description]
         return pd.DataFrame.from_records(cur.fetchall(), columns=names)
+
+    @staticmethod
+    def _arrow(conn, sql: str) -> pa.Table | None:
+        """One query into an Arrow table; None when the driver cannot type the result."""
+        try:
+            with closing(conn.cursor()) as cur:
+                cur.execute(sql)
+                return cur.fetch_arrow_table()
+        except Exception:  # type inference over mixed SQLite types: fall back
+            return None
+
+    def scan(self, table: str, select: str, where: str = "") -> pd.DataFrame:
+        """``SELECT select FROM table t [WHERE where]`` in rowid slices read concurrently
+        (one ADBC connection per slice: SQLite decodes rows on several cores), in rowid
+        order. Small tables, or no ADBC driver: one plain ``frame`` query."""
+        sql = f"SELECT {select} FROM {table} t"
+        lo, hi = self.conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
+        threads = min(READ_THREADS, os.cpu_count() or 1)
+        if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
+            return self.frame(f"{sql} WHERE {where}" if where else sql)
+        edges = np.linspace(lo, hi + 1, threads + 1).astype(np.int64)
+        cond = f"({where}) AND " if where else ""
+        queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
+                   for a, b in zip(edges[:-1], edges[1:])]  # fmt: skip
+
+        def read(query: str) -> pa.Table | None:
+            with closing(self._connect()) as conn:
+                return self._arrow(conn, query)
+
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(read, queries))
+        if any(p is None for p in parts):
+            return self.frame(f"{sql} WHERE {where}" if where else sql)
+        joined = pa.concat_tables(parts, promote_options="permissive", memory_pool=_POOL)
+        del parts
+        return joined.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
 
 
 def _pid(global_id: pd.Series) -> pd.Series:
     """Process id packed in an nsys globalTid/globalPid: (id >> 24) & 0xFFFFFF."""
     ids = pd.to_numeric(global_id, errors="coerce").fillna(0).astype("int64").to_numpy()
-    return pd.Series((ids >> 24) & 0xFFFFFF, index=global_id.index)
+    return pd.Series(((ids >> 24) & 0xFFFFFF).astype(np.int32), index=global_id.index)
 
 
 def _producer(r: _Reader) -> tuple[str, str]:
@@ -161,10 +208,30 @@ def _producer(r: _Reader) -> tuple[str, str]:
     return "unknown", "unknown"
 
 
+# Kernel columns stored as int32 (launch dimensions, resources, ids that fit 32 bits):
+# half the memory of int64 on million-launch traces. Products of them (grid blocks,
+# threads, registers per block) are computed in int64 by the metrics.
+_INT32 = ("device", "stream", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+          "registers", "static_smem", "dynamic_smem", "pid")  # fmt: skip
+_FLOAT32 = ("smem_executed", "cluster_x", "cluster_y", "cluster_z")
+
+
+def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
+    """Store the listed columns as int32/float32 in place (values that do not fit stay
+    int64/float64, so nothing is truncated)."""
+    for col in int32:
+        if col in df and df[col].dtype.kind in "iu" and len(df):
+            lo, hi = df[col].min(), df[col].max()
+            if lo >= np.iinfo(np.int32).min and hi <= np.iinfo(np.int32).max:
+                df[col] = df[col].astype("int32")
+    for col in float32:
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float32")
+
+
 def _read_kernels(r: _Reader) -> pd.DataFrame:
     c = lambda col, alias: r.col(KERNEL, col, alias)  # noqa: E731
-    sql = f"""
-        SELECT t.deviceId AS device, t.streamId AS stream, t.start AS start, t.end AS end,
+    select = f"""t.deviceId AS device, t.streamId AS stream, t.start AS start, t.end AS end,
                t.shortName AS name_id, t.demangledName AS demangled_id,
                t.gridX AS grid_x, t.gridY AS grid_y, t.gridZ AS grid_z,
                t.blockX AS block_x, t.blockY AS block_y, t.blockZ AS block_z,
@@ -174,16 +241,15 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
                {c("clusterX", "cluster_x")}, {c("clusterY", "cluster_y")},
                {c("clusterZ", "cluster_z")},
                {c("correlationId", "correlation")}, {c("globalPid", "global_pid")},
-               {c("graphNodeId", "graph_node")}
-        FROM {KERNEL} t
-    """
-    k = r.frame(sql)
+               {c("graphNodeId", "graph_node")}"""
+    k = r.scan(KERNEL, select)
     k["pid"] = _pid(k.pop("global_pid"))
-    for col in ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "graph_node"):
-        k[col] = pd.to_numeric(k[col], errors="coerce").astype("float64")
-    k["name"] = r.strings(k.pop("name_id"), "<unknown>")
-    k["demangled"] = r.strings(k.pop("demangled_id"), None)
-    k["demangled"] = k["demangled"].where(k["demangled"].notna(), k["name"])
+    k["graph_node"] = pd.to_numeric(k["graph_node"], errors="coerce").astype("float64")
+    _narrow(k, _INT32, _FLOAT32)
+    name_id = k.pop("name_id")
+    k["name"] = r.strings(name_id, "<unknown>")
+    # a kernel without a demangled name is known by its short name
+    k["demangled"] = r.strings(k.pop("demangled_id").fillna(name_id), "<unknown>")
     return k
 
 
@@ -192,11 +258,12 @@ def _read_api(r: _Reader) -> pd.DataFrame:
         return pd.DataFrame(columns=["start", "end", "name", "tid", "pid", "correlation"])
     # only the calls the metrics use: launches, blocking calls, start-up calls
     wanted = r.string_ids(("launch_api", "sync_api", "startup_api"), strip=_VERSION_SUFFIX)
-    where = f"WHERE t.nameId IN ({','.join(map(str, wanted))})" if wanted else "WHERE 0"
-    api = r.frame(
-        f"""SELECT t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
-                   t.correlationId AS correlation
-            FROM {RUNTIME} t {where}"""
+    where = f"t.nameId IN ({','.join(map(str, wanted))})" if wanted else "0"
+    api = r.scan(
+        RUNTIME,
+        """t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
+           t.correlationId AS correlation""",
+        where,
     )
     api["name"] = r.strings(api.pop("name_id"), "", strip=_VERSION_SUFFIX)
     api["pid"] = _pid(api["tid"])
