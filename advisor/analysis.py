@@ -16,9 +16,9 @@ import pandas as pd
 
 from advisor.metrics import intervals as iv
 from advisor.metrics.comm import (
+    class_segments,
     classify_ops,
     collective_skew,
-    device_segments,
     same_stream_comm,
     window_comm,
 )
@@ -142,12 +142,14 @@ class Analysis:
         return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
 
 
-def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def window_metrics(
+    ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], segments: dict
+) -> pd.DataFrame:
     """Fill WINDOW_COLUMNS for windows (device, start_ns, end_ns + ``keys``).
 
-    Busy/idle/comm come from all of the device's work clipped to the window; tail idle,
-    gaps and comm waits from the window's own ops (those whose keys match), and a gap counts
-    only when it opens inside the window.
+    Busy/idle/comm come from all of the device's work clipped to the window (``segments``:
+    comm.class_segments of ``ops``); tail idle, gaps and comm waits from the window's own
+    ops (those whose keys match), and a gap counts only when it opens inside the window.
     """
     out = windows.copy()
     if out.empty:
@@ -156,37 +158,41 @@ def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) ->
         out["overlap_ratio"] = pd.Series(dtype="float64")
         return out
     busy = np.zeros(len(out), dtype=np.int64)
-    segments = device_segments(ops, np.ones(len(ops), dtype=bool))
     empty = (np.array([], np.int64), np.array([], np.int64))
     for device, rows in out.groupby("device").indices.items():
-        seg = segments.get(int(device), empty)
+        seg = segments["busy"].get(int(device), empty)
         busy[rows] = iv.covered_in_windows(
             seg, out["start_ns"].to_numpy()[rows], out["end_ns"].to_numpy()[rows]
         )
     out["gpu_busy_ns"] = busy
     out["idle_ns"] = (out["end_ns"] - out["start_ns"]) - busy
 
-    win = out[keys + ["start_ns"]].rename(columns={"start_ns": "_win_start"})
-    win_start = ops[keys].merge(win, on=keys, how="left")["_win_start"].to_numpy()
-    gap = ops["gap_ns"].where(ops["gap_start"].to_numpy() >= win_start, 0)
-    sums = pd.DataFrame(
-        {
-            "tail_idle_ns": ops["tail_idle_ns"],
-            "underfill_idle_ns": ops["underfill_idle_ns"],
-            "launch_overhead_ns": gap.where(ops["cause"].isin(OVERHEAD_CAUSES), 0),
-            "sync_idle_ns": gap.where(ops["cause"].eq("synchronization"), 0),
-            "sync_gaps": ((gap > 0) & ops["cause"].eq("synchronization")).astype(int),
-            "startup_idle_ns": gap.where(ops["cause"].eq("startup"), 0),
-            "unattributed_idle_ns": gap.where(ops["cause"].eq("unattributed"), 0),
-            "comm_wait_ns": ops["wait_ns"],
-            "same_stream_comm_ns": (ops["end"] - ops["start"]).where(ops["same_stream_comm"], 0),
-        }
-    ).astype("float64")
-    totals = pd.concat([ops[keys], sums], axis=1).groupby(keys).sum().reset_index()
-    merged = out[keys].merge(totals, on=keys, how="left").fillna(0)
-    for col in sums.columns:
-        out[col] = merged[col].to_numpy()
-    comm = window_comm(ops, ops["op_class"], out)
+    # each op's window (row position in ``out``; -1 for none) through its key group
+    group = ops.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    first = np.unique(group, return_index=True)[1]
+    group_keys = ops[keys].iloc[first].reset_index(drop=True)
+    pos = group_keys.merge(out[keys].assign(_row=np.arange(len(out))), on=keys, how="left")
+    window = pos["_row"].fillna(-1).to_numpy(np.int64)[group]
+    inside = window >= 0
+    win_start = out["start_ns"].to_numpy()[np.maximum(window, 0)]
+    gap = np.where(inside & (ops["gap_start"].to_numpy() >= win_start), ops["gap_ns"], 0)
+    cause = ops["cause"]
+    sync = cause.eq("synchronization").to_numpy()
+    dur = ops["end"].to_numpy() - ops["start"].to_numpy()
+    sums = {
+        "tail_idle_ns": ops["tail_idle_ns"].to_numpy(),
+        "underfill_idle_ns": ops["underfill_idle_ns"].to_numpy(),
+        "launch_overhead_ns": np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), gap, 0),
+        "sync_idle_ns": np.where(sync, gap, 0),
+        "sync_gaps": (gap > 0) & sync,
+        "startup_idle_ns": np.where(cause.eq("startup").to_numpy(), gap, 0),
+        "unattributed_idle_ns": np.where(cause.eq("unattributed").to_numpy(), gap, 0),
+        "comm_wait_ns": ops["wait_ns"].to_numpy(),
+        "same_stream_comm_ns": np.where(ops["same_stream_comm"].to_numpy(bool), dur, 0),
+    }
+    for col, values in sums.items():
+        out[col] = np.bincount(window[inside], np.asarray(values, np.float64)[inside], len(out))
+    comm = window_comm(segments, out)
     for col in comm.columns:
         out[col] = comm[col].to_numpy()
     return out
@@ -195,44 +201,69 @@ def window_metrics(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) ->
 def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options."""
     ops = attribute_gaps(device_ops(trace), trace.api)
-    ops["op_class"] = classify_ops(ops)
-    ops["same_stream_comm"] = same_stream_comm(ops, ops["op_class"])
-    skew = collective_skew(ops, ops["op_class"])
-    ops["wait_ns"] = 0.0
-    ops["last_device"] = np.nan
+    op_class = classify_ops(ops)
+    ops["op_class"] = op_class
+    ops["same_stream_comm"] = same_stream_comm(ops, op_class)
+    skew = collective_skew(ops, op_class)
+    wait = np.zeros(len(ops))
+    last_device = np.full(len(ops), np.nan)
     if len(skew):
-        key = ops.set_index(["device", "start", "name"]).index
+        rows = np.flatnonzero(op_class.eq("comm").to_numpy())  # only comm ops can match
+        key = pd.MultiIndex.from_arrays(
+            [
+                ops["device"].to_numpy()[rows],
+                ops["start"].to_numpy()[rows],
+                ops["name"].to_numpy(object)[rows],
+            ]  # fmt: skip
+        )
         matched = skew.set_index(["device", "start", "name"]).reindex(key)
-        ops["wait_ns"] = matched["wait_ns"].fillna(0).to_numpy()
-        ops["last_device"] = matched["last_device"].to_numpy(dtype="float64")
+        wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
+        last_device[rows] = matched["last_device"].to_numpy(dtype="float64")
+    ops["wait_ns"] = wait
+    ops["last_device"] = last_device
 
     ranges = top_level_ranges(trace.nvtx)
-    ops["range_id"] = assign_ops(ops, ranges)
-    names = ranges.set_index("range_id")["text"] if len(ranges) else pd.Series(dtype=str)
-    ops["region"] = ops["range_id"].map(names)
+    range_id = assign_ops(ops, ranges).to_numpy()
+    ops["range_id"] = range_id
+    # region: the range's text, categorical (ranges.range_id are their row positions)
+    texts = pd.Categorical(ranges["text"].astype(object)) if len(ranges) else pd.Categorical([])
+    region_codes = np.where(
+        range_id >= 0, texts.codes[np.maximum(range_id, 0)] if len(ranges) else -1, -1
+    )
+    ops["region"] = pd.Categorical.from_codes(region_codes, texts.categories)
 
     kernels = trace.kernels
-    waves = launch_waves(kernels, trace.gpus) if len(kernels) else pd.DataFrame()
-    is_kernel = ops["kind"].eq("kernel")
-    ops["tail_idle_ns"] = 0.0
-    ops["underfill_idle_ns"] = 0.0
+    is_kernel = ops["kind"].eq("kernel").to_numpy()
+    src = ops["src"].to_numpy()[is_kernel]  # row position in trace.kernels
+    tail = np.zeros(len(ops))
+    underfill = np.zeros(len(ops))
     launches = pd.DataFrame()
     if len(kernels):
-        src = ops.loc[is_kernel, "src"].to_numpy()
-        ops.loc[is_kernel, "tail_idle_ns"] = waves["tail_idle_ns"].to_numpy()[src]
-        ops.loc[is_kernel, "underfill_idle_ns"] = waves["underfill_idle_ns"].to_numpy()[src]
-        launches = pd.concat([kernels, waves], axis=1)
-        launches["range_id"] = -1
-        launches.loc[src, "range_id"] = ops.loc[is_kernel, "range_id"].to_numpy()
-        launches["region"] = launches["range_id"].map(names)
-        for col in ("api_start", "api_tid"):
-            launches[col] = np.nan
-            launches.loc[src, col] = ops.loc[is_kernel, col].to_numpy(dtype="float64")
-        launches = pd.concat([launches, shape_columns(launches, trace.nvtx, shapes)], axis=1)
+        waves = launch_waves(kernels, trace.gpus)
+        tail[is_kernel] = waves["tail_idle_ns"].to_numpy()[src]
+        underfill[is_kernel] = waves["underfill_idle_ns"].to_numpy()[src]
+        launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
+        for col in waves.columns:
+            launches[col] = waves[col].to_numpy()
+        per_launch = {"range_id": range_id, "region": region_codes, "api_start": ops["api_start"],
+                      "api_tid": ops["api_tid"]}  # fmt: skip
+        for col, values in per_launch.items():
+            fill = -1 if col in ("range_id", "region") else np.nan
+            column = np.full(len(kernels), fill, dtype=np.asarray(values).dtype)
+            column[src] = np.asarray(values)[is_kernel]
+            launches[col] = column
+        launches["region"] = pd.Categorical.from_codes(
+            launches["region"].to_numpy(), texts.categories
+        )
+        for col, values in shape_columns(launches, trace.nvtx, shapes).items():
+            launches[col] = values.to_numpy()
+    ops["tail_idle_ns"] = tail
+    ops["underfill_idle_ns"] = underfill
 
+    segments = class_segments(ops, op_class)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
-    devices = window_metrics(ops, dev.reset_index(), ["device"])
-    regions = window_metrics(ops, region_windows(ops, ranges), ["range_id", "device"])
+    devices = window_metrics(ops, dev.reset_index(), ["device"], segments)
+    regions = window_metrics(ops, region_windows(ops, ranges), ["range_id", "device"], segments)
     return Analysis(
         trace=trace,
         ops=ops,

@@ -30,7 +30,10 @@ def _matches(values: pd.Series, patterns: list[re.Pattern[str]]) -> list[np.ndar
     """One boolean array per pattern: which values it finds a match in. The values are
     factorized once and each regex runs once per distinct value (traces repeat a few names
     millions of times)."""
-    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    if isinstance(values.dtype, pd.CategoricalDtype):  # already factorized
+        codes, uniques = values.cat.codes.to_numpy(), values.cat.categories
+    else:
+        codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
     out = []
     for rx in patterns:
         hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)

@@ -16,13 +16,12 @@ import pandas as pd
 from advisor.data import names_in
 from advisor.metrics import intervals as iv
 
-
 OP_CLASSES = ("comm", "compute", "memory")
 
 
 def classify_ops(ops: pd.DataFrame) -> pd.Series:
-    """Per op (categorical): 'comm', 'compute' or 'memory' (copies, memsets and copy/fill kernels such as
-    __amd_rocclr_*, unless peer-to-peer)."""
+    """Per op (categorical): 'comm', 'compute' or 'memory' (copies, memsets and copy/fill
+    kernels such as __amd_rocclr_*, unless peer-to-peer)."""
     blit, named_comm = names_in(ops["name"], "memory_kernels", "comm_kernels")
     is_kernel = ops["kind"].isin(["kernel", "graph"]).to_numpy() & ~blit
     comm = (is_kernel & named_comm) | ops["name"].eq("memcpy PtoP").to_numpy()
@@ -40,29 +39,35 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
     return {int(d): iv.union(start[dev == d], end[dev == d]) for d in np.unique(dev)}
 
 
-def window_comm(ops: pd.DataFrame, op_class: pd.Series, windows: pd.DataFrame) -> pd.DataFrame:
+def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int, iv.Segments]]:
+    """Merged busy segments per device of all work ('busy'), of comm and of compute ops."""
+    return {
+        "busy": device_segments(ops, np.ones(len(ops), dtype=bool)),
+        "comm": device_segments(ops, op_class.eq("comm")),
+        "compute": device_segments(ops, op_class.eq("compute")),
+    }
+
+
+def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFrame) -> pd.DataFrame:
     """comm_ns, compute_ns, overlap_ns, exposed_comm_ns, overlap_ratio per window row.
 
-    ``windows`` has device, start_ns, end_ns; intervals are clipped to each window.
+    ``windows`` has device, start_ns, end_ns; ``segments`` comes from class_segments;
+    intervals are clipped to each window.
     """
     empty = (np.array([], np.int64), np.array([], np.int64))
-    comm = device_segments(ops, op_class.eq("comm"))
-    comp = device_segments(ops, op_class.eq("compute"))
-    out = pd.DataFrame(index=windows.index)
-    for col in ("comm_ns", "compute_ns", "overlap_ns"):
-        out[col] = 0
-    for device, rows in windows.groupby("device").groups.items():
-        w = windows.loc[rows]
-        c = comm.get(int(device), empty)
-        k = comp.get(int(device), empty)
+    n = len(windows)
+    c_ns, k_ns, both_ns = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    lo_all, hi_all = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    for device, rows in windows.groupby("device").indices.items():
+        c = segments["comm"].get(int(device), empty)
+        k = segments["compute"].get(int(device), empty)
         both = iv.union(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]]))
-        lo, hi = w["start_ns"].to_numpy(), w["end_ns"].to_numpy()
-        c_ns = iv.covered_in_windows(c, lo, hi)
-        k_ns = iv.covered_in_windows(k, lo, hi)
-        both_ns = iv.covered_in_windows(both, lo, hi)
-        out.loc[rows, "comm_ns"] = c_ns
-        out.loc[rows, "compute_ns"] = k_ns
-        out.loc[rows, "overlap_ns"] = c_ns + k_ns - both_ns
+        lo, hi = lo_all[rows], hi_all[rows]
+        c_ns[rows] = iv.covered_in_windows(c, lo, hi)
+        k_ns[rows] = iv.covered_in_windows(k, lo, hi)
+        both_ns[rows] = iv.covered_in_windows(both, lo, hi)
+    out = pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": c_ns + k_ns - both_ns},
+                       index=windows.index)  # fmt: skip
     out["exposed_comm_ns"] = out["comm_ns"] - out["overlap_ns"]
     out["overlap_ratio"] = (out["overlap_ns"] / out["comm_ns"]).where(out["comm_ns"] > 0)
     return out

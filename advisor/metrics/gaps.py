@@ -27,6 +27,7 @@ from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
 from advisor.metrics.intervals import reach_before
+from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
 OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
@@ -223,10 +224,13 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
 
 def gap_breakdown(gaps: pd.DataFrame) -> pd.DataFrame:
     """Per (device, cause): gap count, total, median and max gap (ns)."""
-    g = gaps[gaps["gap_ns"] > 0]
-    out = g.groupby(["device", "cause"])["gap_ns"].agg(["count", "sum", "median", "max"])
+    g = gaps.loc[gaps["gap_ns"].to_numpy() > 0, ["device", "cause", "gap_ns"]]
+    out = g.groupby(["device", "cause"], observed=True)["gap_ns"].agg(
+        ["count", "sum", "median", "max"]
+    )
     out = out.rename(columns={"sum": "total_ns", "median": "median_ns", "max": "max_ns"})
-    return out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
+    out = out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
+    return plain_columns(out)
 
 
 def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
@@ -237,7 +241,9 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             columns=["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
         )
-    ops = ops.sort_values(["device", "stream", "start"], kind="stable")
+    ops = ops[["device", "stream", "start", "end"]].sort_values(
+        ["device", "stream", "start"], kind="stable"
+    )
     keys = [ops["device"], ops["stream"]]
     prev = reach_before(ops["end"], keys)
     stream_gap = (ops["start"] - prev).clip(lower=0).fillna(0)
@@ -316,7 +322,8 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     out = out[list(SEQUENCE_COLUMNS)]
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out = out[out["ops"] >= min_ops]
-    return out.sort_values("overhead_ns", ascending=False, kind="stable").reset_index(drop=True)
+    out = out.sort_values("overhead_ns", ascending=False, kind="stable")
+    return plain_columns(out.reset_index(drop=True))
 
 
 SEQUENCE_COLUMNS = ("device", "start_ns", "end_ns", "ops", "launches", "median_op_ns",

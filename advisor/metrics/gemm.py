@@ -161,10 +161,10 @@ def shape_columns(
     source = np.where(out["m"].notna(), "nvtx", None).astype(object)
     for opt in options:
         hit = text_matches(launches["name"], opt.pattern) | text_matches(
-            launches["region"].fillna(""), opt.pattern
+            launches["region"], opt.pattern
         )
         hit = hit.to_numpy() & out["m"].isna().to_numpy() & ~comm
         out.loc[hit, ["batch", "m", "n", "k"]] = (1, opt.m, opt.n, opt.k)
         source[hit] = "--shape"
-    out["shape_source"] = source
+    out["shape_source"] = pd.Categorical(source, categories=["nvtx", "--shape"])
     return out

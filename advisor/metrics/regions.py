@@ -80,7 +80,8 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
 def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window),
     host_start_ns, host_end_ns, ops, launches (host launch calls), pid."""
-    sel = ops[ops["range_id"] >= 0]
+    cols = ["range_id", "device", "start", "end", "correlation"]
+    sel = ops.loc[ops["range_id"].to_numpy() >= 0, cols]
     if sel.empty:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
     w = sel.groupby(["range_id", "device"]).agg(

@@ -144,7 +144,9 @@ def _kernels(a: Analysis) -> pd.DataFrame:
 def _regions(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     synced = ops["cause"].eq("synchronization")  # match text only on the few sync gaps
-    copy_call = ops.loc[synced, "sync_call"].fillna("").str.contains("Memcpy", regex=False)
+    copy_call = (
+        ops.loc[synced, "sync_call"].astype(object).fillna("").str.contains("Memcpy", regex=False)
+    )
     sync_copy = ops["gap_ns"].where(copy_call.reindex(ops.index, fill_value=False), 0)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
@@ -152,7 +154,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby(ops["device"]).sum())
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
-        per = sync_copy.groupby([ops["region"], ops["device"]]).sum()
+        per = sync_copy.groupby([ops["region"], ops["device"]], observed=True).sum()
         idx = pd.MultiIndex.from_frame(w[["name", "device"]])
         w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
     w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
@@ -161,7 +163,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
     waiting = ops[ops["wait_ns"] > 0]
     last = (
-        waiting.assign(region=waiting["region"].fillna(""))
+        waiting.assign(region=waiting["region"].astype(object).fillna(""))
         .groupby(["region", "device"])["last_device"]
         .agg(lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan)
     )

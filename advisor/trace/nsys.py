@@ -176,7 +176,7 @@ class _Reader:
         edges = np.linspace(lo, hi + 1, threads + 1).astype(np.int64)
         cond = f"({where}) AND " if where else ""
         queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
-                   for a, b in zip(edges[:-1], edges[1:])]  # fmt: skip
+                   for a, b in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
 
         def read(query: str) -> pa.Table | None:
             with closing(self._connect()) as conn:

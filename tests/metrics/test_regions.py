@@ -11,7 +11,7 @@ def test_top_level_ranges_drop_nested():
 
 def test_ops_projected_to_the_range_open_at_launch():
     a = analyze(hand_trace())
-    assert a.ops["region"].fillna("-").tolist() == [
+    assert a.ops["region"].astype(object).fillna("-").tolist() == [
         "-",  # k1: no launch call known
         "outer",  # launched at 200
         "outer",  # launched at 2600
