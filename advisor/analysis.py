@@ -30,9 +30,9 @@ from advisor.metrics.gaps import (
     launch_sequences,
     stream_summary,
 )
-from advisor.metrics.gemm import ShapeOption, shape_columns
+from advisor.metrics.gemm import ShapeOption, launch_shapes
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
-from advisor.metrics.waves import kernel_groups, launch_waves
+from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
 
 WINDOW_COLUMNS = [
@@ -69,26 +69,32 @@ class Analysis:
 
     trace: Trace
     ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id
-    launches: pd.DataFrame  # kernel launches with wave columns and range_id
+    launches: pd.DataFrame  # kernel launches: config and shape ids, idle, range_id, region
     devices: pd.DataFrame  # one window per device: first..last op
     regions: pd.DataFrame  # one window per (top-level NVTX range, device)
     sequences: pd.DataFrame  # launch sequences (gaps.launch_sequences)
     gaps: pd.DataFrame  # gap breakdown per (device, cause)
     streams: pd.DataFrame  # per (device, stream): ops, busy, own gaps
     collectives: pd.DataFrame  # comm ops matched across devices
+    configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # waves.wave_configs
+    shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
     _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
-        """Kernel groups of the current selection (optionally split per region name)."""
+        """Kernel groups of the current selection (optionally split per region name), with
+        the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown)."""
         if by_region in self._tables:
             return self._tables[by_region].copy()
         if self.launches.empty:
             return self.launches
-        shape = ("batch", "m", "n", "k", "shape_source")
-        by = ("region", *shape) if by_region else shape
-        self._tables[by_region] = kernel_groups(self.launches, by=by)
-        return self._tables[by_region].copy()
+        by = ("region", "shape") if by_region else ("shape",)
+        groups = kernel_groups(self.launches, self.configs, by=by)
+        at = groups.columns.get_loc("shape")
+        shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
+        groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
+        self._tables[by_region] = groups
+        return groups.copy()
 
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device), in group order: ``instances``, the sums of
@@ -237,26 +243,33 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     src = ops["src"].to_numpy()[is_kernel]  # row position in trace.kernels
     tail = np.zeros(len(ops))
     underfill = np.zeros(len(ops))
-    launches = pd.DataFrame()
+    launches, configs, shape_table = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     if len(kernels):
-        waves = launch_waves(kernels, trace.gpus)
-        tail[is_kernel] = waves["tail_idle_ns"].to_numpy()[src]
-        underfill[is_kernel] = waves["underfill_idle_ns"].to_numpy()[src]
-        launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
-        for col in waves.columns:
-            launches[col] = waves[col].to_numpy()
-        per_launch = {"range_id": range_id, "region": region_codes, "api_start": ops["api_start"],
-                      "api_tid": ops["api_tid"]}  # fmt: skip
-        for col, values in per_launch.items():
-            fill = -1 if col in ("range_id", "region") else np.nan
+        config, configs = wave_configs(kernels, trace.gpus)
+        idle = launch_idle(kernels, config, configs)
+        tail[is_kernel] = idle["tail_idle_ns"][src]
+        underfill[is_kernel] = idle["underfill_idle_ns"][src]
+
+        def per_launch(values, fill) -> np.ndarray:
             column = np.full(len(kernels), fill, dtype=np.asarray(values).dtype)
             column[src] = np.asarray(values)[is_kernel]
-            launches[col] = column
+            return column
+
+        launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
+        launches["config"] = config
+        for col, values in idle.items():
+            launches[col] = values
+        launches["range_id"] = per_launch(range_id, -1)
         launches["region"] = pd.Categorical.from_codes(
-            launches["region"].to_numpy(), texts.categories
+            per_launch(region_codes, -1), texts.categories
         )
-        for col, values in shape_columns(launches, trace.nvtx, shapes).items():
-            launches[col] = values.to_numpy()
+        launch_calls = launches[["name", "region"]].assign(
+            comm=configs["comm"].to_numpy(bool)[config],
+            api_tid=per_launch(ops["api_tid"].to_numpy(), np.nan),
+            api_start=per_launch(ops["api_start"].to_numpy(), np.nan),
+        )
+        launches["shape"], shape_table = launch_shapes(launch_calls, trace.nvtx, shapes)
+        del launch_calls
     ops["tail_idle_ns"] = tail
     ops["underfill_idle_ns"] = underfill
 
@@ -268,6 +281,8 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         trace=trace,
         ops=ops,
         launches=launches,
+        configs=configs,
+        shapes=shape_table,
         devices=devices,
         regions=regions,
         sequences=launch_sequences(ops),

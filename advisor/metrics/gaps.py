@@ -301,7 +301,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
             "launch": launch_key,
             "graph": ops["graph"].to_numpy(bool),
             "name": names.codes,
-            "region": ops["region"] if "region" in ops else None,
+            "region": ops.get("region"),
         }
     )
     g = frame.groupby("seq", sort=True)

@@ -99,17 +99,16 @@ def nvtx_shapes(nvtx: pd.DataFrame) -> pd.DataFrame:
     return out[cols].sort_values(["tid", "start"], ignore_index=True)
 
 
-def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
-    """Per launch (api_tid, api_start columns): batch, m, n, k from the innermost mm-like
-    range open at launch on the same thread (the last one to start before it, if it is
-    still open), else NaN."""
-    out = pd.DataFrame(np.nan, index=launches.index, columns=["batch", "m", "n", "k"])
+SHAPE_COLUMNS = ["batch", "m", "n", "k", "shape_source"]
+
+
+def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> np.ndarray:
+    """Per launch (api_tid, api_start columns): the row in ``shapes`` (nvtx_shapes) of the
+    innermost mm-like range open at launch on the same thread (the last one to start
+    before it, if it is still open), else -1."""
     if shapes.empty or "api_tid" not in launches:
-        return out
-    pos = open_range_at(launches["api_tid"].to_numpy(), launches["api_start"].to_numpy(), shapes)
-    found = pos >= 0
-    out.iloc[np.flatnonzero(found)] = shapes[["batch", "m", "n", "k"]].to_numpy(float)[pos[found]]
-    return out
+        return np.full(len(launches), -1, dtype=np.int64)
+    return open_range_at(launches["api_tid"].to_numpy(), launches["api_start"].to_numpy(), shapes)
 
 
 def tile_from_name(names: pd.Series) -> pd.DataFrame:
@@ -147,24 +146,34 @@ def tile_from_grid(m, n, grid_x, grid_y) -> tuple[np.ndarray, np.ndarray]:
     return outs[0], outs[1]
 
 
-def shape_columns(
+def launch_shapes(
     launches: pd.DataFrame, nvtx: pd.DataFrame, options: list[ShapeOption] | tuple = ()
-) -> pd.DataFrame:
-    """batch, m, n, k and shape_source ('nvtx', '--shape' or None) per kernel launch.
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
+    shape_source 'nvtx' or '--shape'). ``launches`` has name, region, comm, api_tid and
+    api_start.
 
     NVTX shapes win; a --shape option fills launches whose name or region its pattern
     matches. Launches of comm kernels never get a shape.
     """
-    out = shapes_from_nvtx(launches, nvtx_shapes(nvtx))
-    comm = launches["comm"].to_numpy(bool) if "comm" in launches else np.zeros(len(out), bool)
-    out.loc[comm, ["batch", "m", "n", "k"]] = np.nan
-    source = np.where(out["m"].notna(), "nvtx", None).astype(object)
-    for opt in options:
+    found = nvtx_shapes(nvtx)
+    candidates = pd.concat(
+        [found[["batch", "m", "n", "k"]].assign(shape_source="nvtx"),
+         pd.DataFrame([(1, o.m, o.n, o.k, "--shape") for o in options], columns=SHAPE_COLUMNS)],
+        ignore_index=True,
+    )  # fmt: skip
+    candidates[["batch", "m", "n", "k"]] = candidates[["batch", "m", "n", "k"]].astype(float)
+    # equal shapes share one id: a kernel group is one shape, not one NVTX range instance
+    key = candidates.groupby(SHAPE_COLUMNS, sort=False).ngroup().to_numpy()
+    table = candidates.iloc[np.unique(key, return_index=True)[1]].reset_index(drop=True)
+    ids = shapes_from_nvtx(launches, found)
+    ids = np.where(ids >= 0, key[np.maximum(ids, 0)] if len(key) else -1, -1)
+    comm = launches["comm"].to_numpy(bool)
+    ids[comm] = -1
+    for i, opt in enumerate(options):
         hit = text_matches(launches["name"], opt.pattern) | text_matches(
             launches["region"], opt.pattern
         )
-        hit = hit.to_numpy() & out["m"].isna().to_numpy() & ~comm
-        out.loc[hit, ["batch", "m", "n", "k"]] = (1, opt.m, opt.n, opt.k)
-        source[hit] = "--shape"
-    out["shape_source"] = pd.Categorical(source, categories=["nvtx", "--shape"])
-    return out
+        hit = hit.to_numpy() & (ids < 0) & ~comm
+        ids[hit] = key[len(found) + i]
+    return ids.astype(np.int32), table

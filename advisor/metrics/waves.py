@@ -31,23 +31,29 @@ GROUP_KEYS = [
     "registers",
     "smem_per_block",
 ]
+# everything the per-configuration wave columns depend on
+CONFIG_KEYS = ["device", "name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+               "registers", "sgpr", "static_smem", "dynamic_smem", "smem_executed"]  # fmt: skip
+# per-configuration columns (wave_configs), in kernel-group column order
+CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slots", "waves",
+                  "tail_fraction", "persistent", "comm", "underfilled"]  # fmt: skip
 
 
-def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
-    """Per-launch columns: grid_blocks, block_threads, duration, ctas_per_sm, limiter,
-    slots, waves, tail_fraction, tail_idle_ns, underfill_idle_ns, persistent, comm,
-    underfilled.
-
-    Launches on devices without GPU facts keep NaN waves and zero tail.
-    """
-    occ = kernel_occupancy(kernels, gpus)
-    grid = (kernels["grid_x"] * kernels["grid_y"] * kernels["grid_z"]).astype("int64")
-    out = pd.DataFrame(index=kernels.index)
+def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
+    """(config id per launch, one row per distinct launch configuration): the columns of
+    CONFIG_COLUMNS, computed once per configuration (a million launches hold a few
+    hundred). Launches on devices without GPU facts keep NaN waves and zero tail."""
+    cols = [c for c in CONFIG_KEYS if c in kernels]
+    ids = kernels.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
+    first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
+    k = kernels.iloc[first].reset_index(drop=True)
+    occ = kernel_occupancy(k, gpus)
+    grid = k["grid_x"].astype("int64") * k["grid_y"].astype("int64") * k["grid_z"].astype("int64")
+    out = pd.DataFrame(index=k.index)
     out["grid_blocks"] = grid
-    out["block_threads"] = (kernels["block_x"] * kernels["block_y"] * kernels["block_z"]).astype(
-        "int64"
+    out["block_threads"] = (
+        k["block_x"].astype("int64") * k["block_y"].astype("int64") * k["block_z"].astype("int64")
     )
-    out["duration"] = (kernels["end"] - kernels["start"]).astype("int64")
     out["ctas_per_sm"] = occ["ctas_per_sm"]
     out["limiter"] = occ["limiter"]
     slots = occ["sm_count"] * occ["ctas_per_sm"]
@@ -55,52 +61,66 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     waves = grid / out["slots"]
     out["waves"] = waves
     named_persistent, comm, blit = names_in(
-        kernels["name"], "persistent_kernels", "comm_kernels", "memory_kernels"
+        k["name"], "persistent_kernels", "comm_kernels", "memory_kernels"
     )
-    out["persistent"] = named_persistent & (grid <= out["slots"].fillna(0))
     full = np.ceil(waves)
     tail = (1.0 - waves / full).where(full > 0, 0.0).fillna(0.0)
+    out["persistent"] = named_persistent & (grid <= out["slots"].fillna(0))
     # collectives size their grids to channels, not to the machine: not judged by waves
     out["comm"] = comm
     judged = ~out["persistent"] & ~out["comm"] & ~blit  # blit: runtime copy/fill kernels
-    tail = tail.where(judged, 0.0)
-    out["tail_fraction"] = tail
+    out["tail_fraction"] = tail.where(judged, 0.0)
     out["underfilled"] = (waves < 1) & judged
-    idle = tail * out["duration"]
-    out["tail_idle_ns"] = idle.where(~out["underfilled"], 0.0)
-    out["underfill_idle_ns"] = idle.where(out["underfilled"], 0.0)
+    return ids.astype(np.int32), out[CONFIG_COLUMNS]
+
+
+def launch_idle(kernels: pd.DataFrame, ids: np.ndarray, configs: pd.DataFrame) -> dict:
+    """Per launch: duration, tail_idle_ns (tail share x duration, launches with at least
+    one full wave) and underfill_idle_ns (the same for under-filled single waves), ns."""
+    duration = kernels["end"].to_numpy(np.int64) - kernels["start"].to_numpy(np.int64)
+    idle = configs["tail_fraction"].to_numpy(np.float64)[ids] * duration
+    under = configs["underfilled"].to_numpy(bool)[ids]
+    return {"duration": duration, "tail_idle_ns": np.where(under, 0.0, idle),
+            "underfill_idle_ns": np.where(under, idle, 0.0)}  # fmt: skip
+
+
+def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
+    """Per-launch columns: CONFIG_COLUMNS (grid_blocks, block_threads, ctas_per_sm,
+    limiter, slots, waves, tail_fraction, persistent, comm, underfilled) plus duration,
+    tail_idle_ns and underfill_idle_ns (launch_idle)."""
+    ids, configs = wave_configs(kernels, gpus)
+    out = configs.iloc[ids].set_axis(kernels.index)
+    for col, values in launch_idle(kernels, ids, configs).items():
+        out[col] = values
     return out
 
 
-def kernel_groups(launches: pd.DataFrame, by=()) -> pd.DataFrame:
-    """Aggregate launches (kernel columns plus the ``launch_waves`` columns) per (device,
-    name, grid, block, registers, smem [, by...]).
+def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.DataFrame:
+    """Aggregate launches (kernel columns plus ``config`` ids into ``configs`` and the
+    launch_idle columns) per (device, name, grid, block, registers, smem [, by...]).
 
-    Columns: launches, total_ns, median_ns, grid_blocks, block_threads, ctas_per_sm,
-    limiter, waves, tail_fraction, tail_idle_ns, underfill_idle_ns, persistent, underfilled;
-    sorted by tail + under-fill idle, then total_ns, descending.
+    Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
+    tail_idle_ns, underfill_idle_ns (sums), demangled; sorted by tail + under-fill idle,
+    then total_ns, descending.
     """
-    df = launches.assign(smem_per_block=launches["static_smem"] + launches["dynamic_smem"])
+    smem = launches["static_smem"].astype("int64") + launches["dynamic_smem"].astype("int64")
+    df = launches.assign(smem_per_block=smem)
     keys = GROUP_KEYS + list(by)
     g = df.groupby(keys, dropna=False, sort=False, observed=True)
     out = g.agg(
-        launches=("start", "size"),
+        launches=("duration", "size"),
         total_ns=("duration", "sum"),
         median_ns=("duration", "median"),
-        grid_blocks=("grid_blocks", "first"),
-        block_threads=("block_threads", "first"),
-        ctas_per_sm=("ctas_per_sm", "first"),
-        limiter=("limiter", "first"),
-        slots=("slots", "first"),
-        waves=("waves", "first"),
-        tail_fraction=("tail_fraction", "first"),
+        config=("config", "first"),
         tail_idle_ns=("tail_idle_ns", "sum"),
         underfill_idle_ns=("underfill_idle_ns", "sum"),
-        persistent=("persistent", "first"),
-        comm=("comm", "first"),
-        underfilled=("underfilled", "first"),
         demangled=("demangled", "first"),
     ).reset_index()
+    per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
+    out = pd.concat([out, per_config], axis=1)
+    order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
+             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "demangled"]  # fmt: skip
+    out = out[order]
     out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
     out = out.sort_values(["_idle", "total_ns"], ascending=False, ignore_index=True)
     return plain_columns(out.drop(columns="_idle"))

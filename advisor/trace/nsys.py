@@ -23,6 +23,7 @@ import sqlite_utils
 
 from advisor.data import names_in
 from advisor.errors import AdvisorInputError
+from advisor.memory import release_freed_memory
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
@@ -386,7 +387,9 @@ def read_nsys(path: str | Path) -> Trace:
     except sqlite3.Error as exc:
         raise AdvisorInputError(str(path), f"cannot open as SQLite: {exc}") from exc
     try:
-        return _read(r, str(path))
+        trace = _read(r, str(path))
+        release_freed_memory()  # the Arrow buffers of the bulk reads
+        return trace
     except sqlite3.DatabaseError as exc:
         raise AdvisorInputError(str(path), f"corrupt or unreadable SQLite database: {exc}") from exc
     finally:

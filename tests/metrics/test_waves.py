@@ -1,10 +1,9 @@
 """Waves and tails on hand-built launches (H200: 132 SMs)."""
 
-import pandas as pd
 import pytest
 from builders import kernels
 
-from advisor.metrics.waves import kernel_groups, launch_waves
+from advisor.metrics.waves import kernel_groups, launch_idle, launch_waves, wave_configs
 from advisor.trace.gpus import match_gpu
 
 H200 = {0: match_gpu("H200")}
@@ -80,7 +79,8 @@ def test_groups_sum_launches():
         dict(start=i * 2000, end=i * 2000 + 1000, grid_x=7, grid_y=19, **TAIL_CFG) for i in range(3)
     ]
     k = kernels(rows)
-    g = kernel_groups(pd.concat([k, launch_waves(k, H200)], axis=1))
+    ids, configs = wave_configs(k, H200)
+    g = kernel_groups(k.assign(config=ids, **launch_idle(k, ids, configs)), configs)
     assert len(g) == 1
     row = g.iloc[0]
     assert row.launches == 3 and row.total_ns == 3000
