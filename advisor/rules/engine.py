@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -245,24 +246,31 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
             continue
         savings = rule.savings.evaluate(hits).astype(float).fillna(0).clip(lower=0)
         kcol, rcol = LOCATION[rule.spec.scope]
-        for (_, row), est in zip(hits.iterrows(), savings, strict=True):
-            values = {c: _plain(row[c]) for c in row.index}
-            values["savings"] = est
-            key = (
-                rule.id,
-                values.get(kcol) if kcol else None,
-                values.get(rcol) or None,
-                int(row["device"]),
-            )
+        # one finding per location, spoken by its largest instance (first on ties); the
+        # savings of all instances add up (each rounded to ns, as reported)
+        hits = hits.reset_index(drop=True).assign(
+            _savings=savings.to_numpy(), _est=np.round(savings.to_numpy())
+        )
+        where = [c for c in (kcol, rcol) if c]
+        if rcol:
+            hits[rcol] = hits[rcol].astype(object).fillna("")
+        groups = hits.groupby([*where, "device"], dropna=False, sort=False)
+        best = groups["_savings"].idxmax().to_numpy()
+        totals = groups["_est"].sum().to_numpy()
+        counts = groups.size().to_numpy()
+        for pos, total, n in zip(best, totals, counts, strict=True):
+            row = hits.iloc[pos]
+            values = {c: _plain(row[c]) for c in row.index if not c.startswith("_")}
+            values["savings"] = float(row["_savings"])
             finding = {
                 "rule": rule.id,
                 "title": rule.spec.title,
                 "strategy": rule.spec.strategy,
                 "severity": None,
-                "kernel": key[1],
-                "region": key[2],
-                "device": key[3],
-                "est_savings_ns": int(round(est)),
+                "kernel": values.get(kcol) if kcol else None,
+                "region": values.get(rcol) or None,
+                "device": int(row["device"]),
+                "est_savings_ns": int(total),
                 "summary": TEMPLATE.format(rule.spec.message, **values),
                 "evidence": {c: values[c] for c in rule.spec.evidence},
                 "rationale": " ".join(rule.spec.rationale.split()),
@@ -270,17 +278,9 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "references": rule.spec.references,
                 "_emit": rule.spec.emit.model_dump() if rule.spec.emit else None,
                 "_row": values,
-                "_instances": 1,
+                "_instances": int(n),
             }
-            prev = found.get(key)
-            if prev is None:
-                found[key] = finding
-                continue
-            total = prev["est_savings_ns"] + finding["est_savings_ns"]
-            keep = finding if finding["est_savings_ns"] > prev["_row"]["savings"] else prev
-            keep["_instances"] = prev["_instances"] + 1
-            keep["est_savings_ns"] = total
-            found[key] = keep
+            found[(rule.id, finding["kernel"], finding["region"], finding["device"])] = finding
     out = []
     for f in found.values():
         n = f.pop("_instances")
