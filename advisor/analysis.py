@@ -173,35 +173,52 @@ def window_metrics(
     out["gpu_busy_ns"] = busy
     out["idle_ns"] = (out["end_ns"] - out["start_ns"]) - busy
 
-    # each op's window (row position in ``out``; -1 for none) through its key group
-    group = ops.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
-    first = np.unique(group, return_index=True)[1]
-    group_keys = ops[keys].iloc[first].reset_index(drop=True)
-    pos = group_keys.merge(out[keys].assign(_row=np.arange(len(out))), on=keys, how="left")
-    window = pos["_row"].fillna(-1).to_numpy(np.int64)[group]
+    window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
     win_start = out["start_ns"].to_numpy()[np.maximum(window, 0)]
     gap = np.where(inside & (ops["gap_start"].to_numpy() >= win_start), ops["gap_ns"], 0)
-    cause = ops["cause"]
-    sync = cause.eq("synchronization").to_numpy()
+    cause = ops["cause"].cat.codes.to_numpy()
+    code = {c: i for i, c in enumerate(ops["cause"].cat.categories)}
+    sync = cause == code.get("synchronization", -2)
+    overhead = np.isin(cause, [code[c] for c in OVERHEAD_CAUSES if c in code])
     dur = ops["end"].to_numpy() - ops["start"].to_numpy()
     sums = {
         "tail_idle_ns": ops["tail_idle_ns"].to_numpy(),
         "underfill_idle_ns": ops["underfill_idle_ns"].to_numpy(),
-        "launch_overhead_ns": np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), gap, 0),
+        "launch_overhead_ns": np.where(overhead, gap, 0),
         "sync_idle_ns": np.where(sync, gap, 0),
         "sync_gaps": (gap > 0) & sync,
-        "startup_idle_ns": np.where(cause.eq("startup").to_numpy(), gap, 0),
-        "unattributed_idle_ns": np.where(cause.eq("unattributed").to_numpy(), gap, 0),
+        "startup_idle_ns": np.where(cause == code.get("startup", -2), gap, 0),
+        "unattributed_idle_ns": np.where(cause == code.get("unattributed", -2), gap, 0),
         "comm_wait_ns": ops["wait_ns"].to_numpy(),
         "same_stream_comm_ns": np.where(ops["same_stream_comm"].to_numpy(bool), dur, 0),
     }
+    at = window if inside.all() else window[inside]
     for col, values in sums.items():
-        out[col] = np.bincount(window[inside], np.asarray(values, np.float64)[inside], len(out))
+        values = values if inside.all() else values[inside]
+        out[col] = np.bincount(at, values, len(out)).astype(np.float64)
     comm = window_comm(segments, out)
     for col in comm.columns:
         out[col] = comm[col].to_numpy()
     return out
+
+
+def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
+    (keys packed into one int64 per row, then a sorted search: no table merge)."""
+    packed_ops = np.zeros(len(ops), dtype=np.int64)
+    packed_win = np.zeros(len(windows), dtype=np.int64)
+    for col in keys:
+        a = ops[col].to_numpy(np.int64)
+        b = windows[col].to_numpy(np.int64)
+        lo = min(a.min(initial=0), b.min(initial=0))
+        radix = max(a.max(initial=0), b.max(initial=0)) - lo + 1
+        packed_ops = packed_ops * radix + (a - lo)
+        packed_win = packed_win * radix + (b - lo)
+    order = np.argsort(packed_win, kind="stable")
+    pos = np.minimum(np.searchsorted(packed_win[order], packed_ops), len(order) - 1)
+    found = packed_win[order][pos] == packed_ops
+    return np.where(found, order[pos], -1)
 
 
 def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:

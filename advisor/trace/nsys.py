@@ -170,7 +170,9 @@ class _Reader:
         (one ADBC connection per slice: SQLite decodes rows on several cores), in rowid
         order. Small tables, or no ADBC driver: one plain ``frame`` query."""
         sql = f"SELECT {select} FROM {table} t"
-        lo, hi = self.conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
+        lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
+            f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
+        ).fetchone()
         threads = min(READ_THREADS, os.cpu_count() or 1)
         if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
             return self.frame(f"{sql} WHERE {where}" if where else sql)
