@@ -271,59 +271,80 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     ``top_kernel`` its most frequent op name (ties: the alphabetically first).
     """
     ops = gaps
+    n = len(ops)
+    if n == 0:
+        return pd.DataFrame(columns=[*SEQUENCE_COLUMNS, "span_ns"])
     device = ops["device"].to_numpy()
     gap_ns = ops["gap_ns"].to_numpy()
     cause = ops["cause"]
     boundary = cause.isin(["startup", "synchronization", "unattributed"]).to_numpy().copy()
     boundary |= gap_ns > SEQUENCE_BREAK_NS
     boundary[1:] |= device[1:] != device[:-1]
-    if len(boundary):
-        boundary[0] = True
-    seq = np.cumsum(boundary)
+    boundary[0] = True
+    first = np.flatnonzero(boundary)  # sequences are contiguous runs of rows
+    seq = np.cumsum(boundary) - 1
     inner_gap = np.where(boundary, 0, gap_ns)
-    overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
-    eager = ~cause.eq("graph_internal").to_numpy()
-    saving = np.where(eager & (inner_gap > 0), np.maximum(inner_gap - GRAPH_NODE_GAP_NS, 0), 0)
-    # one host launch per (process, correlation id); ops without one count alone
-    launch_key = _key(ops["pid"], ops["correlation"])
-    launch_key = np.where(launch_key < 0, -1 - np.arange(len(ops), dtype=np.int64), launch_key)
-    names = _categorical(ops["name"], len(ops))
-    frame = pd.DataFrame(
+    start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
+    out = pd.DataFrame(
         {
-            "seq": seq,
-            "device": device,
-            "start": ops["start"].to_numpy(),
-            "end": ops["end"].to_numpy(),
-            "dur": ops["end"].to_numpy() - ops["start"].to_numpy(),
-            "inner_gap": np.where(boundary, np.nan, gap_ns),
-            "overhead": overhead,
-            "saving": saving,
-            "launch": launch_key,
-            "graph": ops["graph"].to_numpy(bool),
-            "name": names.codes,
-            "region": ops.get("region"),
+            "device": device[first],
+            "start_ns": np.minimum.reduceat(start, first),
+            "end_ns": np.maximum.reduceat(end, first),
+            "ops": np.diff(np.append(first, n)),
         }
     )
-    g = frame.groupby("seq", sort=True)
-    out = g.agg(
-        device=("device", "first"),
-        start_ns=("start", "min"),
-        end_ns=("end", "max"),
-        ops=("start", "size"),
-        median_op_ns=("dur", "median"),
-        median_gap_ns=("inner_gap", "median"),
-        overhead_ns=("overhead", "sum"),
-        graph_saving_ns=("saving", "sum"),
-        graph_ops=("graph", "sum"),
-        region=("region", "first"),
-    )
-    out["launches"] = frame.drop_duplicates(["seq", "launch"]).groupby("seq").size()
-    out["top_kernel"] = _most_frequent(seq, names)
-    out = out[list(SEQUENCE_COLUMNS)]
+    # one host launch per (process, correlation id); ops without one count alone
+    launch_key = _key(ops["pid"], ops["correlation"])
+    launch_key = np.where(launch_key < 0, -1 - np.arange(n, dtype=np.int64), launch_key)
+    out["launches"] = _distinct_per_run(seq, launch_key, first)
+    out["median_op_ns"] = _median_per_run(seq, (end - start).astype(np.float64), first)
+    out["median_gap_ns"] = _median_per_run(seq, np.where(boundary, np.nan, gap_ns), first)
+    overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
+    out["overhead_ns"] = np.add.reduceat(overhead, first)
+    del overhead
+    eager = ~cause.eq("graph_internal").to_numpy()
+    saving = np.where(eager & (inner_gap > 0), np.maximum(inner_gap - GRAPH_NODE_GAP_NS, 0), 0)
+    out["graph_saving_ns"] = np.add.reduceat(saving, first)
+    out["graph_ops"] = np.add.reduceat(ops["graph"].to_numpy(np.int64), first)
+    out["region"] = _first_per_run(ops["region"], first) if "region" in ops else None
+    out["top_kernel"] = _most_frequent(seq, _categorical(ops["name"], n))
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out = out[out["ops"] >= min_ops]
     out = out.sort_values("overhead_ns", ascending=False, kind="stable")
     return plain_columns(out.reset_index(drop=True))
+
+
+def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Median of ``values`` (NaN skipped) per run of equal, ascending ``run`` ids starting
+    at rows ``first``; NaN for a run without values."""
+    order = np.lexsort((values, run))  # runs stay in place; NaN sorts last in each run
+    ordered = values[order]
+    del order
+    valid = np.add.reduceat(~np.isnan(values), first)
+    lo = first + np.maximum(valid - 1, 0) // 2  # the two middle values (one when odd)
+    hi = first + valid // 2
+    return np.where(valid > 0, (ordered[lo] + ordered[hi]) / 2, np.nan)
+
+
+def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Number of distinct ``keys`` per run of equal, ascending ``run`` ids."""
+    ordered = keys[np.lexsort((keys, run))]
+    new = np.ones(len(keys), dtype=np.int64)
+    new[1:] = ordered[1:] != ordered[:-1]
+    new[first] = 1  # each run starts a new key
+    return np.add.reduceat(new, first)
+
+
+def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:
+    """First non-missing value per run of rows starting at ``first`` (None when none)."""
+    cat = _categorical(values, len(values))
+    n = len(values)
+    pos = np.where(cat.codes >= 0, np.arange(n), n)
+    at = np.minimum.reduceat(pos, first)
+    ends = np.append(first[1:], n)
+    found = at < ends
+    codes = np.where(found, cat.codes[np.minimum(at, n - 1)], -1)
+    return np.asarray(pd.Categorical.from_codes(codes, cat.categories).astype(object))
 
 
 SEQUENCE_COLUMNS = ("device", "start_ns", "end_ns", "ops", "launches", "median_op_ns",
