@@ -181,22 +181,24 @@ def window_metrics(
     code = {c: i for i, c in enumerate(ops["cause"].cat.categories)}
     sync = cause == code.get("synchronization", -2)
     overhead = np.isin(cause, [code[c] for c in OVERHEAD_CAUSES if c in code])
-    dur = ops["end"].to_numpy() - ops["start"].to_numpy()
-    sums = {
-        "tail_idle_ns": ops["tail_idle_ns"].to_numpy(),
-        "underfill_idle_ns": ops["underfill_idle_ns"].to_numpy(),
-        "launch_overhead_ns": np.where(overhead, gap, 0),
-        "sync_idle_ns": np.where(sync, gap, 0),
-        "sync_gaps": (gap > 0) & sync,
-        "startup_idle_ns": np.where(cause == code.get("startup", -2), gap, 0),
-        "unattributed_idle_ns": np.where(cause == code.get("unattributed", -2), gap, 0),
-        "comm_wait_ns": ops["wait_ns"].to_numpy(),
-        "same_stream_comm_ns": np.where(ops["same_stream_comm"].to_numpy(bool), dur, 0),
+    sums = {  # built one at a time: a million-op table holds no nine temporaries at once
+        "tail_idle_ns": lambda: ops["tail_idle_ns"].to_numpy(),
+        "underfill_idle_ns": lambda: ops["underfill_idle_ns"].to_numpy(),
+        "launch_overhead_ns": lambda: np.where(overhead, gap, 0),
+        "sync_idle_ns": lambda: np.where(sync, gap, 0),
+        "sync_gaps": lambda: (gap > 0) & sync,
+        "startup_idle_ns": lambda: np.where(cause == code.get("startup", -2), gap, 0),
+        "unattributed_idle_ns": lambda: np.where(cause == code.get("unattributed", -2), gap, 0),
+        "comm_wait_ns": lambda: ops["wait_ns"].to_numpy(),
+        "same_stream_comm_ns": lambda: np.where(
+            ops["same_stream_comm"].to_numpy(bool), ops["end"] - ops["start"], 0
+        ),
     }
-    at = window if inside.all() else window[inside]
+    everywhere = inside.all()
+    at = window if everywhere else window[inside]
     for col, values in sums.items():
-        values = values if inside.all() else values[inside]
-        out[col] = np.bincount(at, values, len(out)).astype(np.float64)
+        v = values() if everywhere else values()[inside]
+        out[col] = np.bincount(at, v, len(out)).astype(np.float64)
     comm = window_comm(segments, out)
     for col in comm.columns:
         out[col] = comm[col].to_numpy()
@@ -246,7 +248,7 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     ops["last_device"] = last_device
 
     ranges = top_level_ranges(trace.nvtx)
-    range_id = assign_ops(ops, ranges).to_numpy()
+    range_id = assign_ops(ops, ranges).to_numpy().astype(np.int32)
     ops["range_id"] = range_id
     # region: the range's text, categorical (ranges.range_id are their row positions)
     texts = pd.Categorical(ranges["text"].astype(object)) if len(ranges) else pd.Categorical([])

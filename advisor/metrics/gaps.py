@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
-from advisor.metrics.intervals import reach_before
+from advisor.metrics.intervals import reach_before, run_heads
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -78,7 +78,7 @@ def device_ops(trace: Trace) -> pd.DataFrame:
             "start": start[order],
             "end": end[order],
             "correlation": joined("correlation", np.float64)[order],
-            "pid": joined("pid", np.int64)[order],
+            "pid": joined("pid", np.int64)[order].astype(np.int32),
             "kind": kinds.take(order),
             "name": names.take(order),
             "graph": np.concatenate(
@@ -87,7 +87,7 @@ def device_ops(trace: Trace) -> pd.DataFrame:
                     for t, *_, graph in parts
                 ]
             )[order],
-            "src": np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])[order],
+            "src": np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])[order],
         }
     )
 
@@ -145,34 +145,30 @@ def _key(pid, correlation) -> np.ndarray:
 
 
 def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]:
-    """api_start, api_end, api_name (categorical), api_tid of each op's launch call (joined
-    by process and correlation id with a sorted search, not a table merge); NaN where none."""
+    """api_start, api_end, api_tid of each op's launch call (joined by process and
+    correlation id with a sorted search, not a table merge); NaN where none."""
     n = len(ops)
     out = {"api_start": np.full(n, np.nan), "api_end": np.full(n, np.nan),
            "api_tid": np.full(n, np.nan)}  # fmt: skip
-    names = _categorical(api["name"], len(api)) if len(api) else pd.Categorical([])
-    codes = np.full(n, -1, dtype=names.codes.dtype)
-    if len(api) and n:
-        keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy(np.float64))
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
-        pos = np.searchsorted(sorted_keys, want)  # first call with that key
-        pos = np.minimum(pos, len(sorted_keys) - 1)
-        found = (sorted_keys[pos] == want) & (want >= 0)
-        rows = order[pos[found]]
-        out["api_start"][found] = api["start"].to_numpy(np.float64)[rows]
-        out["api_end"][found] = api["end"].to_numpy(np.float64)[rows]
-        out["api_tid"][found] = api["tid"].to_numpy(np.float64)[rows]
-        codes[found] = names.codes[rows]
-    out["api_name"] = pd.Categorical.from_codes(codes, names.categories)
+    if api.empty or n == 0:
+        return out
+    keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy(np.float64))
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
+    pos = np.searchsorted(sorted_keys, want)  # first call with that key
+    pos = np.minimum(pos, len(sorted_keys) - 1)
+    found = (sorted_keys[pos] == want) & (want >= 0)
+    rows = order[pos[found]]
+    for col in out:
+        out[col][found] = api[col.removeprefix("api_")].to_numpy(np.float64)[rows]
     return out
 
 
 def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and launch-call columns
-    (api_start, api_end, api_name, api_tid) to a device_ops table (a new table sharing the
-    input's columns).
+    """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and the launch call's
+    ``api_start`` and ``api_tid`` to a device_ops table (a new table sharing the input's
+    columns).
 
     ``gap_ns`` is 0 for the first operation of each device and for back-to-back work;
     ``cause`` (categorical, CAUSES) is NaN where there is no gap.
@@ -181,13 +177,15 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     prev_reach = reach_before(ops["end"], ops["device"])
     ops["gap_ns"] = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
     ops["gap_start"] = prev_reach.fillna(ops["start"]).astype("int64")
-    for col, values in _launch_calls(ops, api).items():
-        ops[col] = values
+    calls = _launch_calls(ops, api)
+    ops["api_start"] = calls["api_start"]
+    ops["api_tid"] = calls["api_tid"]
 
     at = np.flatnonzero(ops["gap_ns"].to_numpy() > 0)
     gap_start = ops["gap_start"].to_numpy()[at]
     start = ops["start"].to_numpy()[at]
-    api_end = ops["api_end"].to_numpy()[at]
+    api_end = calls["api_end"][at]
+    del calls
     g = pd.DataFrame(
         {
             "pid": ops["pid"].to_numpy()[at],
@@ -237,26 +235,32 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
     """Per (device, stream): ops, busy_ns (sum of op durations), first/last op and gap_ns,
     the stream's own idle time between its consecutive ops (other streams may be busy then).
     Sorted by gap_ns, descending."""
+    cols = ["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
     if ops.empty:
-        return pd.DataFrame(
-            columns=["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
-        )
-    ops = ops[["device", "stream", "start", "end"]].sort_values(
-        ["device", "stream", "start"], kind="stable"
+        return pd.DataFrame(columns=cols)
+    device = ops["device"].to_numpy(np.int64)
+    stream = ops["stream"].to_numpy(np.int64)
+    start = ops["start"].to_numpy()
+    order = np.lexsort((start, stream, device))  # stable: each stream's ops by start
+    device, stream, start = device[order], stream[order], start[order]
+    end = ops["end"].to_numpy()[order]
+    del order
+    first = run_heads(device, stream)
+    # the stream's own idle time: start minus the latest end of its earlier ops
+    prev = reach_before(pd.Series(end), [pd.Series(device), pd.Series(stream)]).to_numpy()
+    idle = np.nan_to_num(np.clip(start - prev, 0, None), nan=0.0)
+    out = pd.DataFrame(
+        {
+            "device": device[first],
+            "stream": stream[first],
+            "ops": np.diff(np.append(first, len(start))),
+            "busy_ns": np.add.reduceat(end - start, first),
+            "first_ns": np.minimum.reduceat(start, first),
+            "last_ns": np.maximum.reduceat(end, first),
+            "gap_ns": np.add.reduceat(idle, first).astype(np.int64),
+        }
     )
-    keys = [ops["device"], ops["stream"]]
-    prev = reach_before(ops["end"], keys)
-    stream_gap = (ops["start"] - prev).clip(lower=0).fillna(0)
-    ops = ops.assign(stream_gap=stream_gap, dur=ops["end"] - ops["start"])
-    out = ops.groupby(["device", "stream"]).agg(
-        ops=("start", "size"),
-        busy_ns=("dur", "sum"),
-        first_ns=("start", "min"),
-        last_ns=("end", "max"),
-        gap_ns=("stream_gap", "sum"),
-    )
-    out["gap_ns"] = out["gap_ns"].astype("int64")
-    return out.reset_index().sort_values("gap_ns", ascending=False, ignore_index=True)
+    return out.sort_values("gap_ns", ascending=False, ignore_index=True)
 
 
 def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:

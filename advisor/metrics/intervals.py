@@ -16,8 +16,9 @@ def union(starts, ends) -> Segments:
     s, e = s[keep], e[keep]
     if s.size == 0:
         return s, e
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if s.size > 1 and not (s[1:] >= s[:-1]).all():  # device ops arrive sorted already
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
     reach = np.maximum.accumulate(e)
     new = np.ones(s.size, dtype=bool)
     new[1:] = s[1:] > reach[:-1]
@@ -70,9 +71,42 @@ def covered_in_windows(segments: Segments, lo, hi) -> np.ndarray:
     return covered_before(hi) - covered_before(lo)
 
 
+def run_heads(*keys) -> np.ndarray:
+    """Row positions where a run of equal ``keys`` (arrays of one length) begins."""
+    n = len(keys[0])
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+    for k in keys:
+        k = np.asarray(k)
+        change[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(change)
+
+
 def reach_before(end: pd.Series, keys) -> pd.Series:
-    """Per row of a table sorted by start within each group of ``keys``: the latest end of
-    the earlier rows of its group (NaN for a group's first row). ``start - reach_before``
-    is the idle time before a row when positive; ``reach_before >= end`` means the row is
-    nested in an earlier one."""
-    return end.groupby(keys).cummax().groupby(keys).shift(1)
+    """Per row of a table sorted by its group ``keys`` (a Series or list of Series; each
+    group's rows contiguous) and by start within a group: the latest end of the earlier
+    rows of its group (NaN for a group's first row). ``start - reach_before`` is the idle
+    time before a row when positive; ``reach_before >= end`` means the row is nested in an
+    earlier one. Vectorized: one running maximum over all groups, each group offset above
+    the previous one so that maxima never cross groups."""
+    keys = keys if isinstance(keys, list) else [keys]
+    e = end.to_numpy(np.int64)
+    n = len(e)
+    out = np.full(n, np.nan)
+    if n == 0:
+        return pd.Series(out, index=end.index)
+    first = run_heads(*[k.to_numpy() for k in keys])
+    head = np.zeros(n, dtype=np.int64)
+    head[first] = 1
+    run = np.cumsum(head) - 1
+    lo = int(e.min())
+    span = int(e.max()) - lo + 1
+    if span * len(first) < 2**62:
+        offset = run * span
+        reach = np.maximum.accumulate((e - lo) + offset) - offset + lo
+    else:  # timestamps too far apart to offset: one running maximum per group
+        reach = np.concatenate([np.maximum.accumulate(x) for x in np.split(e, first[1:])])
+    out[1:] = reach[:-1]
+    out[first] = np.nan
+    return pd.Series(out, index=end.index)

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.intervals import reach_before
+from advisor.metrics.intervals import reach_before, run_heads
 
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
@@ -80,17 +80,32 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
 def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window),
     host_start_ns, host_end_ns, ops, launches (host launch calls), pid."""
-    cols = ["range_id", "device", "start", "end", "correlation"]
-    sel = ops.loc[ops["range_id"].to_numpy() >= 0, cols]
-    if sel.empty:
+    rows = np.flatnonzero(ops["range_id"].to_numpy() >= 0)
+    if rows.size == 0:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
-    w = sel.groupby(["range_id", "device"]).agg(
-        start_ns=("start", "min"),
-        end_ns=("end", "max"),
-        ops=("start", "size"),
-        launches=("correlation", "nunique"),  # a CUDA-graph replay is one launch
+    range_id = ops["range_id"].to_numpy()[rows].astype(np.int64)
+    device = ops["device"].to_numpy()[rows].astype(np.int64)
+    corr = ops["correlation"].to_numpy(np.float64)[rows]
+    # ops of one (range, device) made contiguous, by correlation id within it
+    lo = device.min()
+    key = range_id * (device.max() - lo + 1) + (device - lo)
+    order = np.lexsort((corr, key))
+    key, corr = key[order], corr[order]
+    first = run_heads(key)
+    # a CUDA-graph replay is one launch: count distinct correlation ids (NaN: one each)
+    new = np.r_[True, (corr[1:] != corr[:-1]) | np.isnan(corr[1:])]
+    new[first] = True
+    w = pd.DataFrame(
+        {
+            "range_id": range_id[order][first],
+            "device": device[order][first],
+            "start_ns": np.minimum.reduceat(ops["start"].to_numpy()[rows][order], first),
+            "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows][order], first),
+            "ops": np.diff(np.append(first, len(key))),
+            "launches": np.add.reduceat(new.astype(np.int64), first),
+        }
     )
-    w = w.reset_index().merge(
+    w = w.merge(
         ranges[["range_id", "text", "start", "end", "pid"]].rename(
             columns={"text": "name", "start": "host_start_ns", "end": "host_end_ns"}
         ),

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import names_in
+from advisor.metrics.grouping import row_groups
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
 
@@ -44,7 +45,7 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     CONFIG_COLUMNS, computed once per configuration (a million launches hold a few
     hundred). Launches on devices without GPU facts keep NaN waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
-    ids = kernels.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
+    ids = row_groups(kernels, cols)
     first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
     k = kernels.iloc[first].reset_index(drop=True)
     occ = kernel_occupancy(k, gpus)

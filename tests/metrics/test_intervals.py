@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 
 from advisor.metrics import intervals as iv
 
@@ -38,3 +39,30 @@ def test_covered_in_windows_no_segments():
 def test_clip():
     s, e = iv.clip(iv.union([0, 100], [50, 150]), 25, 120)
     assert s.tolist() == [25, 100] and e.tolist() == [50, 120]
+
+
+def test_reach_before_per_group():
+    # group 0: [0,10) [5,8) [12,20)  -> reach before: NaN, 10, 10
+    # group 1: [3,4) [6,30)          -> NaN, 4   (group 0's ends never leak into group 1)
+    end = pd.Series([10, 8, 20, 4, 30])
+    keys = pd.Series([0, 0, 0, 1, 1])
+    got = iv.reach_before(end, keys).tolist()
+    assert np.isnan(got[0]) and np.isnan(got[3])
+    assert [got[1], got[2], got[4]] == [10, 10, 4]
+
+
+def test_reach_before_with_timestamps_too_far_apart_to_offset():
+    # ends near 2^62 and near 0: offsetting groups would overflow, the per-group path runs
+    big = 2**62
+    end = pd.Series([big, big - 5, 7, 3])
+    got = iv.reach_before(end, [pd.Series([0, 0, 1, 1])]).tolist()
+    assert np.isnan(got[0]) and got[1] == big and np.isnan(got[2]) and got[3] == 7
+
+
+def test_run_heads():
+    assert iv.run_heads(np.array([1, 1, 2, 2, 1]), np.array([0, 1, 1, 1, 1])).tolist() == [
+        0,
+        1,
+        2,
+        4,
+    ]

@@ -1,0 +1,30 @@
+"""Group ids for rows of many key columns, without pandas' per-column factorization.
+
+Grouping a million launches by a dozen launch-configuration columns with ``groupby``
+factorizes every column into its own int64 codes (about 100 MB and 0.25 s at 1M rows).
+Hashing the rows gives one uint64 per row instead; the grouping is then checked exactly
+against each group's first row, so a hash collision can never merge two configurations
+(on a mismatch the exact groupby is used).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """Group id per row (0.. in order of first appearance) of equal values in ``cols``
+    (NaN equals NaN), as ``groupby(cols, dropna=False, sort=False).ngroup()``."""
+    if df.empty:
+        return np.zeros(0, dtype=np.int64)
+    hashed = pd.util.hash_pandas_object(df[cols], index=False).to_numpy()
+    ids, _ = pd.factorize(hashed)
+    first = np.unique(ids, return_index=True)[1]
+    for col in cols:
+        values = df[col].to_numpy()
+        rep = values[first][ids]
+        same = values == rep
+        if not same.all() and not (same | (pd.isna(values) & pd.isna(rep))).all():
+            return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
+    return ids

@@ -1,0 +1,33 @@
+"""row_groups: hashed row grouping equals pandas' exact groupby ngroup."""
+
+import numpy as np
+import pandas as pd
+
+from advisor.metrics.grouping import row_groups
+
+
+def test_same_ids_as_groupby_with_nan_and_categoricals():
+    df = pd.DataFrame(
+        {
+            "a": [1, 1, 2, 1, 2, 3],
+            "b": [0.5, 0.5, np.nan, 0.5, np.nan, np.nan],
+            "name": pd.Categorical(["x", "x", "y", "z", "y", "x"]),
+        }
+    )
+    # rows 0,1 equal; 2,4 equal (NaN == NaN); 3 differs from 0 by name; 5 alone
+    assert row_groups(df, ["a", "b", "name"]).tolist() == [0, 0, 1, 2, 1, 3]
+    expected = df.groupby(["a", "b", "name"], dropna=False, sort=False, observed=True).ngroup()
+    assert row_groups(df, ["a", "b", "name"]).tolist() == expected.tolist()
+
+
+def test_a_hash_collision_falls_back_to_exact_grouping(monkeypatch):
+    df = pd.DataFrame({"a": [1, 2, 1, 3]})
+    # every row hashes alike: only the exact check can tell them apart
+    monkeypatch.setattr(
+        pd.util, "hash_pandas_object", lambda d, index: pd.Series(np.zeros(len(d), np.uint64))
+    )
+    assert row_groups(df, ["a"]).tolist() == [0, 1, 0, 2]
+
+
+def test_empty():
+    assert row_groups(pd.DataFrame({"a": []}), ["a"]).tolist() == []
