@@ -83,11 +83,20 @@ def analyze_many(
             results.append(analyze_one(*a))
             notify(results[-1])
         return results
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    threads = max(1, (os.cpu_count() or 1) // jobs)  # cores per worker for its reads
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_set_read_threads,
+                             initargs=(threads,)) as pool:  # fmt: skip
         futures = [pool.submit(analyze_one, *a) for a in args]
         for future in as_completed(futures):
             notify(future.result())
         return [f.result() for f in futures]
+
+
+def _set_read_threads(threads: int) -> None:
+    """Worker start-up: share the cores among the workers' concurrent trace reads."""
+    from advisor.trace import nsys
+
+    nsys.READ_THREADS = threads
 
 
 def stragglers(results: list[RankResult]) -> pd.DataFrame:

