@@ -33,10 +33,13 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
     """Merged busy segments per device for the ops selected by ``mask`` (numpy only: no
     copy of the ops table)."""
     mask = np.asarray(mask, dtype=bool)
-    dev = ops["device"].to_numpy()[mask]
-    start = ops["start"].to_numpy()[mask]
-    end = ops["end"].to_numpy()[mask]
-    return {int(d): iv.union(start[dev == d], end[dev == d]) for d in np.unique(dev)}
+    dev, start, end = ops["device"].to_numpy(), ops["start"].to_numpy(), ops["end"].to_numpy()
+    if not mask.all():
+        dev, start, end = dev[mask], start[mask], end[mask]
+    devices = np.unique(dev)
+    if len(devices) == 1:  # one device: its columns as they are
+        return {int(devices[0]): iv.union(start, end)}
+    return {int(d): iv.union(start[dev == d], end[dev == d]) for d in devices}
 
 
 def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int, iv.Segments]]:

@@ -13,7 +13,8 @@ def union(starts, ends) -> Segments:
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     keep = e > s
-    s, e = s[keep], e[keep]
+    if not keep.all():  # (no copies when every interval is non-empty)
+        s, e = s[keep], e[keep]
     if s.size == 0:
         return s, e
     if s.size > 1 and not (s[1:] >= s[:-1]).all():  # device ops arrive sorted already
