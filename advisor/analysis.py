@@ -34,6 +34,7 @@ from advisor.metrics.gemm import ShapeOption, launch_shapes
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
+from advisor.trace.quality import coverage_notes
 
 WINDOW_COLUMNS = [
     "gpu_busy_ns",
@@ -76,6 +77,7 @@ class Analysis:
     gaps: pd.DataFrame  # gap breakdown per (device, cause)
     streams: pd.DataFrame  # per (device, stream): ops, busy, own gaps
     collectives: pd.DataFrame  # comm ops matched across devices
+    notes: list[str] = field(default_factory=list)  # data-quality notes (quality.coverage_notes)
     configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # waves.wave_configs
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
@@ -95,6 +97,11 @@ class Analysis:
         groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
         self._tables[by_region] = groups
         return groups.copy()
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the reader warned about, then what the trace lacks (each says what it limits)."""
+        return [*self.trace.warnings, *self.notes]
 
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device), in group order: ``instances``, the sums of
@@ -308,4 +315,5 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
+        notes=coverage_notes(trace, ops),
     )

@@ -26,6 +26,7 @@ from advisor.trace.gpus import builtin_gpus
 
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Measure scheduling idle time in GPU traces (wave tails, launch gaps, comm bubbles) "
     "and recommend strategies.",
@@ -343,4 +344,20 @@ def report(
 
 
 def main() -> None:
-    app()
+    """Entry point. Bad input exits 2 with one line (raised as AdvisorInputError); anything
+    unexpected exits 3 with one line instead of a traceback (ADVISOR_DEBUG=1 shows it)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("advisor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug, not bad input: still one line, never a traceback
+        if os.environ.get("ADVISOR_DEBUG"):
+            raise
+        command = " ".join(sys.argv[1:3])
+        typer.echo(
+            f"advisor: internal error in `advisor {command}`: {type(exc).__name__}: {exc} "
+            "(a bug: please report it; ADVISOR_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(3)

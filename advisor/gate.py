@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
 from advisor.render.units import fmt_ns, fmt_pct
+from advisor.user_yaml import load_user_yaml
 
 SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
 # metric -> True when a larger value is worse
@@ -76,11 +77,10 @@ def load_config(path: str | Path | None = None) -> GateConfig:
     if path is not None:
         p = Path(path)
         try:
-            user = yaml.safe_load(p.read_text()) or {}
+            text = p.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise AdvisorInputError(str(p), f"cannot read gate config: {exc}") from None
-        except yaml.YAMLError as exc:
-            raise AdvisorInputError(str(p), f"gate config is not valid YAML: {exc}") from None
+        user = load_user_yaml(text, str(p), "gate config") or {}
         if not isinstance(user, dict):
             raise AdvisorInputError(str(p), "gate config must be a mapping")
         metrics = {**base["metrics"], **(user.pop("metrics", None) or {})}

@@ -51,6 +51,8 @@ def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[
                           shapes=[ShapeOption.parse(s) for s in shapes])  # fmt: skip
     except AdvisorInputError as exc:
         return RankResult(path=path, error=str(exc))
+    except Exception as exc:  # a bug on one trace must not lose the other ranks
+        return RankResult(path=path, error=f"{path}: internal error: {type(exc).__name__}: {exc}")
     ops = a.ops
     comm = ops.loc[ops["op_class"].eq("comm") & ops["kind"].eq("kernel"), ["name", "start", "end"]]
     return RankResult(

@@ -19,6 +19,7 @@ from advisor.data import names_in
 from advisor.metrics.grouping import row_groups
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
+from advisor.trace.quality import impossible_launches
 
 GROUP_KEYS = [
     "device",
@@ -49,15 +50,16 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
     k = kernels.iloc[first].reset_index(drop=True)
     occ = kernel_occupancy(k, gpus)
-    grid = k["grid_x"].astype("int64") * k["grid_y"].astype("int64") * k["grid_z"].astype("int64")
+    # products in float64: damaged dimensions must not overflow int64 (clamped at 2^62)
+    grid = np.minimum(_product(k, "grid"), 2.0**62)
     out = pd.DataFrame(index=k.index)
-    out["grid_blocks"] = grid
-    out["block_threads"] = (
-        k["block_x"].astype("int64") * k["block_y"].astype("int64") * k["block_z"].astype("int64")
-    )
+    out["grid_blocks"] = grid.astype("int64")
+    out["block_threads"] = np.minimum(_product(k, "block"), 2.0**62).astype("int64")
     out["ctas_per_sm"] = occ["ctas_per_sm"]
     out["limiter"] = occ["limiter"]
-    slots = occ["sm_count"] * occ["ctas_per_sm"]
+    impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
+    out.loc[impossible, ["ctas_per_sm", "limiter"]] = [np.nan, None]
+    slots = occ["sm_count"] * out["ctas_per_sm"]
     out["slots"] = slots.where(slots > 0)
     waves = grid / out["slots"]
     out["waves"] = waves
@@ -73,6 +75,11 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     out["tail_fraction"] = tail.where(judged, 0.0)
     out["underfilled"] = (waves < 1) & judged
     return ids.astype(np.int32), out[CONFIG_COLUMNS]
+
+
+def _product(k: pd.DataFrame, prefix: str) -> pd.Series:
+    """x * y * z of the grid or block dimensions, as float64."""
+    return k[f"{prefix}_x"].astype("float64") * k[f"{prefix}_y"] * k[f"{prefix}_z"]
 
 
 def launch_idle(kernels: pd.DataFrame, ids: np.ndarray, configs: pd.DataFrame) -> dict:

@@ -99,7 +99,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
                 "producer_version": t.producer_version,
                 "gpus": gpus,
                 "devices": t.devices,
-                "warnings": t.warnings,
+                "warnings": a.warnings,
             },
             "selection": a.selection,
             "summary": a.summary(),

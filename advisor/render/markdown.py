@@ -34,7 +34,7 @@ def _summary(a: Analysis) -> list[str]:
         f"{', '.join(map(str, t.devices))}; GPU: {'; '.join(gpus) or 'no facts'}.",
         "",
     ]
-    lines += [f"> warning: {w}" for w in t.warnings] + ([""] if t.warnings else [])
+    lines += [f"> warning: {w}" for w in a.warnings] + ([""] if a.warnings else [])
     rows = [
         ["window (first to last GPU op, per device)", fmt_ns(s["window_ns"]), "100.0 %"],
         ["GPU busy", fmt_ns(s["gpu_busy_ns"]), fmt_pct(s["gpu_busy_ns"] / cap)],

@@ -33,7 +33,7 @@ def _header(a: Analysis) -> Group:
     sel = {k: v for k, v in a.selection.items() if v is not None}
     if sel:
         lines.append(Text(f"selection: {sel}"))
-    for w in t.warnings:
+    for w in a.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
 

@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.data import builtin_rules_dir
@@ -32,6 +31,7 @@ from advisor.plain import plain
 from advisor.render.units import fmt_ns, fmt_pct
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.tables import SCOPES
+from advisor.user_yaml import load_user_yaml
 
 SEVERITY_SHARES = ((0.10, "high"), (0.02, "medium"))  # est. savings / steady-state span
 # where a finding points, per scope: (kernel column, region column)
@@ -126,13 +126,7 @@ def _where(rule_id: str, fld: str) -> str:
 
 def parse_rules(text: str, source: str) -> list[Rule]:
     """Validate one rule file's text; AdvisorInputError names file, rule and field."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        msg = getattr(exc, "problem", exc)
-        raise AdvisorInputError(source, f"not valid YAML{at}: {msg}") from None
+    doc = load_user_yaml(text, source, "rule file")
     try:
         top = RuleFile.model_validate(doc)
     except ValidationError as exc:

@@ -9,6 +9,7 @@ from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
+from advisor.trace.quality import drop_impossible_rows
 from advisor.trace.rocprof import read_rocprof, read_rocprof_json
 
 NO_GPU = "none"  # --gpu none: analyze without occupancy/wave metrics
@@ -40,6 +41,9 @@ def load_trace(path: str | Path, gpu: str | None = None) -> Trace:
     else:
         check_readable_file(p)
         trace = _read_file(p)
+    drop_impossible_rows(trace)
+    if trace.kernels.empty and trace.graphs.empty:
+        raise AdvisorInputError(str(p), "no kernel with valid timestamps: no GPU work to analyze")
     _settle_gpus(trace, gpu)
     return trace
 

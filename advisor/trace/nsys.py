@@ -386,6 +386,49 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     return specs, notes
 
 
+# profiler diagnostics that mean GPU/API/NVTX events are missing from the trace
+_LOSS = re.compile(r"drop|lost|discard|overflow|buffer.*full|not all|missing|incomplete", re.I)
+
+
+def _diagnostics(r: _Reader) -> list[str]:
+    """The profiler's own warnings and errors (DIAGNOSTIC_EVENT, severity >= warning) that
+    say events were lost: each distinct text once, at most three, plus a count."""
+    if not r.has("DIAGNOSTIC_EVENT") or not {"text", "severity"} <= r.columns["DIAGNOSTIC_EVENT"]:
+        return []
+    rows = r.conn.execute(
+        "SELECT DISTINCT text FROM DIAGNOSTIC_EVENT WHERE severity >= 2 AND text IS NOT NULL"
+    ).fetchall()
+    texts = [" ".join(str(t).split()) for (t,) in rows if _LOSS.search(str(t))]
+    out = [f"the profiler reported: {t[:300]!r}: " + (
+        "NVTX ranges may be missing, so per-range windows can be incomplete" if "nvtx" in
+        t.lower() else "events may be missing, so idle time can be overstated and gaps "
+        "misattributed") for t in texts[:3]]  # fmt: skip
+    if len(texts) > 3:
+        out.append(f"the profiler reported {len(texts) - 3} more such diagnostics")
+    return out
+
+
+def _side_files(path: Path) -> list[str]:
+    """Warnings for SQLite files beside the trace that read-only access does not apply: a
+    write-ahead log holding changes not merged into the database, or a rollback journal of
+    a writer that may still be busy."""
+    out = []
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        out.append(
+            f"{wal.name} (a SQLite write-ahead log) lies beside the trace: its changes are not "
+            "merged and read-only access ignores them, so data may be missing "
+            f"(merge them with: sqlite3 {path.name} 'PRAGMA wal_checkpoint')"
+        )
+    journal = path.with_name(path.name + "-journal")
+    if journal.is_file() and journal.stat().st_size > 0:
+        out.append(
+            f"{journal.name} lies beside the trace: another program may be writing it; it was "
+            "read as it is on disk"
+        )
+    return out
+
+
 def _device_map(r: _Reader, specs: dict[int, GpuSpec], devices: list[int]) -> dict[int, GpuSpec]:
     """Map the device ids used by GPU activity to specs (TARGET_INFO_CUDA_DEVICE if needed)."""
     if not specs:
@@ -444,6 +487,12 @@ def _read(r: _Reader, path: str) -> Trace:
         kernels=kernels if kernels is not None else empty_table("kernels"),
     )
     trace.api = _read_api(r)
+    if trace.api.empty:
+        trace.warnings.append(
+            "no CUDA runtime API launch calls in the export (profile with nsys -t cuda): idle "
+            "gaps cannot be attributed to host causes (all 'unattributed') and GPU work cannot "
+            "be matched to NVTX ranges"
+        )
     memcpy = _read_device_table(r, MEMCPY, "t.bytes AS bytes, t.copyKind AS copy_kind")
     if memcpy is not None:
         memcpy["kind"] = memcpy.pop("copy_kind").map(MEMCPY_KINDS).fillna("Unknown")
@@ -468,5 +517,7 @@ def _read(r: _Reader, path: str) -> Trace:
         trace.nvtx = nvtx
     specs, notes = _gpus(r)
     trace.warnings.extend(notes)
+    trace.warnings.extend(_diagnostics(r))
+    trace.warnings.extend(_side_files(Path(path)))
     trace.gpus = _device_map(r, specs, trace.devices)
     return trace

@@ -63,7 +63,7 @@ def test_good_file_parses():
 
 def test_malformed_yaml():
     msg = bad("rules:\n  - id: x\n    title: [unclosed\n")
-    assert msg.startswith("my.yaml: not valid YAML (line")
+    assert msg.startswith("my.yaml: rule file is not valid YAML (line")
 
 
 def test_not_a_rules_mapping():
@@ -144,3 +144,13 @@ def test_evaluate_fires_merges_and_ranks():
     # 2000 of 10000 ns = 20 % (high, >= 10 %); 600 ns = 6 % (medium, >= 2 %)
     assert [f["severity"] for f in found] == ["high", "medium"]
     assert k1["region"] == "r" and k1["device"] == 0
+
+
+def test_alias_bomb_and_deep_nesting_are_refused():
+    # 9 ** 6 = 531,441 nodes once aliases expand: refused before anything is built
+    levels = ["a: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 6):
+        levels.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
+    assert "expands to more than 100,000 YAML nodes" in bad("\n".join(levels) + "\n")
+    assert "nested too deeply" in bad("[" * 5000 + "]" * 5000)
+    assert "nested deeper than 64 levels" in bad("rules: " + "[" * 70 + "]" * 70)

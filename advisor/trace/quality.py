@@ -1,0 +1,93 @@
+"""Data quality of a Trace: rows that cannot be real are dropped (and counted), launch
+configurations that cannot run are flagged, and what the trace lacks is said together with
+the metrics it limits. Every message here ends up in the output's warnings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# Timestamps are ns since the session start (nsys) or since the epoch (rocprof, ~1.7e18):
+# a value at or beyond 2^62 ns (146 years) is a damaged field, as is a negative one.
+MAX_TIME_NS = 1 << 62
+# Launch limits shared by every CUDA and ROCm GPU the advisor knows.
+MAX_BLOCK_THREADS = 1024
+MAX_REGISTERS = 512  # per thread: 255 on CUDA, 512 VGPRs (incl. AGPRs) on CDNA
+MAX_GRID_BLOCKS = 2.0**53  # CUDA allows (2^31 - 1) * 65535 * 65535 ~ 2^63; beyond 2^53 is damage
+
+_LABELS = {"kernels": "kernel launches", "memcpy": "memory copies", "memset": "memsets",
+           "graphs": "CUDA graph launches", "sync": "synchronization events",
+           "api": "runtime API calls", "nvtx": "NVTX ranges"}  # fmt: skip
+
+
+def drop_impossible_rows(trace) -> None:
+    """Remove rows whose start/end are missing, negative, at or beyond 2^62 ns, or end
+    before they start, from every timed table of ``trace`` (in place), with one warning
+    per table saying how many and what that changes."""
+    for table, label in _LABELS.items():
+        df = getattr(trace, table)
+        if df.empty:
+            continue
+        start, end = _times(df["start"]), _times(df["end"])
+        bad = ~((start >= 0) & (end >= start) & (end < MAX_TIME_NS))  # NaN fails too
+        if bad.any():
+            kept = df[~bad].reset_index(drop=True)
+            trace.warnings.append(
+                f"{int(bad.sum()):,} of {len(df):,} {label} dropped: missing timestamps, end "
+                "before start, or times outside 0..2^62 ns (a damaged trace); every metric "
+                "is computed without them"
+            )
+            df = kept
+        for col in ("start", "end"):
+            if df[col].dtype != np.int64:
+                df[col] = pd.to_numeric(df[col]).astype(np.int64)
+        setattr(trace, table, df)
+
+
+def _times(col: pd.Series) -> np.ndarray:
+    """A time column as int64 when it is one (no copy), else as float64 (NaN: missing)."""
+    if col.dtype == np.int64:
+        return col.to_numpy()
+    return pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+
+
+def impossible_launches(k: pd.DataFrame) -> np.ndarray:
+    """Per launch: True when its configuration cannot run on any GPU (a grid or block
+    dimension below 1, over MAX_GRID_BLOCKS blocks, more than MAX_BLOCK_THREADS threads,
+    registers outside 0..MAX_REGISTERS, negative shared memory): no occupancy or waves are
+    computed for it."""
+    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    v = {c: pd.to_numeric(k[c], errors="coerce").to_numpy(np.float64) for c in dims}
+    threads = v["block_x"] * v["block_y"] * v["block_z"]
+    regs = pd.to_numeric(k["registers"], errors="coerce").to_numpy(np.float64)
+    smem = pd.to_numeric(k["static_smem"], errors="coerce").to_numpy(np.float64) + pd.to_numeric(
+        k["dynamic_smem"], errors="coerce"
+    ).to_numpy(np.float64)
+    ok = np.logical_and.reduce([v[c] >= 1 for c in dims])
+    ok &= v["grid_x"] * v["grid_y"] * v["grid_z"] <= MAX_GRID_BLOCKS
+    ok &= threads <= MAX_BLOCK_THREADS
+    ok &= (regs >= 0) & (regs <= MAX_REGISTERS) & (smem >= 0)
+    return ~ok
+
+
+def coverage_notes(trace, ops: pd.DataFrame) -> list[str]:
+    """What the trace lacks, and the metrics that limits (``ops``: attributed device ops)."""
+    notes = []
+    kernels = ops["kind"].eq("kernel").to_numpy()
+    if kernels.any() and not trace.api.empty:  # (no API at all: the reader says how to get it)
+        missing = int(np.isnan(ops["api_start"].to_numpy()[kernels]).sum())
+        if missing:
+            notes.append(
+                f"{missing:,} of {int(kernels.sum()):,} kernel launches have no launch call in "
+                "the trace (API events lost or not traced): the gaps before them are "
+                "'unattributed' and they belong to no NVTX range"
+            )
+    bad = int(impossible_launches(trace.kernels).sum()) if len(trace.kernels) else 0
+    if bad:
+        notes.append(
+            f"{bad:,} kernel launches have impossible launch configurations (zero or negative "
+            "dimensions, over 1024 threads, or out-of-range registers/shared memory): their "
+            "occupancy, waves and tails are not computed"
+        )
+    return notes

@@ -1,0 +1,80 @@
+"""Data-quality handling: impossible rows dropped and counted, impossible launches flagged,
+missing coverage stated with what it limits (hand cases and real traces)."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+from builders import trace
+from conftest import H200_SINGLE, PUBLIC_NSYS, analysis_of
+
+from advisor.analysis import analyze
+from advisor.trace.load import load_trace
+from advisor.trace.quality import drop_impossible_rows, impossible_launches
+
+
+def test_impossible_rows_are_dropped_and_counted():
+    t = trace(
+        [
+            dict(start=0, end=100),  # fine
+            dict(start=200, end=150),  # ends before it starts
+            dict(start=-5, end=10),  # negative time
+            dict(start=300, end=2**62 + 1),  # beyond 2^62 ns
+            dict(start=400, end=500),  # fine
+        ]
+    )
+    drop_impossible_rows(t)
+    assert t.kernels["start"].tolist() == [0, 400]
+    assert t.warnings == [
+        "3 of 5 kernel launches dropped: missing timestamps, end before start, or times "
+        "outside 0..2^62 ns (a damaged trace); every metric is computed without them"
+    ]
+
+
+def test_missing_timestamps_count_as_impossible():
+    t = trace([dict(start=0, end=100), dict(start=200, end=300)])
+    t.kernels["end"] = pd.array([100, None], dtype="Int64")
+    drop_impossible_rows(t)
+    assert len(t.kernels) == 1 and t.kernels["end"].dtype == np.int64
+
+
+def test_impossible_launch_configurations_get_no_waves():
+    t = trace(
+        [
+            dict(start=0, end=1000, grid_x=133),  # fine: 133 CTAs
+            dict(start=2000, end=3000, grid_x=0),  # zero blocks
+            dict(start=4000, end=5000, block_x=2048),  # over 1024 threads
+            dict(start=6000, end=7000, registers=-3),  # damaged register count
+            dict(start=8000, end=9000, grid_x=2**31, grid_y=2**16, grid_z=2**16),  # 2^63 blocks
+        ]
+    )
+    assert impossible_launches(t.kernels).tolist() == [False, True, True, True, True]
+    a = analyze(t)
+    k = a.kernel_table()
+    waves = dict(zip(k["grid_blocks"], k["waves"], strict=True))
+    # 128 threads x 32 registers: 16 CTAs/SM (by blocks/warps), 132 SMs -> 2112 slots
+    assert waves[133] == 133 / (132 * 16) and np.isnan(waves[0])
+    assert k["waves"].isna().sum() == 4 and k["tail_idle_ns"].sum() == 0
+    assert any("4 kernel launches have impossible launch configurations" in w for w in a.warnings)
+
+
+def test_kernels_without_launch_calls_are_counted():
+    # the public H100 window trace was cut from a longer run: its first launches' API calls
+    # fall before the window
+    a = analysis_of(PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite", gpu="H100-SXM")
+    kernels = a.ops[a.ops["kind"].eq("kernel")]
+    missing = int(kernels["api_start"].isna().sum())
+    assert missing == 1810 and len(kernels) == 3442
+    assert any(
+        w.startswith("1,810 of 3,442 kernel launches have no launch call") for w in a.warnings
+    )
+
+
+def test_profiler_diagnostics_and_unmerged_wal_are_reported(tmp_path):
+    copy = tmp_path / "t.sqlite"
+    shutil.copyfile(H200_SINGLE, copy)
+    (tmp_path / "t.sqlite-wal").write_bytes(b"\0" * 64)
+    t = load_trace(copy)
+    assert any("Not all NVTX events might have been collected" in w for w in t.warnings)
+    assert any(w.startswith("t.sqlite-wal (a SQLite write-ahead log)") for w in t.warnings)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite", "t.sqlite-wal"]
