@@ -248,7 +248,12 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
                 ops["name"].to_numpy(object)[rows],
             ]  # fmt: skip
         )
-        matched = skew.set_index(["device", "start", "name"]).reindex(key)
+        # identical (device, start, name) ops (duplicated rows) share one match
+        matched = (
+            skew.drop_duplicates(["device", "start", "name"])
+            .set_index(["device", "start", "name"])
+            .reindex(key)
+        )
         wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
         last_device[rows] = matched["last_device"].to_numpy(dtype="float64")
     ops["wait_ns"] = wait

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,12 +26,34 @@ def default_store() -> Path:
 
 
 def _db(path: Path, create: bool) -> sqlite_utils.Database:
-    if not create and not path.is_file():
+    """The store at ``path``: opened read-only unless ``create`` (then made if missing).
+    An existing file must be a baseline store: a trace or any other database is refused, so
+    saving a baseline can never write into a trace."""
+    if path.is_dir():
+        raise AdvisorInputError(str(path), "is a directory, expected a baseline store file")
+    if path.exists():
+        try:
+            with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as c:
+                tables = {
+                    r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                }
+        except sqlite3.Error as exc:
+            raise AdvisorInputError(str(path), f"not a baseline store: {exc}") from None
+        if tables - {TABLE}:
+            raise AdvisorInputError(
+                str(path),
+                "not a baseline store (it holds other tables, e.g. a trace's): "
+                "refusing to write into it",
+            )
+    elif not create:
         raise AdvisorInputError(str(path), "no baseline store here (save one first)")
     try:
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-        return sqlite_utils.Database(path)
+            return sqlite_utils.Database(sqlite3.connect(path))
+        return sqlite_utils.Database(
+            sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        )
     except (OSError, sqlite3.Error) as exc:
         raise AdvisorInputError(str(path), f"cannot open the baseline store: {exc}") from None
 
@@ -59,13 +82,16 @@ def load(name: str, store: Path | None = None) -> list[dict]:
     """The metric sets saved under ``name``."""
     path = store or default_store()
     db = _db(path, create=False)
-    if TABLE not in db.table_names():
-        raise AdvisorInputError(str(path), "baseline store holds no baselines")
-    rows = list(db[TABLE].rows_where("name = ?", [name], order_by="seq"))
-    if not rows:
-        known = sorted({r["name"] for r in db[TABLE].rows})
-        raise AdvisorInputError(str(path), f"no baseline named {name!r} (known: {known})")
-    return [json.loads(r["metrics"]) for r in rows]
+    try:
+        if TABLE not in db.table_names():
+            raise AdvisorInputError(str(path), "baseline store holds no baselines")
+        rows = list(db[TABLE].rows_where("name = ?", [name], order_by="seq"))
+        if not rows:
+            known = sorted({r["name"] for r in db[TABLE].rows})
+            raise AdvisorInputError(str(path), f"no baseline named {name!r} (known: {known})")
+        return [json.loads(r["metrics"]) for r in rows]
+    except (sqlite3.Error, ValueError, KeyError) as exc:
+        raise AdvisorInputError(str(path), f"damaged baseline store: {exc}") from None
 
 
 def listing(store: Path | None = None) -> list[dict]:
@@ -74,7 +100,10 @@ def listing(store: Path | None = None) -> list[dict]:
     if not path.is_file():
         return []
     db = _db(path, create=False)
-    if TABLE not in db.table_names():
-        return []
-    sql = f"SELECT name, COUNT(*) AS traces, MAX(saved) AS saved FROM {TABLE} GROUP BY name"
-    return [dict(zip(("name", "traces", "saved"), r, strict=True)) for r in db.execute(sql)]
+    try:
+        if TABLE not in db.table_names():
+            return []
+        sql = f"SELECT name, COUNT(*) AS traces, MAX(saved) AS saved FROM {TABLE} GROUP BY name"
+        return [dict(zip(("name", "traces", "saved"), r, strict=True)) for r in db.execute(sql)]
+    except sqlite3.Error as exc:
+        raise AdvisorInputError(str(path), f"damaged baseline store: {exc}") from None

@@ -17,6 +17,7 @@ from advisor import __version__, pipeline
 from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
 from advisor.metrics.gemm import ShapeOption
+from advisor.output_paths import check_output_dir, check_output_file
 from advisor.render import json as json_render
 from advisor.render import terminal
 from advisor.render.progress import progress_bar
@@ -104,6 +105,8 @@ def analyze(
         return
     trace = paths[0]
     try:
+        if emit_dir:
+            check_output_dir(emit_dir, paths, "emit folder")
         rule_set = load_rules(rules or [])
         shapes = [ShapeOption.parse(s) for s in shape or []]
         with progress_bar(3, f"reading {Path(trace).name}") as bar:
@@ -279,6 +282,8 @@ def baseline_save(
     from advisor import baselines
 
     try:
+        if store:
+            check_output_file(store, traces, "baseline store")
         sets = _metric_sets(traces, gpu, load_rules())
         path = baselines.save(name, sets, Path(store) if store else None)
     except AdvisorInputError as exc:
@@ -324,6 +329,11 @@ def report(
     try:
         if len(traces) not in (1, 2):
             raise AdvisorInputError(None, "report takes TRACE or BASELINE CANDIDATE")
+        check_output_file(output, traces, "report")
+        if assets:
+            check_output_dir(assets, traces, "chart folder")
+        if emit_dir:
+            check_output_dir(emit_dir, traces, "emit folder")
         rule_set = load_rules(rules or [])
         shapes = [ShapeOption.parse(s) for s in shape or []]
         runs = [pipeline.run(t, gpu=gpu, rules=rule_set, shapes=shapes) for t in traces]

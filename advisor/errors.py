@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+MAX_MESSAGE = 400  # characters
+
 
 class AdvisorInputError(Exception):
     """Bad input (trace, option or config): ``path`` names the file, the message says why."""
 
     def __init__(self, path: str | None, message: str) -> None:
         self.path = path
-        self.message = message
-        super().__init__(f"{path}: {message}" if path else message)
+        # one line, whatever the cause carried (SQLite quotes multi-line schema text)
+        self.message = " ".join(str(message).split())
+        if len(self.message) > MAX_MESSAGE:
+            self.message = self.message[: MAX_MESSAGE - 3] + "..."
+        super().__init__(f"{path}: {self.message}" if path else self.message)

@@ -49,16 +49,15 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     ids = row_groups(kernels, cols)
     first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
     k = kernels.iloc[first].reset_index(drop=True)
-    occ = kernel_occupancy(k, gpus)
+    impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
+    occ = kernel_occupancy(k[~impossible], gpus).reindex(k.index)
     # products in float64: damaged dimensions must not overflow int64 (clamped at 2^62)
     grid = np.minimum(_product(k, "grid"), 2.0**62)
     out = pd.DataFrame(index=k.index)
-    out["grid_blocks"] = grid.astype("int64")
-    out["block_threads"] = np.minimum(_product(k, "block"), 2.0**62).astype("int64")
+    out["grid_blocks"] = grid.fillna(0).astype("int64")  # 0: unknown (a missing dimension)
+    out["block_threads"] = np.minimum(_product(k, "block"), 2.0**62).fillna(0).astype("int64")
     out["ctas_per_sm"] = occ["ctas_per_sm"]
     out["limiter"] = occ["limiter"]
-    impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
-    out.loc[impossible, ["ctas_per_sm", "limiter"]] = [np.nan, None]
     slots = occ["sm_count"] * out["ctas_per_sm"]
     out["slots"] = slots.where(slots > 0)
     waves = grid / out["slots"]

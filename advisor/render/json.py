@@ -15,6 +15,7 @@ SCHEMA_VERSION = 1
 
 
 def _int(x) -> int | None:
+    """An integer field; None where the trace had no (valid) value."""
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
@@ -27,12 +28,12 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
                 "demangled": r.demangled,
                 "device": int(r.device),
                 "region": getattr(r, "region", None),
-                "grid": [int(r.grid_x), int(r.grid_y), int(r.grid_z)],
+                "grid": [_int(r.grid_x), _int(r.grid_y), _int(r.grid_z)],
                 "grid_blocks": int(r.grid_blocks),
-                "block": [int(r.block_x), int(r.block_y), int(r.block_z)],
+                "block": [_int(r.block_x), _int(r.block_y), _int(r.block_z)],
                 "block_threads": int(r.block_threads),
-                "registers_per_thread": int(r.registers),
-                "shared_mem_per_block": int(r.smem_per_block),
+                "registers_per_thread": _int(r.registers),
+                "shared_mem_per_block": _int(r.smem_per_block),
                 "launches": int(r.launches),
                 "total_ns": int(r.total_ns),
                 "median_ns": int(r.median_ns),

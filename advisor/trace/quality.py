@@ -29,20 +29,49 @@ def drop_impossible_rows(trace) -> None:
         df = getattr(trace, table)
         if df.empty:
             continue
+        _coerce_numbers(trace, df, table, label)
         start, end = _times(df["start"]), _times(df["end"])
         bad = ~((start >= 0) & (end >= start) & (end < MAX_TIME_NS))  # NaN fails too
+        for col in ("device", "stream"):  # GPU work must say where it ran
+            if col in df and table != "api":
+                bad |= pd.isna(df[col]).to_numpy()
         if bad.any():
             kept = df[~bad].reset_index(drop=True)
             trace.warnings.append(
-                f"{int(bad.sum()):,} of {len(df):,} {label} dropped: missing timestamps, end "
-                "before start, or times outside 0..2^62 ns (a damaged trace); every metric "
-                "is computed without them"
+                f"{int(bad.sum()):,} of {len(df):,} {label} dropped: missing timestamps or "
+                "device/stream, end before start, or times outside 0..2^62 ns (a damaged "
+                "trace); every metric is computed without them"
             )
             df = kept
+        for col in ("device", "stream"):
+            if col in df and df[col].dtype.kind == "f":
+                df[col] = df[col].astype(np.int64)
         for col in ("start", "end"):
             if df[col].dtype != np.int64:
                 df[col] = pd.to_numeric(df[col]).astype(np.int64)
         setattr(trace, table, df)
+
+
+# columns that hold numbers (the rest are names and texts)
+_TEXT = {"name", "demangled", "kind", "text", "domain"}
+
+
+def _coerce_numbers(trace, df: pd.DataFrame, table: str, label: str) -> None:
+    """Numeric columns that arrived holding text (a damaged export stores 'abc' in an
+    integer column; SQLite allows it) become numbers, the text missing, with a warning."""
+    for col in df.columns:
+        if col in _TEXT or pd.api.types.is_numeric_dtype(df[col]) or isinstance(
+            df[col].dtype, pd.CategoricalDtype
+        ):
+            continue
+        values = pd.to_numeric(df[col], errors="coerce")
+        lost = int((values.isna() & df[col].notna()).sum())
+        df[col] = values
+        if lost:
+            trace.warnings.append(
+                f"{lost:,} {label} have a non-numeric {col!r} (a damaged trace): treated as "
+                "missing"
+            )
 
 
 def _times(col: pd.Series) -> np.ndarray:

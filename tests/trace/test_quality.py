@@ -26,8 +26,9 @@ def test_impossible_rows_are_dropped_and_counted():
     drop_impossible_rows(t)
     assert t.kernels["start"].tolist() == [0, 400]
     assert t.warnings == [
-        "3 of 5 kernel launches dropped: missing timestamps, end before start, or times "
-        "outside 0..2^62 ns (a damaged trace); every metric is computed without them"
+        "3 of 5 kernel launches dropped: missing timestamps or device/stream, end before "
+        "start, or times outside 0..2^62 ns (a damaged trace); every metric is computed "
+        "without them"
     ]
 
 

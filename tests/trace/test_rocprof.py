@@ -258,13 +258,13 @@ ROW = '"KERNEL_DISPATCH",4,1,2,"k",1,{start},{end},0,0,256,1,1,{grid},1,1'
     "body, words",
     [
         ("Foo,Bar\n1,2\n", "unknown CSV layout (header starts: Foo, Bar)"),
-        (
+        (  # the only dispatch ends before it starts: dropped, nothing left
             KERNEL_HEADER + "\n" + ROW.format(start=10, end=5, grid=1024) + "\n",
-            "column End_Timestamp: end before start in 1 row(s)",
+            "no kernel with valid timestamps: no GPU work to analyze",
         ),
         (
             KERNEL_HEADER + "\n" + ROW.format(start=-10, end=5, grid=1024) + "\n",
-            "negative timestamps",
+            "no kernel with valid timestamps",
         ),
         (
             KERNEL_HEADER + "\n" + ROW.format(start=1, end=5, grid="lots") + "\n",
@@ -323,8 +323,17 @@ def test_cli_exit_2_on_bad_rocprof(tmp_path):
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (
-        f"advisor: error: {p}: column End_Timestamp: end before start in 1 row(s)"
+        f"advisor: error: {p}: no kernel with valid timestamps: no GPU work to analyze"
     )
+
+
+def test_one_damaged_dispatch_is_dropped_with_a_warning(tmp_path):
+    p = tmp_path / "x_kernel_trace.csv"
+    rows = [ROW.format(start=10, end=5, grid=1024), ROW.format(start=20, end=30, grid=1024)]
+    p.write_text(KERNEL_HEADER + "\n" + "\n".join(rows) + "\n")
+    t = load_trace(p, gpu="MI300X")
+    assert t.kernels["start"].tolist() == [20]
+    assert t.warnings[-1].startswith("1 of 2 kernel launches dropped")
 
 
 V1_NEW = (

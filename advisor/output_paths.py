@@ -1,0 +1,34 @@
+"""Checks on output paths before any work: an output may never be (or replace) an input
+trace, and a file output may not be a directory (nor a directory output a file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.errors import AdvisorInputError
+
+
+def _is_input(path: Path, inputs: list[str]) -> bool:
+    if not path.exists():
+        return False
+    return any(Path(i).exists() and path.resolve() == Path(i).resolve() for i in inputs)
+
+
+def check_output_file(out: str, inputs: list[str], what: str) -> None:
+    """``out`` may be written as the ``what`` file (it may exist: it is then replaced)."""
+    p = Path(out)
+    if _is_input(p, inputs):
+        raise AdvisorInputError(out, f"is an input trace: refusing to overwrite it with the {what}")
+    if p.is_dir():
+        raise AdvisorInputError(out, f"is a directory: give a file name for the {what}")
+    if p.exists() and not p.is_file():
+        raise AdvisorInputError(out, f"is not a regular file: cannot write the {what} there")
+
+
+def check_output_dir(out: str, inputs: list[str], what: str) -> None:
+    """``out`` may be used as the ``what`` folder (created when missing)."""
+    p = Path(out)
+    if _is_input(p, inputs):
+        raise AdvisorInputError(out, f"is an input trace: refusing to use it as the {what}")
+    if p.exists() and not p.is_dir():
+        raise AdvisorInputError(out, f"is a file: the {what} must be a folder")

@@ -1,0 +1,523 @@
+"""Build the hostile-input corpus: damaged and hostile traces, configs and output paths.
+
+    python tests/bad_inputs/make_corpus.py OUT_DIR      # writes the files, prints one line per case
+
+Every case is derived from the real samples where it can be (the H200 2-GPU nsys export,
+the public rocprofv3 kernel trace); the rest are small hand-made files. ``build(out)``
+returns the cases; tests/bad_inputs/test_corpus.py runs each through the CLI and checks the
+guarantees (exit 0 or 2, one line naming the file, no traceback, no partial output, inputs
+unchanged). Cases that need the running process (a writer holding a lock) set ``hold``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sqlite3
+import sys
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NSYS = ROOT / "sample_traces" / "h200x2_allreduce.sqlite"
+ROCPROF = ROOT.parent / "shared" / "traces" / "public" / "rocprof" / "v3"
+ROCPROF_KERNELS = ROCPROF / "sdk_aug2025__kernel_trace.csv"
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+@dataclass
+class Case:
+    """One corpus entry: the command to run (``{f}`` is the case file), the exit codes
+    allowed, and the text the one-line error must contain when it exits 2."""
+
+    name: str
+    args: list[str]
+    codes: tuple[int, ...] = (2,)
+    names: str = ""  # the error line must contain this (default: the file's name)
+    outputs: list[str] = field(default_factory=list)  # must not exist after a failure
+    hold: str = ""  # "lock": another connection holds a write lock while the case runs
+    path: Path | None = None
+
+
+def _sql(path: Path, *statements: str) -> None:
+    with closing(sqlite3.connect(path)) as db:
+        for s in statements:
+            db.execute(s)
+        db.commit()
+
+
+def _nsys(out: Path, name: str, *statements: str) -> Path:
+    """A copy of the sample export with ``statements`` applied."""
+    p = out / name
+    shutil.copyfile(NSYS, p)
+    if statements:
+        _sql(p, *statements)
+    return p
+
+
+def _bytes(out: Path, name: str, data: bytes) -> Path:
+    p = out / name
+    p.write_bytes(data)
+    return p
+
+
+def _flip(data: bytes, count: int, seed: int, lo: int = 0) -> bytes:
+    rng = random.Random(seed)
+    b = bytearray(data)
+    for _ in range(count):
+        i = rng.randrange(lo, len(b))
+        b[i] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+def _sqlite_cases(out: Path) -> list[Case]:
+    raw = NSYS.read_bytes()
+    k = KERNEL
+    analyze = ["analyze", "{f}", "--format", "json"]
+    ok_or_bad = (0, 2)
+    cases = [
+        Case(
+            "truncated_half.sqlite",
+            analyze,
+            path=_bytes(out, "truncated_half.sqlite", raw[: len(raw) // 2]),
+        ),
+        Case(
+            "truncated_100_bytes.sqlite",
+            analyze,
+            path=_bytes(out, "truncated_100_bytes.sqlite", raw[:100]),
+        ),
+        Case(
+            "first_page_only.sqlite",
+            analyze,
+            path=_bytes(out, "first_page_only.sqlite", raw[:4096]),
+        ),
+        Case(
+            "bitflip_header.sqlite",
+            analyze,
+            ok_or_bad,
+            path=_bytes(
+                out, "bitflip_header.sqlite", raw[:16] + _flip(raw[16:100], 8, 1) + raw[100:]
+            ),
+        ),
+    ]
+    for seed in range(1, 7):  # random flips anywhere past the header
+        name = f"bitflip_random_{seed}.sqlite"
+        cases.append(
+            Case(name, analyze, ok_or_bad, path=_bytes(out, name, _flip(raw, 200, seed, 100)))
+        )
+    cases.append(
+        Case(
+            "bitflip_dense_tail.sqlite",
+            analyze,
+            ok_or_bad,
+            path=_bytes(out, "bitflip_dense_tail.sqlite", _flip(raw, 5000, 99, len(raw) // 2)),
+        )
+    )
+    # a WAL-mode copy whose changes sit unmerged in the -wal file beside it
+    wal = out / "wal_unmerged.sqlite"
+    shutil.copyfile(NSYS, wal)
+    with closing(sqlite3.connect(wal)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.execute(f"DELETE FROM {k} WHERE rowid % 2 = 0")
+        db.commit()
+        shutil.copyfile(wal, out / "wal_copy.sqlite")
+        shutil.copyfile(str(wal) + "-wal", out / "wal_copy.sqlite-wal")
+    os.remove(wal)
+    for side in ("-wal", "-shm"):
+        if Path(str(wal) + side).exists():
+            os.remove(str(wal) + side)
+    cases.append(Case("wal_copy.sqlite", analyze, (0,), path=out / "wal_copy.sqlite"))
+    cases.append(
+        Case(
+            "locked_by_writer.sqlite",
+            analyze,
+            (0,),
+            hold="lock",
+            path=_nsys(out, "locked_by_writer.sqlite"),
+        )
+    )
+    dropped = {
+        "no_kernel_table.sqlite": [f"DROP TABLE {k}"],
+        "no_stringids.sqlite": ["DROP TABLE StringIds"],
+        "no_metadata.sqlite": ["DROP TABLE META_DATA_EXPORT"],
+        "no_target_info.sqlite": ["DROP TABLE TARGET_INFO_GPU"],
+        "kernel_columns_dropped.sqlite": [
+            f"ALTER TABLE {k} DROP COLUMN gridX",
+            f"ALTER TABLE {k} DROP COLUMN registersPerThread",
+        ],
+        "empty_kernel_table.sqlite": [f"DELETE FROM {k}"],
+        "all_end_before_start.sqlite": [f"UPDATE {k} SET end = start - 100"],
+    }
+    for name, sql in dropped.items():
+        cases.append(Case(name, analyze, path=_nsys(out, name, *sql)))
+    loose = [
+        f"CREATE TABLE _t AS SELECT * FROM {k}",
+        f"DROP TABLE {k}",
+        f"ALTER TABLE _t RENAME TO {k}",
+    ]
+    survivable = {
+        "no_runtime_table.sqlite": ["DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME"],
+        "nulls_in_kernels.sqlite": [
+            *loose,  # the export declares NOT NULL: drop that first
+            f"UPDATE {k} SET start = NULL WHERE rowid % 7 = 0",
+            f"UPDATE {k} SET gridX = NULL WHERE rowid % 5 = 0",
+            f"UPDATE {k} SET correlationId = NULL WHERE rowid % 3 = 0",
+        ],
+        "some_end_before_start.sqlite": [f"UPDATE {k} SET end = start - 100 WHERE rowid % 4 = 0"],
+        "timestamps_near_2p63.sqlite": [
+            f"UPDATE {k} SET start = 9223372036854775000, "
+            "end = 9223372036854775800 WHERE rowid % 6 = 0"
+        ],
+        "negative_timestamps.sqlite": [f"UPDATE {k} SET start = -start WHERE rowid % 9 = 0"],
+        "all_kernels_at_one_instant.sqlite": [f"UPDATE {k} SET start = 1000, end = 5000"],
+        "duplicated_rows.sqlite": [f"INSERT INTO {k} SELECT * FROM {k}"],
+        "huge_grids.sqlite": [
+            f"UPDATE {k} SET gridX = 2147483647, gridY = 65535, gridZ = 65535 WHERE rowid % 3 = 0"
+        ],
+        "zero_grids.sqlite": [f"UPDATE {k} SET gridX = 0, blockX = 0"],
+        "absurd_resources.sqlite": [
+            f"UPDATE {k} SET registersPerThread = 100000, staticSharedMemory = -5, blockX = 65536"
+        ],
+        "text_in_number_columns.sqlite": [
+            f"UPDATE {k} SET registersPerThread = 'abc', gridY = 'x' WHERE rowid % 2 = 0"
+        ],
+        "zero_sm_count.sqlite": ["UPDATE TARGET_INFO_GPU SET smCount = 0"],
+        "unicode_kernel_names.sqlite": [
+            "UPDATE StringIds SET value = value || ' ∑ναμε 名前 🚀 ' || char(8238) || 'rtl' "
+            f"WHERE id IN (SELECT shortName FROM {k})"
+        ],
+        "names_10kB.sqlite": [
+            f"UPDATE StringIds SET value = printf('%.10000c', 'k') || value "
+            f"WHERE id IN (SELECT shortName FROM {k})"
+        ],
+    }
+    for name, sql in survivable.items():
+        cases.append(Case(name, analyze, (0,), path=_nsys(out, name, *sql)))
+    cases.append(
+        Case(
+            "zero_sm_count_unknown_gpu.sqlite",
+            analyze,
+            path=_nsys(
+                out,
+                "zero_sm_count_unknown_gpu.sqlite",
+                "UPDATE TARGET_INFO_GPU SET smCount = 0, name = 'Mystery GPU 9'",
+            ),
+        )
+    )
+    other = out / "not_an_nsys_export.sqlite"
+    _sql(other, "CREATE TABLE t (a INT)", "INSERT INTO t VALUES (1)")
+    empty_db = out / "empty_database.sqlite"
+    _sql(empty_db, "PRAGMA user_version = 1")
+    cases += [
+        Case(other.name, analyze, path=other),
+        Case(empty_db.name, analyze, path=empty_db),
+        Case("zero_bytes.sqlite", analyze, path=_bytes(out, "zero_bytes.sqlite", b"")),
+        Case(
+            "random_binary.sqlite",
+            analyze,
+            path=_bytes(out, "random_binary.sqlite", random.Random(5).randbytes(50_000)),
+        ),
+        Case(
+            "sqlite_magic_then_garbage.sqlite",
+            analyze,
+            path=_bytes(
+                out,
+                "sqlite_magic_then_garbage.sqlite",
+                b"SQLite format 3\x00" + random.Random(6).randbytes(20_000),
+            ),
+        ),
+    ]
+    return cases
+
+
+def _csv_lines() -> list[str]:
+    return ROCPROF_KERNELS.read_text().splitlines()
+
+
+def _csv(out: Path, name: str, lines: list[str], newline: str = "\n", prefix: bytes = b"") -> Path:
+    p = out / name
+    p.write_bytes(prefix + (newline.join(lines) + newline).encode("utf-8"))
+    return p
+
+
+def _set_column(lines: list[str], column: str, value: str, every: int = 1) -> list[str]:
+    head = lines[0].split(",")
+    i = head.index(f'"{column}"')
+    out = [lines[0]]
+    for n, line in enumerate(lines[1:]):
+        cells = _cells(line)  # the kernel name holds commas: split outside quotes
+        if n % every == 0:
+            cells[i] = value
+        out.append(",".join(cells))
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    """Split one CSV line into its raw cells (quoted cells keep their quotes)."""
+    cells, cur, quoted = [], "", False
+    for ch in line:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            cells.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    cells.append(cur)
+    return cells
+
+
+def _csv_cases(out: Path) -> list[Case]:
+    lines = _csv_lines()
+    analyze = ["analyze", "{f}", "--gpu", "MI300X", "--format", "json"]
+    head = _cells(lines[0])
+    drop_end = head.index('"End_Timestamp"')
+    long = '"' + "k" * 10_000 + ' ∑ναμε 名前 🚀"'
+    name_col = head.index('"Kernel_Name"')
+    cases = [
+        Case("csv_zero_bytes.csv", analyze, path=_bytes(out, "csv_zero_bytes.csv", b"")),
+        Case(
+            "csv_random_binary.csv",
+            analyze,
+            path=_bytes(out, "csv_random_binary.csv", random.Random(7).randbytes(30_000)),
+        ),
+        Case(
+            "csv_bad_quoting.csv",
+            analyze,
+            (0, 2),
+            path=_csv(
+                out, "csv_bad_quoting.csv", [lines[0], *[x.replace('"', "", 3) for x in lines[1:]]]
+            ),
+        ),
+        Case(
+            "csv_bom.csv",
+            analyze,
+            (0,),
+            path=_csv(out, "csv_bom.csv", lines, prefix=b"\xef\xbb\xbf"),
+        ),
+        Case("csv_crlf.csv", analyze, (0,), path=_csv(out, "csv_crlf.csv", lines, newline="\r\n")),
+        Case(
+            "csv_missing_end_column.csv",
+            analyze,
+            path=_csv(
+                out,
+                "csv_missing_end_column.csv",
+                [",".join(c for i, c in enumerate(_cells(x)) if i != drop_end) for x in lines],
+            ),
+        ),
+        Case(
+            "csv_extra_columns.csv",
+            analyze,
+            (0,),
+            path=_csv(
+                out,
+                "csv_extra_columns.csv",
+                [lines[0] + ',"Extra","More"'] + [x + ",1,zz" for x in lines[1:]],
+            ),
+        ),
+        Case(
+            "csv_short_rows.csv",
+            analyze,
+            (0, 2),
+            path=_csv(
+                out, "csv_short_rows.csv", [lines[0]] + [",".join(_cells(x)[:5]) for x in lines[1:]]
+            ),
+        ),
+        Case("csv_header_only.csv", analyze, path=_csv(out, "csv_header_only.csv", lines[:1])),
+        Case(
+            "csv_empty_timestamps.csv",
+            analyze,
+            (0, 2),
+            path=_csv(
+                out, "csv_empty_timestamps.csv", _set_column(lines, "Start_Timestamp", "", 2)
+            ),
+        ),
+        Case(
+            "csv_end_before_start.csv",
+            analyze,
+            (0, 2),
+            path=_csv(out, "csv_end_before_start.csv", _set_column(lines, "End_Timestamp", "5", 3)),
+        ),
+        Case(
+            "csv_text_in_numbers.csv",
+            analyze,
+            (0, 2),
+            path=_csv(out, "csv_text_in_numbers.csv", _set_column(lines, "Grid_Size_X", "abc", 2)),
+        ),
+        Case(
+            "csv_huge_grid.csv",
+            analyze,
+            (0,),
+            path=_csv(out, "csv_huge_grid.csv", _set_column(lines, "Grid_Size_X", "4294967295", 2)),
+        ),
+        Case(
+            "csv_zero_workgroup.csv",
+            analyze,
+            (0,),
+            path=_csv(
+                out, "csv_zero_workgroup.csv", _set_column(lines, "Workgroup_Size_X", "0", 2)
+            ),
+        ),
+        Case(
+            "csv_long_unicode_names.csv",
+            analyze,
+            (0,),
+            path=_csv(
+                out,
+                "csv_long_unicode_names.csv",
+                [lines[0]]
+                + [
+                    ",".join(c if i != name_col else long for i, c in enumerate(_cells(x)))
+                    for x in lines[1:]
+                ],
+            ),
+        ),
+        Case(
+            "csv_timestamps_near_2p63.csv",
+            analyze,
+            (0, 2),
+            path=_csv(
+                out,
+                "csv_timestamps_near_2p63.csv",
+                _set_column(lines, "End_Timestamp", "9223372036854775807", 2),
+            ),
+        ),
+        Case(
+            "csv_not_gzip.csv.gz",
+            analyze,
+            path=_bytes(out, "csv_not_gzip.csv.gz", b"plain text, not gzip\n"),
+        ),
+        Case(
+            "rocprof_truncated.json",
+            analyze,
+            path=_bytes(out, "rocprof_truncated.json", b'{"rocprofiler-sdk-tool": [{"agents": ['),
+        ),
+        Case(
+            "rocprof_not_json.json",
+            analyze,
+            path=_bytes(out, "rocprof_not_json.json", b"\x00\x01 not json"),
+        ),
+        Case(
+            "rocprof_wrong_shape.json",
+            analyze,
+            path=_bytes(out, "rocprof_wrong_shape.json", b"[1, 2, 3]"),
+        ),
+    ]
+    return cases
+
+
+def _config_cases(out: Path) -> list[Case]:
+    bomb = ["a: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        bomb.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
+    texts = {
+        "rules_alias_bomb.yaml": "\n".join(bomb) + "\n",
+        "rules_deep_nesting.yaml": "rules: " + "[" * 20000 + "]" * 20000 + "\n",
+        "rules_over_1MiB.yaml": "rules: []\n# " + "x" * (1 << 21) + "\n",
+        "rules_empty.yaml": "",
+        "rules_binary.yaml": None,
+        "rules_not_a_mapping.yaml": "- just\n- a list\n",
+        "rules_unknown_metric.yaml": "rules:\n  - id: x\n    title: t\n    scope: kernels\n"
+        "    strategy: split_k\n    when: no_such_metric > 1\n    savings: 0\n"
+        "    message: m\n    rationale: r\n    watch_for: w\n",
+    }
+    cases = []
+    for name, text in texts.items():
+        p = out / name
+        p.write_bytes(random.Random(8).randbytes(4000) if text is None else text.encode())
+        cases.append(Case(name, ["rules", "validate", "{f}"], path=p))
+    nsys = str(NSYS)
+    for name, text in {
+        "gate_alias_bomb.yaml": "\n".join(bomb) + "\n",
+        "gate_deep_nesting.yaml": "metrics: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
+        "gate_not_a_mapping.yaml": "- a\n- b\n",
+        "gate_bad_field.yaml": "metrics:\n  gpu_busy_ns: {max_regression: lots}\n",
+    }.items():
+        p = out / name
+        p.write_text(text)
+        cases.append(
+            Case(name, ["gate", "--baseline", nsys, "--candidate", nsys, "--config", "{f}"], path=p)
+        )
+    return cases
+
+
+def _path_cases(out: Path) -> list[Case]:
+    """Symlinks, directories, special files, permissions and output paths."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    target = _nsys(out, "link_target.sqlite")
+    cases = []
+    for name, make in {
+        "symlink_to_trace.sqlite": lambda p: p.symlink_to(target),
+        "dangling_symlink.sqlite": lambda p: p.symlink_to(out / "does_not_exist.sqlite"),
+        "symlink_loop.sqlite": lambda p: p.symlink_to(p),
+        "directory_named_trace.sqlite": lambda p: p.mkdir(),
+        "fifo.sqlite": lambda p: os.mkfifo(p),
+    }.items():
+        p = out / name
+        make(p)
+        codes = (0,) if name == "symlink_to_trace.sqlite" else (2,)
+        cases.append(Case(name, analyze, codes, path=p))
+    unreadable = _nsys(out, "unreadable.sqlite")
+    unreadable.chmod(0)
+    root = hasattr(os, "geteuid") and os.geteuid() == 0  # root reads anything
+    cases.append(Case("unreadable.sqlite", analyze, (0,) if root else (2,), path=unreadable))
+    # output paths: never the input, never half-written
+    trace = _nsys(out, "output_source.sqlite")
+    blocker = out / "a_regular_file"
+    blocker.write_text("x")
+    exists_dir = out / "existing_dir"
+    exists_dir.mkdir()
+    for name, args, names, outputs in [
+        ("report_onto_input", ["report", "{f}", "-o", "{f}"], trace.name, []),
+        ("report_onto_directory", ["report", "{f}", "-o", str(exists_dir)], exists_dir.name, []),
+        (
+            "report_under_a_file",
+            ["report", "{f}", "-o", str(blocker / "r.md")],
+            blocker.name,
+            [str(blocker / "r.md")],
+        ),
+        ("emit_into_a_file", ["analyze", "{f}", "--emit", str(blocker)], blocker.name, []),
+        ("emit_onto_input", ["analyze", "{f}", "--emit", "{f}"], trace.name, []),
+        (
+            "baseline_store_is_input",
+            ["baseline", "save", "b", "{f}", "--store", "{f}"],
+            trace.name,
+            [],
+        ),
+        (
+            "baseline_store_is_other_trace",
+            ["baseline", "save", "b", "{f}", "--store", str(target)],
+            target.name,
+            [],
+        ),
+        (
+            "gate_store_not_sqlite",
+            ["gate", "--baseline-name", "b", "--candidate", "{f}", "--store", str(blocker)],
+            blocker.name,
+            [],
+        ),
+    ]:
+        cases.append(Case(name, args, (2,), names=names, outputs=outputs, path=trace))
+    return cases
+
+
+def build(out: Path) -> list[Case]:
+    """Write every case's file under ``out`` (created) and return the cases."""
+    out.mkdir(parents=True, exist_ok=True)
+    cases = _sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
+    for c in cases:
+        if not c.names and c.path is not None:
+            c.names = c.path.name
+    return cases
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_corpus.py OUT_DIR")
+    for case in build(Path(sys.argv[1])):
+        print(
+            f"{case.name:40s} exit {'/'.join(map(str, case.codes))}: advisor {' '.join(case.args)}"
+        )
