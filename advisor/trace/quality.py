@@ -60,8 +60,10 @@ def _coerce_numbers(trace, df: pd.DataFrame, table: str, label: str) -> None:
     """Numeric columns that arrived holding text (a damaged export stores 'abc' in an
     integer column; SQLite allows it) become numbers, the text missing, with a warning."""
     for col in df.columns:
-        if col in _TEXT or pd.api.types.is_numeric_dtype(df[col]) or isinstance(
-            df[col].dtype, pd.CategoricalDtype
+        if (
+            col in _TEXT
+            or pd.api.types.is_numeric_dtype(df[col])
+            or isinstance(df[col].dtype, pd.CategoricalDtype)
         ):
             continue
         values = pd.to_numeric(df[col], errors="coerce")
@@ -69,8 +71,7 @@ def _coerce_numbers(trace, df: pd.DataFrame, table: str, label: str) -> None:
         df[col] = values
         if lost:
             trace.warnings.append(
-                f"{lost:,} {label} have a non-numeric {col!r} (a damaged trace): treated as "
-                "missing"
+                f"{lost:,} {label} have a non-numeric {col!r} (a damaged trace): treated as missing"
             )
 
 
