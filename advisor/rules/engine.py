@@ -264,7 +264,8 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "kernel": values.get(kcol) if kcol else None,
                 "region": values.get(rcol) or None,
                 "device": int(row["device"]),
-                "est_savings_ns": int(total),
+                # an estimate never exceeds the device's steady-state span
+                "est_savings_ns": int(min(total, spans.get(int(row["device"]), total))),
                 "summary": TEMPLATE.format(rule.spec.message, **values),
                 "evidence": {c: values[c] for c in rule.spec.evidence},
                 "rationale": " ".join(rule.spec.rationale.split()),

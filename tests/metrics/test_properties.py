@@ -1,0 +1,134 @@
+"""Property tests (hypothesis) of the metric functions against brute force on small
+integer timelines, and of the occupancy and wave formulas."""
+
+import numpy as np
+import pandas as pd
+from builders import kernels
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.metrics import intervals as iv
+from advisor.metrics.occupancy import ctas_per_sm
+from advisor.metrics.waves import launch_waves
+from advisor.trace.gpus import match_gpu
+
+SETTINGS = settings(max_examples=200, deadline=None)
+T = 60  # timeline length of the brute-force checks (ns)
+
+intervals = st.lists(st.tuples(st.integers(0, T), st.integers(0, T)).map(sorted), max_size=12).map(
+    lambda xs: (np.array([a for a, _ in xs], np.int64), np.array([b for _, b in xs], np.int64))
+)
+
+
+def covered(starts, ends) -> np.ndarray:
+    """Brute force: which unit steps [t, t+1) of the timeline some interval covers."""
+    out = np.zeros(T, dtype=bool)
+    for s, e in zip(starts, ends, strict=True):
+        out[s:e] = True
+    return out
+
+
+@SETTINGS
+@given(intervals)
+def test_union_is_sorted_disjoint_and_covers_exactly_the_input(xs):
+    s, e = iv.union(*xs)
+    assert (e > s).all()
+    assert (s[1:] > e[:-1]).all()  # disjoint and not touching (touching ones merge)
+    assert np.array_equal(covered(s, e), covered(*xs))
+    assert iv.length((s, e)) == covered(*xs).sum()
+    again = iv.union(s, e)
+    assert np.array_equal(again[0], s) and np.array_equal(again[1], e)  # idempotent
+
+
+@SETTINGS
+@given(intervals, intervals)
+def test_intersection_is_symmetric_and_bounded(a, b):
+    ua, ub = iv.union(*a), iv.union(*b)
+    both = iv.overlap(ua, ub)
+    assert both == iv.overlap(ub, ua)
+    assert 0 <= both <= min(iv.length(ua), iv.length(ub))
+    assert both == (covered(*a) & covered(*b)).sum()
+
+
+@SETTINGS
+@given(
+    intervals,
+    st.lists(st.tuples(st.integers(0, T), st.integers(0, T)).map(sorted), min_size=1, max_size=6),
+)
+def test_coverage_in_windows_matches_brute_force(xs, windows):
+    lo = np.array([w[0] for w in windows])
+    hi = np.array([w[1] for w in windows])
+    got = iv.covered_in_windows(iv.union(*xs), lo, hi)
+    mask = covered(*xs)
+    assert got.tolist() == [int(mask[a:b].sum()) for a, b in windows]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, T), st.integers(0, 20)), max_size=15))
+def test_reach_before_matches_a_per_group_loop(rows):
+    rows = sorted(rows)  # by group, then start
+    end = pd.Series([s + d for _, s, d in rows], dtype="int64")
+    group = pd.Series([g for g, _, _ in rows])
+    got = iv.reach_before(end, group).tolist()
+    for i, (g, _, _) in enumerate(rows):
+        earlier = [end[j] for j in range(i) if rows[j][0] == g]
+        assert (np.isnan(got[i]) and not earlier) or got[i] == max(earlier)
+
+
+H200 = match_gpu("H200")
+launch = dict(
+    threads=st.integers(1, 1024),
+    regs=st.integers(0, 255),
+    smem=st.integers(0, 227 * 1024),
+)
+
+
+def occupancy(threads, regs, smem) -> int:
+    ctas, _ = ctas_per_sm(
+        threads,
+        regs,
+        smem,
+        H200.shared_mem_per_sm,
+        warp_size=H200.warp_size,
+        max_warps_per_sm=H200.max_warps_per_sm,
+        max_blocks_per_sm=H200.max_blocks_per_sm,
+        registers_per_sm=H200.registers_per_sm,
+        reserved_smem_per_block=H200.reserved_shared_mem_per_block,
+    )
+    return int(ctas)
+
+
+@SETTINGS
+@given(**launch, more_regs=st.integers(0, 255), more_smem=st.integers(0, 64 * 1024))
+def test_occupancy_never_grows_with_registers_or_shared_memory(
+    threads, regs, smem, more_regs, more_smem
+):
+    base = occupancy(threads, regs, smem)
+    assert 0 <= base <= H200.max_blocks_per_sm
+    assert occupancy(threads, min(regs + more_regs, 255), smem) <= base
+    assert occupancy(threads, regs, smem + more_smem) <= base
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 5000), st.integers(1, 4), st.integers(1, 1024), st.integers(0, 255)
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_waves_times_slots_is_the_grid(configs):
+    k = kernels(
+        [
+            dict(start=i * 10, end=i * 10 + 5, grid_x=gx, grid_y=gy, block_x=bx, registers=r)
+            for i, (gx, gy, bx, r) in enumerate(configs)
+        ]
+    )
+    w = launch_waves(k, {0: H200})
+    has = w["slots"].notna()
+    assert np.allclose((w["waves"] * w["slots"])[has], w["grid_blocks"][has])
+    assert (w["grid_blocks"] == k["grid_x"] * k["grid_y"]).all()
+    assert ((w["tail_fraction"] >= 0) & (w["tail_fraction"] < 1)).all()
+    assert (w["tail_idle_ns"] + w["underfill_idle_ns"] <= w["duration"]).all()
