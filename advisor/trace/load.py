@@ -91,7 +91,8 @@ def _settle_gpus(trace: Trace, gpu: str | None) -> None:
     if guess is None:
         raise AdvisorInputError(
             trace.path,
-            "trace has no GPU facts (no TARGET_INFO_GPU table) for device(s) "
+            "trace has no usable GPU facts (TARGET_INFO_GPU missing or without an SM count) for "
+            "device(s) "
             f"{', '.join(map(str, missing))}: pass --gpu NAME (e.g. --gpu H100-SXM), "
             "or --gpu none to skip occupancy and wave metrics",
         )

@@ -348,7 +348,11 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     for row in rows:
         name = str(row.get("name") or "unknown GPU")
         base = match_gpu(name)
-        sms = int(row.get("smCount") or 0) or (base.sm_count if base else 0)
+        sms = int(row.get("smCount") or 0)
+        if not sms and base:
+            sms = base.sm_count
+            notes.append(f"GPU {row.get('id')} ({name}) reports no SM count: the built-in "
+                         f"table's {sms} for {base.name} is used")  # fmt: skip
         if not sms:
             notes.append(f"GPU {row.get('id')} ({name}) reports no SM count")
             continue

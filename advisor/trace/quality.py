@@ -113,6 +113,13 @@ def coverage_notes(trace, ops: pd.DataFrame) -> list[str]:
                 "the trace (API events lost or not traced): the gaps before them are "
                 "'unattributed' and they belong to no NVTX range"
             )
+    same = int(ops.duplicated(["device", "stream", "start", "end"]).sum())
+    if same:
+        notes.append(
+            f"{same:,} GPU operations repeat another's device, stream, start and end to the "
+            "nanosecond (a trace merged twice or damaged): busy time counts them once, but "
+            "launch counts and per-kernel totals include them"
+        )
     bad = int(impossible_launches(trace.kernels).sum()) if len(trace.kernels) else 0
     if bad:
         notes.append(

@@ -247,10 +247,11 @@ def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
     names = d["name"].astype(str)
     k["name"] = names.str.replace(r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$", "", regex=True)
     k["demangled"] = names
-    for axis in "xyz":
-        grid = _col(d, f"grid_{axis}", 1).fillna(1)
-        wg = _col(d, f"wg_{axis}", 1).fillna(1).clip(lower=1)
-        k[f"grid_{axis}"] = np.ceil(grid / wg).astype("int64")
+    for axis in "xyz":  # an absent column means 1; an empty or zero cell is damage (0)
+        grid = _col(d, f"grid_{axis}", 1).fillna(0)
+        wg = _col(d, f"wg_{axis}", 1).fillna(0)
+        blocks = np.ceil(grid / wg.where(wg >= 1))
+        k[f"grid_{axis}"] = blocks.fillna(0).astype("int64")  # 0: flagged by trace.quality
         k[f"block_{axis}"] = wg.astype("int64")
     arch = _col(d, "arch_vgpr", np.nan)
     accum = _col(d, "accum_vgpr", 0).fillna(0)

@@ -38,6 +38,7 @@ class Case:
     names: str = ""  # the error line must contain this (default: the file's name)
     outputs: list[str] = field(default_factory=list)  # must not exist after a failure
     hold: str = ""  # "lock": another connection holds a write lock while the case runs
+    warns: str = ""  # on exit 0, a JSON warning must contain this (damage must be told)
     path: Path | None = None
 
 
@@ -129,7 +130,11 @@ def _sqlite_cases(out: Path) -> list[Case]:
     for side in ("-wal", "-shm"):
         if Path(str(wal) + side).exists():
             os.remove(str(wal) + side)
-    cases.append(Case("wal_copy.sqlite", analyze, (0,), path=out / "wal_copy.sqlite"))
+    cases.append(
+        Case(
+            "wal_copy.sqlite", analyze, (0,), path=out / "wal_copy.sqlite", warns="write-ahead log"
+        )
+    )
     cases.append(
         Case(
             "locked_by_writer.sqlite",
@@ -194,8 +199,24 @@ def _sqlite_cases(out: Path) -> list[Case]:
             f"WHERE id IN (SELECT shortName FROM {k})"
         ],
     }
+    told = {
+        "no_runtime_table.sqlite": "no CUDA runtime API",
+        "nulls_in_kernels.sqlite": "kernel launches dropped",
+        "some_end_before_start.sqlite": "kernel launches dropped",
+        "timestamps_near_2p63.sqlite": "kernel launches dropped",
+        "negative_timestamps.sqlite": "kernel launches dropped",
+        "all_kernels_at_one_instant.sqlite": "repeat another's device, stream, start and end",
+        "duplicated_rows.sqlite": "repeat another's device, stream, start and end",
+        "huge_grids.sqlite": "impossible launch configurations",
+        "zero_grids.sqlite": "impossible launch configurations",
+        "absurd_resources.sqlite": "impossible launch configurations",
+        "text_in_number_columns.sqlite": "non-numeric",
+        "zero_sm_count.sqlite": "reports no SM count",
+    }
     for name, sql in survivable.items():
-        cases.append(Case(name, analyze, (0,), path=_nsys(out, name, *sql)))
+        cases.append(
+            Case(name, analyze, (0,), path=_nsys(out, name, *sql), warns=told.get(name, ""))
+        )
     cases.append(
         Case(
             "zero_sm_count_unknown_gpu.sqlite",
@@ -331,6 +352,7 @@ def _csv_cases(out: Path) -> list[Case]:
             "csv_empty_timestamps.csv",
             analyze,
             (0, 2),
+            warns="kernel launches dropped",
             path=_csv(
                 out, "csv_empty_timestamps.csv", _set_column(lines, "Start_Timestamp", "", 2)
             ),
@@ -339,6 +361,7 @@ def _csv_cases(out: Path) -> list[Case]:
             "csv_end_before_start.csv",
             analyze,
             (0, 2),
+            warns="kernel launches dropped",
             path=_csv(out, "csv_end_before_start.csv", _set_column(lines, "End_Timestamp", "5", 3)),
         ),
         Case(
@@ -357,6 +380,7 @@ def _csv_cases(out: Path) -> list[Case]:
             "csv_zero_workgroup.csv",
             analyze,
             (0,),
+            warns="impossible launch configurations",
             path=_csv(
                 out, "csv_zero_workgroup.csv", _set_column(lines, "Workgroup_Size_X", "0", 2)
             ),
@@ -379,6 +403,7 @@ def _csv_cases(out: Path) -> list[Case]:
             "csv_timestamps_near_2p63.csv",
             analyze,
             (0, 2),
+            warns="kernel launches dropped",
             path=_csv(
                 out,
                 "csv_timestamps_near_2p63.csv",

@@ -64,8 +64,11 @@ def _check(case, args, code, stdout, stderr) -> list[str]:
         except ValueError:
             problems.append(f"{where}: exit 0 but stdout is not JSON")
         else:
-            if not isinstance(doc.get("trace", {}).get("warnings"), list):
+            warnings = doc.get("trace", {}).get("warnings")
+            if not isinstance(warnings, list):
                 problems.append(f"{where}: JSON without trace.warnings")
+            elif case.warns and not any(case.warns in w for w in warnings):
+                problems.append(f"{where}: no warning mentions {case.warns!r}: {warnings}")
     return problems
 
 

@@ -121,7 +121,7 @@ def test_export_with_zero_kernels(tmp_path):
 def test_unknown_gpu_without_option():
     p = PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite"
     before = sha256(p)
-    assert_clean_failure(run_cli("analyze", str(p)), p, "no GPU facts", "--gpu")
+    assert_clean_failure(run_cli("analyze", str(p)), p, "no usable GPU facts", "--gpu")
     assert sha256(p) == before
 
 
