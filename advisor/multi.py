@@ -37,6 +37,7 @@ class RankResult:
     regions: pd.DataFrame | None = None
     comm: pd.DataFrame | None = None  # comm kernels: name, start, end
     findings: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # data-quality notes of the trace
 
 
 def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[str]):
@@ -63,6 +64,7 @@ def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[
         regions=a.regions[REGION_COLS].copy() if not a.regions.empty else None,
         comm=comm.reset_index(drop=True),
         findings=[{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
+        warnings=a.warnings,
     )
 
 
@@ -140,6 +142,7 @@ def merge(results: list[RankResult]) -> dict:
     ok = [r for r in results if r.error is None]
     gpus = {g for r in ok for g in r.gpus}
     ranks = [{"rank": i, "path": r.path, "error": r.error, "devices": r.devices,
+              "warnings": r.warnings,
               **{k: r.summary.get(k) for k in ("span_ns", "gpu_busy_ns", "idle_ns",
                                                 "launch_overhead_ns", "exposed_comm_ns",
                                                 "comm_wait_ns")}}

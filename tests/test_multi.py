@@ -81,3 +81,16 @@ def test_cli_many_traces_with_a_bad_one(ranks, tmp_path):
     d = json.loads(proc.stdout)
     assert [r["error"] is None for r in d["ranks"]] == [True, True, False]
     assert d["stragglers"] and d["collective_skew"] and d["findings"]
+
+
+def test_ranks_carry_their_data_quality_warnings():
+    from conftest import PUBLIC_NSYS
+
+    from advisor.multi import analyze_one, merge
+
+    path = str(PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite")
+    merged = merge([analyze_one(path, "H100-SXM", [], [])])
+    (rank,) = merged["ranks"]
+    assert any(
+        w.startswith("1,810 of 3,442 kernel launches have no launch call") for w in rank["warnings"]
+    )

@@ -31,6 +31,9 @@ def terminal(merged: dict, console: Console, top: int) -> None:
                     fmt_ns(r["span_ns"]), fmt_ns(r["gpu_busy_ns"]),
                     fmt_ns(r["launch_overhead_ns"]), fmt_ns(r["exposed_comm_ns"]))  # fmt: skip
     console.print(tab)
+    for r in merged["ranks"]:
+        for w in r["warnings"]:
+            console.print(f"warning: rank {r['rank']} ({r['path']}): {w}", style="yellow")
     tab = titled_table("Stragglers: compute time per NVTX range, slowest rank first",
                        ("range", "ranks", "slowest rank", "spread", "slowest / fastest"),
                        text=["range"])  # fmt: skip
