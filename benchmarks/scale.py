@@ -57,11 +57,11 @@ def build(sample: Path, n_kernels: int, out: Path) -> int:
         while done < copies:  # double until enough copies, then top up
             step = min(done, copies - done)
             exprs = []
-            for c in cols:
+            for c in cols:  # copies 0..step-1 become copies done..done+step-1
                 if c in ("start", "end"):
-                    exprs.append(f"{c} + {step} * {shift}")
+                    exprs.append(f"{c} + {done} * {shift}")
                 elif c == "correlationId":
-                    exprs.append(f"{c} + {step} * {corr + 1}")
+                    exprs.append(f"{c} + {done} * {corr + 1}")
                 else:
                     exprs.append(c)
             db.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(exprs)} "

@@ -110,19 +110,30 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     tail_idle_ns, underfill_idle_ns (sums), demangled; sorted by tail + under-fill idle,
     then total_ns, descending.
     """
-    smem = launches["static_smem"].astype("int64") + launches["dynamic_smem"].astype("int64")
+    smem = launches["static_smem"].astype("float64") + launches["dynamic_smem"]
+    if smem.notna().all():  # (NaN only where a damaged trace lost a size)
+        smem = smem.astype("int64")
     df = launches.assign(smem_per_block=smem)
     keys = GROUP_KEYS + list(by)
-    g = df.groupby(keys, dropna=False, sort=False, observed=True)
-    out = g.agg(
-        launches=("duration", "size"),
-        total_ns=("duration", "sum"),
-        median_ns=("duration", "median"),
-        config=("config", "first"),
-        tail_idle_ns=("tail_idle_ns", "sum"),
-        underfill_idle_ns=("underfill_idle_ns", "sum"),
-        demangled=("demangled", "first"),
-    ).reset_index()
+    # one hashed group id per launch (exact: row_groups checks it), then one integer key
+    group = row_groups(df, keys)
+    first = np.unique(group, return_index=True)[1]  # groups in order of first appearance
+    g = pd.DataFrame(
+        {
+            "group": group,
+            "duration": df["duration"].to_numpy(),
+            "tail_idle_ns": df["tail_idle_ns"].to_numpy(),
+            "underfill_idle_ns": df["underfill_idle_ns"].to_numpy(),
+        }
+    ).groupby("group", sort=True)
+    out = df[keys].iloc[first].reset_index(drop=True)
+    out["launches"] = g.size().to_numpy()
+    out["total_ns"] = g["duration"].sum().to_numpy()
+    out["median_ns"] = g["duration"].median().to_numpy()
+    out["config"] = df["config"].to_numpy()[first]
+    out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
+    out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
+    out["demangled"] = df["demangled"].to_numpy()[first]
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
