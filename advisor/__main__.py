@@ -1,3 +1,3 @@
-from advisor.cli import main
+from advisor.cli import entry
 
-main()
+entry()

@@ -275,8 +275,10 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     tail = np.zeros(len(ops))
     underfill = np.zeros(len(ops))
     launches, configs, shape_table = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    impossible = 0  # launches whose configuration cannot run (trace.quality)
     if len(kernels):
         config, configs = wave_configs(kernels, trace.gpus)
+        impossible = int(configs["impossible"].to_numpy()[config].sum())
         idle = launch_idle(kernels, config, configs)
         tail[is_kernel] = idle["tail_idle_ns"][src]
         underfill[is_kernel] = idle["underfill_idle_ns"][src]
@@ -320,5 +322,5 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
-        notes=coverage_notes(trace, ops),
+        notes=coverage_notes(trace, ops, impossible),
     )

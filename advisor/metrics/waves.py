@@ -43,7 +43,7 @@ CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slo
 
 def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
     """(config id per launch, one row per distinct launch configuration): the columns of
-    CONFIG_COLUMNS, computed once per configuration (a million launches hold a few
+    CONFIG_COLUMNS and ``impossible`` (trace.quality), computed once per configuration (a million launches hold a few
     hundred). Launches on devices without GPU facts keep NaN waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
     ids = row_groups(kernels, cols)
@@ -73,7 +73,8 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     judged = ~out["persistent"] & ~out["comm"] & ~blit  # blit: runtime copy/fill kernels
     out["tail_fraction"] = tail.where(judged, 0.0)
     out["underfilled"] = (waves < 1) & judged
-    return ids.astype(np.int32), out[CONFIG_COLUMNS]
+    out["impossible"] = impossible  # kept out of the kernel groups (CONFIG_COLUMNS)
+    return ids.astype(np.int32), out[[*CONFIG_COLUMNS, "impossible"]]
 
 
 def _product(k: pd.DataFrame, prefix: str) -> pd.Series:

@@ -101,8 +101,9 @@ def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     return ~ok
 
 
-def coverage_notes(trace, ops: pd.DataFrame) -> list[str]:
-    """What the trace lacks, and the metrics that limits (``ops``: attributed device ops)."""
+def coverage_notes(trace, ops: pd.DataFrame, impossible: int = 0) -> list[str]:
+    """What the trace lacks, and the metrics that limits (``ops``: attributed device ops;
+    ``impossible``: the number of launches with impossible configurations)."""
     notes = []
     kernels = ops["kind"].eq("kernel").to_numpy()
     if kernels.any() and not trace.api.empty:  # (no API at all: the reader says how to get it)
@@ -113,14 +114,14 @@ def coverage_notes(trace, ops: pd.DataFrame) -> list[str]:
                 "the trace (API events lost or not traced): the gaps before them are "
                 "'unattributed' and they belong to no NVTX range"
             )
-    same = int(ops.duplicated(["device", "stream", "start", "end"]).sum())
+    same = _repeated_ops(ops)
     if same:
         notes.append(
             f"{same:,} GPU operations repeat another's device, stream, start and end to the "
             "nanosecond (a trace merged twice or damaged): busy time counts them once, but "
             "launch counts and per-kernel totals include them"
         )
-    bad = int(impossible_launches(trace.kernels).sum()) if len(trace.kernels) else 0
+    bad = impossible
     if bad:
         notes.append(
             f"{bad:,} kernel launches have impossible launch configurations (zero or negative "
@@ -128,3 +129,15 @@ def coverage_notes(trace, ops: pd.DataFrame) -> list[str]:
             "occupancy, waves and tails are not computed"
         )
     return notes
+
+
+def _repeated_ops(ops: pd.DataFrame) -> int:
+    """Ops equal to an earlier op in device, stream, start and end. ``ops`` is sorted by
+    (device, start, end), so such repeats sit next to each other: only those runs are
+    compared (no hash of the whole table)."""
+    d, s, e = (ops[c].to_numpy() for c in ("device", "start", "end"))
+    same = (d[1:] == d[:-1]) & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    if not same.any():
+        return 0
+    rows = np.unique(np.concatenate([np.flatnonzero(same), np.flatnonzero(same) + 1]))
+    return int(ops.iloc[rows].duplicated(["device", "stream", "start", "end"]).sum())
