@@ -43,8 +43,9 @@ CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slo
 
 def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
     """(config id per launch, one row per distinct launch configuration): the columns of
-    CONFIG_COLUMNS and ``impossible`` (trace.quality), computed once per configuration (a million launches hold a few
-    hundred). Launches on devices without GPU facts keep NaN waves and zero tail."""
+    CONFIG_COLUMNS and ``impossible`` (trace.quality), computed once per configuration (a
+    million launches hold a few hundred). Launches on devices without GPU facts keep NaN
+    waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
     ids = row_groups(kernels, cols)
     first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
