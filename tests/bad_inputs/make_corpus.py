@@ -64,6 +64,11 @@ def _bytes(out: Path, name: str, data: bytes) -> Path:
     return p
 
 
+def _raw(out: Path, name: str, data: bytes, args: list[str]) -> Case:
+    """A case whose file holds ``data`` as given (expected: exit 2)."""
+    return Case(name, args, path=_bytes(out, name, data))
+
+
 def _flip(data: bytes, count: int, seed: int, lo: int = 0) -> bytes:
     rng = random.Random(seed)
     b = bytearray(data)
@@ -79,21 +84,9 @@ def _sqlite_cases(out: Path) -> list[Case]:
     analyze = ["analyze", "{f}", "--format", "json"]
     ok_or_bad = (0, 2)
     cases = [
-        Case(
-            "truncated_half.sqlite",
-            analyze,
-            path=_bytes(out, "truncated_half.sqlite", raw[: len(raw) // 2]),
-        ),
-        Case(
-            "truncated_100_bytes.sqlite",
-            analyze,
-            path=_bytes(out, "truncated_100_bytes.sqlite", raw[:100]),
-        ),
-        Case(
-            "first_page_only.sqlite",
-            analyze,
-            path=_bytes(out, "first_page_only.sqlite", raw[:4096]),
-        ),
+        _raw(out, "truncated_half.sqlite", raw[: len(raw) // 2], analyze),
+        _raw(out, "truncated_100_bytes.sqlite", raw[:100], analyze),
+        _raw(out, "first_page_only.sqlite", raw[:4096], analyze),
         Case(
             "bitflip_header.sqlite",
             analyze,
@@ -235,20 +228,13 @@ def _sqlite_cases(out: Path) -> list[Case]:
     cases += [
         Case(other.name, analyze, path=other),
         Case(empty_db.name, analyze, path=empty_db),
-        Case("zero_bytes.sqlite", analyze, path=_bytes(out, "zero_bytes.sqlite", b"")),
-        Case(
-            "random_binary.sqlite",
-            analyze,
-            path=_bytes(out, "random_binary.sqlite", random.Random(5).randbytes(50_000)),
-        ),
-        Case(
+        _raw(out, "zero_bytes.sqlite", b"", analyze),
+        _raw(out, "random_binary.sqlite", random.Random(5).randbytes(50_000), analyze),
+        _raw(
+            out,
             "sqlite_magic_then_garbage.sqlite",
+            b"SQLite format 3\x00" + random.Random(6).randbytes(20_000),
             analyze,
-            path=_bytes(
-                out,
-                "sqlite_magic_then_garbage.sqlite",
-                b"SQLite format 3\x00" + random.Random(6).randbytes(20_000),
-            ),
         ),
     ]
     return cases
@@ -299,12 +285,8 @@ def _csv_cases(out: Path) -> list[Case]:
     long = '"' + "k" * 10_000 + ' ∑ναμε 名前 🚀"'
     name_col = head.index('"Kernel_Name"')
     cases = [
-        Case("csv_zero_bytes.csv", analyze, path=_bytes(out, "csv_zero_bytes.csv", b"")),
-        Case(
-            "csv_random_binary.csv",
-            analyze,
-            path=_bytes(out, "csv_random_binary.csv", random.Random(7).randbytes(30_000)),
-        ),
+        _raw(out, "csv_zero_bytes.csv", b"", analyze),
+        _raw(out, "csv_random_binary.csv", random.Random(7).randbytes(30_000), analyze),
         Case(
             "csv_bad_quoting.csv",
             analyze,
@@ -349,43 +331,6 @@ def _csv_cases(out: Path) -> list[Case]:
         ),
         Case("csv_header_only.csv", analyze, path=_csv(out, "csv_header_only.csv", lines[:1])),
         Case(
-            "csv_empty_timestamps.csv",
-            analyze,
-            (0, 2),
-            warns="kernel launches dropped",
-            path=_csv(
-                out, "csv_empty_timestamps.csv", _set_column(lines, "Start_Timestamp", "", 2)
-            ),
-        ),
-        Case(
-            "csv_end_before_start.csv",
-            analyze,
-            (0, 2),
-            warns="kernel launches dropped",
-            path=_csv(out, "csv_end_before_start.csv", _set_column(lines, "End_Timestamp", "5", 3)),
-        ),
-        Case(
-            "csv_text_in_numbers.csv",
-            analyze,
-            (0, 2),
-            path=_csv(out, "csv_text_in_numbers.csv", _set_column(lines, "Grid_Size_X", "abc", 2)),
-        ),
-        Case(
-            "csv_huge_grid.csv",
-            analyze,
-            (0,),
-            path=_csv(out, "csv_huge_grid.csv", _set_column(lines, "Grid_Size_X", "4294967295", 2)),
-        ),
-        Case(
-            "csv_zero_workgroup.csv",
-            analyze,
-            (0,),
-            warns="impossible launch configurations",
-            path=_csv(
-                out, "csv_zero_workgroup.csv", _set_column(lines, "Workgroup_Size_X", "0", 2)
-            ),
-        ),
-        Case(
             "csv_long_unicode_names.csv",
             analyze,
             (0,),
@@ -399,38 +344,23 @@ def _csv_cases(out: Path) -> list[Case]:
                 ],
             ),
         ),
-        Case(
-            "csv_timestamps_near_2p63.csv",
-            analyze,
-            (0, 2),
-            warns="kernel launches dropped",
-            path=_csv(
-                out,
-                "csv_timestamps_near_2p63.csv",
-                _set_column(lines, "End_Timestamp", "9223372036854775807", 2),
-            ),
-        ),
-        Case(
-            "csv_not_gzip.csv.gz",
-            analyze,
-            path=_bytes(out, "csv_not_gzip.csv.gz", b"plain text, not gzip\n"),
-        ),
-        Case(
-            "rocprof_truncated.json",
-            analyze,
-            path=_bytes(out, "rocprof_truncated.json", b'{"rocprofiler-sdk-tool": [{"agents": ['),
-        ),
-        Case(
-            "rocprof_not_json.json",
-            analyze,
-            path=_bytes(out, "rocprof_not_json.json", b"\x00\x01 not json"),
-        ),
-        Case(
-            "rocprof_wrong_shape.json",
-            analyze,
-            path=_bytes(out, "rocprof_wrong_shape.json", b"[1, 2, 3]"),
-        ),
+        _raw(out, "csv_not_gzip.csv.gz", b"plain text, not gzip\n", analyze),
+        _raw(out, "rocprof_truncated.json", b'{"rocprofiler-sdk-tool": [{"agents": [', analyze),
+        _raw(out, "rocprof_not_json.json", b"\x00\x01 not json", analyze),
+        _raw(out, "rocprof_wrong_shape.json", b"[1, 2, 3]", analyze),
     ]
+    edits = [  # (file, column, new value, every n-th row, exit codes, warning on exit 0)
+        ("csv_empty_timestamps.csv", "Start_Timestamp", "", 2, (0,), "kernel launches dropped"),
+        ("csv_end_before_start.csv", "End_Timestamp", "5", 3, (0,), "kernel launches dropped"),
+        ("csv_text_in_numbers.csv", "Grid_Size_X", "abc", 2, (2,), ""),
+        ("csv_huge_grid.csv", "Grid_Size_X", "4294967295", 2, (0,), ""),
+        ("csv_zero_workgroup.csv", "Workgroup_Size_X", "0", 2, (0,), "impossible launch"),
+        ("csv_timestamps_near_2p63.csv", "End_Timestamp", "9223372036854775807", 2, (0,),
+         "kernel launches dropped"),
+    ]  # fmt: skip
+    for name, column, value, every, codes, warns in edits:
+        path = _csv(out, name, _set_column(lines, column, value, every))
+        cases.append(Case(name, analyze, codes, warns=warns, path=path))
     return cases
 
 
