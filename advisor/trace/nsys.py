@@ -187,14 +187,16 @@ class _Reader:
         queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
                    for a, b in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
 
-        def read(query: str) -> pd.DataFrame | None:
+        def read(query: str) -> dict[str, np.ndarray] | None:
             with closing(self._connect()) as conn:
                 part = self._arrow(conn, query)
             if part is None:
                 return None
             df = part.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
             _narrow(df, int32, float32)
-            return df
+            # scans select numeric columns: an all-NULL one arrives as objects of None
+            return {c: (pd.to_numeric(df[c], errors="coerce") if df[c].dtype == object
+                        else df[c]).to_numpy() for c in df.columns}  # fmt: skip
 
         with ThreadPoolExecutor(threads) as pool:
             parts = list(pool.map(read, queries))
@@ -205,18 +207,12 @@ class _Reader:
         return _concat_columns(parts)
 
 
-def _concat_columns(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Row-wise concatenation of same-column frames, one column at a time (each part's
-    column is released once copied: the extra memory is one column, not one table). A
-    column that is all NULL in some part (object of None there) becomes numeric."""
+def _concat_columns(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """Row-wise concatenation of same-column slices, one column at a time (each slice's
+    column is released once copied: the extra memory is one column, not one table)."""
     out = {}
-    for col in list(parts[0].columns):
-        arrays = [p.pop(col).to_numpy() for p in parts]
-        if any(a.dtype == object for a in arrays) and any(a.dtype != object for a in arrays):
-            arrays = [pd.to_numeric(a, errors="coerce") if a.dtype == object else a
-                      for a in arrays]  # fmt: skip
-        out[col] = np.concatenate(arrays)
-        del arrays
+    for col in list(parts[0]):
+        out[col] = np.concatenate([p.pop(col) for p in parts])
     return pd.DataFrame(out, copy=False)
 
 
@@ -241,7 +237,7 @@ def _producer(r: _Reader) -> tuple[str, str]:
 # half the memory of int64 on million-launch traces. Products of them (grid blocks,
 # threads, registers per block) are computed in int64 by the metrics.
 _INT32 = ("device", "stream", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-          "registers", "static_smem", "dynamic_smem", "pid")  # fmt: skip
+          "registers", "static_smem", "dynamic_smem", "pid", "name_id", "demangled_id")  # fmt: skip
 _FLOAT32 = ("smem_executed", "cluster_x", "cluster_y", "cluster_z")
 
 
@@ -292,6 +288,7 @@ def _read_api(r: _Reader) -> pd.DataFrame:
         """t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
            t.correlationId AS correlation""",
         where,
+        int32=("name_id",),
     )
     api["name"] = r.strings(api.pop("name_id"), "", strip=_VERSION_SUFFIX)
     api["pid"] = _pid(api["tid"])
