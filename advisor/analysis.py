@@ -237,74 +237,14 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     ops["op_class"] = op_class
     ops["same_stream_comm"] = same_stream_comm(ops, op_class)
     skew = collective_skew(ops, op_class)
-    wait = np.zeros(len(ops))
-    last_device = np.full(len(ops), np.nan)
-    if len(skew):
-        rows = np.flatnonzero(op_class.eq("comm").to_numpy())  # only comm ops can match
-        key = pd.MultiIndex.from_arrays(
-            [
-                ops["device"].to_numpy()[rows],
-                ops["start"].to_numpy()[rows],
-                ops["name"].to_numpy(object)[rows],
-            ]  # fmt: skip
-        )
-        # identical (device, start, name) ops (duplicated rows) share one match
-        matched = (
-            skew.drop_duplicates(["device", "start", "name"])
-            .set_index(["device", "start", "name"])
-            .reindex(key)
-        )
-        wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
-        last_device[rows] = matched["last_device"].to_numpy(dtype="float64")
-    ops["wait_ns"] = wait
-    ops["last_device"] = last_device
-
+    ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
-    range_id = assign_ops(ops, ranges).to_numpy().astype(np.int32)
-    ops["range_id"] = range_id
-    # region: the range's text, categorical (ranges.range_id are their row positions)
-    texts = pd.Categorical(ranges["text"].astype(object)) if len(ranges) else pd.Categorical([])
-    region_codes = np.where(
-        range_id >= 0, texts.codes[np.maximum(range_id, 0)] if len(ranges) else -1, -1
-    )
-    ops["region"] = pd.Categorical.from_codes(region_codes, texts.categories)
-
-    kernels = trace.kernels
-    is_kernel = ops["kind"].eq("kernel").to_numpy()
-    src = ops["src"].to_numpy()[is_kernel]  # row position in trace.kernels
-    tail = np.zeros(len(ops))
-    underfill = np.zeros(len(ops))
-    launches, configs, shape_table = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
+    ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
+    launches, configs, shape_table = _launch_table(trace, ops, shapes)
     impossible = 0  # launches whose configuration cannot run (trace.quality)
-    if len(kernels):
-        config, configs = wave_configs(kernels, trace.gpus)
-        impossible = int(configs["impossible"].to_numpy()[config].sum())
-        idle = launch_idle(kernels, config, configs)
-        tail[is_kernel] = idle["tail_idle_ns"][src]
-        underfill[is_kernel] = idle["underfill_idle_ns"][src]
-
-        def per_launch(values, fill) -> np.ndarray:
-            column = np.full(len(kernels), fill, dtype=np.asarray(values).dtype)
-            column[src] = np.asarray(values)[is_kernel]
-            return column
-
-        launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
-        launches["config"] = config
-        for col, values in idle.items():
-            launches[col] = values
-        launches["range_id"] = per_launch(range_id, -1)
-        launches["region"] = pd.Categorical.from_codes(
-            per_launch(region_codes, -1), texts.categories
-        )
-        launch_calls = launches[["name", "region"]].assign(
-            comm=configs["comm"].to_numpy(bool)[config],
-            api_tid=per_launch(ops["api_tid"].to_numpy(), np.nan),
-            api_start=per_launch(ops["api_start"].to_numpy(), np.nan),
-        )
-        launches["shape"], shape_table = launch_shapes(launch_calls, trace.nvtx, shapes)
-        del launch_calls
-    ops["tail_idle_ns"] = tail
-    ops["underfill_idle_ns"] = underfill
+    if len(launches):
+        impossible = int(configs["impossible"].to_numpy()[launches["config"].to_numpy()].sum())
 
     segments = class_segments(ops, op_class)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
@@ -324,3 +264,75 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         collectives=skew,
         notes=coverage_notes(trace, ops, impossible),
     )
+
+
+def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):
+    """Per op: wait_ns (how long it waited inside a collective for the last rank) and
+    last_device (that rank), from the collective_skew table; 0 and NaN elsewhere."""
+    wait = np.zeros(len(ops))
+    last_device = np.full(len(ops), np.nan)
+    if len(skew):
+        rows = np.flatnonzero(op_class.eq("comm").to_numpy())  # only comm ops can match
+        key = pd.MultiIndex.from_arrays(
+            [ops["device"].to_numpy()[rows], ops["start"].to_numpy()[rows],
+             ops["name"].to_numpy(object)[rows]]
+        )  # fmt: skip
+        # identical (device, start, name) ops (duplicated rows) share one match
+        matched = (
+            skew.drop_duplicates(["device", "start", "name"])
+            .set_index(["device", "start", "name"])
+            .reindex(key)
+        )
+        wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
+        last_device[rows] = matched["last_device"].to_numpy(dtype="float64")
+    return wait, last_device
+
+
+def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:
+    """Per op: the text of its top-level range (categorical; NaN outside ranges).
+    ``ranges.range_id`` are the ranges' row positions."""
+    if ranges.empty:
+        return pd.Categorical.from_codes(np.full(len(range_id), -1), [])
+    texts = pd.Categorical(ranges["text"].astype(object))
+    codes = np.where(range_id >= 0, texts.codes[np.maximum(range_id, 0)], -1)
+    return pd.Categorical.from_codes(codes, texts.categories)
+
+
+def _launch_table(trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption]):
+    """(launches, configs, shapes): the kernel launches (sharing the trace's kernel
+    columns) with their config id, launch_idle columns, range_id, region and shape id; the
+    distinct configurations (wave_configs) and shapes (launch_shapes). Also fills the ops'
+    tail_idle_ns and underfill_idle_ns."""
+    kernels = trace.kernels
+    ops["tail_idle_ns"] = 0.0
+    ops["underfill_idle_ns"] = 0.0
+    if kernels.empty:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    is_kernel = ops["kind"].eq("kernel").to_numpy()
+    src = ops["src"].to_numpy()[is_kernel]  # row position in trace.kernels
+    config, configs = wave_configs(kernels, trace.gpus)
+    idle = launch_idle(kernels, config, configs)
+    for col in ("tail_idle_ns", "underfill_idle_ns"):
+        column = np.zeros(len(ops))
+        column[is_kernel] = idle[col][src]
+        ops[col] = column
+
+    def per_launch(values, fill) -> np.ndarray:
+        column = np.full(len(kernels), fill, dtype=np.asarray(values).dtype)
+        column[src] = np.asarray(values)[is_kernel]
+        return column
+
+    launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
+    launches["config"] = config
+    for col, values in idle.items():
+        launches[col] = values
+    launches["range_id"] = per_launch(ops["range_id"].to_numpy(), -1)
+    region = ops["region"].array
+    launches["region"] = pd.Categorical.from_codes(per_launch(region.codes, -1), region.categories)
+    launch_calls = launches[["name", "region"]].assign(
+        comm=configs["comm"].to_numpy(bool)[config],
+        api_tid=per_launch(ops["api_tid"].to_numpy(), np.nan),
+        api_start=per_launch(ops["api_start"].to_numpy(), np.nan),
+    )
+    launches["shape"], shape_table = launch_shapes(launch_calls, trace.nvtx, shapes)
+    return launches, configs, shape_table
