@@ -182,8 +182,9 @@ def window_metrics(
 
     window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
-    win_start = out["start_ns"].to_numpy()[np.maximum(window, 0)]
-    gap = np.where(inside & (ops["gap_start"].to_numpy() >= win_start), ops["gap_ns"], 0)
+    opens_inside = ops["gap_start"].to_numpy() >= out["start_ns"].to_numpy()[np.maximum(window, 0)]
+    gap = np.where(inside & opens_inside, ops["gap_ns"], 0)
+    del opens_inside
     cause = ops["cause"].cat.codes.to_numpy()
     code = {c: i for i, c in enumerate(ops["cause"].cat.categories)}
     sync = cause == code.get("synchronization", -2)
@@ -214,20 +215,28 @@ def window_metrics(
 
 def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
-    (keys packed into one int64 per row, then a sorted search: no table merge)."""
-    packed_ops = np.zeros(len(ops), dtype=np.int64)
+    (keys packed into one int64 per row, then a sorted search: no table merge; the op
+    arrays are updated in place, so the memory is two arrays of the op count)."""
+    packed = np.zeros(len(ops), dtype=np.int64)
     packed_win = np.zeros(len(windows), dtype=np.int64)
     for col in keys:
-        a = ops[col].to_numpy(np.int64)
+        a = ops[col].to_numpy()
         b = windows[col].to_numpy(np.int64)
-        lo = min(a.min(initial=0), b.min(initial=0))
-        radix = max(a.max(initial=0), b.max(initial=0)) - lo + 1
-        packed_ops = packed_ops * radix + (a - lo)
+        lo = min(int(a.min(initial=0)), int(b.min(initial=0)))
+        radix = max(int(a.max(initial=0)), int(b.max(initial=0))) - lo + 1
+        packed *= radix
+        packed += a
+        packed -= lo
         packed_win = packed_win * radix + (b - lo)
     order = np.argsort(packed_win, kind="stable")
-    pos = np.minimum(np.searchsorted(packed_win[order], packed_ops), len(order) - 1)
-    found = packed_win[order][pos] == packed_ops
-    return np.where(found, order[pos], -1)
+    sorted_win = packed_win[order]
+    pos = np.searchsorted(sorted_win, packed)
+    np.minimum(pos, len(order) - 1, out=pos)
+    found = sorted_win[pos] == packed
+    del packed
+    pos = order[pos]
+    pos[~found] = -1
+    return pos
 
 
 def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:

@@ -293,7 +293,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     boundary[1:] |= device[1:] != device[:-1]
     boundary[0] = True
     first = np.flatnonzero(boundary)  # sequences are contiguous runs of rows
-    seq = np.cumsum(boundary) - 1
+    seq = np.cumsum(boundary, dtype=np.int32) - 1
     inner_gap = np.where(boundary, 0, gap_ns)
     start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
     out = pd.DataFrame(
@@ -306,8 +306,10 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     )
     # one host launch per (process, correlation id); ops without one count alone
     launch_key = _key(ops["pid"], ops["correlation"])
-    launch_key = np.where(launch_key < 0, -1 - np.arange(n, dtype=np.int64), launch_key)
+    alone = np.flatnonzero(launch_key < 0)
+    launch_key[alone] = -1 - alone
     out["launches"] = _distinct_per_run(seq, launch_key, first)
+    del launch_key, alone
     out["median_op_ns"] = _median_per_run(seq, (end - start).astype(np.float64), first)
     out["median_gap_ns"] = _median_per_run(seq, np.where(boundary, np.nan, gap_ns), first)
     overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
@@ -315,7 +317,9 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     del overhead
     eager = ~cause.eq("graph_internal").to_numpy()
     saving = np.where(eager & (inner_gap > 0), np.maximum(inner_gap - GRAPH_NODE_GAP_NS, 0), 0)
+    del inner_gap, eager
     out["graph_saving_ns"] = np.add.reduceat(saving, first)
+    del saving
     out["graph_ops"] = np.add.reduceat(ops["graph"].to_numpy(np.int64), first)
     out["region"] = _first_per_run(ops["region"], first) if "region" in ops else None
     out["top_kernel"] = _most_frequent(seq, _categorical(ops["name"], n))
@@ -340,10 +344,11 @@ def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> n
 def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Number of distinct ``keys`` per run of equal, ascending ``run`` ids."""
     ordered = keys[np.lexsort((keys, run))]
-    new = np.ones(len(keys), dtype=np.int64)
-    new[1:] = ordered[1:] != ordered[:-1]
-    new[first] = 1  # each run starts a new key
-    return np.add.reduceat(new, first)
+    new = np.ones(len(keys), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    del ordered
+    new[first] = True  # each run starts a new key
+    return np.add.reduceat(new, first, dtype=np.int64)
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:

@@ -98,14 +98,18 @@ def reach_before(end: pd.Series, keys) -> pd.Series:
     if n == 0:
         return pd.Series(out, index=end.index)
     first = run_heads(*[k.to_numpy() for k in keys])
-    head = np.zeros(n, dtype=np.int64)
-    head[first] = 1
-    run = np.cumsum(head) - 1
     lo = int(e.min())
     span = int(e.max()) - lo + 1
-    if span * len(first) < 2**62:
-        offset = run * span
-        reach = np.maximum.accumulate((e - lo) + offset) - offset + lo
+    if span * len(first) < 2**62:  # (in place: a few arrays of n, not a dozen)
+        offset = np.zeros(n, dtype=np.int64)
+        offset[first[1:]] = span
+        np.cumsum(offset, out=offset)  # group g starts g * span higher
+        reach = e - lo
+        reach += offset
+        np.maximum.accumulate(reach, out=reach)
+        reach -= offset
+        reach += lo
+        del offset
     else:  # timestamps too far apart to offset: one running maximum per group
         reach = np.concatenate([np.maximum.accumulate(x) for x in np.split(e, first[1:])])
     out[1:] = reach[:-1]
