@@ -456,6 +456,13 @@ def _path_cases(out: Path) -> list[Case]:
         ),
     ]:
         cases.append(Case(name, args, (2,), names=names, outputs=outputs, path=trace))
+    # an existing report outside the corpus folder is replaced (exit 0), not appended to
+    elsewhere = out.parent / f"{out.name}_outputs"
+    elsewhere.mkdir(exist_ok=True)
+    (elsewhere / "old_report.md").write_text("an older report\n")
+    cases.append(Case("report_over_existing_file", ["report", "{f}", "-o",
+                                                    str(elsewhere / "old_report.md")],
+                      (0,), path=trace))  # fmt: skip
     return cases
 
 

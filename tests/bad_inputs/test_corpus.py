@@ -36,6 +36,8 @@ def test_corpus_keeps_the_guarantees(corpus, capsys):
             if after != before:
                 changed = sorted(set(after.items()) ^ set(before.items()))
                 problems.append(f"{case.name}: files changed or created: {changed[:3]}")
+    replaced = out.parent / f"{out.name}_outputs" / "old_report.md"
+    assert replaced.read_text().startswith("# "), "the existing report was not replaced"
     with capsys.disabled():
         print(f"\nbad-input corpus: {len(cases)} cases, {len(problems)} problems")
     assert not problems, "\n".join(problems)
