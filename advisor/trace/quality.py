@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.trace.model import COLUMNS
+
 # Timestamps are ns since the session start (nsys) or since the epoch (rocprof, ~1.7e18):
 # a value at or beyond 2^62 ns (146 years) is a damaged field, as is a negative one.
 MAX_TIME_NS = 1 << 62
@@ -22,14 +24,15 @@ _LABELS = {"kernels": "kernel launches", "memcpy": "memory copies", "memset": "m
 
 
 def drop_impossible_rows(trace) -> None:
-    """Remove rows whose start/end are missing, negative, at or beyond 2^62 ns, or end
-    before they start, from every timed table of ``trace`` (in place), with one warning
-    per table saying how many and what that changes."""
+    """Make every timed table of ``trace`` (in place) hold only rows that can be real: text
+    in a numeric column becomes missing (counted); rows whose start/end are missing,
+    negative, at or beyond 2^62 ns, or end before they start, and GPU rows without a
+    device or stream, are removed, with one warning per table saying how many."""
     for table, label in _LABELS.items():
         df = getattr(trace, table)
         if df.empty:
             continue
-        _coerce_numbers(trace, df, table, label)
+        _coerce_numbers(trace, df, COLUMNS[table], label)
         start, end = _times(df["start"]), _times(df["end"])
         bad = ~((start >= 0) & (end >= start) & (end < MAX_TIME_NS))  # NaN fails too
         for col in ("device", "stream"):  # GPU work must say where it ran
@@ -52,19 +55,16 @@ def drop_impossible_rows(trace) -> None:
         setattr(trace, table, df)
 
 
-# columns that hold numbers (the rest are names and texts)
+# columns of the Trace contract that hold text (the others hold numbers)
 _TEXT = {"name", "demangled", "kind", "text", "domain"}
 
 
-def _coerce_numbers(trace, df: pd.DataFrame, table: str, label: str) -> None:
-    """Numeric columns that arrived holding text (a damaged export stores 'abc' in an
-    integer column; SQLite allows it) become numbers, the text missing, with a warning."""
+def _coerce_numbers(trace, df: pd.DataFrame, contract: dict, label: str) -> None:
+    """The contract's numeric columns that arrived holding text (a damaged export stores
+    'abc' in an integer column; SQLite allows it) become numbers, the text missing, with a
+    warning. Extra reader columns are left as they are."""
     for col in df.columns:
-        if (
-            col in _TEXT
-            or pd.api.types.is_numeric_dtype(df[col])
-            or isinstance(df[col].dtype, pd.CategoricalDtype)
-        ):
+        if col not in contract or col in _TEXT or pd.api.types.is_numeric_dtype(df[col]):
             continue
         values = pd.to_numeric(df[col], errors="coerce")
         lost = int((values.isna() & df[col].notna()).sum())
