@@ -9,9 +9,16 @@ from advisor.errors import AdvisorInputError
 
 
 def _is_input(path: Path, inputs: list[str]) -> bool:
+    """True when ``path`` is the same file as an input (through symlinks or hard links)."""
     if not path.exists():
         return False
-    return any(Path(i).exists() and path.resolve() == Path(i).resolve() for i in inputs)
+    for i in inputs:
+        try:
+            if path.samefile(i):
+                return True
+        except OSError:  # an input that does not exist (reported by the reader)
+            continue
+    return False
 
 
 def check_output_file(out: str, inputs: list[str], what: str) -> None:
