@@ -425,8 +425,16 @@ def _path_cases(out: Path) -> list[Case]:
     blocker.write_text("x")
     exists_dir = out / "existing_dir"
     exists_dir.mkdir()
+    hardlink = out / "hardlink_to_input.sqlite"
+    os.link(trace, hardlink)
     for name, args, names, outputs in [
         ("report_onto_input", ["report", "{f}", "-o", "{f}"], trace.name, []),
+        (
+            "report_onto_hardlink_of_input",
+            ["report", "{f}", "-o", str(hardlink)],
+            hardlink.name,
+            [],
+        ),
         ("report_onto_directory", ["report", "{f}", "-o", str(exists_dir)], exists_dir.name, []),
         (
             "report_under_a_file",
