@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
-from advisor.metrics.intervals import reach_before, run_heads
+from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -343,12 +343,7 @@ def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> n
 
 def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Number of distinct ``keys`` per run of equal, ascending ``run`` ids."""
-    ordered = keys[np.lexsort((keys, run))]
-    new = np.ones(len(keys), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    del ordered
-    new[first] = True  # each run starts a new key
-    return np.add.reduceat(new, first, dtype=np.int64)
+    return distinct_in_runs(keys[np.lexsort((keys, run))], first)
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:

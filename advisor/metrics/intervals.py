@@ -84,6 +84,15 @@ def run_heads(*keys) -> np.ndarray:
     return np.flatnonzero(change)
 
 
+def distinct_in_runs(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Per run of rows (starting at ``first``; ``values`` sorted within each run): how many
+    distinct values it holds (each NaN counts alone)."""
+    new = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=new[1:])  # NaN != NaN: each NaN is new
+    new[first] = True
+    return np.add.reduceat(new, first, dtype=np.int64)
+
+
 def reach_before(end: pd.Series, keys) -> pd.Series:
     """Per row of a table sorted by its group ``keys`` (a Series or list of Series; each
     group's rows contiguous) and by start within a group: the latest end of the earlier

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.intervals import reach_before, run_heads
+from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
@@ -92,9 +92,6 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     order = np.lexsort((corr, key))
     key, corr = key[order], corr[order]
     first = run_heads(key)
-    # a CUDA-graph replay is one launch: count distinct correlation ids (NaN: one each)
-    new = np.r_[True, (corr[1:] != corr[:-1]) | np.isnan(corr[1:])]
-    new[first] = True
     w = pd.DataFrame(
         {
             "range_id": range_id[order][first],
@@ -102,7 +99,8 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
             "start_ns": np.minimum.reduceat(ops["start"].to_numpy()[rows][order], first),
             "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows][order], first),
             "ops": np.diff(np.append(first, len(key))),
-            "launches": np.add.reduceat(new.astype(np.int64), first),
+            # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
+            "launches": distinct_in_runs(corr, first),
         }
     )
     w = w.merge(

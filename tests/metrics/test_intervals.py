@@ -66,3 +66,9 @@ def test_run_heads():
         2,
         4,
     ]
+
+
+def test_distinct_in_runs_counts_each_nan_alone():
+    # runs [1, 1, 2] and [nan, nan, 5]: 2 distinct, then 3 (two NaNs and a 5)
+    values = np.array([1.0, 1.0, 2.0, np.nan, np.nan, 5.0])
+    assert iv.distinct_in_runs(values, np.array([0, 3])).tolist() == [2, 3]
