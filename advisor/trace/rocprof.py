@@ -230,20 +230,14 @@ def _col(d: pd.DataFrame, name: str, default) -> pd.Series:
     return d[name] if name in d else pd.Series(default, index=d.index)
 
 
-def _times(col: pd.Series) -> pd.Series:
-    """Timestamps as int64, or float64 while some are missing (those rows are dropped and
-    counted by trace.quality)."""
-    return col.astype("int64") if col.notna().all() else col.astype("float64")
-
-
 def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
     """Trace kernels table from normalized dispatches (grid in work-items -> workgroups)."""
     k = pd.DataFrame(index=d.index)
     k["device"] = d["device"].fillna(0).astype("int64")
     stream = d["stream"] if "stream" in d else _col(d, "queue", 0)
     k["stream"] = stream.fillna(0).astype("int64")
-    k["start"] = _times(d["start"])
-    k["end"] = _times(d["end"])
+    k["start"] = d["start"]  # float while cells are empty: trace.quality drops and casts
+    k["end"] = d["end"]
     names = d["name"].astype(str)
     k["name"] = names.str.replace(r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$", "", regex=True)
     k["demangled"] = names
@@ -271,8 +265,8 @@ def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
 def _api(d: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "start": _times(d["start"]),
-            "end": _times(d["end"]),
+            "start": d["start"],
+            "end": d["end"],
             "name": d["function"].astype(str),
             "tid": d["tid"].astype("int64"),
             "pid": d["pid"].astype("int64"),
@@ -293,8 +287,8 @@ def _copies(d: pd.DataFrame, gpu_ids: set[int], pid: int) -> pd.DataFrame:
         {
             "device": np.where(dst.isin(gpu_ids), dst, src),
             "stream": d["stream"].fillna(-1).astype("int64") if "stream" in d else -1,
-            "start": _times(d["start"]),
-            "end": _times(d["end"]),
+            "start": d["start"],
+            "end": d["end"],
             "bytes": np.nan,
             "kind": np.where(peer, "PtoP", kind.fillna("Unknown")),
             "correlation": _col(d, "correlation", np.nan).astype(float),
