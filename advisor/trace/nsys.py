@@ -177,10 +177,14 @@ class _Reader:
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
         ).fetchone()
         threads = min(READ_THREADS, os.cpu_count() or 1)
-        if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
+
+        def whole() -> pd.DataFrame:
             df = self.frame(f"{sql} WHERE {where}" if where else sql)
             _narrow(df, int32, float32)
             return df
+
+        if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
+            return whole()
         slices = max(threads, -(-(hi - lo + 1) // SLICE_ROWS))
         edges = np.linspace(lo, hi + 1, slices + 1).astype(np.int64)
         cond = f"({where}) AND " if where else ""
@@ -200,10 +204,8 @@ class _Reader:
 
         with ThreadPoolExecutor(threads) as pool:
             parts = list(pool.map(read, queries))
-        if any(p is None for p in parts):
-            df = self.frame(f"{sql} WHERE {where}" if where else sql)
-            _narrow(df, int32, float32)
-            return df
+        if any(p is None for p in parts):  # a slice the driver could not type
+            return whole()
         return _concat_columns(parts)
 
 

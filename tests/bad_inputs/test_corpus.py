@@ -4,6 +4,7 @@ problem and nothing on stdout, never a traceback, no partial output, and every f
 corpus folder (the inputs) byte-identical afterwards, with nothing created beside them."""
 
 import json
+from pathlib import Path
 
 import pytest
 from corpus_runner import fingerprint, run
@@ -58,8 +59,8 @@ def _check(case, args, code, stdout, stderr) -> list[str]:
             problems.append(f"{where}: error line does not name {case.names!r}: {lines[0]}")
         if stdout:
             problems.append(f"{where}: exit 2 but stdout has {len(stdout)} characters")
-        for path in case.outputs:
-            problems.append(f"{where}: partial output {path}") if _exists(path) else None
+        problems += [f"{where}: partial output {path}" for path in case.outputs
+                     if Path(path).exists()]  # fmt: skip
     if code == 0 and "--format" in args:
         try:
             doc = json.loads(stdout)
@@ -72,12 +73,6 @@ def _check(case, args, code, stdout, stderr) -> list[str]:
             elif case.warns and not any(case.warns in w for w in warnings):
                 problems.append(f"{where}: no warning mentions {case.warns!r}: {warnings}")
     return problems
-
-
-def _exists(path: str) -> bool:
-    from pathlib import Path
-
-    return Path(path).exists()
 
 
 def test_the_checks_catch_each_broken_guarantee(tmp_path):
