@@ -112,30 +112,26 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     tail_idle_ns, underfill_idle_ns (sums), demangled; sorted by tail + under-fill idle,
     then total_ns, descending.
     """
-    smem = launches["static_smem"].astype("float64") + launches["dynamic_smem"]
-    if smem.notna().all():  # (NaN only where a damaged trace lost a size)
-        smem = smem.astype("int64")
-    df = launches.assign(smem_per_block=smem)
     keys = GROUP_KEYS + list(by)
-    # one hashed group id per launch (exact: row_groups checks it), then one integer key
-    group = row_groups(df, keys)
-    first = np.unique(group, return_index=True)[1]  # groups in order of first appearance
+    group, first = _launch_groups(launches, by)
+    df = launches.iloc[first]
+    df = df.assign(smem_per_block=_smem_per_block(df))
     g = pd.DataFrame(
         {
             "group": group,
-            "duration": df["duration"].to_numpy(),
-            "tail_idle_ns": df["tail_idle_ns"].to_numpy(),
-            "underfill_idle_ns": df["underfill_idle_ns"].to_numpy(),
+            "duration": launches["duration"].to_numpy(),
+            "tail_idle_ns": launches["tail_idle_ns"].to_numpy(),
+            "underfill_idle_ns": launches["underfill_idle_ns"].to_numpy(),
         }
     ).groupby("group", sort=True)
-    out = df[keys].iloc[first].reset_index(drop=True)
+    out = df[keys].reset_index(drop=True)
     out["launches"] = g.size().to_numpy()
     out["total_ns"] = g["duration"].sum().to_numpy()
     out["median_ns"] = g["duration"].median().to_numpy()
-    out["config"] = df["config"].to_numpy()[first]
+    out["config"] = df["config"].to_numpy()
     out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
     out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
-    out["demangled"] = df["demangled"].to_numpy()[first]
+    out["demangled"] = df["demangled"].to_numpy()
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
@@ -144,3 +140,31 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
     out = out.sort_values(["_idle", "total_ns"], ascending=False, ignore_index=True)
     return plain_columns(out.drop(columns="_idle"))
+
+
+def _smem_per_block(launches: pd.DataFrame) -> pd.Series:
+    """Static + dynamic shared memory per block (B); int64 unless a damaged trace lost one."""
+    smem = launches["static_smem"].astype("float64") + launches["dynamic_smem"]
+    return smem.astype("int64") if smem.notna().all() else smem
+
+
+def _launch_groups(launches: pd.DataFrame, by) -> tuple[np.ndarray, np.ndarray]:
+    """(group id per launch, row position of each group's first launch) for GROUP_KEYS plus
+    ``by``, ids in order of first appearance. A launch configuration (``config``) fixes
+    every GROUP_KEYS value, so the configurations present are grouped first (a few hundred
+    rows) and the launches only combine that group with the ``by`` columns' codes."""
+    config = launches["config"].to_numpy()
+    if len(config) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    one = np.flatnonzero(~pd.Series(config).duplicated().to_numpy())  # a launch per config
+    reps = launches.iloc[one]
+    per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
+    per_config[config[one]] = row_groups(reps.assign(smem_per_block=_smem_per_block(reps)),
+                                         GROUP_KEYS)  # fmt: skip
+    key = per_config[config]
+    for col in by:  # codes >= -1 (NaN): key * (max + 2) + code + 1 stays below 2^62
+        codes = pd.factorize(launches[col])[0]
+        key = pd.factorize(key * (int(codes.max(initial=0)) + 2) + (codes + 1))[0]
+    group = pd.factorize(key)[0]
+    first = np.flatnonzero(~pd.Series(group).duplicated().to_numpy())
+    return group, first
