@@ -3,11 +3,10 @@ Actions annotations. Regressions first; unchanged rows only counted."""
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 
 from advisor.gate import GateResult, Row
+from advisor.render.json import json_text
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
@@ -85,7 +84,7 @@ def markdown(result: GateResult, top: int = 50) -> str:
 
 
 def as_json(result: GateResult) -> str:
-    return json.dumps({
+    return json_text({
         "verdict": "fail" if result.failed else "pass",
         "method": result.method,
         "notes": result.notes,
@@ -93,7 +92,7 @@ def as_json(result: GateResult) -> str:
                       candidate=r.candidate, status=r.status, detail=r.detail)
                  for r in shown(result)],
         "unchanged": sum(r.status == "unchanged" for r in result.rows),
-    }, indent=2)  # fmt: skip
+    })  # fmt: skip
 
 
 def annotations(result: GateResult) -> str:

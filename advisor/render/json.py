@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 
+import numpy as np
+import orjson
 import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
@@ -55,17 +56,20 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
 REGION_KEYS = [*WINDOW_KEYS, *WINDOW_COLUMNS, "overlap_ratio"]
 
 
+_INT_KEYS = {"device", "ops", "launches", "sync_gaps"}
+
+
 def region_rows(regions: pd.DataFrame) -> list[dict]:
-    out = []
-    for rec in regions[REGION_KEYS].to_dict("records"):
-        row = {}
-        for key, v in rec.items():
-            if key.endswith("_ns") or key in ("device", "ops", "launches", "sync_gaps"):
-                row[key] = int(round(v))
-            else:
-                row[key] = v
-        out.append(row)
-    return out
+    """One plain dict per region window: times and counts as integers (rounded half to
+    even, like ``round``), other fields as plain values (NaN -> None)."""
+    columns = []
+    for key in REGION_KEYS:
+        values = regions[key]
+        if key.endswith("_ns") or key in _INT_KEYS:
+            columns.append(np.round(values.to_numpy(np.float64)).astype(np.int64).tolist())
+        else:
+            columns.append([plain(v) for v in values.tolist()])
+    return [dict(zip(REGION_KEYS, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def collective_rows(coll: pd.DataFrame) -> list[dict]:
@@ -91,7 +95,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(50)
-    return plain(
+    doc = plain(
         {
             "schema_version": SCHEMA_VERSION,
             "trace": {
@@ -106,7 +110,7 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "summary": a.summary(),
             "kernels": kernel_rows(a.kernel_table()),
             "region_kernels": kernel_rows(a.kernel_table(by_region=True)),
-            "regions": region_rows(a.regions),
+            "regions": None,  # filled below: region_rows gives plain values already
             "launch_gaps": a.gaps.to_dict("records"),
             "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
@@ -114,8 +118,27 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "findings": [{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
         }
     )
+    doc["regions"] = region_rows(a.regions)
+    return doc
 
 
 def render(a: Analysis, findings: list[dict]) -> str:
     """JSON text (indented, keys in schema order)."""
-    return json.dumps(document(a, findings), indent=2)
+    return json_text(document(a, findings))
+
+
+def json_text(value) -> str:
+    """``value`` as JSON text indented by two spaces, keys in insertion order (orjson:
+    numpy scalars as numbers, NaN as null, text as UTF-8)."""
+    return orjson.dumps(value, default=_plain_or_fail, option=_OPTIONS).decode()
+
+
+_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+
+
+def _plain_or_fail(value):
+    """orjson's hook for types it does not know: their plain value (pd.NA -> None)."""
+    out = plain(value)
+    if out is value:
+        raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    return out

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 
 from advisor.findings import location
 from advisor.plain import plain
-from advisor.render.json import SCHEMA_VERSION
+from advisor.render.json import SCHEMA_VERSION, json_text
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns
 
 
 def as_json(merged: dict) -> str:
-    return json.dumps(plain({"schema_version": SCHEMA_VERSION, **merged}), indent=2)
+    return json_text(plain({"schema_version": SCHEMA_VERSION, **merged}))
 
 
 def terminal(merged: dict, console: Console, top: int) -> None:
