@@ -332,13 +332,34 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
 def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Median of ``values`` (NaN skipped) per run of equal, ascending ``run`` ids starting
     at rows ``first``; NaN for a run without values."""
-    order = np.lexsort((values, run))  # runs stay in place; NaN sorts last in each run
-    ordered = values[order]
-    del order
-    valid = np.add.reduceat(~np.isnan(values), first)
-    lo = first + np.maximum(valid - 1, 0) // 2  # the two middle values (one when odd)
-    hi = first + valid // 2
-    return np.where(valid > 0, (ordered[lo] + ordered[hi]) / 2, np.nan)
+    valid = ~np.isnan(values)
+    count = np.add.reduceat(valid, first)
+    ordered = _sorted_in_runs(run[valid], values[valid])
+    head = np.cumsum(count) - count  # each run's first row among the valid values
+    lo = np.minimum(head + np.maximum(count - 1, 0) // 2, max(len(ordered) - 1, 0))
+    hi = np.minimum(head + count // 2, max(len(ordered) - 1, 0))  # the two middle values
+    if len(ordered) == 0:
+        return np.full(len(first), np.nan)
+    return np.where(count > 0, (ordered[lo] + ordered[hi]) / 2, np.nan)
+
+
+def _sorted_in_runs(run: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` sorted within each run of equal, ascending ``run`` ids (runs stay in
+    place). Whole-number values are packed with their run id into one int64 and sorted as
+    such (several times faster than a lexsort); others take the lexsort."""
+    if len(values) == 0:
+        return values
+    lo, hi = values.min(), values.max()
+    span = hi - lo + 1
+    whole = span * (int(run[-1]) + 1) < 2**62 and bool((values == np.floor(values)).all())
+    if not whole:
+        return values[np.lexsort((values, run))]
+    packed = run.astype(np.int64)
+    packed *= int(span)
+    packed += (values - lo).astype(np.int64)
+    packed.sort()
+    packed %= int(span)
+    return packed.astype(np.float64) + lo
 
 
 def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:

@@ -132,3 +132,32 @@ def test_waves_times_slots_is_the_grid(configs):
     assert (w["grid_blocks"] == k["grid_x"] * k["grid_y"]).all()
     assert ((w["tail_fraction"] >= 0) & (w["tail_fraction"] < 1)).all()
     assert (w["tail_idle_ns"] + w["underfill_idle_ns"] <= w["duration"]).all()
+
+
+run_values = st.lists(
+    st.tuples(
+        st.integers(0, 5),  # run id (sorted below: runs are contiguous and ascending)
+        st.one_of(st.integers(-(2**40), 2**40).map(float), st.floats(-1e6, 1e6), st.just(np.nan)),
+    ),
+    min_size=1,
+    max_size=40,
+).map(sorted)
+
+
+@SETTINGS
+@given(run_values)
+def test_median_per_run_matches_numpy_per_run(rows):
+    from advisor.metrics.gaps import _median_per_run
+
+    run = np.array([r for r, _ in rows], dtype=np.int32)
+    values = np.array([v for _, v in rows], dtype=np.float64)
+    rng = np.random.default_rng(len(rows))
+    for block in np.split(np.arange(len(rows)), np.flatnonzero(np.diff(run)) + 1):
+        values[block] = rng.permutation(values[block])  # unsorted within each run
+    first = iv.run_heads(run)
+    got = _median_per_run(run, values, first)
+    for i, at in enumerate(first):
+        part = values[run == run[at]]
+        part = part[~np.isnan(part)]
+        want = np.median(part) if len(part) else np.nan
+        assert np.isclose(got[i], want, equal_nan=True, rtol=0, atol=0), (i, got[i], want)
