@@ -182,31 +182,46 @@ def window_metrics(
 
     window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
-    opens_inside = ops["gap_start"].to_numpy() >= out["start_ns"].to_numpy()[np.maximum(window, 0)]
-    gap = np.where(inside & opens_inside, ops["gap_ns"], 0)
-    del opens_inside
-    cause = ops["cause"].cat.codes.to_numpy()
-    code = {c: i for i, c in enumerate(ops["cause"].cat.categories)}
-    sync = cause == code.get("synchronization", -2)
-    overhead = np.isin(cause, [code[c] for c in OVERHEAD_CAUSES if c in code])
-    sums = {  # built one at a time: a million-op table holds no nine temporaries at once
-        "tail_idle_ns": lambda: ops["tail_idle_ns"].to_numpy(),
-        "underfill_idle_ns": lambda: ops["underfill_idle_ns"].to_numpy(),
-        "launch_overhead_ns": lambda: np.where(overhead, gap, 0),
-        "sync_idle_ns": lambda: np.where(sync, gap, 0),
-        "sync_gaps": lambda: (gap > 0) & sync,
-        "startup_idle_ns": lambda: np.where(cause == code.get("startup", -2), gap, 0),
-        "unattributed_idle_ns": lambda: np.where(cause == code.get("unattributed", -2), gap, 0),
-        "comm_wait_ns": lambda: ops["wait_ns"].to_numpy(),
-        "same_stream_comm_ns": lambda: np.where(
-            ops["same_stream_comm"].to_numpy(bool), ops["end"] - ops["start"], 0
-        ),
-    }
-    everywhere = inside.all()
-    at = window if everywhere else window[inside]
-    for col, values in sums.items():
-        v = values() if everywhere else values()[inside]
-        out[col] = np.bincount(at, v, len(out)).astype(np.float64)
+    n = len(out)
+
+    sums = {}  # each sum visits only the ops that add to it
+
+    def per_window(rows: np.ndarray, values=None) -> np.ndarray:
+        """Sum of ``values`` (a count without) over ``rows`` of ops, per window."""
+        return np.bincount(window[rows], values, n).astype(np.float64)
+
+    for col in ("tail_idle_ns", "underfill_idle_ns", "wait_ns"):
+        values = ops[col].to_numpy()
+        rows = np.flatnonzero(inside & (values != 0))
+        sums["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
+    rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
+    took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
+    sums["same_stream_comm_ns"] = per_window(rows, took)
+
+    # gaps that open inside their window, summed per (window, cause) in one pass
+    gap_ns = ops["gap_ns"].to_numpy()
+    rows = np.flatnonzero(inside & (gap_ns > 0))
+    opens = ops["gap_start"].to_numpy()[rows] >= out["start_ns"].to_numpy()[window[rows]]
+    rows = rows[opens]
+    causes = ops["cause"].cat.categories
+    cause = ops["cause"].cat.codes.to_numpy()[rows].astype(np.int64)
+    rows, cause = rows[cause >= 0], cause[cause >= 0]  # (every gap has a cause)
+    slot = window[rows] * len(causes) + cause
+    total = np.bincount(slot, gap_ns[rows], n * len(causes)).reshape(n, len(causes))
+    count = np.bincount(slot, None, n * len(causes)).reshape(n, len(causes))
+
+    def by_cause(table: np.ndarray, *names: str) -> np.ndarray:
+        at = [i for i, c in enumerate(causes) if c in names]
+        return table[:, at].sum(axis=1).astype(np.float64)
+
+    sums["launch_overhead_ns"] = by_cause(total, *OVERHEAD_CAUSES)
+    sums["sync_idle_ns"] = by_cause(total, "synchronization")
+    sums["sync_gaps"] = by_cause(count, "synchronization")
+    sums["startup_idle_ns"] = by_cause(total, "startup")
+    sums["unattributed_idle_ns"] = by_cause(total, "unattributed")
+    for col in WINDOW_COLUMNS:
+        if col in sums:
+            out[col] = sums[col]
     comm = window_comm(segments, out)
     for col in comm.columns:
         out[col] = comm[col].to_numpy()
