@@ -26,6 +26,7 @@ from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace, empty_table
+from advisor.trace.slices import SliceColumns
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -133,7 +134,7 @@ class _Reader:
         each value; ``missing`` where the id is NULL or unknown, NaN when ``missing`` is
         None). Each distinct id is looked up once; rows hold small integer codes."""
         strings = self._string_table()
-        codes, uniq = pd.factorize(pd.to_numeric(ids, errors="coerce"), use_na_sentinel=True)
+        codes, uniq = pd.factorize(_numeric(ids), use_na_sentinel=True)
         values = strings.reindex(uniq).to_numpy(object)
         if strip is not None:
             values = np.array([strip.sub("", v) if isinstance(v, str) else v for v in values],
@@ -169,9 +170,9 @@ class _Reader:
     def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
         """``SELECT select FROM table t [WHERE where]`` in rowid order, read as slices of
         about SLICE_ROWS rows by READ_THREADS connections at once (SQLite decodes rows on
-        several cores). Each slice becomes numpy columns as soon as it arrives, with the
-        ``int32``/``float32`` columns narrowed (see _narrow), so the Arrow copy of the whole
-        table never exists. Small tables, or no ADBC driver: one plain ``frame`` query."""
+        several cores). Each slice is copied into preallocated numpy columns as it arrives
+        (trace.slices; ``int32``/``float32`` columns narrowed where the values fit), so the
+        table is held once. Small tables, or no ADBC driver: one plain ``frame`` query."""
         sql = f"SELECT {select} FROM {table} t"
         lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
@@ -191,36 +192,33 @@ class _Reader:
         queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
                    for a, b in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
 
-        def read(query: str) -> dict[str, np.ndarray] | None:
+        sink = SliceColumns(hi + 1 - lo, int32, float32)
+
+        def read(query: str, offset: int) -> bool:
             with closing(self._connect()) as conn:
                 part = self._arrow(conn, query)
-            if part is None:
-                return None
-            df = part.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
-            _narrow(df, int32, float32)
-            # scans select numeric columns: an all-NULL one arrives as objects of None
-            return {c: (pd.to_numeric(df[c], errors="coerce") if df[c].dtype == object
-                        else df[c]).to_numpy() for c in df.columns}  # fmt: skip
+            return part is not None and sink.put(offset, part)
 
         with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(read, queries))
-        if any(p is None for p in parts):  # a slice the driver could not type
+            done = list(pool.map(read, queries, (int(a - lo) for a in edges[:-1])))
+        if not all(done):  # a slice the driver could not type, or text in a column
             return whole()
-        return _concat_columns(parts)
+        return sink.frame()
 
 
-def _concat_columns(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """Row-wise concatenation of same-column slices, one column at a time (each slice's
-    column is released once copied: the extra memory is one column, not one table)."""
-    out = {}
-    for col in list(parts[0]):
-        out[col] = np.concatenate([p.pop(col) for p in parts])
-    return pd.DataFrame(out, copy=False)
+def _numeric(values: pd.Series) -> pd.Series:
+    """``values`` as numbers: numeric columns as they are (no copy), others coerced (text
+    and NULL -> NaN)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values
+    return pd.to_numeric(values, errors="coerce")
 
 
 def _pid(global_id: pd.Series) -> pd.Series:
     """Process id packed in an nsys globalTid/globalPid: (id >> 24) & 0xFFFFFF."""
-    ids = pd.to_numeric(global_id, errors="coerce").fillna(0).astype("int64").to_numpy()
+    ids = global_id.to_numpy()
+    if ids.dtype.kind != "i":  # NULLs or text: missing ids count as 0
+        ids = _numeric(global_id).fillna(0).astype("int64").to_numpy()
     return pd.Series(((ids >> 24) & 0xFFFFFF).astype(np.int32), index=global_id.index)
 
 
@@ -253,7 +251,7 @@ def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
                 df[col] = df[col].astype("int32")
     for col in float32:
         if col in df:
-            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float32")
+            df[col] = _numeric(df[col]).astype("float32")
 
 
 def _read_kernels(r: _Reader) -> pd.DataFrame:
@@ -271,7 +269,7 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
                {c("graphNodeId", "graph_node")}"""
     k = r.scan(KERNEL, select, int32=_INT32, float32=_FLOAT32)
     k["pid"] = _pid(k.pop("global_pid"))
-    k["graph_node"] = pd.to_numeric(k["graph_node"], errors="coerce").astype("float64")
+    k["graph_node"] = _numeric(k["graph_node"]).astype("float64")
     name_id = k.pop("name_id")
     k["name"] = r.strings(name_id, "<unknown>")
     # a kernel without a demangled name is known by its short name
