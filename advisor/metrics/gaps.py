@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
-from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
+from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -245,21 +245,27 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
     cols = ["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
     if ops.empty:
         return pd.DataFrame(columns=cols)
-    device = ops["device"].to_numpy(np.int64)
-    stream = ops["stream"].to_numpy(np.int64)
-    start = ops["start"].to_numpy()
-    order = np.lexsort((start, stream, device))  # stable: each stream's ops by start
-    device, stream, start = device[order], stream[order], start[order]
-    end = ops["end"].to_numpy()[order]
-    del order
+    # ops come sorted by (device, start, end): a stable grouping by stream keeps that order
+    order = grouped_order(ops["stream"].to_numpy(), ops["device"].to_numpy())
+    device, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
+    start = ops["start"].to_numpy()[order]
     first = run_heads(device, stream)
+    later = np.ones(len(start), dtype=bool)
+    np.greater_equal(start[1:], start[:-1], out=later[1:])
+    later[first] = True
+    if not later.all():  # (ops not sorted by start: order each stream's ops by start)
+        order = np.lexsort((ops["start"].to_numpy(), ops["stream"], ops["device"]))
+        device, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
+        start = ops["start"].to_numpy()[order]
+    end = ops["end"].to_numpy()[order]
+    del order, later
     # the stream's own idle time: start minus the latest end of its earlier ops
     prev = reach_before(pd.Series(end), [pd.Series(device), pd.Series(stream)]).to_numpy()
     idle = np.nan_to_num(np.clip(start - prev, 0, None), nan=0.0)
     out = pd.DataFrame(
         {
-            "device": device[first],
-            "stream": stream[first],
+            "device": device[first].astype(np.int64),
+            "stream": stream[first].astype(np.int64),
             "ops": np.diff(np.append(first, len(start))),
             "busy_ns": np.add.reduceat(end - start, first),
             "first_ns": np.minimum.reduceat(start, first),

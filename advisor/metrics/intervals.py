@@ -84,6 +84,27 @@ def run_heads(*keys) -> np.ndarray:
     return np.flatnonzero(change)
 
 
+def grouped_order(*keys) -> np.ndarray:
+    """Stable order that brings rows of equal ``keys`` together, groups in ascending key
+    order (as ``np.lexsort`` of the keys, last key primary, rows keeping their order within
+    a group). With few distinct key combinations (the usual case: devices, streams) the
+    combinations get small codes and a radix sort orders them in linear time."""
+    packed = np.zeros(len(keys[0]), dtype=np.int64)
+    for k in reversed(keys):  # the last key is the primary one
+        k = np.asarray(k)
+        lo, hi = (int(k.min()), int(k.max())) if len(k) else (0, 0)
+        radix = hi - lo + 1
+        if int(packed.max(initial=0)) >= 2**62 // radix:  # too many combinations to pack
+            return np.lexsort(keys)
+        packed *= radix
+        packed += k
+        packed -= lo
+    codes, uniques = pd.factorize(packed, sort=True)
+    if len(uniques) <= np.iinfo(np.int16).max:
+        codes = codes.astype(np.int16)  # numpy sorts 16-bit integers by radix
+    return np.argsort(codes, kind="stable")
+
+
 def distinct_in_runs(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per run of rows (starting at ``first``; ``values`` sorted within each run): how many
     distinct values it holds (each NaN counts alone)."""

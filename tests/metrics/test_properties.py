@@ -161,3 +161,35 @@ def test_median_per_run_matches_numpy_per_run(rows):
         part = part[~np.isnan(part)]
         want = np.median(part) if len(part) else np.nan
         assert np.isclose(got[i], want, equal_nan=True, rtol=0, atol=0), (i, got[i], want)
+
+
+@SETTINGS
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 2**40), st.integers(0, 4)), max_size=30)
+)
+def test_grouped_order_is_a_stable_lexsort(rows):
+    a = np.array([r[0] for r in rows], dtype=np.int64)
+    b = np.array([r[1] for r in rows], dtype=np.int64)
+    c = np.array([r[2] for r in rows], dtype=np.int32)
+    for keys in ((a,), (c, a), (b, c), (a, b, c)):
+        assert np.array_equal(iv.grouped_order(*keys), np.lexsort(keys))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, T - 10),
+                          st.integers(1, 9)), min_size=1, max_size=25))  # fmt: skip
+def test_stream_summary_does_not_depend_on_row_order(rows):
+    from advisor.metrics.gaps import stream_summary
+
+    ops = pd.DataFrame(rows, columns=["device", "stream", "start", "took"])
+    ops["end"] = ops["start"] + ops.pop("took")
+    ordered = ops.sort_values(["device", "start", "end"], kind="stable", ignore_index=True)
+    shuffled = ops.sample(frac=1, random_state=len(rows)).reset_index(drop=True)
+    key = ["device", "stream"]
+    want = stream_summary(ordered).sort_values(key, ignore_index=True)
+    pd.testing.assert_frame_equal(stream_summary(shuffled).sort_values(key, ignore_index=True),
+                                  want)  # fmt: skip
+    for (d, s), own in ordered.groupby(key):  # brute force: the stream's own idle time
+        idle = covered(own["start"], own["end"])[own["start"].min() : own["end"].max()]
+        row = want[(want["device"] == d) & (want["stream"] == s)].iloc[0]
+        assert row["gap_ns"] == (~idle).sum() and row["ops"] == len(own)
