@@ -201,7 +201,8 @@ def window_metrics(
     # gaps that open inside their window, summed per (window, cause) in one pass
     gap_ns = ops["gap_ns"].to_numpy()
     rows = np.flatnonzero(inside & (gap_ns > 0))
-    opens = ops["gap_start"].to_numpy()[rows] >= out["start_ns"].to_numpy()[window[rows]]
+    gap_start = ops["start"].to_numpy()[rows] - gap_ns[rows]
+    opens = gap_start >= out["start_ns"].to_numpy()[window[rows]]
     rows = rows[opens]
     causes = ops["cause"].cat.categories
     cause = ops["cause"].cat.codes.to_numpy()[rows].astype(np.int64)
@@ -266,6 +267,7 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
     ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
     launches, configs, shape_table = _launch_table(trace, ops, shapes)
+    del ops["api_tid"]  # (used to place launches in ranges and shapes: done)
     impossible = 0  # launches whose configuration cannot run (trace.quality)
     if len(launches):
         impossible = int(configs["impossible"].to_numpy()[launches["config"].to_numpy()].sum())
@@ -294,7 +296,7 @@ def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):
     """Per op: wait_ns (how long it waited inside a collective for the last rank) and
     last_device (that rank), from the collective_skew table; 0 and NaN elsewhere."""
     wait = np.zeros(len(ops))
-    last_device = np.full(len(ops), np.nan)
+    last_device = np.full(len(ops), np.nan, dtype=np.float32)  # (device ids are small)
     if len(skew):
         rows = np.flatnonzero(op_class.eq("comm").to_numpy())  # only comm ops can match
         key = pd.MultiIndex.from_arrays(
@@ -308,7 +310,7 @@ def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):
             .reindex(key)
         )
         wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
-        last_device[rows] = matched["last_device"].to_numpy(dtype="float64")
+        last_device[rows] = matched["last_device"].to_numpy(dtype="float32")
     return wait, last_device
 
 

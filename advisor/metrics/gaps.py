@@ -172,24 +172,24 @@ def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]
 
 
 def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Add ``gap_ns``, ``gap_start``, ``cause``, ``sync_call`` and the launch call's
-    ``api_start`` and ``api_tid`` to a device_ops table (a new table sharing the input's
-    columns).
+    """Add ``gap_ns``, ``cause``, ``sync_call`` and the launch call's ``api_start`` and
+    ``api_tid`` to a device_ops table (a new table sharing the input's columns).
 
-    ``gap_ns`` is 0 for the first operation of each device and for back-to-back work;
+    ``gap_ns`` is 0 for the first operation of each device and for back-to-back work (a
+    gap opens at ``start - gap_ns``);
     ``cause`` (categorical, CAUSES) is NaN where there is no gap.
     """
     ops = ops.copy(deep=False)
     prev_reach = reach_before(ops["end"], ops["device"])
     ops["gap_ns"] = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
-    ops["gap_start"] = prev_reach.fillna(ops["start"]).astype("int64")
+    del prev_reach
     calls = _launch_calls(ops, api)
     ops["api_start"] = calls["api_start"]
     ops["api_tid"] = calls["api_tid"]
 
     at = np.flatnonzero(ops["gap_ns"].to_numpy() > 0)
-    gap_start = ops["gap_start"].to_numpy()[at]
     start = ops["start"].to_numpy()[at]
+    gap_start = start - ops["gap_ns"].to_numpy()[at]  # where the device went idle
     api_end = calls["api_end"][at]
     del calls
     g = pd.DataFrame(
