@@ -255,9 +255,16 @@ def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.
     return pos
 
 
-def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
-    """Compute every metric of one trace (unfiltered). ``shapes``: --shape options."""
+def analyze(
+    trace: Trace, shapes: Sequence[ShapeOption] = (), release_api: bool = False
+) -> Analysis:
+    """Compute every metric of one trace (unfiltered). ``shapes``: --shape options.
+    ``release_api``: empty ``trace.api`` once the ops hold their launch calls (nothing
+    later reads the API rows; a caller that owns the trace saves their memory)."""
+    api_traced = not trace.api.empty
     ops = attribute_gaps(device_ops(trace), trace.api)
+    if release_api:
+        trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
     ops["op_class"] = op_class
     ops["same_stream_comm"] = same_stream_comm(ops, op_class)
@@ -288,7 +295,7 @@ def analyze(trace: Trace, shapes: Sequence[ShapeOption] = ()) -> Analysis:
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
-        notes=coverage_notes(trace, ops, impossible),
+        notes=coverage_notes(ops, impossible, api_traced),
     )
 
 

@@ -101,12 +101,13 @@ def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     return ~ok
 
 
-def coverage_notes(trace, ops: pd.DataFrame, impossible: int = 0) -> list[str]:
+def coverage_notes(ops: pd.DataFrame, impossible: int = 0, api_traced: bool = True) -> list[str]:
     """What the trace lacks, and the metrics that limits (``ops``: attributed device ops;
-    ``impossible``: the number of launches with impossible configurations)."""
+    ``impossible``: the number of launches with impossible configurations; ``api_traced``:
+    the trace holds runtime API calls)."""
     notes = []
     kernels = ops["kind"].eq("kernel").to_numpy()
-    if kernels.any() and not trace.api.empty:  # (no API at all: the reader says how to get it)
+    if kernels.any() and api_traced:  # (no API at all: the reader says how to get it)
         missing = int(np.isnan(ops["api_start"].to_numpy()[kernels]).sum())
         if missing:
             notes.append(

@@ -71,6 +71,17 @@ def test_kernels_without_launch_calls_are_counted():
     )
 
 
+def test_releasing_the_api_rows_changes_no_result():
+    path = PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite"
+    kept = analyze(load_trace(path, gpu="H100-SXM"))
+    t = load_trace(path, gpu="H100-SXM")
+    released = analyze(t, release_api=True)
+    assert t.api.empty and len(kept.trace.api) > 0
+    assert released.notes == kept.notes  # the 1,810 launches without calls still counted
+    for table in ("ops", "launches", "devices", "regions", "sequences", "gaps", "streams"):
+        pd.testing.assert_frame_equal(getattr(released, table), getattr(kept, table))
+
+
 def test_profiler_diagnostics_and_unmerged_wal_are_reported(tmp_path):
     copy = tmp_path / "t.sqlite"
     shutil.copyfile(H200_SINGLE, copy)
