@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
 from advisor.render.units import fmt_ns, fmt_pct
-from advisor.user_yaml import load_user_yaml
+from advisor.user_yaml import load_packaged_yaml, load_user_yaml
 
 SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
 # metric -> True when a larger value is worse
@@ -73,7 +72,7 @@ class GateConfig(BaseModel):
 
 def load_config(path: str | Path | None = None) -> GateConfig:
     """The defaults, overridden key by key by a YAML file (errors name file and field)."""
-    base = yaml.safe_load(DEFAULT_CONFIG)
+    base = load_packaged_yaml(DEFAULT_CONFIG)
     if path is not None:
         p = Path(path)
         try:

@@ -14,6 +14,8 @@ import yaml
 
 from advisor.errors import AdvisorInputError
 
+# the C parser (libyaml) when PyYAML has it: for files we ship, which need no limits
+PACKAGED_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_BYTES = 1 << 20  # 1 MiB: rule files and gate configs are a few kB
 MAX_NODES = 100_000  # nodes after expanding aliases
 MAX_DEPTH = 64
@@ -37,6 +39,11 @@ def load_user_yaml(text: str, source: str, what: str):
         return yaml.SafeLoader("").construct_document(node)
     except yaml.YAMLError as exc:
         raise AdvisorInputError(source, f"{what} is not valid YAML{_where(exc)}") from None
+
+
+def load_packaged_yaml(text: str):
+    """A YAML file shipped with advisor (built-in rules, GPU facts) as Python data."""
+    return yaml.load(text, Loader=PACKAGED_LOADER)  # a safe loader: plain data only
 
 
 def _check_size(root: yaml.Node, source: str, what: str) -> None:

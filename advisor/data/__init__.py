@@ -10,13 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
+
+from advisor.user_yaml import load_packaged_yaml
 
 
 @cache
 def load_yaml(name: str) -> dict:
     """Parse one YAML file shipped in this package."""
-    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text())
+    return load_packaged_yaml(resources.files(__package__).joinpath(name).read_text())
 
 
 @cache

@@ -31,7 +31,7 @@ from advisor.plain import plain
 from advisor.render.units import fmt_ns, fmt_pct
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.tables import SCOPES
-from advisor.user_yaml import load_user_yaml
+from advisor.user_yaml import load_packaged_yaml, load_user_yaml
 
 SEVERITY_SHARES = ((0.10, "high"), (0.02, "medium"))  # est. savings / steady-state span
 # where a finding points, per scope: (kernel column, region column)
@@ -124,9 +124,10 @@ def _where(rule_id: str, fld: str) -> str:
     return f"rule {rule_id!r}: field {fld!r}"
 
 
-def parse_rules(text: str, source: str) -> list[Rule]:
-    """Validate one rule file's text; AdvisorInputError names file, rule and field."""
-    doc = load_user_yaml(text, source, "rule file")
+def parse_rules(text: str, source: str, packaged: bool = False) -> list[Rule]:
+    """Validate one rule file's text; AdvisorInputError names file, rule and field.
+    ``packaged``: a built-in file (parsed without the limits user files get)."""
+    doc = load_packaged_yaml(text) if packaged else load_user_yaml(text, source, "rule file")
     try:
         top = RuleFile.model_validate(doc)
     except ValidationError as exc:
@@ -173,12 +174,12 @@ def rule_files(path: Path) -> list[Path]:
 
 def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]:
     """Built-in rules plus user files/folders; duplicate ids across all of them are errors."""
-    sources: list[tuple[str, str]] = []
+    sources: list[tuple[str, str, bool]] = []  # (source, text, packaged)
     if builtin:
         root = builtin_rules_dir()
         for item in sorted(root.iterdir(), key=lambda p: p.name):
             if item.name.endswith((".yaml", ".yml")):
-                sources.append((f"rules/{item.name}", item.read_text()))
+                sources.append((f"rules/{item.name}", item.read_text(), True))
     for entry in extra:
         p = Path(entry)
         if not p.exists():
@@ -188,13 +189,13 @@ def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]
             raise AdvisorInputError(str(p), "folder holds no .yaml rule files")
         for f in files:
             try:
-                sources.append((str(f), f.read_text()))
+                sources.append((str(f), f.read_text(), False))
             except (OSError, UnicodeDecodeError) as exc:
                 raise AdvisorInputError(str(f), f"cannot read rule file: {exc}") from None
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for source, text in sources:
-        for rule in parse_rules(text, source):
+    for source, text, packaged in sources:
+        for rule in parse_rules(text, source, packaged):
             if rule.id in seen:
                 raise AdvisorInputError(
                     source, f"rule {rule.id!r}: duplicate id (first defined in {seen[rule.id]})"

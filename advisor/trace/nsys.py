@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import sqlite_utils
 
 from advisor.data import names_in
 from advisor.errors import AdvisorInputError
@@ -90,8 +89,12 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = sqlite3.connect(_ro_uri(path), uri=True)
-        db = sqlite_utils.Database(self.conn)
-        self.columns = {t: set(db[t].columns_dict) for t in db.table_names()}
+        self.columns: dict[str, set[str]] = {}  # table -> its columns, in one query
+        for table, column in self.conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type = 'table'"
+        ):
+            self.columns.setdefault(table, set()).add(column)
         self._adbc = None
         self._strings: pd.Series | None = None
         try:
