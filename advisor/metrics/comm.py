@@ -43,12 +43,17 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
 
 
 def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int, iv.Segments]]:
-    """Merged busy segments per device of all work ('busy'), of comm and of compute ops."""
-    return {
+    """Merged busy segments per device of all work ('busy'), of comm ops, of compute ops
+    and of either ('either': what the overlap of the two is measured against)."""
+    comm, compute = op_class.eq("comm").to_numpy(), op_class.eq("compute").to_numpy()
+    out = {
         "busy": device_segments(ops, np.ones(len(ops), dtype=bool)),
-        "comm": device_segments(ops, op_class.eq("comm")),
-        "compute": device_segments(ops, op_class.eq("compute")),
+        "comm": device_segments(ops, comm),
+        "compute": device_segments(ops, compute),
     }
+    # without comm work, either class is just compute (no second union of every kernel)
+    out["either"] = device_segments(ops, comm | compute) if comm.any() else out["compute"]
+    return out
 
 
 def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFrame) -> pd.DataFrame:
@@ -63,12 +68,13 @@ def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFra
     lo_all, hi_all = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     for device, rows in windows.groupby("device").indices.items():
         c = segments["comm"].get(int(device), empty)
-        k = segments["compute"].get(int(device), empty)
-        both = iv.union(np.concatenate([c[0], k[0]]), np.concatenate([c[1], k[1]]))
         lo, hi = lo_all[rows], hi_all[rows]
+        k_ns[rows] = iv.covered_in_windows(segments["compute"].get(int(device), empty), lo, hi)
+        if c[0].size == 0:  # no comm on this device: no overlap to measure
+            both_ns[rows] = k_ns[rows]
+            continue
         c_ns[rows] = iv.covered_in_windows(c, lo, hi)
-        k_ns[rows] = iv.covered_in_windows(k, lo, hi)
-        both_ns[rows] = iv.covered_in_windows(both, lo, hi)
+        both_ns[rows] = iv.covered_in_windows(segments["either"].get(int(device), empty), lo, hi)
     out = pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": c_ns + k_ns - both_ns},
                        index=windows.index)  # fmt: skip
     out["exposed_comm_ns"] = out["comm_ns"] - out["overlap_ns"]
