@@ -84,7 +84,9 @@ def nvtx_shapes(nvtx: pd.DataFrame) -> pd.DataFrame:
     cols = ["tid", "start", "end", "batch", "m", "n", "k", "op"]
     if nvtx.empty:
         return pd.DataFrame(columns=cols)
-    parts = nvtx["text"].str.extract(_OP_AND_SIZES)
+    codes, texts = pd.factorize(nvtx["text"])  # each distinct text parsed once
+    parts = pd.Series(texts, dtype=object).str.extract(_OP_AND_SIZES)
+    parts = parts.reindex(codes).set_axis(nvtx.index)  # (code -1: no text)
     cand = nvtx.assign(op=parts["op"], sizes=parts["sizes"]).dropna(subset=["op", "sizes"])
     rows = []
     for op, sizes in cand[["op", "sizes"]].drop_duplicates().itertuples(index=False):
