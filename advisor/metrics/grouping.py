@@ -18,6 +18,9 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     (NaN equals NaN), as ``groupby(cols, dropna=False, sort=False).ngroup()``."""
     if df.empty:
         return np.zeros(0, dtype=np.int64)
+    cols = [c for c in cols if not _constant(df[c])]  # (they split no group)
+    if not cols:
+        return np.zeros(len(df), dtype=np.int64)
     hashed = pd.util.hash_pandas_object(df[cols], index=False).to_numpy()
     ids, _ = pd.factorize(hashed)
     first = np.unique(ids, return_index=True)[1]
@@ -28,3 +31,18 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
         if not same.all() and not (same | (pd.isna(values) & pd.isna(rep))).all():
             return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
     return ids
+
+
+def _constant(values: pd.Series) -> bool:
+    """True when every value is the same (NaN counting as one value)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = values.cat.codes.to_numpy()
+        return bool(codes.min() == codes.max())
+    v = values.to_numpy()
+    if v.dtype.kind == "f":
+        missing = np.isnan(v)
+        if missing.any():
+            return bool(missing.all())
+    elif v.dtype.kind not in "iub":
+        return False  # (objects: left to the hash)
+    return bool(v.min() == v.max())

@@ -31,3 +31,19 @@ def test_a_hash_collision_falls_back_to_exact_grouping(monkeypatch):
 
 def test_empty():
     assert row_groups(pd.DataFrame({"a": []}), ["a"]).tolist() == []
+
+
+def test_constant_columns_split_nothing():
+    df = pd.DataFrame(
+        {
+            "one": [7, 7, 7, 7],
+            "all_nan": [np.nan] * 4,
+            "some_nan": [1.0, np.nan, 1.0, 1.0],  # not constant: NaN is its own value
+            "cat": pd.Categorical(["k", "k", "k", "k"]),
+            "a": [1, 2, 1, 2],
+        }
+    )
+    cols = list(df.columns)
+    expected = df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().tolist()
+    assert row_groups(df, cols).tolist() == expected == [0, 1, 2, 1]
+    assert row_groups(df, ["one", "all_nan", "cat"]).tolist() == [0, 0, 0, 0]
