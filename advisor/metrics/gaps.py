@@ -196,9 +196,12 @@ def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     ``cause`` (categorical, CAUSES) is NaN where there is no gap.
     """
     ops = ops.copy(deep=False)
-    prev_reach = reach_before(ops["end"], ops["device"])
-    ops["gap_ns"] = (ops["start"] - prev_reach).clip(lower=0).fillna(0).astype("int64")
-    del prev_reach
+    start = ops["start"].to_numpy()
+    gap = reach_before(ops["end"].to_numpy(), ops["device"].to_numpy(), fill=start)
+    np.subtract(start, gap, out=gap)  # (in place: start - the reach of earlier ops)
+    np.maximum(gap, 0, out=gap)
+    ops["gap_ns"] = gap
+    del gap
     calls = _launch_calls(ops, api)
     ops["api_start"] = calls["api_start"]
     ops["api_tid"] = calls["api_tid"]
@@ -276,8 +279,9 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
     end = ops["end"].to_numpy()[order]
     del order, later
     # the stream's own idle time: start minus the latest end of its earlier ops
-    prev = reach_before(pd.Series(end), [pd.Series(device), pd.Series(stream)]).to_numpy()
-    idle = np.nan_to_num(np.clip(start - prev, 0, None), nan=0.0)
+    idle = reach_before(end, [device, stream], fill=start)
+    np.subtract(start, idle, out=idle)
+    np.maximum(idle, 0, out=idle)
     out = pd.DataFrame(
         {
             "device": device[first].astype(np.int64),

@@ -114,20 +114,21 @@ def distinct_in_runs(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     return np.add.reduceat(new, first, dtype=np.int64)
 
 
-def reach_before(end: pd.Series, keys) -> pd.Series:
-    """Per row of a table sorted by its group ``keys`` (a Series or list of Series; each
+def reach_before(end, keys, fill=None) -> np.ndarray:
+    """Per row of a table sorted by its group ``keys`` (an array or list of arrays; each
     group's rows contiguous) and by start within a group: the latest end of the earlier
-    rows of its group (NaN for a group's first row). ``start - reach_before`` is the idle
+    rows of its group (int64 ns; a group's first row gets ``fill`` there, an array of the
+    rows' values, or the smallest int64 when None). ``start - reach_before`` is the idle
     time before a row when positive; ``reach_before >= end`` means the row is nested in an
     earlier one. Vectorized: one running maximum over all groups, each group offset above
     the previous one so that maxima never cross groups."""
     keys = keys if isinstance(keys, list) else [keys]
-    e = end.to_numpy(np.int64)
+    e = np.asarray(end, dtype=np.int64)
     n = len(e)
-    out = np.full(n, np.nan)
+    out = np.empty(n, dtype=np.int64)
     if n == 0:
-        return pd.Series(out, index=end.index)
-    first = run_heads(*[k.to_numpy() for k in keys])
+        return out
+    first = run_heads(*keys)
     lo = int(e.min())
     span = int(e.max()) - lo + 1
     if span * len(first) < 2**62:  # (in place: a few arrays of n, not a dozen)
@@ -143,5 +144,6 @@ def reach_before(end: pd.Series, keys) -> pd.Series:
     else:  # timestamps too far apart to offset: one running maximum per group
         reach = np.concatenate([np.maximum.accumulate(x) for x in np.split(e, first[1:])])
     out[1:] = reach[:-1]
-    out[first] = np.nan
-    return pd.Series(out, index=end.index)
+    del reach
+    out[first] = np.iinfo(np.int64).min if fill is None else np.asarray(fill)[first]
+    return out

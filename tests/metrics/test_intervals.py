@@ -41,14 +41,18 @@ def test_clip():
     assert s.tolist() == [25, 100] and e.tolist() == [50, 120]
 
 
+FIRST = np.iinfo(np.int64).min  # reach_before at a group's first row (no fill given)
+
+
 def test_reach_before_per_group():
-    # group 0: [0,10) [5,8) [12,20)  -> reach before: NaN, 10, 10
-    # group 1: [3,4) [6,30)          -> NaN, 4   (group 0's ends never leak into group 1)
+    # group 0: [0,10) [5,8) [12,20)  -> reach before: none, 10, 10
+    # group 1: [3,4) [6,30)          -> none, 4   (group 0's ends never leak into group 1)
     end = pd.Series([10, 8, 20, 4, 30])
     keys = pd.Series([0, 0, 0, 1, 1])
-    got = iv.reach_before(end, keys).tolist()
-    assert np.isnan(got[0]) and np.isnan(got[3])
-    assert [got[1], got[2], got[4]] == [10, 10, 4]
+    got = iv.reach_before(end, keys)
+    assert got.dtype == np.int64 and got.tolist() == [FIRST, 10, 10, FIRST, 4]
+    start = np.array([0, 5, 12, 3, 6])
+    assert iv.reach_before(end, keys, fill=start).tolist() == [0, 10, 10, 3, 4]
 
 
 def test_reach_before_with_timestamps_too_far_apart_to_offset():
@@ -56,7 +60,7 @@ def test_reach_before_with_timestamps_too_far_apart_to_offset():
     big = 2**62
     end = pd.Series([big, big - 5, 7, 3])
     got = iv.reach_before(end, [pd.Series([0, 0, 1, 1])]).tolist()
-    assert np.isnan(got[0]) and got[1] == big and np.isnan(got[2]) and got[3] == 7
+    assert got == [FIRST, big, FIRST, 7]
 
 
 def test_run_heads():
