@@ -341,31 +341,34 @@ def _launch_table(trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption]
     ops["underfill_idle_ns"] = 0.0
     if kernels.empty:
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
-    is_kernel = ops["kind"].eq("kernel").to_numpy()
-    src = ops["src"].to_numpy()[is_kernel]  # row position in trace.kernels
+    kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
+    if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
+        raise RuntimeError("ops and kernels disagree on the number of kernel launches")
+    src = ops["src"].to_numpy()[kernel_ops]  # its row position in trace.kernels
+    op_of_launch = np.empty(len(kernels), dtype=np.int64)
+    op_of_launch[src] = kernel_ops
+    del src
     config, configs = wave_configs(kernels, trace.gpus)
     idle = launch_idle(kernels, config, configs)
     for col in ("tail_idle_ns", "underfill_idle_ns"):
         column = np.zeros(len(ops))
-        column[is_kernel] = idle[col][src]
+        column[op_of_launch] = idle[col]
         ops[col] = column
 
-    def per_launch(values, fill) -> np.ndarray:
-        column = np.full(len(kernels), fill, dtype=np.asarray(values).dtype)
-        column[src] = np.asarray(values)[is_kernel]
-        return column
+    def per_launch(values) -> np.ndarray:
+        return np.asarray(values)[op_of_launch]
 
     launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
     launches["config"] = config
     for col, values in idle.items():
         launches[col] = values
-    launches["range_id"] = per_launch(ops["range_id"].to_numpy(), -1)
+    launches["range_id"] = per_launch(ops["range_id"].to_numpy())
     region = ops["region"].array
-    launches["region"] = pd.Categorical.from_codes(per_launch(region.codes, -1), region.categories)
+    launches["region"] = pd.Categorical.from_codes(per_launch(region.codes), region.categories)
     launch_calls = launches[["name", "region"]].assign(
         comm=configs["comm"].to_numpy(bool)[config],
-        api_tid=per_launch(ops["api_tid"].to_numpy(), np.nan),
-        api_start=per_launch(ops["api_start"].to_numpy(), np.nan),
+        api_tid=per_launch(ops["api_tid"].to_numpy()),
+        api_start=per_launch(ops["api_start"].to_numpy()),
     )
     launches["shape"], shape_table = launch_shapes(launch_calls, trace.nvtx, shapes)
     return launches, configs, shape_table
