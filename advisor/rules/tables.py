@@ -143,18 +143,24 @@ def _kernels(a: Analysis) -> pd.DataFrame:
 
 def _regions(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    synced = ops["cause"].eq("synchronization")  # match text only on the few sync gaps
-    copy_call = (
-        ops.loc[synced, "sync_call"].astype(object).fillna("").str.contains("Memcpy", regex=False)
+    # gaps behind a blocking copy call (the text is matched on the few sync gaps only)
+    synced = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
+    calls = pd.Series(ops["sync_call"].to_numpy(object)[synced], dtype=object)
+    rows = synced[calls.fillna("").str.contains("Memcpy", regex=False).to_numpy(bool)]
+    sync_copy = pd.DataFrame(
+        {
+            "gap_ns": ops["gap_ns"].to_numpy()[rows],
+            "device": ops["device"].to_numpy()[rows],
+            "region": ops["region"].to_numpy(object)[rows],
+        }
     )
-    sync_copy = ops["gap_ns"].where(copy_call.reindex(ops.index, fill_value=False), 0)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
-        w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby(ops["device"]).sum())
+        w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby("device")["gap_ns"].sum())
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
-        per = sync_copy.groupby([ops["region"], ops["device"]], observed=True).sum()
+        per = sync_copy.groupby(["region", "device"])["gap_ns"].sum()
         idx = pd.MultiIndex.from_frame(w[["name", "device"]])
         w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
     w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
