@@ -116,17 +116,18 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     group, first = _launch_groups(launches, by)
     df = launches.iloc[first]
     df = df.assign(smem_per_block=_smem_per_block(df))
+    duration = launches["duration"].to_numpy()
+    # float idle sums through pandas (compensated summation), integer ones by bincount
     g = pd.DataFrame(
         {
-            "group": group,
-            "duration": launches["duration"].to_numpy(),
+            "duration": duration,
             "tail_idle_ns": launches["tail_idle_ns"].to_numpy(),
             "underfill_idle_ns": launches["underfill_idle_ns"].to_numpy(),
         }
-    ).groupby("group", sort=True)
+    ).groupby(group, sort=True)
     out = df[keys].reset_index(drop=True)
-    out["launches"] = g.size().to_numpy()
-    out["total_ns"] = g["duration"].sum().to_numpy()
+    out["launches"] = np.bincount(group, minlength=len(first))
+    out["total_ns"] = np.bincount(group, duration, len(first)).astype(np.int64)  # (exact)
     out["median_ns"] = g["duration"].median().to_numpy()
     out["config"] = df["config"].to_numpy()
     out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
