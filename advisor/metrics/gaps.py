@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
-from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
+from advisor.metrics.intervals import grouped_order, reach_before, run_heads
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -36,6 +36,8 @@ OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
 # node-to-node gaps (264 of 495 pairs; the rest ran back to back). Used to estimate what a
 # launch sequence would cost if it ran from one graph.
 GRAPH_NODE_GAP_NS = 256
+# Largest (run id x value range) product packed into one int64 for sorting within runs.
+PACK_LIMIT = 2**62
 # A gap longer than this ends a launch sequence (it is host work, not launch cost).
 SEQUENCE_BREAK_NS = 1_000_000
 
@@ -331,11 +333,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
         }
     )
     # one host launch per (process, correlation id); ops without one count alone
-    launch_key = _key(ops["pid"], ops["correlation"])
-    alone = np.flatnonzero(launch_key < 0)
-    launch_key[alone] = -1 - alone
-    out["launches"] = _distinct_per_run(seq, launch_key, first)
-    del launch_key, alone
+    out["launches"] = _distinct_per_run(seq, _key(ops["pid"], ops["correlation"]), first)
     out["median_op_ns"] = _median_per_run(seq, (end - start).astype(np.float64), first)
     out["median_gap_ns"] = _median_per_run(seq, np.where(boundary, np.nan, gap_ns), first)
     overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
@@ -377,7 +375,7 @@ def _sorted_in_runs(run: np.ndarray, values: np.ndarray) -> np.ndarray:
         return values
     lo, hi = values.min(), values.max()
     span = hi - lo + 1
-    whole = span * (int(run[-1]) + 1) < 2**62 and bool((values == np.floor(values)).all())
+    whole = span * (int(run[-1]) + 1) < PACK_LIMIT and bool((values == np.floor(values)).all())
     if not whole:
         return values[np.lexsort((values, run))]
     packed = run.astype(np.int64)
@@ -389,8 +387,32 @@ def _sorted_in_runs(run: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Number of distinct ``keys`` per run of equal, ascending ``run`` ids."""
-    return distinct_in_runs(keys[np.lexsort((keys, run))], first)
+    """Number of distinct launch ``keys`` (_key: -1 for none, which counts alone) per run
+    of equal ``run`` ids 0, 1, 2, ... (contiguous, ascending) starting at rows ``first``.
+    Keys are packed with their run id into one int64 and sorted as such when the ranges
+    allow (several times faster than a lexsort), else lexsorted."""
+    known = keys >= 0
+    counts = np.add.reduceat(~known, first).astype(np.int64)  # each op without a key
+    run, keys = run[known], keys[known]
+    if len(keys) == 0:
+        return counts
+    pid, corr = keys >> 32, keys & 0xFFFFFFFF
+    proc = np.zeros(len(pid), dtype=np.int64) if pid.min() == pid.max() else pd.factorize(pid)[0]
+    low = int(corr.min())
+    span = int(corr.max()) - low + 1
+    total = (int(proc.max()) + 1) * span  # distinct (process, correlation) codes
+    if total * (int(run[-1]) + 1) >= PACK_LIMIT:
+        ordered = np.lexsort((keys, run))
+        new = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[ordered][1:], keys[ordered][:-1], out=new[1:])
+        new[1:] |= run[ordered][1:] != run[ordered][:-1]
+        return counts + np.bincount(run[ordered][new], minlength=len(first))
+    packed = run.astype(np.int64) * total
+    packed += proc * span + (corr - low)
+    packed.sort()
+    new = np.ones(len(packed), dtype=bool)
+    np.not_equal(packed[1:], packed[:-1], out=new[1:])
+    return counts + np.bincount(packed[new] // total, minlength=len(first))
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:

@@ -193,3 +193,33 @@ def test_stream_summary_does_not_depend_on_row_order(rows):
         idle = covered(own["start"], own["end"])[own["start"].min() : own["end"].max()]
         row = want[(want["device"] == d) & (want["stream"] == s)].iloc[0]
         assert row["gap_ns"] == (~idle).sum() and row["ops"] == len(own)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([7, 2**20]), st.integers(-1, 6)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_distinct_launches_per_run_match_brute_force(rows, packed):
+    from advisor.metrics import gaps
+
+    rows = sorted(rows, key=lambda r: r[0])  # runs contiguous and ascending
+    run = np.unique([r[0] for r in rows], return_inverse=True)[1].astype(np.int32)  # 0, 1, ..
+    corr = np.array([r[2] for r in rows], dtype=np.float64)
+    corr[corr < 0] = np.nan  # no launch id: counts alone
+    keys = gaps._key(np.array([r[1] for r in rows]), corr)
+    first = iv.run_heads(run)
+    limit = gaps.PACK_LIMIT
+    gaps.PACK_LIMIT = 2**62 if packed else 0  # 0: the lexsort path
+    try:
+        got = gaps._distinct_per_run(run, keys, first)
+    finally:
+        gaps.PACK_LIMIT = limit
+    for i, at in enumerate(first):
+        mine = [(p, c) for (_, p, c), r in zip(rows, run, strict=True) if r == run[at]]
+        want = len({(p, c) for p, c in mine if c >= 0}) + sum(c < 0 for _, c in mine)
+        assert got[i] == want
