@@ -1,9 +1,17 @@
-"""Give freed heap memory back to the operating system between pipeline stages.
+"""Process memory policy: freed heap given back between stages, huge pages by size.
 
 Bulk reads allocate in reader threads' malloc arenas; once converted, that memory is
 free but glibc keeps it (hundreds of MB on a million-kernel trace), so the next stage
 would grow the process further instead of reusing it. ``malloc_trim(0)`` returns it.
 Elsewhere (macOS, musl) this is a no-op.
+
+numpy asks the kernel for transparent huge pages on every array of 4 MB or more. That
+pays off only when large arrays come and go many times: glibc serves arrays above 32 MB
+(int64 columns of more than 4M rows) from fresh mappings on each allocation, and faulting
+those in 2 MB at a time instead of 4 kB is several times cheaper. Below that size arrays
+are reused from the heap, and huge pages only add first-touch cost. Measured on the
+2-core development VM, cold runs of ``advisor analyze``: 1M kernels 2.9 s without vs
+3.4 s with huge pages, 3M kernels 6.8 s vs 7.8 s, 10M kernels 39 s vs 28 s.
 """
 
 from __future__ import annotations
@@ -27,3 +35,20 @@ def release_freed_memory() -> None:
     trim = _trim()
     if trim is not None:
         trim(0)
+
+
+HUGE_PAGE_ROWS = 4_000_000  # int64 columns this long exceed glibc's 32 MB mmap threshold cap
+
+
+def advise_huge_pages(rows: int) -> None:
+    """Let numpy advise transparent huge pages for its large arrays when the tables about
+    to be processed have at least HUGE_PAGE_ROWS rows; not below (see module docstring).
+    A no-op where numpy lacks the switch."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # (numpy < 2: numpy.core)
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage
+        except ImportError:
+            return
+    _set_madvise_hugepage(rows >= HUGE_PAGE_ROWS)

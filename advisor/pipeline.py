@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from advisor.analysis import Analysis, analyze
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
+from advisor.memory import advise_huge_pages
 from advisor.metrics.gemm import ShapeOption
 from advisor.rules.engine import Rule
 from advisor.trace.load import load_trace
@@ -29,7 +30,9 @@ def run(
     top-level NVTX range.
     """
     step = step or (lambda _: None)
+    advise_huge_pages(0)  # reading touches each page about once: small pages
     trace = load_trace(path, gpu=gpu)
+    advise_huge_pages(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
     step("computing metrics")
     a = analyze(trace, shapes, release_api=True)  # this trace is ours alone
     step("applying rules")
