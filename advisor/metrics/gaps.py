@@ -58,29 +58,37 @@ def device_ops(trace: Trace) -> pd.DataFrame:
         (graphs, "graph", lambda: "CUDA graph " + graphs["graph_id"].astype(str), lambda: True),
     ]
     parts = [p for p in parts if len(p[0])]
-
-    def joined(col: str, dtype) -> np.ndarray:
-        return np.concatenate([t[col].to_numpy(dtype) for t, *_ in parts])
-
     sizes = [len(t) for t, *_ in parts]
+    n = sum(sizes)
+
+    def joined(col: str, dtype, out=None) -> np.ndarray:
+        return np.concatenate([t[col].to_numpy() for t, *_ in parts], out=out, dtype=dtype,
+                              casting="unsafe")  # fmt: skip
+
     device, start, end = (
-        joined("device", np.int64),
+        joined("device", np.int32),
         joined("start", np.int64),
         joined("end", np.int64),
     )
     order = np.lexsort((end, start, device))  # stable: ties keep table order
+    scratch = np.empty(n, dtype=np.int64)  # other columns are joined here, then put in order
+
+    def ordered(col: str, dtype) -> np.ndarray:
+        buffer = scratch.view(dtype)[:n]
+        return joined(col, None, out=buffer).take(order)
+
     names = union_categoricals([_categorical(name(), len(t)) for t, _, name, _ in parts])
     kinds = pd.Categorical.from_codes(
         np.repeat(np.arange(len(parts), dtype=np.int8), sizes), [kind for _, kind, *_ in parts]
     )
     return pd.DataFrame(
         {
-            "device": device[order].astype(np.int32),
-            "stream": joined("stream", np.int64)[order].astype(np.int32),
-            "start": start[order],
-            "end": end[order],
-            "correlation": joined("correlation", np.float64)[order],
-            "pid": joined("pid", np.int64)[order].astype(np.int32),
+            "device": device.take(order),
+            "stream": ordered("stream", np.int32),
+            "start": start.take(order),
+            "end": end.take(order),
+            "correlation": ordered("correlation", np.float64),
+            "pid": ordered("pid", np.int32),
             "kind": kinds.take(order),
             "name": names.take(order),
             "graph": np.concatenate(
