@@ -136,16 +136,22 @@ def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
     if api.empty or gaps.empty:
         return hit, rows_out
     calls = np.flatnonzero(name_matches(api["name"], category).to_numpy())
+    if calls.size == 0:
+        return hit, rows_out
     call_pid = api["pid"].to_numpy()[calls]
-    for pid, rows in gaps.groupby("pid").indices.items():
-        c = calls[call_pid == pid]
+    pid = gaps["pid"].to_numpy()
+    one = pid.min() == pid.max()  # (one process: no grouping, no copies)
+    for p, rows in ({pid[0]: slice(None)} if one else gaps.groupby("pid").indices).items():
+        c = calls[call_pid == p]
+        if c.size == 0:
+            continue
         hit[rows], at = _last_overlapping(
             gaps["gap_start"].to_numpy()[rows],
             gaps["hi"].to_numpy()[rows],
             api["start"].to_numpy(np.int64)[c],
             api["end"].to_numpy(np.int64)[c],
         )
-        rows_out[rows] = np.where(at >= 0, c[np.maximum(at, 0)] if c.size else -1, -1)
+        rows_out[rows] = np.where(at >= 0, c[np.maximum(at, 0)], -1)
     return hit, rows_out
 
 
