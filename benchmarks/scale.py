@@ -3,22 +3,28 @@ real sample by repeating its activity later in time.
 
     python benchmarks/scale.py [--sample sample_traces/h200_scheduling.sqlite]
                                [--sizes 100000 1000000] [--workdir /tmp/advisor-scale]
+                               [--repeat 3] [--settle 5]
 
 For each size N the sample's kernels, runtime API calls, copies, memsets, synchronizations
 and NVTX ranges are copied k times (k = ceil(N / sample kernels)), each copy shifted past
 the previous one in time, with correlation ids kept unique. It then measures, in fresh
 processes: wall time and peak RSS of the full analysis, and the floor: reading only the
-kernel columns the analysis needs. Prints a table and the scaling exponent (slope of log
-time over log kernels between consecutive sizes; 1.0 is linear).
+kernel columns the analysis needs. Each is run ``--repeat`` times, each run after
+``--settle`` idle seconds (so that it starts cold, as a user's single run does: on a VM the
+memory a previous run freed goes back to the host and costs page faults again); the table
+gives the median wall time and the largest peak RSS. Prints a table and the scaling
+exponent (slope of log median time over log kernels between consecutive sizes; 1.0 is
+linear).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import resource
+import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -74,14 +80,23 @@ def build(sample: Path, n_kernels: int, out: Path) -> int:
     return n
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak, before) / 1024
+def measure(cmd: list[str], repeat: int, settle: float) -> tuple[float, float, list[float]]:
+    """(median wall seconds, largest peak RSS in MB, every wall time) of ``repeat`` runs of
+    one command, each in a fresh child process after ``settle`` idle seconds. (Linux counts
+    the parent's resident size at the spawn as a floor of a child's peak; this script stays
+    far below the peaks it measures.)"""
+    walls, peaks = [], []
+    for _ in range(repeat):
+        time.sleep(settle)
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        walls.append(time.perf_counter() - t0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, cmd)
+        peaks.append(usage.ru_maxrss / 1024)  # (Linux: kB)
+    return statistics.median(walls), max(peaks), walls
 
 
 def main() -> None:
@@ -89,6 +104,8 @@ def main() -> None:
     p.add_argument("--sample", default=str(ROOT / "sample_traces" / "h200_scheduling.sqlite"))
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     p.add_argument("--workdir", default="/tmp/advisor-scale")
+    p.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    p.add_argument("--settle", type=float, default=5.0, help="idle seconds before each run")
     args = p.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -103,15 +120,19 @@ def main() -> None:
         n = db.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
         api = db.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
         db.close()
-        floor = measure([sys.executable, "-c", FLOOR, str(path)])
+        floor = measure([sys.executable, "-c", FLOOR, str(path)], args.repeat, args.settle)
         full = measure([sys.executable, "-m", "advisor", "analyze", str(path), "--format",
-                        "json"])  # fmt: skip
+                        "json"], args.repeat, args.settle)  # fmt: skip
         rows.append((n, api, path.stat().st_size / 2**20, floor, full))
         print(
-            f"{n} kernels: floor {floor[0]:.2f} s, analyze {full[0]:.2f} s, {full[1]:.0f} MB",
+            f"{n} kernels: floor {floor[0]:.2f} s, analyze {full[0]:.2f} s "
+            f"(runs: {', '.join(f'{w:.2f}' for w in full[2])}), {full[1]:.0f} MB",
             flush=True,
         )
-    print("\n| kernels | API rows | file (MB) | read floor (s) | analyze (s) | peak RSS (MB) |")
+    print(
+        "\n| kernels | API rows | file (MB) | read floor (s) | analyze (s, median) "
+        "| peak RSS (MB) |"
+    )
     print("|---|---|---|---|---|---|")
     for n, api, mb, floor, full in rows:
         print(f"| {n:,} | {api:,} | {mb:.0f} | {floor[0]:.2f} | {full[0]:.2f} | {full[1]:.0f} |")

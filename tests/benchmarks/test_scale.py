@@ -29,3 +29,16 @@ def test_five_copies_are_distinct_in_time_and_correlation(tmp_path):
         ).fetchone()[0]
         corr = db.execute(f"SELECT COUNT(DISTINCT correlationId) FROM {k}").fetchone()[0]
     assert distinct == 5 * base and corr == 5 * ids
+
+
+def test_measure_gives_the_median_wall_time_and_the_childs_peak_memory():
+    import sys
+
+    import pytest
+
+    big = [sys.executable, "-c", "b = bytearray(200 << 20); b[::4096] = b'x' * len(b[::4096])"]
+    median, peak, walls = scale.measure(big, repeat=3, settle=0)
+    assert len(walls) == 3 and median == sorted(walls)[1]
+    assert 200 < peak < 400  # the child's own peak (200 MB touched), in MB
+    with pytest.raises(scale.subprocess.CalledProcessError):
+        scale.measure([sys.executable, "-c", "raise SystemExit(3)"], 1, 0)
