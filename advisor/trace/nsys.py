@@ -195,7 +195,7 @@ class _Reader:
         queries = [f"{sql} WHERE {cond}t.rowid >= {a} AND t.rowid < {b}"
                    for a, b in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
 
-        sink = SliceColumns(hi + 1 - lo, int32, float32)
+        sink = SliceColumns(hi + 1 - lo, int32, float32, filtered=bool(where))
 
         def read(query: str, offset: int) -> bool:
             with closing(self._connect()) as conn:

@@ -4,8 +4,10 @@ A large table is read as rowid slices [a, b) by several connections. Every slice
 from its Arrow batches straight into its place in one preallocated numpy array per column
 (narrowed to int32/float32 where asked), so the table exists once, not as Arrow buffers,
 per-slice arrays and a concatenated copy. Rows land at ``a - first rowid``: when rowids
-have no holes (an export's tables have none) the arrays are complete as written; holes, or a
-WHERE filter, leave space between slices that one compaction removes.
+have no holes (an export's tables have none) the arrays are complete as written; holes leave
+space between slices that one compaction removes. A filtered read (WHERE) keeps few of the
+rows of each slice, so there each slice gets arrays of its own size, joined at the end
+(preallocating for every rowid would touch memory for the rows filtered out).
 
 A slice whose integer column holds NULLs, or values that do not fit the narrowed type, is
 kept aside as float64/int64 and the column is widened at the end, so nothing is truncated.
@@ -26,8 +28,9 @@ _I32 = np.iinfo(np.int32)
 class SliceColumns:
     """Collects slices (``put``) into numeric columns; ``frame`` gives the table."""
 
-    def __init__(self, capacity: int, int32=(), float32=()) -> None:
+    def __init__(self, capacity: int, int32=(), float32=(), filtered: bool = False) -> None:
         self.capacity = capacity  # rows between the first and the last rowid
+        self.filtered = filtered  # a WHERE clause drops rows: one array per slice
         self.int32, self.float32 = set(int32), set(float32)
         self.columns: dict[str, np.ndarray] = {}
         self.aside: dict[tuple[str, int], np.ndarray] = {}  # (column, offset) -> values
@@ -43,32 +46,35 @@ class SliceColumns:
                 self.names = table.column_names
         for name in self.names:
             column = table.column(name)
-            dest = self._column(name, column.type)
-            if dest is None or self._dtype(name, column.type) is None:
+            dtype = self._dtype(name, column.type)
+            if dtype is None:
                 return False  # text in a numeric column
+            dest = self._column(name, dtype, len(column))
             values = self._aside(column, dest.dtype)
-            if values is not None:
-                with self._lock:
-                    self.aside[(name, offset)] = values
-                continue
-            at = offset
-            for chunk in column.chunks:
-                if pa.types.is_null(chunk.type):
-                    dest[at : at + len(chunk)] = np.nan
-                else:
-                    dest[at : at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
-                at += len(chunk)
+            if values is None:
+                at = 0 if self.filtered else offset
+                for chunk in column.chunks:
+                    if pa.types.is_null(chunk.type):
+                        dest[at : at + len(chunk)] = np.nan
+                    else:
+                        dest[at : at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+                    at += len(chunk)
+                if not self.filtered:
+                    continue
+                values = dest  # (a filtered read keeps each slice's own arrays)
+            with self._lock:
+                self.aside[(name, offset)] = values
         with self._lock:
             self.placed[offset] = table.num_rows
         return True
 
-    def _column(self, name: str, kind: pa.DataType) -> np.ndarray | None:
-        """The destination array of ``name`` (allocated by the first slice that has it)."""
+    def _column(self, name: str, dtype: np.dtype, rows: int) -> np.ndarray:
+        """The destination array of ``name``: one for the table (allocated by the first
+        slice that has the column) or, for a filtered read, one for this slice's ``rows``."""
+        if self.filtered:
+            return np.empty(rows, dtype=dtype)
         with self._lock:
             if name not in self.columns:
-                dtype = self._dtype(name, kind)
-                if dtype is None:
-                    return None
                 self.columns[name] = np.empty(self.capacity, dtype=dtype)
             return self.columns[name]
 
@@ -98,13 +104,18 @@ class SliceColumns:
 
     def frame(self) -> pd.DataFrame:
         """The table: slices in rowid order, holes removed, widened columns merged."""
+        if self.names is None:
+            return pd.DataFrame()
         offsets = sorted(self.placed)
         rows = [self.placed[o] for o in offsets]
         packed = offsets == [sum(rows[:i]) for i in range(len(rows))]  # no holes between
         out = {}
         for name in self.names or []:
-            column = self.columns.pop(name)
             kept = [self.aside.pop((name, o), None) for o in offsets]
+            if self.filtered:  # every slice has its own arrays (dtypes promote)
+                out[name] = np.concatenate(kept)
+                continue
+            column = self.columns.pop(name)
             if any(k is not None for k in kept):
                 column = _widened(column, offsets, rows, kept)
             elif not packed or sum(rows) != len(column):

@@ -53,6 +53,15 @@ def test_all_null_slice_of_an_integer_column_reads_as_missing():
     assert df["a"].tolist()[:2] == [1.0, 2.0] and df["a"].isna().tolist() == [0, 0, 1, 1]
 
 
+def test_a_filtered_read_joins_each_slices_own_arrays():
+    sink = SliceColumns(1_000_000, int32=("a",), filtered=True)  # (nothing that large made)
+    sink.put(500_000, table(a=[7, None], b=[3, 4]))
+    sink.put(0, table(a=[1, 2, 3], b=[1, 2, 2**40]))
+    df = sink.frame()
+    assert df["a"].dtype == np.float64 and df["a"].tolist()[:4] == [1, 2, 3, 7]
+    assert np.isnan(df["a"][4]) and df["b"].tolist() == [1, 2, 2**40, 3, 4]
+
+
 def test_text_in_a_column_is_refused():
     sink = SliceColumns(4)
     assert sink.put(0, table(a=[1, 2]))
