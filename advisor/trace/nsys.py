@@ -298,6 +298,17 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     return api
 
 
+def _read_api_beside(path: Path, strings: pd.Series) -> pd.DataFrame:
+    """_read_api through a reader of its own (connections serve one thread), given the
+    export's string table."""
+    side = _Reader(path)
+    try:
+        side._strings = strings
+        return _read_api(side)
+    finally:
+        side.close()
+
+
 def _read_device_table(r: _Reader, table: str, extra: str) -> pd.DataFrame | None:
     if not r.has(table):
         return None
@@ -480,17 +491,22 @@ def _read(r: _Reader, path: str) -> Trace:
         raise AdvisorInputError(
             path, f"export has no {KERNEL} table: profile with CUDA tracing (nsys -t cuda)"
         )
-    kernels = _read_kernels(r) if r.has(KERNEL) else None
-    if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
-        raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")
-    producer, schema = _producer(r)
-    trace = Trace(
-        path=path,
-        format="nsys-sqlite",
-        producer_version=f"Nsight Systems {producer} (export schema {schema})",
-        kernels=kernels if kernels is not None else empty_table("kernels"),
-    )
-    trace.api = _read_api(r)
+    with ThreadPoolExecutor(1) as side:
+        # the runtime API is read beside the kernels (its own connections) when reads may
+        # use several cores: SQLite decodes both tables at once, no core idles between them
+        strings = r._string_table()  # (loaded here: a connection serves one thread)
+        api = side.submit(_read_api_beside, r.path, strings) if READ_THREADS > 1 else None
+        kernels = _read_kernels(r) if r.has(KERNEL) else None
+        if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
+            raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")
+        producer, schema = _producer(r)
+        trace = Trace(
+            path=path,
+            format="nsys-sqlite",
+            producer_version=f"Nsight Systems {producer} (export schema {schema})",
+            kernels=kernels if kernels is not None else empty_table("kernels"),
+        )
+        trace.api = api.result() if api is not None else _read_api(r)
     if trace.api.empty:
         trace.warnings.append(
             "no CUDA runtime API launch calls in the export (profile with nsys -t cuda): idle "
