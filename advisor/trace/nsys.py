@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +68,8 @@ _VERSION_SUFFIX = re.compile(r"_v\d+$")
 READ_THREADS = 4
 SLICE_MIN_ROWS = 200_000
 SLICE_ROWS = 1_000_000
+BATCH_ROWS = 65_536  # rows per Arrow batch of a sliced read
+_BATCH_OPTION = "adbc.sqlite.query.batch_rows"
 # Arrow buffers come from the C allocator, so memory freed after conversion is reused by
 # numpy (Arrow's default mimalloc pool keeps it to itself: ~200 MB more peak at 1M kernels).
 _POOL = pa.system_memory_pool()
@@ -198,13 +200,27 @@ class _Reader:
         sink = SliceColumns(hi + 1 - lo, int32, float32, filtered=bool(where))
 
         def read(query: str, offset: int) -> bool:
-            with closing(self._connect()) as conn:
-                part = self._arrow(conn, query)
-            return part is not None and sink.put(offset, part)
+            """Stream one slice batch by batch into the sink (a thread holds one batch,
+            not its whole slice); False where the driver cannot type a batch (mixed SQLite
+            types) or a column holds text."""
+            try:
+                with closing(self._connect()) as conn, closing(conn.cursor()) as cur:
+                    with suppress(Exception):  # (a driver without the option: its default)
+                        cur.adbc_statement.set_options(**{_BATCH_OPTION: str(BATCH_ROWS)})
+                    cur.execute(query)
+                    for batch in cur.fetch_record_batch():
+                        if batch.num_rows == 0:
+                            continue
+                        if not sink.put(offset, pa.Table.from_batches([batch])):
+                            return False
+                        offset += batch.num_rows
+                return True
+            except Exception:
+                return False
 
         with ThreadPoolExecutor(threads) as pool:
             done = list(pool.map(read, queries, (int(a - lo) for a in edges[:-1])))
-        if not all(done):  # a slice the driver could not type, or text in a column
+        if not all(done) or sink.names is None:  # (untypable, text, or no row at all)
             return whole()
         return sink.frame()
 

@@ -94,11 +94,12 @@ def test_sliced_read_equals_one_whole_query(damaged, damaged_copy, monkeypatch):
     whole = nsys.read_nsys(path)
     monkeypatch.setattr(nsys, "READ_THREADS", 3)
     monkeypatch.setattr(nsys, "SLICE_ROWS", 128)  # about a dozen slices per table
+    monkeypatch.setattr(nsys, "BATCH_ROWS", 50)  # of several batches each (34 slices: 75 batches)
     calls = []
     put = SliceColumns.put
     monkeypatch.setattr(SliceColumns, "put", lambda s, *a: calls.append(1) or put(s, *a))
     sliced = nsys.read_nsys(path)
-    assert len(calls) > 10
+    assert len(calls) > 60
     for name in ("kernels", "api"):
         pd.testing.assert_frame_equal(getattr(sliced, name), getattr(whole, name))
     if damaged:
