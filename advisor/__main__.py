@@ -1,3 +1,3 @@
-from advisor.cli import entry
+from advisor.launch import entry
 
 entry()

@@ -22,19 +22,33 @@ from functools import cache
 
 
 @cache
-def _trim():
+def _libc():
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:
         return None
 
 
 def release_freed_memory() -> None:
     """Return free heap pages to the OS (glibc only)."""
-    trim = _trim()
-    if trim is not None:
-        trim(0)
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+_M_ARENA_MAX = -8  # glibc mallopt parameter
+
+
+def share_one_heap() -> None:
+    """Make every thread allocate from glibc's main arena (glibc only). Reader threads
+    stream Arrow batches; in arenas of their own the freed batches would stay there, out
+    of reach of the analysis that follows in the main thread (1M kernels: peak about
+    590 MB with per-thread arenas, 545 MB with one). Call before any thread starts
+    (advisor.launch does, first thing)."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_ARENA_MAX, 1)
 
 
 HUGE_PAGE_ROWS = 4_000_000  # int64 columns this long exceed glibc's 32 MB mmap threshold cap
