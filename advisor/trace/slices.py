@@ -16,6 +16,7 @@ kept aside as float64/int64 and the column is widened at the end, so nothing is 
 from __future__ import annotations
 
 import threading
+from itertools import accumulate
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,8 @@ _I32 = np.iinfo(np.int32)
 
 
 class SliceColumns:
-    """Collects slices (``put``) into numeric columns; ``frame`` gives the table."""
+    """Collects slices, or batches of them (``put``), into numeric columns; ``frame``
+    gives the table."""
 
     def __init__(self, capacity: int, int32=(), float32=(), filtered: bool = False) -> None:
         self.capacity = capacity  # rows between the first and the last rowid
@@ -34,13 +36,13 @@ class SliceColumns:
         self.int32, self.float32 = set(int32), set(float32)
         self.columns: dict[str, np.ndarray] = {}
         self.aside: dict[tuple[str, int], np.ndarray] = {}  # (column, offset) -> values
-        self.placed: dict[int, int] = {}  # slice offset -> rows
+        self.placed: dict[int, int] = {}  # offset of each slice or batch -> rows
         self.names: list[str] | None = None
         self._lock = threading.Lock()
 
     def put(self, offset: int, table: pa.Table) -> bool:
-        """Copy one slice (rows from row ``offset`` on); False when a column is not
-        numeric (the caller then reads the table another way)."""
+        """Copy one slice or batch (rows from row ``offset`` on); False when a column is
+        not numeric (the caller then reads the table another way)."""
         with self._lock:
             if self.names is None:
                 self.names = table.column_names
@@ -108,9 +110,9 @@ class SliceColumns:
             return pd.DataFrame()
         offsets = sorted(self.placed)
         rows = [self.placed[o] for o in offsets]
-        packed = offsets == [sum(rows[:i]) for i in range(len(rows))]  # no holes between
+        packed = offsets == [0, *accumulate(rows)][:-1]  # no holes between
         out = {}
-        for name in self.names or []:
+        for name in self.names:
             kept = [self.aside.pop((name, o), None) for o in offsets]
             if self.filtered:  # every slice has its own arrays (dtypes promote)
                 out[name] = np.concatenate(kept)
