@@ -175,9 +175,11 @@ class _Reader:
     def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
         """``SELECT select FROM table t [WHERE where]`` in rowid order, read as slices of
         about SLICE_ROWS rows by READ_THREADS connections at once (SQLite decodes rows on
-        several cores). Each slice is copied into preallocated numpy columns as it arrives
-        (trace.slices; ``int32``/``float32`` columns narrowed where the values fit), so the
-        table is held once. Small tables, or no ADBC driver: one plain ``frame`` query."""
+        several cores). Each slice streams in BATCH_ROWS-row Arrow batches, each copied once
+        into the numpy columns (trace.slices: preallocated for the whole table, or per slice
+        when ``where`` filters; ``int32``/``float32`` columns narrowed where the values fit),
+        so the table is held once. Small tables, no ADBC driver, or a slice the driver cannot
+        type: one plain ``frame`` query."""
         sql = f"SELECT {select} FROM {table} t"
         lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
