@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import suppress
 from enum import Enum
 from pathlib import Path
 
@@ -39,12 +40,21 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+class _Console(Console):
+    """Rich console that goes quiet when the reader of stdout stops (e.g. `| head`) and
+    lets the command finish with its own exit code (rich's default exits 1 there)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _console() -> Console:
     """Rich console; piped or redirected without COLUMNS set: 160 columns, not 80."""
-    console = Console()
+    console = _Console()
     if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         return console
-    return Console(width=160)
+    return _Console(width=160)
 
 
 def _fail(exc: AdvisorInputError) -> None:
@@ -389,6 +399,7 @@ def entry() -> None:
             code = 1
         else:
             code = exc.code or 0
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(BrokenPipeError):  # the reader stopped (e.g. `| head`): not an error
+            stream.flush()
     os._exit(code)

@@ -294,3 +294,22 @@ def test_json_and_table_on_traces_without_nvtx_or_from_amd(trace, extra):
     for row in d["kernels"]:
         assert REQUIRED["kernels"] <= set(row)
     assert "Where the GPU time went" in cli("analyze", str(trace), *extra)
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ((str(H200_SINGLE),), 0),  # the terminal report
+        ((str(H200_SINGLE), "--format", "json"), 0),
+        ((str(H200_2GPU), "missing.sqlite"), 2),  # many traces, one bad: still exit 2
+    ],
+)
+def test_a_reader_that_stops_early_is_not_an_error(args, code, tmp_path):
+    # `advisor analyze ... | head -1`: the pipe closes after the first line
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "analyze", *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert b"Traceback" not in err
