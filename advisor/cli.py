@@ -49,6 +49,16 @@ class _Console(Console):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def _out(text: str) -> None:
+    """One block of output on stdout. A reader that stops early (e.g. `| head`) silences
+    the rest instead of ending the command, whose exit code still tells its result."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _console() -> Console:
     """Rich console; piped or redirected without COLUMNS set: 160 columns, not 80."""
     console = _Console()
@@ -128,7 +138,7 @@ def analyze(
     except AdvisorInputError as exc:
         _fail(exc)
     if format is OutputFormat.json:
-        sys.stdout.write(json_render.render(result, findings) + "\n")
+        _out(json_render.render(result, findings))
     else:
         terminal.render(result, findings, _console(), top=top)
 
@@ -149,7 +159,7 @@ def _analyze_many(paths, format, gpu, rules, shapes, jobs, top) -> None:
                                on_done=lambda _: bar.advance())  # fmt: skip
     merged = merge(results)
     if format is OutputFormat.json:
-        sys.stdout.write(multi_render.as_json(merged) + "\n")
+        _out(multi_render.as_json(merged))
     else:
         multi_render.terminal(merged, _console(), top)
     for err in merged["errors"]:
@@ -188,7 +198,7 @@ def rules_validate(
     except AdvisorInputError as exc:
         _fail(exc)
     users = [r for r in rule_set if not r.source.startswith("rules/")]
-    typer.echo(f"ok: {len(users)} rule(s) in {', '.join(paths)} are valid")
+    _out(f"ok: {len(users)} rule(s) in {', '.join(paths)} are valid")
 
 
 @app.command()
@@ -212,7 +222,7 @@ def gpus() -> None:
 @app.command()
 def version() -> None:
     """Print the advisor version."""
-    typer.echo(__version__)
+    _out(__version__)
 
 
 class GateFormat(str, Enum):
@@ -265,15 +275,15 @@ def gate(
     except AdvisorInputError as exc:
         _fail(exc)
     if format is GateFormat.json:
-        typer.echo(gate_render.as_json(result))
+        _out(gate_render.as_json(result))
     elif format is GateFormat.markdown:
-        typer.echo(gate_render.markdown(result, top))
+        _out(gate_render.markdown(result, top))
     else:
         gate_render.table(result, _console(), top)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         notes = gate_render.annotations(result)
         if notes:
-            typer.echo(notes)
+            _out(notes)
     raise typer.Exit(1 if result.failed else 0)
 
 
@@ -298,7 +308,7 @@ def baseline_save(
         path = baselines.save(name, sets, Path(store) if store else None)
     except AdvisorInputError as exc:
         _fail(exc)
-    typer.echo(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
+    _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
 
 @baseline_app.command("list")
@@ -360,7 +370,7 @@ def report(
     except AdvisorInputError as exc:
         _fail(exc)
     for path in written:
-        typer.echo(f"wrote {path}")
+        _out(f"wrote {path}")
 
 
 def main() -> None:
