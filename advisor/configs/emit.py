@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pprint
 import re
 import shutil
-import tempfile
 import textwrap
 from importlib import resources
 from pathlib import Path
@@ -25,6 +23,7 @@ from advisor.configs import knobs
 from advisor.errors import AdvisorInputError
 from advisor.findings import location
 from advisor.render.units import fmt_ns
+from advisor.staged import place, staging
 from advisor.trace.model import GpuSpec
 
 TEMPLATE_PACKAGE = "advisor.configs.templates"
@@ -218,42 +217,38 @@ def emit(findings: list[dict], gpus: dict[int, GpuSpec], out_dir: str | Path) ->
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=".advisor-emit-", dir=out))
     except OSError as exc:
         raise AdvisorInputError(str(out), f"cannot write the emit folder: {exc.strerror}") from None
-    written: list[Path] = []
     try:
-        files: dict[str, str] = {}
-        for rank, f in enumerate(findings, 1):
-            stem = (
-                f"{rank:02d}_{f['strategy']}_{_slug(f['kernel'] or f['region'])}_dev{f['device']}"
-            )
-            kind = (f.get("_emit") or {}).get("kind")
-            gpu = gpus.get(f["device"])
-            if kind == "gemm" and gpu is not None:
-                made = _gemm_files(f, gpu, stem)
-            elif kind == "gemm":
-                f["missing"] = "GPU facts (SMs, shared memory) for the device: pass --gpu NAME"
-                made = {}
-            elif kind == "launch":
-                made = _launch_files(f, stem)
-            elif kind in ("overlap", "advice"):
-                made = _note_files(f, stem)
-            else:
-                made = {}
-            f["config"] = sorted(str(out / name) for name in made) or None
-            files.update(made)
-        for name, text in files.items():
-            (stage / name).write_text(text)
-        for name in files:
-            os.replace(stage / name, out / name)
-            written.append(out / name)
+        with staging(out, ".advisor-emit-") as stage:
+            files: dict[str, str] = {}
+            for rank, f in enumerate(findings, 1):
+                files.update(_configs_of(f, rank, gpus, out))
+            for name, text in files.items():
+                (stage / name).write_text(text)
+            return place(stage, [(name, out / name) for name in files])
     except OSError as exc:
-        for path in written:
-            path.unlink(missing_ok=True)
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise AdvisorInputError(str(out), f"cannot write configs: {exc.strerror}") from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    return written
+
+
+def _configs_of(f: dict, rank: int, gpus: dict[int, GpuSpec], out: Path) -> dict[str, str]:
+    """The files of one finding (name -> text); sets its ``config`` (paths in ``out``) or
+    its ``missing`` (what a GEMM config lacks)."""
+    stem = f"{rank:02d}_{f['strategy']}_{_slug(f['kernel'] or f['region'])}_dev{f['device']}"
+    kind = (f.get("_emit") or {}).get("kind")
+    gpu = gpus.get(f["device"])
+    if kind == "gemm" and gpu is not None:
+        made = _gemm_files(f, gpu, stem)
+    elif kind == "gemm":
+        f["missing"] = "GPU facts (SMs, shared memory) for the device: pass --gpu NAME"
+        made = {}
+    elif kind == "launch":
+        made = _launch_files(f, stem)
+    elif kind in ("overlap", "advice"):
+        made = _note_files(f, stem)
+    else:
+        made = {}
+    f["config"] = sorted(str(out / name) for name in made) or None
+    return made
