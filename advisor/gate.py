@@ -131,6 +131,7 @@ def metric_set(a: Analysis, findings: list[dict]) -> dict:
                                "est_savings_ns")}
             for f in findings
         ],
+        "warnings": list(a.warnings),  # what the trace lacks (data quality)
     }  # fmt: skip
 
 
@@ -237,7 +238,23 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
     notes = []
     if not several:
         notes.append("one trace per side: verdict uses a noise floor, no significance test")
+    notes += _quality_notes("baseline", base) + _quality_notes("candidate", cand)
     return GateResult(rows=rows, method=method, notes=notes)
+
+
+QUALITY_NOTES = 3  # data-quality warnings shown per trace
+
+
+def _quality_notes(side: str, sets: list[dict]) -> list[str]:
+    """Each trace's data-quality warnings (metric sets saved before they were recorded
+    have none): the numbers compared may be limited by them."""
+    notes = []
+    for s in sets:
+        warnings = s.get("warnings") or []
+        notes += [f"{side} {s['trace']}: {w}" for w in warnings[:QUALITY_NOTES]]
+        if len(warnings) > QUALITY_NOTES:
+            notes.append(f"{side} {s['trace']}: {len(warnings) - QUALITY_NOTES} more warning(s)")
+    return notes
 
 
 def _new_findings(base: list[dict], cand: list[dict], cfg: GateConfig) -> list[Row]:

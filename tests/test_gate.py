@@ -156,6 +156,26 @@ def test_cli_slowed_trace_fails_and_self_passes(tmp_path):
     assert same.returncode == 0 and "PASS" in same.stdout
 
 
+def test_data_quality_warnings_of_each_side_are_shown(tmp_path):
+    damaged = tmp_path / "damaged.sqlite"
+    shutil.copyfile(H200_SINGLE, damaged)
+    with sqlite3.connect(damaged) as db:  # launch calls of some kernels lost
+        db.execute("DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId % 7 = 0")
+    args = ("gate", "--baseline", str(H200_SINGLE), "--candidate", str(damaged))
+    d = json.loads(run(*args, "--format", "json").stdout)
+    lost = [n for n in d["notes"] if n.startswith(f"candidate {damaged}:")]
+    assert any("kernel launches have no launch call" in n for n in lost), d["notes"]
+    assert not any("no launch call" in n for n in d["notes"] if n.startswith("baseline"))
+    for fmt in ("table", "markdown"):
+        out = run(*args, "--format", fmt).stdout
+        assert "have no launch call" in " ".join(out.split()), fmt
+    # a metric set saved before warnings were recorded has none, and compares as before
+    old = {k: v for k, v in mset().items() if k != "warnings"}
+    assert compare([old], [mset()], CFG).notes == [
+        "one trace per side: verdict uses a noise floor, no significance test"
+    ]
+
+
 def test_cli_public_before_after_and_annotations():
     before = PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite"
     after = PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite"

@@ -43,6 +43,8 @@ def verdict(result: GateResult) -> str:
 def table(result: GateResult, console: Console, top: int) -> None:
     console.print(verdict(result), style="bold red" if result.failed else "bold green")
     console.print(f"method: {result.method}")
+    for note in result.notes:
+        console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
     cols = ("status", "scope", "what", "metric", "baseline", "candidate", "change", "note")
     tab = titled_table("Changes (unchanged metrics omitted)", cols, text=cols)
     for r in shown(result)[:top]:
@@ -65,6 +67,8 @@ def table(result: GateResult, console: Console, top: int) -> None:
 
 def markdown(result: GateResult, top: int = 50) -> str:
     lines = [f"### advisor gate: {verdict(result)}", "", f"Method: {result.method}.", ""]
+    if result.notes:
+        lines += [f"- note: {n}" for n in result.notes] + [""]
     lines += [
         "| status | scope | what | metric | baseline | candidate | change |",
         "|---|---|---|---|---|---|---|",
