@@ -235,10 +235,8 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
                 if bv and cv:
                     rows.append(Row(label, key, metric, *_judge(metric, worse_up, bv, cv, cfg)))
     rows.extend(_new_findings(base, cand, cfg))
-    notes = []
-    if not several:
-        notes.append("one trace per side: verdict uses a noise floor, no significance test")
-    notes += _quality_notes("baseline", base) + _quality_notes("candidate", cand)
+    # (the method already says when one trace per side makes the verdict weaker)
+    notes = _quality_notes("baseline", base) + _quality_notes("candidate", cand)
     return GateResult(rows=rows, method=method, notes=notes)
 
 

@@ -171,9 +171,7 @@ def test_data_quality_warnings_of_each_side_are_shown(tmp_path):
         assert "have no launch call" in " ".join(out.split()), fmt
     # a metric set saved before warnings were recorded has none, and compares as before
     old = {k: v for k, v in mset().items() if k != "warnings"}
-    assert compare([old], [mset()], CFG).notes == [
-        "one trace per side: verdict uses a noise floor, no significance test"
-    ]
+    assert compare([old], [mset()], CFG).notes == []
 
 
 def test_cli_public_before_after_and_annotations():
