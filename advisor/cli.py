@@ -40,13 +40,18 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+def _silence_stdout() -> None:
+    """The reader of stdout has stopped (e.g. `| head`): send the rest to /dev/null."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 class _Console(Console):
     """Rich console that goes quiet when the reader of stdout stops (e.g. `| head`) and
     lets the command finish with its own exit code (rich's default exits 1 there)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
 
 
 def _out(text: str) -> None:
@@ -56,7 +61,7 @@ def _out(text: str) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
 
 
 def _console() -> Console:
@@ -382,7 +387,7 @@ def main() -> None:
         typer.echo("advisor: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:  # the reader of our output stopped (e.g. `| head`): not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         sys.exit(0)
     except Exception as exc:  # a bug, not bad input: still one line, never a traceback
         if os.environ.get("ADVISOR_DEBUG"):
