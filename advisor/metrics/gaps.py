@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
-from advisor.metrics.intervals import grouped_order, reach_before, run_heads
+from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -371,13 +371,14 @@ def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> n
     """Median of ``values`` (NaN skipped) per run of equal, ascending ``run`` ids starting
     at rows ``first``; NaN for a run without values."""
     valid = ~np.isnan(values)
+    if not valid.any():
+        return np.full(len(first), np.nan)
     count = np.add.reduceat(valid, first)
     ordered = _sorted_in_runs(run[valid], values[valid])
     head = np.cumsum(count) - count  # each run's first row among the valid values
-    lo = np.minimum(head + np.maximum(count - 1, 0) // 2, max(len(ordered) - 1, 0))
-    hi = np.minimum(head + count // 2, max(len(ordered) - 1, 0))  # the two middle values
-    if len(ordered) == 0:
-        return np.full(len(first), np.nan)
+    last = len(ordered) - 1  # (a run without values may start past the end)
+    lo = np.minimum(head + np.maximum(count - 1, 0) // 2, last)
+    hi = np.minimum(head + count // 2, last)  # the two middle values
     return np.where(count > 0, (ordered[lo] + ordered[hi]) / 2, np.nan)
 
 
@@ -407,20 +408,19 @@ def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> n
     allow (several times faster than a lexsort), else lexsorted."""
     known = keys >= 0
     counts = np.add.reduceat(~known, first).astype(np.int64)  # each op without a key
-    run, keys = run[known], keys[known]
-    if len(keys) == 0:
+    if not known.any():
         return counts
-    pid, corr = keys >> 32, keys & 0xFFFFFFFF
+    pid, corr = keys[known] >> 32, keys[known] & 0xFFFFFFFF
     proc = np.zeros(len(pid), dtype=np.int64) if pid.min() == pid.max() else pd.factorize(pid)[0]
     low = int(corr.min())
     span = int(corr.max()) - low + 1
     total = (int(proc.max()) + 1) * span  # distinct (process, correlation) codes
-    if total * (int(run[-1]) + 1) >= PACK_LIMIT:
-        ordered = np.lexsort((keys, run))
-        new = np.ones(len(keys), dtype=bool)
-        np.not_equal(keys[ordered][1:], keys[ordered][:-1], out=new[1:])
-        new[1:] |= run[ordered][1:] != run[ordered][:-1]
-        return counts + np.bincount(run[ordered][new], minlength=len(first))
+    if total * (int(run[-1]) + 1) >= PACK_LIMIT:  # each op without a key as a key of its own
+        alone = np.flatnonzero(~known)
+        keys = keys.copy()
+        keys[alone] = -1 - alone
+        return distinct_in_runs(keys[np.lexsort((keys, run))], first)
+    run = run[known]
     packed = run.astype(np.int64) * total
     packed += proc * span + (corr - low)
     packed.sort()
