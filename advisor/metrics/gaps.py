@@ -198,8 +198,8 @@ def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]
     np.minimum(pos, len(sorted_keys) - 1, out=pos)
     found = (sorted_keys[pos] == want) & (want >= 0)
     rows = pos[found] if order is None else order[pos[found]]
-    for col in out:
-        out[col][found] = api[col.removeprefix("api_")].to_numpy(np.float64)[rows]
+    for col in out:  # (the matched rows only are converted to float)
+        out[col][found] = api[col.removeprefix("api_")].to_numpy()[rows]
     return out
 
 
