@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,22 @@ from advisor.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"
-PUBLIC_NSYS = ROOT.parent / "shared" / "traces" / "public" / "nsys"
+PUBLIC = ROOT / "tests" / "data" / "public"  # copies of public traces (SOURCES.md)
+PUBLIC_NSYS = PUBLIC / "nsys"
+PUBLIC_ROCPROF = PUBLIC / "rocprof"
+# tests that run emitted Triton scripts need the `kernels` extra (torch + triton, CPU builds
+# do: the scripts run under TRITON_INTERPRET=1); without it they skip and say why
+needs_kernels = pytest.mark.skipif(
+    find_spec("torch") is None or find_spec("triton") is None,
+    reason="torch and triton are not installed (pip install '.[kernels]' or '.[test]')",
+)
 H200_SINGLE = SAMPLES / "h200_scheduling.sqlite"
 H200_GRAPHLEVEL = SAMPLES / "h200_tiny_graphlevel.sqlite"
 H200_2GPU = SAMPLES / "h200x2_allreduce.sqlite"
 
 
 def public_nsys() -> list[Path]:
-    """Every public nsys export; fails (not skips) when the shared folder is missing."""
+    """Every public nsys export in tests/data (fails, not skips, when none is there)."""
     files = sorted(PUBLIC_NSYS.glob("*.sqlite"))
     assert files, f"public traces not found under {PUBLIC_NSYS}"
     return files

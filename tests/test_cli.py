@@ -279,13 +279,13 @@ def test_bad_rules_shape_and_emit_dir(tmp_path):
 @pytest.mark.parametrize(
     "trace, extra",
     [
-        (ROOT.parent / "shared/traces/public/nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite", []),
+        (ROOT / "tests/data/public/nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite", []),
         (
-            ROOT.parent / "shared/traces/public/nsys/nsysai_h100_2gpu_window_nsys2026.2.sqlite",
+            ROOT / "tests/data/public/nsys/nsysai_h100_2gpu_window_nsys2026.2.sqlite",
             ["--gpu", "H100-SXM"],
         ),
         (ROOT / "sample_traces/rocprof/mi350x_rank0", []),
-        (ROOT.parent / "shared/traces/public/rocprof/v3_json/tracelens__908_results.json.gz", []),
+        (ROOT / "tests/data/public/rocprof/v3_json/tracelens__908_results.json.gz", []),
     ],
 )
 def test_json_and_table_on_traces_without_nvtx_or_from_amd(trace, extra):

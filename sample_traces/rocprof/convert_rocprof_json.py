@@ -6,7 +6,7 @@ Writes OUTDIR/<pid>_kernel_trace.csv.gz in the 22-column layout of rocprofv3 (RO
 "Agent N" ids, LDS_Block_Size, VGPR/Accum_VGPR/SGPR counts) and OUTDIR/<pid>_agent_info.csv
 with the agent columns advisor reads. Independent of advisor's own readers on purpose, so
 tests can compare the two paths. Used to derive sample_traces/rocprof/ from
-../shared/traces/public/rocprof/v3_json/tracelens__908_results.json.gz (8x MI350X training,
+tests/data/public/rocprof/v3_json/tracelens__908_results.json.gz (8x MI350X training,
 rank 0: 43,915 dispatches including 1,310 RCCL ncclDevKernel_Generic_1 kernels).
 """
 

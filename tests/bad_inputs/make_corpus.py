@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NSYS = ROOT / "sample_traces" / "h200x2_allreduce.sqlite"
-ROCPROF = ROOT.parent / "shared" / "traces" / "public" / "rocprof" / "v3"
+ROCPROF = ROOT / "tests" / "data" / "public" / "rocprof" / "v3"
 ROCPROF_KERNELS = ROCPROF / "sdk_aug2025__kernel_trace.csv"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import H200_2GPU, H200_SINGLE, analysis_of
+from conftest import H200_2GPU, H200_SINGLE, analysis_of, needs_kernels
 
 from advisor.analysis import analyze
 from advisor.configs.emit import cutlass_command, emit
@@ -212,6 +212,7 @@ def synthetic_emit(tmp_path_factory):
     return {f["strategy"]: Path(f["config"][1]) for f in findings}
 
 
+@needs_kernels
 @pytest.mark.parametrize("strategy, args", CASES)
 def test_emitted_gemm_scripts_are_correct_under_the_interpreter(synthetic_emit, strategy, args):
     proc = run_script(synthetic_emit[strategy], "--check", *args)
@@ -220,6 +221,7 @@ def test_emitted_gemm_scripts_are_correct_under_the_interpreter(synthetic_emit, 
     assert len(checks) == 2 and all(line.endswith(" ok") for line in checks)
 
 
+@needs_kernels
 def test_script_fails_on_wrong_numbers(synthetic_emit, tmp_path):
     broken = tmp_path / "broken.py"
     text = synthetic_emit["split_k"].read_text()
@@ -228,6 +230,7 @@ def test_script_fails_on_wrong_numbers(synthetic_emit, tmp_path):
     assert proc.returncode == 1 and "FAIL" in proc.stdout
 
 
+@needs_kernels
 def test_script_rejects_bad_knobs_and_cpu_bench(synthetic_emit):
     proc = run_script(synthetic_emit["split_k"], "--set", "NOPE=1")
     assert proc.returncode != 0 and "expected KNOB=INT" in proc.stderr

@@ -15,7 +15,7 @@ from advisor.errors import AdvisorInputError
 from advisor.trace.load import load_trace
 from advisor.trace.rocprof import dispatches_to_kernels, read_table
 
-ROCPROF = ROOT.parent / "shared" / "traces" / "public" / "rocprof"
+ROCPROF = ROOT / "tests" / "data" / "public" / "rocprof"
 MI350X = ROOT / "sample_traces" / "rocprof" / "mi350x_rank0"
 JSON = ROCPROF / "v3_json" / "tracelens__908_results.json.gz"
 
