@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Capture the second-round held-out traces on an NVIDIA GPU machine.
+#
+#   bash sample_traces/capture_round2.sh OUTDIR [evidence|gate|all]
+#
+# evidence: gemm_evidence.py and train_steps.py, each as an nsys export and a torch.profiler
+#           (Kineto) JSON of the same workload (two runs: the profilers cannot share CUPTI)
+# gate:     gate_steps.py runs for the gate noise study: base x4 (the first with an empty
+#           Triton cache: a cold start), slow_gemm x3, sync x3, launch x3; packed into
+#           OUTDIR/gate_runs.tar.xz with their facts
+# Needs what capture.sh needs (NSYS, .gpu-libs with libdw/libelf).
+set -euo pipefail
+out=${1:?usage: capture_round2.sh OUTDIR [evidence|gate|all]}
+what=${2:-all}
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+NSYS=${NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}
+export LD_LIBRARY_PATH="$here/../.gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+tmp=$(mktemp -d)
+common=(--sample=none --cpuctxsw=none -f true)
+
+capture() { # name, extra nsys args..., -- command...
+  local name=$1; shift
+  local args=()
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
+  "$NSYS" profile "${common[@]}" "${args[@]}" -o "$tmp/$name" "$@" > "$tmp/$name.log" 2>&1 \
+    || { tail -20 "$tmp/$name.log"; return 1; }
+  "$NSYS" export --type sqlite -f true -o "$out/$name.sqlite" "$tmp/$name.nsys-rep" > /dev/null
+  ls -l "$out/$name.sqlite"
+}
+
+cd "$here/workloads"
+if [ "$what" = evidence ] || [ "$what" = all ]; then
+  export TRITON_CACHE_DIR=$tmp/triton-evidence
+  capture h200_gemm_evidence -t cuda,nvtx --capture-range=cudaProfilerApi \
+    --capture-range-end=stop -- python3 gemm_evidence.py "$out/h200_gemm_evidence.facts.json" nsys
+  python3 gemm_evidence.py "$out/h200_gemm_evidence.kineto.facts.json" kineto \
+    "$tmp/h200_gemm_evidence.pt.trace.json" > /dev/null
+  gzip -9 -c "$tmp/h200_gemm_evidence.pt.trace.json" > "$out/h200_gemm_evidence.pt.trace.json.gz"
+  capture h200_train_steps -t cuda,nvtx -- \
+    python3 train_steps.py "$out/h200_train_steps.facts.json" nsys
+  python3 train_steps.py "$out/h200_train_steps.kineto.facts.json" kineto \
+    "$tmp/h200_train_steps.pt.trace.json" > /dev/null
+  gzip -9 -c "$tmp/h200_train_steps.pt.trace.json" > "$out/h200_train_steps.pt.trace.json.gz"
+  ls -l "$out"
+fi
+if [ "$what" = gate ] || [ "$what" = all ]; then
+  g=$tmp/gate; mkdir -p "$g"
+  export TRITON_CACHE_DIR=$tmp/triton-gate   # empty: the first run compiles (cold start)
+  run() { # name variant
+    VARIANT=$2 capture "gate_$1" -t cuda,nvtx -- python3 gate_steps.py "$g/gate_$1.facts.json"
+    mv "$out/gate_$1.sqlite" "$g/"
+  }
+  run base1_cold base; run base2 base; run base3 base; run base4 base
+  for i in 1 2 3; do run "slow_gemm$i" slow_gemm; run "sync$i" sync; run "launch$i" launch; done
+  tar -C "$g" -cJf "$out/gate_runs.tar.xz" .
+  ls -l "$out/gate_runs.tar.xz"
+fi
+"$NSYS" --version > "$out/nsys_version_round2.txt"
+rm -rf "$tmp"
