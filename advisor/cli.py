@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
+from typing import NoReturn
 
 import typer
+import typer.core
 from rich.console import Console
 
 from advisor import __version__, pipeline
@@ -25,6 +27,23 @@ from advisor.render.progress import progress_bar
 from advisor.render.tables import titled_table
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
+
+
+def _no_type_column(original):
+    """Help shows each parameter's METAVAR (set on every option), not typer's Python-type
+    column (``<list[str]>``, ``<bool>``); flags and arguments show no type at all."""
+
+    def display_type_rich(self, ctx):
+        if isinstance(self, typer.core.TyperArgument) or getattr(self, "is_flag", False):
+            return None
+        return self.metavar or original(self, ctx)
+
+    return display_type_rich
+
+
+for _param in (typer.core.TyperArgument, typer.core.TyperOption):
+    if hasattr(_param, "display_type_rich"):  # (the hook of the typer versions that print types)
+        _param.display_type_rich = _no_type_column(_param.display_type_rich)
 
 app = typer.Typer(
     add_completion=False,
@@ -72,9 +91,19 @@ def _console() -> Console:
     return _Console(width=160)
 
 
-def _fail(exc: AdvisorInputError) -> None:
+def _fail(exc: AdvisorInputError) -> NoReturn:
+    """Bad input: one ``advisor: error:`` line on stderr, exit 2."""
     typer.echo(f"advisor: error: {exc}", err=True)
     raise typer.Exit(2)
+
+
+@contextmanager
+def _input_errors():
+    """Run the block; bad input inside it (AdvisorInputError) ends the command via _fail."""
+    try:
+        yield
+    except AdvisorInputError as exc:
+        _fail(exc)
 
 
 def _expand(traces: list[str]) -> list[str]:
@@ -91,6 +120,7 @@ def _expand(traces: list[str]) -> list[str]:
 def analyze(
     traces: list[str] = typer.Argument(
         ...,
+        metavar="TRACE",
         help="Trace file(s): Nsight Systems SQLite export, rocprof CSV/JSON or folder. "
         "Several traces (or a folder of .sqlite exports) are analysed as one per rank.",
     ),
@@ -100,36 +130,50 @@ def analyze(
     gpu: str = typer.Option(
         None,
         "--gpu",
+        metavar="NAME",
         help="GPU model when the trace lacks device facts (see `advisor gpus`); "
         "'none' skips occupancy/wave metrics.",
     ),
     range_text: str = typer.Option(
-        None, "--range", help="Only top-level NVTX ranges whose text contains TEXT."
+        None, "--range", metavar="TEXT", help="Only top-level NVTX ranges whose text contains TEXT."
     ),
-    device: int = typer.Option(None, "--device", help="Only this device id."),
-    top: int = typer.Option(10, "--top", min=1, help="Rows per table in the terminal report."),
+    device: int = typer.Option(None, "--device", metavar="N", help="Only this device id."),
+    top: int = typer.Option(
+        10, "--top", metavar="N", min=1, help="Rows per table in the terminal report."
+    ),
     rules: list[str] = typer.Option(
-        None, "--rules", help="Extra rule file or folder (repeatable), added to the built-in."
+        None,
+        "--rules",
+        metavar="PATH",
+        help="Extra rule file or folder (repeatable), added to the built-in.",
     ),
     shape: list[str] = typer.Option(
         None,
         "--shape",
+        metavar="PATTERN=MxNxK",
         help="GEMM shape PATTERN=MxNxK (repeatable); PATTERN: regex on kernel or range name.",
     ),
     emit_dir: str = typer.Option(
-        None, "--emit", help="Write a reference config per finding into this folder."
+        None, "--emit", metavar="DIR", help="Write a reference config per finding into this folder."
     ),
     jobs: int = typer.Option(
-        None, "--jobs", "-j", min=1, help="Worker processes for several traces (default: cores)."
+        None,
+        "--jobs",
+        "-j",
+        metavar="N",
+        min=1,
+        help="Worker processes for several traces (default: cores).",
     ),
 ) -> None:
-    """Analyze one trace: idle time by cause, per kernel and per NVTX range, with findings."""
+    """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
+
+    One trace, or several (files or folders) analysed as the ranks of one job."""
     paths = _expand(traces)
     if len(paths) > 1:
         _analyze_many(paths, format, gpu, rules or [], shape or [], jobs, top)
         return
     trace = paths[0]
-    try:
+    with _input_errors():
         if emit_dir:
             check_output_dir(emit_dir, paths, "emit folder")
         rule_set = load_rules(rules or [])
@@ -140,8 +184,6 @@ def analyze(
             )
         if emit_dir:
             emit(findings, result.trace.gpus, emit_dir)
-    except AdvisorInputError as exc:
-        _fail(exc)
     if format is OutputFormat.json:
         _out(json_render.render(result, findings))
     else:
@@ -153,17 +195,17 @@ def _analyze_many(paths, format, gpu, rules, shapes, jobs, top) -> None:
     from advisor.multi import analyze_many, merge
     from advisor.render import multi as multi_render
 
-    try:
+    with _input_errors():
         load_rules(rules)  # bad rule files fail once, here, not in every worker
         for s in shapes:
             ShapeOption.parse(s)
-    except AdvisorInputError as exc:
-        _fail(exc)
     with progress_bar(len(paths), f"analysing {len(paths)} traces") as bar:
         results = analyze_many(paths, gpu=gpu, rule_paths=rules, shapes=shapes, jobs=jobs,
                                on_done=lambda _: bar.advance())  # fmt: skip
     merged = merge(results)
-    if format is OutputFormat.json:
+    if len(merged["errors"]) == len(results):
+        pass  # nothing was analysed: only the error lines below, nothing on stdout
+    elif format is OutputFormat.json:
         _out(multi_render.as_json(merged))
     else:
         multi_render.terminal(merged, _console(), top)
@@ -179,13 +221,13 @@ app.add_typer(rules_app, name="rules")
 
 @rules_app.command("list")
 def rules_list(
-    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
+    rules: list[str] = typer.Option(
+        None, "--rules", metavar="PATH", help="Extra rule file or folder."
+    ),
 ) -> None:
     """List the rules in force: id, scope, strategy, title, file."""
-    try:
+    with _input_errors():
         rule_set = load_rules(rules or [])
-    except AdvisorInputError as exc:
-        _fail(exc)
     cols = ("id", "scope", "strategy", "title", "file")
     tab = titled_table(f"{len(rule_set)} rules", cols, text=cols)
     for r in rule_set:
@@ -198,10 +240,8 @@ def rules_validate(
     paths: list[str] = typer.Argument(..., help="Rule files or folders to check."),
 ) -> None:
     """Check rule files (with the built-in rules, for duplicate ids); exit 2 on a problem."""
-    try:
+    with _input_errors():
         rule_set = load_rules(paths)
-    except AdvisorInputError as exc:
-        _fail(exc)
     users = [r for r in rule_set if not r.source.startswith("rules/")]
     _out(f"ok: {len(users)} rule(s) in {', '.join(paths)} are valid")
 
@@ -248,17 +288,37 @@ def _metric_sets(paths: list[str], gpu: str | None, rule_set) -> list[dict]:
 
 @app.command()
 def gate(
-    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline trace (repeatable)."),
-    candidate: list[str] = typer.Option(..., "--candidate", help="Candidate trace (repeatable)."),
-    baseline_name: str = typer.Option(
-        None, "--baseline-name", help="Use a baseline saved with `advisor baseline save`."
+    baseline: list[str] = typer.Option(
+        None, "--baseline", metavar="TRACE", help="Baseline trace (repeatable)."
     ),
-    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
-    config: str = typer.Option(None, "--config", help="Gate thresholds (YAML), docs/gate.md."),
-    format: GateFormat = typer.Option(GateFormat.table, "--format", "-f"),
-    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
-    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
-    top: int = typer.Option(30, "--top", min=1, help="Rows in the table/markdown."),
+    candidate: list[str] = typer.Option(
+        ..., "--candidate", metavar="TRACE", help="Candidate trace (repeatable)."
+    ),
+    baseline_name: str = typer.Option(
+        None,
+        "--baseline-name",
+        metavar="NAME",
+        help="Use a baseline saved with `advisor baseline save`.",
+    ),
+    store: str = typer.Option(
+        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
+    ),
+    config: str = typer.Option(
+        None, "--config", metavar="FILE", help="Gate thresholds (YAML), docs/gate.md."
+    ),
+    format: GateFormat = typer.Option(
+        GateFormat.table,
+        "--format",
+        "-f",
+        help="Output: terminal table, markdown (for a pull-request comment) or JSON.",
+    ),
+    gpu: str = typer.Option(
+        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
+    ),
+    rules: list[str] = typer.Option(
+        None, "--rules", metavar="PATH", help="Extra rule file or folder."
+    ),
+    top: int = typer.Option(30, "--top", metavar="N", min=1, help="Rows in the table/markdown."),
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input."""
     from advisor import baselines
@@ -266,7 +326,7 @@ def gate(
     from advisor.gate import load_config as load_gate_config
     from advisor.render import gate as gate_render
 
-    try:
+    with _input_errors():
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
         cfg = load_gate_config(config)
@@ -277,8 +337,6 @@ def gate(
             base = _metric_sets(baseline, gpu, rule_set)
         cand = _metric_sets(candidate, gpu, rule_set)
         result = compare(base, cand, cfg)
-    except AdvisorInputError as exc:
-        _fail(exc)
     if format is GateFormat.json:
         _out(gate_render.as_json(result))
     elif format is GateFormat.markdown:
@@ -286,9 +344,11 @@ def gate(
     else:
         gate_render.table(result, _console(), top)
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        # workflow commands go to stderr: GitHub reads both streams, and stdout (or the file
+        # it is redirected to, the pull-request comment) stays the report alone
         notes = gate_render.annotations(result)
         if notes:
-            _out(notes)
+            typer.echo(notes, err=True)
     raise typer.Exit(1 if result.failed else 0)
 
 
@@ -300,33 +360,35 @@ app.add_typer(baseline_app, name="baseline")
 def baseline_save(
     name: str = typer.Argument(..., help="Baseline name."),
     traces: list[str] = typer.Argument(..., help="Trace files of the baseline."),
-    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
-    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
+    store: str = typer.Option(
+        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
+    ),
+    gpu: str = typer.Option(
+        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
+    ),
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
 
-    try:
+    with _input_errors():
         if store:
             check_output_file(store, traces, "baseline store")
         sets = _metric_sets(traces, gpu, load_rules())
         path = baselines.save(name, sets, Path(store) if store else None)
-    except AdvisorInputError as exc:
-        _fail(exc)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
 
 @baseline_app.command("list")
 def baseline_list(
-    store: str = typer.Option(None, "--store", help="Baseline store (SQLite) to use."),
+    store: str = typer.Option(
+        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
+    ),
 ) -> None:
     """List saved baselines: name, traces, when saved (UTC)."""
     from advisor import baselines
 
-    try:
+    with _input_errors():
         rows = baselines.listing(Path(store) if store else None)
-    except AdvisorInputError as exc:
-        _fail(exc)
     cols = ("name", "traces", "saved (UTC)")
     tab = titled_table(f"baselines in {store or baselines.default_store()}", cols, text=cols)
     for r in rows:
@@ -337,13 +399,25 @@ def baseline_list(
 @app.command()
 def report(
     traces: list[str] = typer.Argument(..., help="TRACE, or BASELINE CANDIDATE for a diff."),
-    output: str = typer.Option(..., "--output", "-o", help="Markdown file to write."),
-    assets: str = typer.Option(None, "--assets", help="Folder for the PNG charts."),
-    gpu: str = typer.Option(None, "--gpu", help="GPU model for traces without device facts."),
-    rules: list[str] = typer.Option(None, "--rules", help="Extra rule file or folder."),
-    shape: list[str] = typer.Option(None, "--shape", help="GEMM shape PATTERN=MxNxK."),
-    emit_dir: str = typer.Option(None, "--emit", help="Also write reference configs here."),
-    config: str = typer.Option(None, "--config", help="Gate thresholds (diff reports)."),
+    output: str = typer.Option(
+        ..., "--output", "-o", metavar="FILE", help="Markdown file to write."
+    ),
+    assets: str = typer.Option(None, "--assets", metavar="DIR", help="Folder for the PNG charts."),
+    gpu: str = typer.Option(
+        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
+    ),
+    rules: list[str] = typer.Option(
+        None, "--rules", metavar="PATH", help="Extra rule file or folder."
+    ),
+    shape: list[str] = typer.Option(
+        None, "--shape", metavar="PATTERN=MxNxK", help="GEMM shape PATTERN=MxNxK."
+    ),
+    emit_dir: str = typer.Option(
+        None, "--emit", metavar="DIR", help="Also write reference configs here."
+    ),
+    config: str = typer.Option(
+        None, "--config", metavar="FILE", help="Gate thresholds (diff reports)."
+    ),
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
     from advisor.gate import compare, metric_set
@@ -351,7 +425,7 @@ def report(
     from advisor.render import markdown
     from advisor.report import write_report, write_text
 
-    try:
+    with _input_errors():
         if len(traces) not in (1, 2):
             raise AdvisorInputError(None, "report takes TRACE or BASELINE CANDIDATE")
         check_output_file(output, traces, "report")
@@ -372,17 +446,64 @@ def report(
             if emit_dir:
                 emit(findings, analysis.trace.gpus, emit_dir)
             written = write_report(analysis, findings, output, assets)
-    except AdvisorInputError as exc:
-        _fail(exc)
     for path in written:
         _out(f"wrote {path}")
 
 
-def main() -> None:
-    """Entry point. Bad input exits 2 with one line (raised as AdvisorInputError); anything
-    unexpected exits 3 with one line instead of a traceback (ADVISOR_DEBUG=1 shows it)."""
+# options that take several values after one flag (`--baseline a b`), as well as repeated
+MULTI_VALUE = {"gate": ("--baseline", "--candidate")}
+
+
+def _spread_values(argv: list[str]) -> list[str]:
+    """``gate --baseline a b --candidate c`` -> ``--baseline a --baseline b --candidate c``
+    (the commands in MULTI_VALUE take no positional arguments, so this is unambiguous)."""
+    flags = MULTI_VALUE.get(argv[0], ()) if argv else ()
+    out: list[str] = []
+    current = None
+    for token in argv:
+        if token in flags:
+            current = token
+        elif token.startswith("-"):
+            current = None
+        elif current is not None and out and out[-1] != current:
+            out.append(current)
+        out.append(token)
+    return out
+
+
+def _click_errors() -> tuple[type[BaseException], ...]:
+    """Click's usage-error class (typer >= 0.20 vendors click as typer._click)."""
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        with suppress(ImportError):
+            found.append(__import__(module, fromlist=["ClickException"]).ClickException)
+    return tuple(found)
+
+
+def _run_app() -> int:
+    """Run the typer app; a usage error (unknown option, missing argument, bad value)
+    becomes one ``advisor: error:`` line and exit 2 instead of click's box."""
+    errors = _click_errors()
     try:
-        app()
+        code = app(args=_spread_values(sys.argv[1:]), prog_name="advisor", standalone_mode=False)
+    except errors as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `advisor` or `advisor gate` alone
+            typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            return 0
+        ctx = getattr(exc, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx else ""
+        hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
+        typer.echo(f"advisor: error: {where}{exc.format_message()}{hint}", err=True)
+        return 2
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """Entry point. Bad input exits 2 with one line (raised as AdvisorInputError, or a usage
+    error); anything unexpected exits 3 with one line instead of a traceback
+    (ADVISOR_DEBUG=1 shows it)."""
+    try:
+        sys.exit(_run_app())
     except KeyboardInterrupt:
         typer.echo("advisor: interrupted", err=True)
         sys.exit(130)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
@@ -57,9 +57,19 @@ metrics:
 
 
 class Threshold(BaseModel):
+    """A metric regresses beyond max(rel * baseline, abs); either bound alone is allowed
+    (the one not given is 0: off)."""
+
     model_config = ConfigDict(extra="forbid")
-    rel: float = Field(ge=0)
-    abs: float = Field(ge=0)
+    rel: float = Field(default=0.0, ge=0)
+    abs: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_bound_at_least(cls, value):
+        if isinstance(value, dict) and not ({"rel", "abs"} & set(value)):
+            raise ValueError("give rel, abs or both")
+        return value
 
 
 class GateConfig(BaseModel):

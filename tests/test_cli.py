@@ -313,3 +313,74 @@ def test_a_reader_that_stops_early_is_not_an_error(args, code, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (("analyze", "--nope", str(H200_SINGLE)), "advisor analyze: No such option: --nope"),
+        (("analyze",), "advisor analyze: Missing argument 'TRACE'"),
+        (("analyze", str(H200_SINGLE), "--top", "0"), "Invalid value for '--top'"),
+        (("gate", "--baseline", str(H200_SINGLE)), "Missing option '--candidate'"),
+        (("nosuch",), "No such command 'nosuch'"),
+    ],
+)
+def test_usage_errors_are_one_line(args, says):
+    # typer's boxed usage errors become the project's own one-line error, exit 2
+    err = bad_cli(*args)
+    assert err.startswith("advisor: error: ") and says in err and "╭" not in err
+
+
+def test_help_shows_metavars_not_python_types():
+    for command in ("analyze", "gate", "report", "rules list", "baseline save"):
+        out = cli(*command.split(), "--help")
+        assert "list[str]" not in out and "<str>" not in out and "<bool>" not in out, command
+    assert "Analyze traces" in cli("analyze", "--help")
+    gate_help = " ".join(cli("gate", "--help").split())
+    assert "markdown (for a" in gate_help  # --format has help text
+
+
+def test_folder_of_only_bad_traces_prints_nothing_on_stdout(tmp_path):
+    for name in ("a.sqlite", "b.sqlite"):
+        (tmp_path / name).write_bytes(b"not a database at all")
+    proc = subprocess.run([sys.executable, "-m", "advisor", "analyze", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 2  # one line per bad file
+
+
+MINIMAL_RULE = """
+rules:
+  - id: slow-kernels
+    scope: kernels
+    when: median_ns >= 400000
+    savings: total_ns * 0.1
+    strategy: inspect
+disable: [wave-tail-gemm]
+"""
+
+
+def test_user_rules_replace_and_disable_builtins(tmp_path):
+    # a user copy of the shipped rules replaces them (same ids) instead of failing
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shipped = (ROOT / "rules" / "scheduling.yaml").read_text()
+    (copy / "scheduling.yaml").write_text(
+        shipped.replace("tail_fraction >= 0.2", "tail_fraction >= 0.9")
+    )
+    listed = cli("rules", "list", "--rules", str(copy))
+    # every built-in id is in the copy: all ten now come from it, once each
+    assert listed.count("wave-tail-gemm") == 1 and "rules/scheduling.yaml" not in listed
+    d = json.loads(cli("analyze", str(H200_SINGLE), "--format", "json", "--rules", str(copy)))
+    assert not [f for f in d["findings"] if f["strategy"] == "stream_k"]  # 0.50 < 0.9 now
+    # a minimal rule (no title, message, rationale) works; disable switches a built-in off
+    (tmp_path / "min.yaml").write_text(MINIMAL_RULE)
+    d = json.loads(cli("analyze", str(H200_SINGLE), "--format", "json", "--rules",
+                       str(tmp_path / "min.yaml")))  # fmt: skip
+    mine = [f for f in d["findings"] if f["rule"] == "slow-kernels"]
+    assert mine and all(f["title"] == "slow-kernels" and f["summary"] for f in mine)
+    assert not [f for f in d["findings"] if f["rule"] == "wave-tail-gemm"]
+    (tmp_path / "off.yaml").write_text("disable: [no-such-rule]\n")
+    assert "disable: no rule with id 'no-such-rule'" in bad_cli(
+        "rules", "validate", str(tmp_path / "off.yaml")
+    )

@@ -193,11 +193,49 @@ def test_cli_public_before_after_and_annotations():
     assert proc.returncode == 1
     assert proc.stdout.startswith("### advisor gate: FAIL")
     assert "| regression | range | AllToAll4D | exposed_comm_ns |" in proc.stdout
-    assert "::error::advisor gate regression: range AllToAll4D exposed_comm_ns" in proc.stdout
+    # the workflow commands go to stderr: the markdown (a PR comment) holds none
+    assert "::error::" not in proc.stdout and "::warning::" not in proc.stdout
+    assert "::error::advisor gate regression: range AllToAll4D exposed_comm_ns" in proc.stderr
+    # a row present on one side only says so, instead of "- -> -"
+    only = [line for line in proc.stderr.splitlines() if "only in" in line]
+    assert only and all(" is only in " in line and "->" not in line for line in only)
     same = run(
         "gate", "--baseline", str(before), "--candidate", str(before), "--gpu", "H100-SXM", env=env
     )
-    assert same.returncode == 0 and "::error::" not in same.stdout
+    assert same.returncode == 0 and "::error::" not in same.stdout + same.stderr
+    # PASS: the verdict line, no empty table
+    assert same.stdout.startswith("PASS: no regression (")
+    assert "Changes" not in same.stdout and "┏" not in same.stdout
+
+
+def test_rows_ordered_by_impact():
+    # three kernel regressions of +60 us, +3 ms and +2 ms (each past its 5 % / 2 us limit)
+    kern = {"nccl": 1_000_000.0, "gemm_a": 10_000_000.0, "gemm_b": 20_000_000.0}
+    worse = {"nccl": 1_060_000.0, "gemm_a": 13_000_000.0, "gemm_b": 22_000_000.0}
+    base = mset(kernels={k: {"median_ns": v} for k, v in kern.items()})
+    cand = mset(kernels={k: {"median_ns": v} for k, v in worse.items()})
+    from advisor.render.gate import shown
+
+    order = [r.key for r in shown(compare([base], [cand], CFG))]
+    assert order == ["gemm_a", "gemm_b", "nccl"]
+
+
+def test_several_values_after_one_flag():
+    spread = run("gate", "--baseline", str(H200_SINGLE), str(H200_SINGLE),
+                 "--candidate", str(H200_SINGLE), str(H200_SINGLE), "--format", "json")  # fmt: skip
+    assert spread.returncode == 0, spread.stderr
+    assert json.loads(spread.stdout)["method"].startswith("medians of 2 vs 2 traces")
+
+
+def test_threshold_with_one_bound(tmp_path):
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("metrics:\n  span_ns: {rel: 0.5}\n  sync_idle_ns: {abs: 10}\n")
+    loaded = load_config(cfg)
+    assert (loaded.metrics["span_ns"].rel, loaded.metrics["span_ns"].abs) == (0.5, 0.0)
+    assert (loaded.metrics["sync_idle_ns"].rel, loaded.metrics["sync_idle_ns"].abs) == (0.0, 10)
+    cfg.write_text("metrics:\n  span_ns: {}\n")
+    with pytest.raises(AdvisorInputError, match="give rel, abs or both"):
+        load_config(cfg)
 
 
 def test_named_baselines(tmp_path):

@@ -30,14 +30,27 @@ def _change(r: Row) -> str:
     return f"{sign}{fmt_ns(abs(r.delta))}{rel}"
 
 
+def impact_ns(r: Row) -> float:
+    """How much time a row moves (ns): |candidate - baseline| for time metrics, a new
+    finding's estimated savings; 0 for ratios and rows present on one side only."""
+    if r.metric == "overlap_ratio":
+        return 0.0
+    if r.status == "new finding":
+        return abs(r.candidate or 0.0)
+    return abs(r.delta) if r.delta is not None else 0.0
+
+
 def shown(result: GateResult) -> list[Row]:
+    """The changed rows: regressions first, then by the time they move, largest first."""
     rows = [r for r in result.rows if r.status != "unchanged"]
-    return sorted(rows, key=lambda r: (ORDER[r.status], r.scope, r.key, r.metric))
+    return sorted(rows, key=lambda r: (ORDER[r.status], -impact_ns(r), r.scope, r.key, r.metric))
 
 
 def verdict(result: GateResult) -> str:
     n = sum(r.status in ("regression", "new finding") for r in result.rows)
-    return f"FAIL: {n} regression(s)" if result.failed else "PASS: no regression"
+    if result.failed:
+        return f"FAIL: {n} regression(s)"
+    return f"PASS: no regression ({len(result.rows)} metric(s) compared)"
 
 
 def table(result: GateResult, console: Console, top: int) -> None:
@@ -45,9 +58,12 @@ def table(result: GateResult, console: Console, top: int) -> None:
     console.print(f"method: {result.method}")
     for note in result.notes:
         console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
+    rows = shown(result)
+    if not rows:  # nothing moved beyond its threshold: the verdict says it all
+        return
     cols = ("status", "scope", "what", "metric", "baseline", "candidate", "change", "note")
     tab = titled_table("Changes (unchanged metrics omitted)", cols, text=cols)
-    for r in shown(result)[:top]:
+    for r in rows[:top]:
         tab.add_row(
             r.status,
             r.scope,
@@ -69,6 +85,8 @@ def markdown(result: GateResult, top: int = 50) -> str:
     lines = [f"### advisor gate: {verdict(result)}", "", f"Method: {result.method}.", ""]
     if result.notes:
         lines += [f"- note: {n}" for n in result.notes] + [""]
+    if not shown(result):
+        return "\n".join(lines) + "\n"
     lines += [
         "| status | scope | what | metric | baseline | candidate | change |",
         "|---|---|---|---|---|---|---|",
@@ -110,9 +128,12 @@ def annotations(result: GateResult) -> str:
             level = "warning"
         else:
             continue
-        msg = (
-            f"advisor gate {r.status}: {r.scope} {r.key} {r.metric} "
-            f"{_fmt(r.metric, r.baseline)} -> {_fmt(r.metric, r.candidate)}"
-        )
+        if r.status.startswith("only in"):  # nothing to compare: say what is missing
+            msg = f"advisor gate: {r.scope} {r.key} is {r.status}"
+        else:
+            msg = (
+                f"advisor gate {r.status}: {r.scope} {r.key} {r.metric} "
+                f"{_fmt(r.metric, r.baseline)} -> {_fmt(r.metric, r.candidate)}"
+            )
         out.append(f"::{level}::{msg.replace(chr(10), ' ')}")
     return "\n".join(out)

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.data import builtin_rules_dir
 from advisor.errors import AdvisorInputError
@@ -49,25 +49,38 @@ class EmitSpec(BaseModel):
 
 
 class RuleSpec(BaseModel):
+    """One rule as written. Required: id, scope, when, savings, strategy; the rest have
+    defaults (title: the id; message: the title; rationale, watch_for: empty)."""
+
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
-    title: str = Field(min_length=1)
+    title: str = Field(default="", min_length=0)
     scope: Literal["kernels", "regions", "sequences"]
     when: str | list[str]
     savings: str
     strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
     severity: Literal["auto", "high", "medium", "low"] = "auto"
-    message: str = Field(min_length=1)
+    message: str = ""
     evidence: list[str] = Field(default_factory=list)
-    rationale: str = Field(min_length=1)
-    watch_for: str = Field(min_length=1)
+    rationale: str = ""
+    watch_for: str = ""
     references: list[str] = Field(default_factory=list)
     emit: EmitSpec | None = None
 
+    @model_validator(mode="after")
+    def _defaults_from_id(self) -> RuleSpec:
+        self.title = self.title.strip() or self.id
+        self.message = self.message.strip() or self.title
+        return self
+
 
 class RuleFile(BaseModel):
+    """A rule file: new or replacing rules (a user rule with a built-in id replaces it) and
+    ids of rules to switch off."""
+
     model_config = ConfigDict(extra="forbid")
-    rules: list[dict]
+    rules: list[dict] = Field(default_factory=list)
+    disable: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -124,16 +137,33 @@ def _where(rule_id: str, fld: str) -> str:
     return f"rule {rule_id!r}: field {fld!r}"
 
 
-def parse_rules(text: str, source: str, packaged: bool = False) -> list[Rule]:
-    """Validate one rule file's text; AdvisorInputError names file, rule and field.
-    ``packaged``: a built-in file (parsed without the limits user files get)."""
+def parse_rule_file(
+    text: str, source: str, packaged: bool = False
+) -> tuple[list[Rule], list[str]]:
+    """Validate one rule file's text: (its rules, the ids it disables). AdvisorInputError
+    names file, rule and field. ``packaged``: a built-in file (parsed without the limits
+    user files get)."""
     doc = load_packaged_yaml(text) if packaged else load_user_yaml(text, source, "rule file")
     try:
         top = RuleFile.model_validate(doc)
     except ValidationError as exc:
-        raise AdvisorInputError(source, "expected a mapping with a 'rules:' list") from exc
+        raise AdvisorInputError(
+            source, "expected a mapping with a 'rules:' list and/or a 'disable:' list of ids"
+        ) from exc
+    if not top.rules and not top.disable:
+        raise AdvisorInputError(source, "holds no rules and disables none")
+    return _parse_specs(top.rules, source), top.disable
+
+
+def parse_rules(text: str, source: str, packaged: bool = False) -> list[Rule]:
+    """The rules of one rule file's text (see parse_rule_file)."""
+    return parse_rule_file(text, source, packaged)[0]
+
+
+def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
+    """Validate and compile each rule mapping of one file."""
     rules = []
-    for i, raw in enumerate(top.rules):
+    for i, raw in enumerate(specs):
         rid = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
         try:
             spec = RuleSpec.model_validate(raw)
@@ -173,7 +203,9 @@ def rule_files(path: Path) -> list[Path]:
 
 
 def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]:
-    """Built-in rules plus user files/folders; duplicate ids across all of them are errors."""
+    """Built-in rules, then user files/folders in order: a user rule whose id is a built-in
+    one replaces it (in place); ``disable: [id, ...]`` switches rules off. The same id
+    twice among the user files, or disabling an unknown id, is an error."""
     sources: list[tuple[str, str, bool]] = []  # (source, text, packaged)
     if builtin:
         root = builtin_rules_dir()
@@ -192,17 +224,28 @@ def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]
                 sources.append((str(f), f.read_text(), False))
             except (OSError, UnicodeDecodeError) as exc:
                 raise AdvisorInputError(str(f), f"cannot read rule file: {exc}") from None
-    rules: list[Rule] = []
-    seen: dict[str, str] = {}
+    by_id: dict[str, Rule] = {}  # (insertion order: built-ins first, replacements in place)
+    disabled: list[tuple[str, str]] = []  # (id, source)
     for source, text, packaged in sources:
-        for rule in parse_rules(text, source, packaged):
-            if rule.id in seen:
+        rules, off = parse_rule_file(text, source, packaged)
+        for rule in rules:
+            first = by_id.get(rule.id)
+            if first is not None and (packaged or not _is_builtin(first)):
                 raise AdvisorInputError(
-                    source, f"rule {rule.id!r}: duplicate id (first defined in {seen[rule.id]})"
+                    source, f"rule {rule.id!r}: duplicate id (first defined in {first.source})"
                 )
-            seen[rule.id] = source
-            rules.append(rule)
-    return rules
+            by_id[rule.id] = rule
+        disabled += [(rid, source) for rid in off]
+    gone: set[str] = set()
+    for rid, source in disabled:
+        if by_id.pop(rid, None) is None and rid not in gone:
+            raise AdvisorInputError(source, f"disable: no rule with id {rid!r}")
+        gone.add(rid)
+    return list(by_id.values())
+
+
+def _is_builtin(rule: Rule) -> bool:
+    return rule.source.startswith("rules/")
 
 
 def _severity(rule: Rule, savings: float, span: float) -> str:

@@ -96,10 +96,18 @@ def test_wrong_types_and_values():
 
 
 def test_missing_and_extra_fields():
-    assert "rule 'my-tail': field 'rationale': Field required" in bad(
-        GOOD.replace("    rationale: because\n", "")
+    assert "rule 'my-tail': field 'strategy': Field required" in bad(
+        "\n".join(line for line in GOOD.splitlines() if "strategy:" not in line)
     )
     assert "field 'colour'" in bad(GOOD + "    colour: red\n")
+
+
+def test_optional_fields_have_defaults():
+    (rule,) = parse_rules(GOOD.replace("    rationale: because\n", ""), "f.yaml")
+    assert rule.spec.rationale == ""
+    no_title = "\n".join(line for line in GOOD.splitlines() if "title:" not in line)
+    (rule,) = parse_rules(no_title, "f.yaml")
+    assert rule.spec.title == "my-tail"
 
 
 def test_duplicate_ids(tmp_path):
@@ -108,11 +116,18 @@ def test_duplicate_ids(tmp_path):
     with pytest.raises(AdvisorInputError) as err:
         load_rules([tmp_path])
     assert "rule 'my-tail': duplicate id (first defined in" in str(err.value)
+    # a user rule with a built-in id replaces the built-in one, in its place
     clash = GOOD.replace("id: my-tail", "id: wave-tail-gemm")
     (tmp_path / "a.yaml").write_text(clash)
+    builtin = [r.id for r in load_rules()]
+    rules = load_rules([tmp_path])
+    assert [r.id for r in rules] == builtin
+    assert rules[builtin.index("wave-tail-gemm")].source == str(tmp_path / "a.yaml")
+    # ... but two user files with the same id are ambiguous
+    (tmp_path / "b.yaml").write_text(clash)
     with pytest.raises(AdvisorInputError) as err:
         load_rules([tmp_path])
-    assert "duplicate id (first defined in rules/scheduling.yaml)" in str(err.value)
+    assert f"duplicate id (first defined in {tmp_path / 'a.yaml'})" in str(err.value)
 
 
 def test_missing_rules_path(tmp_path):
