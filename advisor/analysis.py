@@ -81,6 +81,7 @@ class Analysis:
     configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # waves.wave_configs
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
+    origin_ns: int = 0  # the trace's first GPU op start (ns): where relative times count from
     _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
@@ -105,14 +106,19 @@ class Analysis:
 
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device), in group order: ``instances``, the sums of
-        WINDOW_COLUMNS and ``window_ns`` over its instances, and ``recoverable_ns`` (the sum
-        of RECOVERABLE: the idle time the strategies address)."""
+        WINDOW_COLUMNS and ``window_ns`` over its instances, ``recoverable_ns`` (the sum of
+        RECOVERABLE: the idle time the strategies address) and ``worst_start_ns`` (the start
+        of the instance with the most of it)."""
         r = self.regions.assign(window_ns=self.regions["end_ns"] - self.regions["start_ns"])
-        g = r.groupby(["name", "device"], as_index=False).agg(
+        r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
+        groups = r.groupby(["name", "device"], as_index=False)
+        g = groups.agg(
             instances=("start_ns", "size"),
-            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
+            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns", "recoverable_ns")},
         )
-        g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
+        # the instance with the most recoverable idle (the first on ties)
+        worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
+        g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
         return g
 
     def summary(self) -> dict:
@@ -296,6 +302,7 @@ def analyze(
         streams=stream_summary(ops),
         collectives=skew,
         notes=coverage_notes(ops, impossible, api_traced),
+        origin_ns=int(ops["start"].min()) if len(ops) else 0,
     )
 
 

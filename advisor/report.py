@@ -28,8 +28,8 @@ def write_report(
             rel = Path(os.path.relpath(assets, out.parent))
             charts = {}
             for name, draw in chart_render.CHARTS.items():
-                draw(a, stage / f"{name}.png")
-                charts[name] = (rel / f"{name}.png").as_posix()
+                if draw(a, stage / f"{name}.png") is not None:  # None: nothing to draw
+                    charts[name] = (rel / f"{name}.png").as_posix()
             linked = [  # config links relative to the report
                 {**f, "config": [os.path.relpath(c, out.parent) for c in f["config"]]}
                 if f.get("config")
@@ -38,7 +38,7 @@ def write_report(
             ]
             (stage / out.name).write_text(markdown.report(a, linked, charts))
             assets.mkdir(parents=True, exist_ok=True)
-            moves = [(f"{name}.png", assets / f"{name}.png") for name in chart_render.CHARTS]
+            moves = [(f"{name}.png", assets / f"{name}.png") for name in charts]
             written = place(stage, [*moves, (out.name, out)])  # the report last
             return [written[-1], *written[:-1]]
     except OSError as exc:

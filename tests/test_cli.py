@@ -384,3 +384,41 @@ def test_user_rules_replace_and_disable_builtins(tmp_path):
     assert "disable: no rule with id 'no-such-rule'" in bad_cli(
         "rules", "validate", str(tmp_path / "off.yaml")
     )
+
+
+def _documented_keys() -> str:
+    return (ROOT / "docs" / "json.md").read_text()
+
+
+def test_docs_json_lists_every_key(tmp_path):
+    # like sqlite-utils' documentation tests: the document's keys are all in docs/json.md
+    doc = json.loads(cli("analyze", str(H200_SINGLE), "--format", "json", "--shape",
+                         "tail_gemm=896x4864x8192", "--emit", str(tmp_path / "out")))  # fmt: skip
+    text = _documented_keys()
+    for key in doc:
+        assert f'"{key}"' in text, f"top-level key {key!r} missing from docs/json.md"
+    fields = {k for f in doc["findings"] for k in f}
+    assert {"at_ns", "at_rel_ns", "config", "knobs"} <= fields
+    for key in fields:
+        assert f'"{key}"' in text, f"finding field {key!r} missing from docs/json.md"
+    for table in ("top_kernels", "copies", "sync_stalls", "kernels", "regions"):
+        for key in {k for row in doc[table] for k in row}:
+            assert f'"{key}"' in text, f"{table} field {key!r} missing from docs/json.md"
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("trace", [H200_SINGLE, H200_2GPU])
+def test_terminal_fits_80_and_120_columns(columns, trace):
+    env = {**os.environ, "COLUMNS": str(columns)}
+    args = [sys.executable, "-m", "advisor", "analyze", str(trace), "--device", "0"]
+    out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120).stdout
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    # numbers are never cut: no number cell ends in an ellipsis ("558.…"), no unit follows one
+    assert not re.search(r"[\s│]\d[\d.,]*…|…\s?(ns|us|ms|s|%)\b", out)
+    # long names are shortened in the middle: start and end both kept
+    if columns == 80:
+        assert re.search(r"vectoriz\w*…\w*kernel", out)
+    # no Python reprs reach the user
+    assert "{'" not in out and "['" not in out
+    assert "selection: --device 0" in out

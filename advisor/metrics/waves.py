@@ -132,15 +132,26 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     out["config"] = df["config"].to_numpy()
     out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
     out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
+    out["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
     out["demangled"] = df["demangled"].to_numpy()
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
-             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "demangled"]  # fmt: skip
+             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled"]  # fmt: skip
     out = out[order]
     out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
     out = out.sort_values(["_idle", "total_ns"], ascending=False, ignore_index=True)
     return plain_columns(out.drop(columns="_idle"))
+
+
+def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
+    """Per group (ids 0..n-1): the row position of its worst launch, the one with the most
+    quantization idle (tail + under-fill), or the longest when none idles."""
+    idle = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
+    # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
+    # still resolves 1/4 ns there)
+    score = np.where(idle > 0, 2.0**50 + idle, launches["duration"].to_numpy(np.float64))
+    return pd.Series(score).groupby(group, sort=True).idxmax().to_numpy()
 
 
 def _smem_per_block(launches: pd.DataFrame) -> pd.Series:

@@ -1,6 +1,7 @@
 """PNG charts for the markdown report (matplotlib, headless Agg backend).
 
-Each function draws one figure from an Analysis and writes it to ``path``:
+Each function draws one figure from an Analysis and writes it to ``path``, or returns None
+when there is nothing to draw (no chart for an empty category):
   timeline   GPU busy/idle over time per device, top-level NVTX ranges shaded
   waves      waves and the empty slots of the last wave for the hottest kernels
   gaps       histogram of idle-gap sizes, stacked by cause (log-spaced bins)
@@ -39,49 +40,131 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def timeline(a: Analysis, path: Path) -> Path:
-    """Busy share of each time bin per device (0..1), NVTX ranges as shaded spans."""
+CUT_SHARE = 0.02  # start-up gaps longer than this share of the steady time are cut out
+CUT_WIDTH = 0.015  # drawn width of a cut, as a share of the steady time
+LONG_IDLE = 0.25  # an all-devices-idle stretch longer than this share of the span is cut too
+
+
+def _cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
+    """Idle time to cut out of the timeline, in time order: the parts of start-up gaps (any
+    device) during which no device runs anything, each longer than CUT_SHARE of the time
+    that remains, and any stretch with every device idle for more than LONG_IDLE of the
+    span, whatever its cause (drawn to scale it would squeeze everything else)."""
+    ops = a.ops
+    busy_s, busy_e = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
+    idle_s, idle_e = busy_e[:-1], busy_s[1:]  # when the whole machine idles
+    long = (idle_e - idle_s) > LONG_IDLE * (t1 - t0)
+    rows = np.flatnonzero(ops["cause"].eq("startup").to_numpy())
+    gap_end = ops["start"].to_numpy()[rows]
+    gap_start = gap_end - ops["gap_ns"].to_numpy()[rows]
+    pieces = list(zip(idle_s[long].tolist(), idle_e[long].tolist(), strict=True))
+    for b, e in zip(gap_start.tolist(), gap_end.tolist(), strict=True):
+        first = np.searchsorted(idle_e, b, side="right")
+        last = np.searchsorted(idle_s, e, side="left")
+        for i in range(first, last):
+            lo, hi = max(b, int(idle_s[i])), min(e, int(idle_e[i]))
+            if hi > lo:
+                pieces.append((lo, hi))
+    if not pieces:
+        return []
+    merged = list(zip(*iv.union([p[0] for p in pieces], [p[1] for p in pieces]), strict=True))
+    cut = []
+    for _ in range(2):  # the steady time shrinks as gaps are cut: settle the threshold
+        steady = (t1 - t0) - sum(e - b for b, e in cut)
+        cut = [(int(b), int(e)) for b, e in merged if e - b > CUT_SHARE * max(steady, 1)]
+    return cut
+
+
+def _axis(t0: int, t1: int, cuts: list[tuple[int, int]]):
+    """(to_x, to_t, width): trace time (ns) -> drawn x (ms) with each cut shown as a fixed
+    CUT_WIDTH of the steady time, its inverse, and the drawn width (ms)."""
+    steady = max(t1 - t0 - sum(e - b for b, e in cuts), 1)
+    gap_w = CUT_WIDTH * steady
+    ts, xs = [float(t0)], [0.0]  # breakpoints of the piecewise-linear map
+    for b, e in cuts:
+        xs.append(xs[-1] + (b - ts[-1]))
+        ts.append(float(b))
+        xs.append(xs[-1] + gap_w)
+        ts.append(float(e))
+    xs.append(xs[-1] + (t1 - ts[-1]))
+    ts.append(float(t1))
+    ts_a, xs_a = np.array(ts), np.array(xs) / 1e6
+
+    def to_x(t):
+        return np.interp(t, ts_a, xs_a)
+
+    def to_t(x):
+        return np.interp(x, xs_a, ts_a)
+
+    return to_x, to_t, float(xs_a[-1])
+
+
+def timeline(a: Analysis, path: Path) -> Path | None:
+    """Busy share of each time bin per device (0..1), top-level NVTX ranges shaded and
+    labelled; long start-up gaps are cut out (marked, with their length) so the steady
+    state fills the width."""
+    if a.ops.empty:
+        return None
     devices = sorted(a.ops["device"].unique())
-    fig, axes = plt.subplots(len(devices), 1, figsize=(11, 1.9 * len(devices) + 0.8),
+    fig, axes = plt.subplots(len(devices), 1, figsize=(11, 1.9 * len(devices) + 1.2),
                              squeeze=False, sharex=True)  # fmt: skip
-    t0 = int(a.ops["start"].min())
-    t1 = int(a.ops["end"].max())
-    title = "GPU busy over time (shaded: top-level NVTX ranges)"
-    startup = a.ops[a.ops["cause"].eq("startup")]
-    if len(startup) and startup["gap_ns"].max() > 0.5 * (t1 - t0):
-        # one start-up gap (compilation, module load) dominates: start after it
-        t0 = int(startup.loc[startup["gap_ns"].idxmax(), "start"])
-        title += f", start-up before {(t0 - int(a.ops['start'].min())) / 1e6:.0f} ms omitted"
-    edges = np.linspace(t0, t1, BINS + 1)
-    segments = device_segments(a.ops, a.ops["end"].to_numpy() > t0)
+    t0, t1 = int(a.ops["start"].min()), int(a.ops["end"].max())
+    cuts = _cuts(a, t0, t1)
+    to_x, to_t, width = _axis(t0, t1, cuts)
+    xs = np.linspace(0.0, width, BINS + 1)
+    edges = to_t(xs)
+    segments = device_segments(a.ops, np.ones(len(a.ops), dtype=bool))
     none = (np.array([], np.int64), np.array([], np.int64))
     for ax, device in zip(axes[:, 0], devices, strict=True):
         seg = segments.get(int(device), none)
-        busy = iv.covered_in_windows(seg, edges[:-1], edges[1:]) / np.diff(edges)
-        x = (edges[:-1] - t0) / 1e6
-        ax.fill_between(x, busy, step="post", color="#1f77b4", alpha=0.85, label="GPU busy")
-        regions = a.regions[(a.regions["device"] == device) & (a.regions["end_ns"] > t0)]
+        lo, hi = edges[:-1], edges[1:]
+        busy = iv.covered_in_windows(seg, lo, hi) / np.maximum(hi - lo, 1)
+        ax.fill_between(xs[:-1], busy, step="post", color="#1f77b4", alpha=0.85,
+                        label="GPU busy share")  # fmt: skip
+        regions = a.regions[a.regions["device"] == device]
         for i, r in enumerate(regions.itertuples()):
-            lo = max(r.start_ns, t0)
-            ax.axvspan((lo - t0) / 1e6, (r.end_ns - t0) / 1e6, alpha=0.12,
-                       color="C1" if i % 2 else "C2")  # fmt: skip
-            if (r.end_ns - lo) > (t1 - t0) / 25:
-                ax.text((lo - t0) / 1e6, 1.02, str(r.name)[:24], fontsize=7, va="bottom")
-        ax.set_ylim(0, 1.15)
+            x0, x1 = float(to_x(r.start_ns)), float(to_x(r.end_ns))
+            ax.axvspan(x0, x1, alpha=0.12, color="C1" if i % 2 else "C2")
+            if x1 - x0 > width / 30:
+                ax.text(x0, 1.03, str(r.name)[:28], fontsize=7, va="bottom", clip_on=True)
+        for b, e in cuts:
+            xb = float(to_x(b))
+            ax.axvspan(xb, float(to_x(e)), fc="#eeeeee", hatch="////", ec="#888888", lw=0)
+        ax.set_ylim(0, 1.2)
+        ax.set_xlim(0, width)
         ax.set_ylabel(f"device {device}\nbusy share")
-    axes[-1, 0].set_xlabel("time (ms)")
-    axes[0, 0].set_title(title)
-    axes[0, 0].legend(loc="upper right", fontsize=8)
+    total = sum(e - b for b, e in cuts)
+    note = f"; {len(cuts)} idle stretch(es), {total / 1e9:.2f} s in all, cut out (hatched)"
+    note = note if cuts else ""
+    axes[-1, 0].set_xlabel(f"time from the first GPU op (ms{note})")
+    axes[0, 0].set_title("GPU busy over time (shaded: top-level NVTX ranges)", pad=16)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles[:1], labels[:1], loc="lower right", fontsize=8, frameon=False)
     return _save(fig, path)
 
 
-def waves(a: Analysis, path: Path, top: int = 12) -> Path:
-    """Waves per launch and the empty slots of its last wave for the hottest kernels."""
+def wave_rows(a: Analysis, top: int = 12):
+    """The kernel groups the waves chart draws: most GPU time first, only those that
+    quantize by grid (not communication or persistent kernels) and have GPU facts."""
     k = a.kernel_table()
-    k = k[k["waves"].notna()].sort_values("total_ns", ascending=False).head(top)
+    if k.empty:
+        return k
+    k = k[k["waves"].notna() & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)]
+    return k.sort_values("total_ns", ascending=False).head(top)
+
+
+def waves(a: Analysis, path: Path, top: int = 12) -> Path | None:
+    """Waves per launch and the empty slots of its last wave for the kernels with the most
+    GPU time that quantize by grid (communication and persistent kernels loop over their
+    work themselves: a partial last wave of their grid is not idle, so they are left out)."""
+    k = wave_rows(a, top)
+    if k.empty:
+        return None
     fig, ax = plt.subplots(figsize=(11, 0.45 * max(len(k), 2) + 1.6))
-    labels = [f"{n[:40]} {gx}x{gy}x{gz}" for n, gx, gy, gz in
-              zip(k["name"], k["grid_x"], k["grid_y"], k["grid_z"], strict=True)]  # fmt: skip
+    several = a.ops["device"].nunique() > 1
+    labels = [f"{n[:40]} {gx}x{gy}x{gz}" + (f" (device {d})" if several else "")
+              for n, gx, gy, gz, d in zip(k["name"], k["grid_x"], k["grid_y"], k["grid_z"],
+                                          k["device"], strict=True)]  # fmt: skip
     y = np.arange(len(k))
     empty = np.ceil(k["waves"]) - k["waves"]  # unused slots of the last wave, in waves
     ax.barh(y, k["waves"], color="#1f77b4", label="waves (grid / resident slots)")
@@ -96,18 +179,18 @@ def waves(a: Analysis, path: Path, top: int = 12) -> Path:
     ax.invert_yaxis()
     ax.set_xlim(0, min(float(np.ceil(k["waves"]).max()) + 1.5, 5.0))
     ax.set_xlabel("waves per launch (axis cut at 5; labels give the value)")
-    ax.set_title("Wave quantization of the kernels with the most GPU time")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Wave quantization of the kernels with the most GPU time "
+                 "(communication and persistent kernels left out)", fontsize=10)  # fmt: skip
+    fig.legend(loc="lower right", fontsize=8, frameon=False)
     return _save(fig, path)
 
 
-def gaps(a: Analysis, path: Path) -> Path:
+def gaps(a: Analysis, path: Path) -> Path | None:
     """Histogram of device idle gaps (log-spaced, ns) stacked by cause."""
     g = a.ops[a.ops["gap_ns"] > 0]
-    fig, ax = plt.subplots(figsize=(9, 4))
     if g.empty:
-        ax.text(0.5, 0.5, "no idle gaps", ha="center", transform=ax.transAxes)
-        return _save(fig, path)
+        return None
+    fig, ax = plt.subplots(figsize=(9, 4))
     bins = np.logspace(np.log10(max(g["gap_ns"].min(), 1)), np.log10(g["gap_ns"].max()) + 0.01,
                        40)  # fmt: skip
     causes = [c for c in CAUSE_COLORS if c in set(g["cause"])]
@@ -122,9 +205,12 @@ def gaps(a: Analysis, path: Path) -> Path:
     return _save(fig, path)
 
 
-def comm(a: Analysis, path: Path) -> Path:
-    """Per device: compute-only, overlapped and exposed communication time (ms)."""
+def comm(a: Analysis, path: Path) -> Path | None:
+    """Per device: compute-only, overlapped and exposed communication time (ms); nothing
+    for a trace without communication."""
     d = a.devices
+    if not (d["comm_ns"] > 0).any():
+        return None
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(d), 2) + 1.5))
     y = np.arange(len(d))
     compute_only = (d["compute_ns"] - d["overlap_ns"]) / 1e6

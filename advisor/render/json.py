@@ -8,11 +8,13 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.metrics.regions import WINDOW_KEYS
 from advisor.plain import plain
 
 SCHEMA_VERSION = 1
+TOP_KERNELS = 50  # rows of top_kernels in the document
 
 
 def _int(x) -> int | None:
@@ -115,6 +117,9 @@ def document(a: Analysis, findings: list[dict]) -> dict:
             "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
             "collectives": collective_rows(a.collectives),
+            "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
+            "copies": views.copies(a).to_dict("records"),
+            "sync_stalls": views.sync_stalls(a).to_dict("records"),
             "findings": [{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
         }
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from advisor.analysis import Analysis
 from advisor.findings import location
 from advisor.gate import GateResult
 from advisor.render import gate as gate_render
+from advisor.render import sections
+from advisor.render.fit import shorten_middle
 from advisor.render.units import fmt_ns, fmt_pct
 
 
@@ -60,6 +60,8 @@ def _findings(findings: list[dict], top: int) -> list[str]:
     rows = []
     for i, f in enumerate(findings[:top], 1):
         where = ", ".join(location(f))
+        if f.get("at_rel_ns") is not None:
+            where += f", at +{fmt_ns(f['at_rel_ns'])}"
         rows.append([i, f["strategy"], f["severity"], where, fmt_ns(f["est_savings_ns"]),
                      f["summary"]])  # fmt: skip
     lines = _table(["#", "strategy", "severity", "where", "est. savings", "measured"], rows)
@@ -70,6 +72,10 @@ def _findings(findings: list[dict], top: int) -> list[str]:
                        for k, v in f["evidence"].items())  # fmt: skip
         lines += [f"- Evidence: {ev}", f"- Why: {f['rationale']}",
                   f"- Watch for: {f['watch_for']}"]  # fmt: skip
+        if f.get("at_ns") is not None:
+            rel = fmt_ns(f["at_rel_ns"])
+            lines.append(f"- Where to look: the worst instance starts at trace time "
+                         f"{f['at_ns']} ns (+{rel} after the first GPU op)")  # fmt: skip
         if f.get("config"):
             links = ", ".join(f"[{Path(p).name}]({p})" for p in f["config"])
             lines.append(f"- Reference config: {links}")
@@ -79,44 +85,18 @@ def _findings(findings: list[dict], top: int) -> list[str]:
     return lines
 
 
-def _kernels(a: Analysis, top: int) -> list[str]:
-    k = a.kernel_table().head(top)
-    rows = [[r.name[:60], r.device, f"{r.grid_x}x{r.grid_y}x{r.grid_z}", r.block_threads,
-             r.launches, fmt_ns(r.total_ns),
-             "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
-             "-" if pd.isna(r.waves) else f"{r.waves:.3f}", fmt_pct(r.tail_fraction),
-             fmt_ns(r.tail_idle_ns + r.underfill_idle_ns)]
-            for r in k.itertuples()]  # fmt: skip
-    return _table(["kernel", "dev", "grid", "block", "launches", "total", "CTAs/SM (limit)",
-                   "waves", "idle share", "quant. idle"], rows)  # fmt: skip
+MARKDOWN_TEXT = 60  # text cells (kernel and range names) shortened in the middle to this
 
 
-def _gaps(a: Analysis) -> list[str]:
-    rows = [[g.device, g.cause, g.count, fmt_ns(g.total_ns), fmt_ns(g.median_ns),
-             fmt_ns(g.max_ns)] for g in a.gaps.itertuples()]  # fmt: skip
-    return _table(["dev", "cause", "gaps", "total", "median", "max"], rows)
-
-
-def _comm(a: Analysis) -> list[str]:
-    d = a.devices
-    rows = [[r.device, fmt_ns(r.comm_ns), fmt_ns(r.compute_ns), fmt_ns(r.overlap_ns),
-             fmt_ns(r.exposed_comm_ns), fmt_pct(r.overlap_ratio), fmt_ns(r.comm_wait_ns),
-             fmt_ns(r.same_stream_comm_ns)] for r in d.itertuples()]  # fmt: skip
-    return _table(["dev", "comm", "compute", "overlap", "exposed", "overlap ratio",
-                   "waiting for ranks", "same-stream comm"], rows)  # fmt: skip
-
-
-def _regions(a: Analysis, top: int) -> list[str]:
-    if a.regions.empty:
-        return ["The trace has no NVTX ranges.", ""]
-    g = a.region_totals().sort_values("recoverable_ns", ascending=False).head(top)
-    rows = [[x.name[:50], x.device, x.instances, fmt_ns(x.gpu_busy_ns), fmt_ns(x.idle_ns),
-             fmt_ns(x.tail_idle_ns), fmt_ns(x.underfill_idle_ns),
-             fmt_ns(x.launch_overhead_ns), fmt_ns(x.sync_idle_ns), fmt_ns(x.exposed_comm_ns),
-             fmt_pct(x.overlap_ns / x.comm_ns) if x.comm_ns else "-"]
-            for x in g.itertuples()]  # fmt: skip
-    return _table(["range", "dev", "n", "busy", "idle", "tail idle", "under-fill",
-                   "launch ovh.", "sync", "exposed comm", "overlap"], rows)  # fmt: skip
+def _section(section: sections.Section, empty: str = "") -> list[str]:
+    """A shared table definition as a markdown table (``empty``: what to say without rows)."""
+    if section.empty:
+        return [empty, ""] if empty else []
+    rows = [[shorten_middle(c, MARKDOWN_TEXT) if col.text else c
+             for c, col in zip(row, section.cols, strict=True)]
+            for row in section.rows]  # fmt: skip
+    lines = _table([c.header for c in section.cols], rows)
+    return lines + ([section.note, ""] if section.note else [])
 
 
 def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int = 10) -> str:
@@ -124,16 +104,26 @@ def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int =
     name = Path(a.trace.path).name
     lines = [f"# advisor tuning report: {name}", "", "## Summary", ""] + _summary(a)
     lines += ["## Findings, ranked by estimated savings (estimates)", ""] + _findings(findings, top)
-    lines += ["## Wave quantization per kernel", ""] + _kernels(a, top)
+    lines += ["## Top kernels by GPU time", ""] + _section(sections.top_kernels(a, top))
+    lines += ["## Wave quantization per kernel", ""] + _section(sections.quantization(a, top))
     if "waves" in charts:
         lines += [f"![waves per kernel]({charts['waves']})", ""]
-    lines += ["## Launch gaps", ""] + _gaps(a)
+    lines += ["## Launch gaps", ""] + _section(sections.gaps(a))
     if "gaps" in charts:
         lines += [f"![gap histogram by cause]({charts['gaps']})", ""]
-    lines += ["## Communication and compute per device", ""] + _comm(a)
-    if "comm" in charts:
-        lines += [f"![comm vs compute]({charts['comm']})", ""]
-    lines += ["## Top-level NVTX ranges (worst first)", ""] + _regions(a, top)
+    lines += ["## Synchronization stalls by blocking call", ""] + _section(
+        sections.sync_stalls(a, a.origin_ns), "No synchronization stalls."
+    )
+    lines += ["## Memory copies and sets", ""] + _section(
+        sections.copies(a), "No memory copies or sets."
+    )
+    if a.summary()["comm_ns"]:
+        lines += ["## Communication and compute per device", ""] + _section(sections.comm(a))
+        if "comm" in charts:
+            lines += [f"![comm vs compute]({charts['comm']})", ""]
+    lines += ["## Top-level NVTX ranges (worst first)", ""] + _section(
+        sections.regions(a, top), "The trace has no NVTX ranges."
+    )
     if "timeline" in charts:
         lines += [f"![GPU busy over time]({charts['timeline']})", ""]
     if any(f.get("config") for f in findings):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
 from advisor.analysis import Analysis
 from advisor.findings import location
+from advisor.render import sections
+from advisor.render.fit import fitted_table
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns, fmt_pct
 
@@ -30,9 +31,9 @@ def _header(a: Analysis) -> Group:
         lines.append(Text(f"also read: {', '.join(t.sources)}"))
     if not t.gpus:
         lines.append(Text("GPU facts: none (occupancy, waves and tails not computed)"))
-    sel = {k: v for k, v in a.selection.items() if v is not None}
+    sel = [f"--{k} {v}" for k, v in a.selection.items() if v is not None]
     if sel:
-        lines.append(Text(f"selection: {sel}"))
+        lines.append(Text(f"selection: {' '.join(sel)}"))
     for w in a.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
@@ -68,25 +69,56 @@ def _summary(a: Analysis) -> Table:
     return tab
 
 
-def _findings(findings: list[dict], top: int) -> Table:
+NARROW = 100  # below this many columns findings are listed as blocks, not a table
+
+
+def _measured(f: dict) -> str:
+    """A finding's measured text with its config files or what a config still needs."""
+    text = f["summary"]
+    if f.get("config"):
+        text += "\nconfig: " + ", ".join(f["config"])
+    if f.get("missing"):
+        text += "\nno config: missing " + f["missing"]
+    return text
+
+
+def _at(f: dict, origin: int) -> list[str]:
+    if f.get("at_ns") is None:
+        return []
+    return [f"at +{fmt_ns(f['at_ns'] - origin)}"]
+
+
+def _findings_list(findings: list[dict], top: int, origin: int) -> Group:
+    """Findings as numbered blocks (narrow terminals): nothing squeezed into columns."""
+    lines = [Text("Findings, ranked by estimated savings (estimates)", style="italic")]
+    for i, f in enumerate(findings[:top], 1):
+        head = f"{i}. {f['strategy']} ({f['severity']}): est. savings {fmt_ns(f['est_savings_ns'])}"
+        lines.append(Text(head, style="bold"))
+        where = ", ".join([*location(f), *_at(f, origin)])
+        lines.append(Text(f"   {where}"))
+        for line in _measured(f).split("\n"):
+            lines.append(Text(f"   {line}"))
+    if not findings:
+        lines.append(Text("none: no rule fired"))
+    if len(findings) > top:
+        lines.append(Text(f"{len(findings) - top} more in --format json (or raise --top)"))
+    return Group(*lines)
+
+
+def _findings(findings: list[dict], top: int, origin: int) -> Table:
     tab = titled_table(
         "Findings, ranked by estimated savings (estimates)",
         ("#", "strategy", "sev.", "where", "est. savings", "what was measured"),
         text=["strategy", "sev.", "where", "what was measured"],
     )
     for i, f in enumerate(findings[:top], 1):
-        text = f["summary"]
-        if f.get("config"):
-            text += "\nconfig: " + ", ".join(f["config"])
-        if f.get("missing"):
-            text += "\nno config: missing " + f["missing"]
         tab.add_row(
             str(i),
             f["strategy"],
             f["severity"],
-            "\n".join(location(f)),
+            "\n".join([*location(f), *_at(f, origin)]),
             fmt_ns(f["est_savings_ns"]),
-            text,
+            _measured(f),
         )
     if not findings:
         tab.add_row("", "none", "", "no rule fired", "", "")
@@ -109,133 +141,42 @@ def _strategies(findings: list[dict]) -> Table | None:
     return tab
 
 
-def _kernels(a: Analysis, top: int) -> Table:
-    k = a.kernel_table()
-    tab = titled_table(
-        "Kernels by quantization idle (tail + under-fill)",
-        (
-            "kernel",
-            "dev",
-            "grid",
-            "block",
-            "launches",
-            "total",
-            "CTAs/SM (limit)",
-            "waves",
-            "idle share",
-            "quant. idle",
-            "kind",
-        ),
-        text=["kernel", "kind"],
-    )
-    for r in k.head(top).itertuples():
-        kind = "under-filled" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
-        kind = "comm" if r.comm else "persistent" if r.persistent else kind
-        if pd.isna(r.waves):
-            kind = "no GPU facts"
-        waves = "-" if pd.isna(r.waves) else f"{r.waves:.3f}"
-        ctas = "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})"
-        tab.add_row(
-            r.name[:48],
-            str(r.device),
-            f"{r.grid_x}x{r.grid_y}x{r.grid_z}",
-            str(r.block_threads),
-            str(r.launches),
-            fmt_ns(r.total_ns),
-            ctas,
-            waves,
-            fmt_pct(r.tail_fraction),
-            fmt_ns(r.tail_idle_ns + r.underfill_idle_ns),
-            kind,
-        )
-    return tab
-
-
-def _regions(a: Analysis, top: int) -> Table | None:
-    if a.regions.empty:
-        return None
-    g = a.region_totals().sort_values("recoverable_ns", ascending=False)
-    tab = titled_table(
-        "Top-level NVTX ranges on the GPU (worst first)",
-        (
-            "range",
-            "dev",
-            "n",
-            "busy",
-            "idle",
-            "tail idle",
-            "under-fill",
-            "launch ovh.",
-            "sync",
-            "exposed comm",
-            "overlap",
-        ),
-        text=["range"],
-    )
-    for x in g.head(top).itertuples():
-        ratio = x.overlap_ns / x.comm_ns if x.comm_ns else None
-        tab.add_row(
-            x.name[:40],
-            str(x.device),
-            str(x.instances),
-            fmt_ns(x.gpu_busy_ns),
-            fmt_ns(x.idle_ns),
-            fmt_ns(x.tail_idle_ns),
-            fmt_ns(x.underfill_idle_ns),
-            fmt_ns(x.launch_overhead_ns),
-            fmt_ns(x.sync_idle_ns),
-            fmt_ns(x.exposed_comm_ns),
-            fmt_pct(ratio),
-        )
-    return tab
-
-
-def _gaps(a: Analysis) -> Table:
-    tab = titled_table(
-        "Device idle gaps by cause",
-        ("dev", "cause", "gaps", "total", "median", "max"),
-        text=["cause"],
-    )
-    for g in a.gaps.itertuples():
-        tab.add_row(
-            str(g.device),
-            g.cause,
-            str(g.count),
-            fmt_ns(g.total_ns),
-            fmt_ns(g.median_ns),
-            fmt_ns(g.max_ns),
-        )
-    return tab
-
-
-def _streams(a: Analysis, top: int) -> Table:
-    tab = titled_table(
-        "Streams (busy and their own gaps; other streams may run meanwhile)",
-        ("dev", "stream", "ops", "busy", "stream gaps"),
-    )
-    for r in a.streams.head(top).itertuples():
-        tab.add_row(str(r.device), str(r.stream), str(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns))
-    return tab
+def _section(section: sections.Section, console: Console) -> None:
+    """One table of the shared report definitions, fitted to the console width; nothing
+    for an empty one."""
+    if section.empty:
+        return
+    console.print(fitted_table(section.title, section.cols, section.rows, console.width))
+    if section.note:
+        console.print(Text(section.note, style="dim"))
 
 
 def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -> None:
     """Print the report to ``console``."""
     console.print(_header(a))
     console.print(_summary(a))
-    console.print(_findings(findings, top))
+    if console.width < NARROW:
+        console.print(_findings_list(findings, top, a.origin_ns))
+    else:
+        console.print(_findings(findings, top, a.origin_ns))
     strategies = _strategies(findings[:top])
     if strategies is not None:
         console.print(strategies)
-    console.print(_kernels(a, top))
-    regions = _regions(a, top)
-    if regions is not None:
-        console.print(regions)
-    console.print(_gaps(a))
-    console.print(_streams(a, top))
+    for section in (
+        sections.top_kernels(a, top),
+        sections.quantization(a, top),
+        sections.regions(a, top),
+        sections.gaps(a),
+        sections.sync_stalls(a, a.origin_ns),
+        sections.copies(a),
+        sections.streams(a, top),
+    ):
+        _section(section, console)
     console.print(
         Text(
             "Times in ns/us/ms/s of device time. Savings are estimates (upper bounds under "
-            "the model in docs/metrics.md).",
+            "the model in docs/metrics.md). 'at +T': where the worst instance starts, T after "
+            "the trace's first GPU op.",
             style="dim",
         )
     )

@@ -137,9 +137,7 @@ def _where(rule_id: str, fld: str) -> str:
     return f"rule {rule_id!r}: field {fld!r}"
 
 
-def parse_rule_file(
-    text: str, source: str, packaged: bool = False
-) -> tuple[list[Rule], list[str]]:
+def parse_rule_file(text: str, source: str, packaged: bool = False) -> tuple[list[Rule], list[str]]:
     """Validate one rule file's text: (its rules, the ids it disables). AdvisorInputError
     names file, rule and field. ``packaged``: a built-in file (parsed without the limits
     user files get)."""
@@ -267,6 +265,10 @@ def _plain(value):
     return value
 
 
+def _int_or_none(value) -> int | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
+
+
 def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[dict]:
     """Findings of every rule over its scope's table, merged per location, ranked.
 
@@ -310,6 +312,9 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "device": int(row["device"]),
                 # an estimate never exceeds the device's steady-state span
                 "est_savings_ns": int(min(total, spans.get(int(row["device"]), total))),
+                # where the worst instance starts (trace clock, and from the first GPU op)
+                "at_ns": _int_or_none(values.get("at_ns")),
+                "at_rel_ns": _int_or_none(values.get("at_rel_ns")),
                 "summary": TEMPLATE.format(rule.spec.message, **values),
                 "evidence": {c: values[c] for c in rule.spec.evidence},
                 "rationale": " ".join(rule.spec.rationale.split()),

@@ -35,6 +35,14 @@ _WINDOW_DOC = {
     "device": "device id",
 }
 
+# where to look in a timeline viewer, per scope row
+_AT_DOC = {
+    "at_ns": "start of the worst instance, on the trace's own clock (ns): the launch with the "
+    "most quantization idle (else the longest), the range instance with the most recoverable "
+    "idle, the sequence's first op",
+    "at_rel_ns": "at_ns - the trace's first GPU operation (ns)",
+}
+
 SCOPES: dict[str, dict[str, str]] = {
     "kernels": {
         "name": "kernel name",
@@ -74,6 +82,7 @@ SCOPES: dict[str, dict[str, str]] = {
         "tflops": "achieved TFLOP/s (2*M*N*K*batch per launch over its time)",
         "peak_tflops": "datasheet dense FP16/BF16 TFLOP/s of the GPU (NaN unknown)",
         "tflops_fraction": "tflops / peak_tflops",
+        **_AT_DOC,
     },
     "regions": {
         "name": "top-level NVTX range text ('' for a whole device without ranges)",
@@ -90,6 +99,7 @@ SCOPES: dict[str, dict[str, str]] = {
             )
         },
         "last_device": "device most often last to reach this range's collectives (NaN none)",
+        **_AT_DOC,
     },
     "sequences": {
         "device": "device id",
@@ -103,6 +113,7 @@ SCOPES: dict[str, dict[str, str]] = {
         "graph_saving_ns": "estimated saving if run from one CUDA graph (ns)",
         "median_kernel_ns": "median GPU operation time (ns)",
         "median_gap_ns": "median gap between operations (ns)",
+        **_AT_DOC,
     },
 }
 
@@ -138,7 +149,14 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     flops = 2.0 * k["batch"] * k["m"] * k["n"] * k["k"] * k["launches"]
     k["tflops"] = flops / k["total_ns"] / 1e3
     k["tflops_fraction"] = k["tflops"] / k["peak_tflops"]
-    return k
+    return _at(k, k["worst_start_ns"], a.origin_ns)
+
+
+def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:
+    """Add at_ns (``start``) and at_rel_ns (relative to the trace's first GPU op)."""
+    table["at_ns"] = start.to_numpy()
+    table["at_rel_ns"] = table["at_ns"] - origin
+    return table
 
 
 def _regions(a: Analysis) -> pd.DataFrame:
@@ -157,6 +175,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
+        w["worst_start_ns"] = w["start_ns"]
         w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby("device")["gap_ns"].sum())
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
@@ -175,7 +194,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
     )
     idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
-    return w
+    return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
 def _sequences(a: Analysis) -> pd.DataFrame:
@@ -185,7 +204,7 @@ def _sequences(a: Analysis) -> pd.DataFrame:
     s = s.rename(columns={"median_op_ns": "median_kernel_ns"})
     s["region"] = s["region"].fillna("").astype(str)
     s["overhead_share"] = s["overhead_ns"] / s["span_ns"].where(s["span_ns"] > 0)
-    return s
+    return _at(s, s["start_ns"], a.origin_ns)
 
 
 def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:

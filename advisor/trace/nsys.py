@@ -340,6 +340,22 @@ def _read_device_table(r: _Reader, table: str, extra: str) -> pd.DataFrame | Non
     return df
 
 
+# CUPTI memory kinds of copy endpoints as nsys numbers them (ENUM_CUDA_MEM_KIND of 2022-2025
+# exports); an export's own enum table takes precedence
+MEMORY_KINDS = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed",
+                5: "device static", 6: "managed static", 7: "unknown"}  # fmt: skip
+
+
+def _memory_kinds(r: _Reader) -> dict[int, str]:
+    """Memory-kind id -> lower-case name, from the export's ENUM_CUDA_MEM_KIND if present."""
+    if not {"id", "label"} <= r.columns.get("ENUM_CUDA_MEM_KIND", set()):
+        return MEMORY_KINDS
+    table = r.frame("SELECT id, label FROM ENUM_CUDA_MEM_KIND")
+    return {
+        int(i): str(label).lower() for i, label in zip(table["id"], table["label"], strict=True)
+    }
+
+
 def _read_nvtx(r: _Reader) -> pd.DataFrame | None:
     if not r.has(NVTX):
         return None
@@ -531,9 +547,17 @@ def _read(r: _Reader, path: str) -> Trace:
             "gaps cannot be attributed to host causes (all 'unattributed') and GPU work cannot "
             "be matched to NVTX ranges"
         )
-    memcpy = _read_device_table(r, MEMCPY, "t.bytes AS bytes, t.copyKind AS copy_kind")
+    memcpy = _read_device_table(
+        r,
+        MEMCPY,
+        "t.bytes AS bytes, t.copyKind AS copy_kind, "
+        f"{r.col(MEMCPY, 'srcKind', 'src_kind')}, {r.col(MEMCPY, 'dstKind', 'dst_kind')}",
+    )
     if memcpy is not None:
         memcpy["kind"] = memcpy.pop("copy_kind").map(MEMCPY_KINDS).fillna("Unknown")
+        kinds = _memory_kinds(r)
+        for side in ("src", "dst"):
+            memcpy[f"{side}_memory"] = memcpy.pop(f"{side}_kind").map(kinds).fillna("unknown")
         trace.memcpy = memcpy
     memset = _read_device_table(r, MEMSET, "t.bytes AS bytes")
     if memset is not None:

@@ -18,17 +18,26 @@ def test_markdown_sections_and_numbers(single):
     text = report(single, find(single), {"waves": "a/waves.png"})
     for section in ("# advisor tuning report: h200_scheduling.sqlite", "## Summary",
                     "## Findings, ranked by estimated savings (estimates)",
-                    "## Wave quantization per kernel", "## Launch gaps",
-                    "## Communication and compute per device",
+                    "## Top kernels by GPU time", "## Wave quantization per kernel",
+                    "## Launch gaps", "## Synchronization stalls by blocking call",
+                    "## Memory copies and sets",
                     "## Top-level NVTX ranges (worst first)"):  # fmt: skip
         assert f"\n{section}\n" in f"\n{text}", section
+    # no communication in this trace: no comm section (and no comm chart, below)
+    assert "## Communication and compute per device" not in text
     assert "| GPU busy | 10.41 ms | 0.4 % |" in text
-    assert "| 1 | remove_sync | high | range sync_in_loop, device 0 | 29.20 ms |" in text
+    # the sync range's only instance starts 2.84 s after the first GPU op
+    assert (
+        "| 1 | remove_sync | high | range sync_in_loop, device 0, at +2.84 s | 29.20 ms |" in text
+    )
     assert (
         "| tiled_gemm_kernel | 0 | 7x19x1 | 256 | 6 | 1.12 ms | 1 (registers) | 1.008 | "
-        "49.6 % | 558.09 us |"
+        "49.6 % | 558.09 us | tail |"
     ) in text
     assert "| 0 | startup | 35 | 2.83 s | 9.96 ms | 1.98 s |" in text
+    # 21 cudaStreamSynchronize gaps: 19 .item() reads of sync_in_loop, 2 in warmup (checks)
+    assert "| 0 | cudaStreamSynchronize | 21 | 29.42 ms |" in text
+    assert "| tiled_gemm_kernel | 0 | 18 | 4.64 ms | 187.34 us | 44.9 % |" in text
     assert "![waves per kernel](a/waves.png)" in text
 
 
@@ -64,3 +73,30 @@ def test_cli_report_and_diff(tmp_path):
     assert text.startswith("# advisor comparison: h200_scheduling.sqlite -> h200_scheduling")
     assert "## advisor gate: PASS: no regression" in text
     assert "## Baseline summary" in text and "## Candidate summary" in text
+
+
+def test_charts_draw_what_is_there(tmp_path, single, two_gpu):
+    from advisor.render import charts
+
+    # no communication: no comm chart (and the report links none)
+    written = write_report(single, find(single), tmp_path / "one.md")
+    assert [p.name for p in written[1:]] == ["timeline.png", "waves.png", "gaps.png"]
+    assert "comm.png" not in written[0].read_text()
+    # the waves chart leaves out NCCL and persistent kernels (their grids do not quantize)
+    rows = charts.wave_rows(two_gpu, top=50)
+    assert not rows["comm"].any() and not rows["persistent"].any()
+    assert two_gpu.kernel_table()["comm"].any()  # (there were NCCL kernels to leave out)
+
+
+def test_timeline_cuts_start_up(single):
+    from advisor.render import charts
+
+    t0, t1 = int(single.ops["start"].min()), int(single.ops["end"].max())
+    cuts = charts._cuts(single, t0, t1)
+    # 2.83 s of the 2.88 s window is start-up idle: most of it is cut, and no cut hides work
+    assert sum(e - b for b, e in cuts) > 2.7e9
+    ops = single.ops
+    for b, e in cuts:
+        assert not ((ops["start"] < e) & (ops["end"] > b)).any()
+    _, _, width_ms = charts._axis(t0, t1, cuts)
+    assert width_ms < 0.05 * (t1 - t0) / 1e6  # the steady state fills the drawing

@@ -1,0 +1,142 @@
+"""The report's tables, defined once: title, columns and formatted rows. The terminal
+(render.terminal, fitted to its width) and the markdown report (render.markdown) render the
+same definitions, so they always show the same numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from advisor import views
+from advisor.analysis import Analysis
+from advisor.render.fit import Col
+from advisor.render.units import fmt_ns, fmt_pct
+
+
+@dataclass
+class Section:
+    title: str
+    cols: list[Col]
+    rows: list[list[str]]
+    note: str = ""  # a line under the table (what the rows leave out)
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+
+def _count(n) -> str:
+    return f"{int(n):,}"
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def quantization(a: Analysis, top: int) -> Section:
+    """Kernels by quantization idle (tail + under-fill)."""
+    k = a.kernel_table()
+    cols = [Col("kernel", text=True, min=24), Col("dev", drop=3), Col("grid", drop=2),
+            Col("block", drop=5), Col("launches", drop=4), Col("total"),
+            Col("CTAs/SM (limit)", drop=6), Col("waves"), Col("idle share"),
+            Col("quant. idle"), Col("kind", text=True, drop=1, min=10)]  # fmt: skip
+    rows = []
+    for r in k.head(top).itertuples():
+        kind = "underfill" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
+        kind = "comm" if r.comm else "persistent" if r.persistent else kind
+        if pd.isna(r.waves):
+            kind = "no facts"
+        rows.append([
+            r.name, str(r.device), f"{r.grid_x}x{r.grid_y}x{r.grid_z}", str(r.block_threads),
+            _count(r.launches), fmt_ns(r.total_ns),
+            "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
+            "-" if pd.isna(r.waves) else f"{r.waves:.3f}",
+            # comm and persistent kernels do not quantize by grid: no idle share for them
+            "-" if (r.comm or r.persistent) else fmt_pct(r.tail_fraction),
+            fmt_ns(r.tail_idle_ns + r.underfill_idle_ns), kind,
+        ])  # fmt: skip
+    return Section("Kernels by quantization idle (tail + under-fill)", cols, rows)
+
+
+def top_kernels(a: Analysis, top: int) -> Section:
+    """Kernels by GPU time, with their share of the device's kernel time."""
+    t = views.top_kernels(a)
+    cols = [Col("kernel", text=True, min=24), Col("dev", drop=2), Col("launches", drop=1),
+            Col("total"), Col("median"), Col("share")]  # fmt: skip
+    rows = [[r.name, str(r.device), _count(r.launches), fmt_ns(r.total_ns),
+             fmt_ns(r.median_ns), fmt_pct(r.share)] for r in t.head(top).itertuples()]  # fmt: skip
+    note = f"{len(t) - top} more kernel(s) in --format json" if len(t) > top else ""
+    return Section("Top kernels by GPU time (share of the device's kernel time)", cols, rows,
+                   note)  # fmt: skip
+
+
+def copies(a: Analysis) -> Section:
+    """Memory copies and sets per direction and host memory kind."""
+    t = views.copies(a)
+    cols = [Col("dev", drop=2), Col("kind", text=True), Col("host memory", text=True),
+            Col("count"), Col("bytes"), Col("time"), Col("GB/s")]  # fmt: skip
+    rows = [[str(r.device), r.kind, r.host_memory, _count(r.count), _bytes(r.bytes),
+             fmt_ns(r.total_ns), "-" if pd.isna(r.gb_per_s) else f"{r.gb_per_s:.2f}"]
+            for r in t.itertuples()]  # fmt: skip
+    return Section("Memory copies and sets (pageable host memory: synchronous and slow)",
+                   cols, rows)  # fmt: skip
+
+
+def sync_stalls(a: Analysis, origin: int) -> Section:
+    """The blocking host calls behind synchronization gaps."""
+    t = views.sync_stalls(a)
+    cols = [Col("dev", drop=2), Col("blocking call", text=True, min=21), Col("gaps"),
+            Col("total"), Col("median", drop=1), Col("max"), Col("worst at", drop=3)]  # fmt: skip
+    rows = [[str(r.device), r.call, _count(r.gaps), fmt_ns(r.total_ns), fmt_ns(r.median_ns),
+             fmt_ns(r.max_ns), f"+{fmt_ns(r.worst_at_ns - origin)}"]
+            for r in t.itertuples()]  # fmt: skip
+    return Section("Synchronization stalls by blocking call ('worst at': from the first "
+                   "GPU op)", cols, rows)  # fmt: skip
+
+
+def regions(a: Analysis, top: int) -> Section:
+    """Top-level NVTX ranges, worst first."""
+    cols = [Col("range", text=True, min=20), Col("dev", drop=3), Col("n", drop=4), Col("busy"),
+            Col("idle"), Col("tail idle", drop=5), Col("under-fill", drop=6),
+            Col("launch ovh."), Col("sync"), Col("exposed comm", drop=2),
+            Col("overlap", drop=1)]  # fmt: skip
+    if a.regions.empty:
+        return Section("Top-level NVTX ranges on the GPU (worst first)", cols, [])
+    g = a.region_totals().sort_values("recoverable_ns", ascending=False)
+    rows = [[x.name, str(x.device), _count(x.instances), fmt_ns(x.gpu_busy_ns),
+             fmt_ns(x.idle_ns), fmt_ns(x.tail_idle_ns), fmt_ns(x.underfill_idle_ns),
+             fmt_ns(x.launch_overhead_ns), fmt_ns(x.sync_idle_ns), fmt_ns(x.exposed_comm_ns),
+             fmt_pct(x.overlap_ns / x.comm_ns) if x.comm_ns else "-"]
+            for x in g.head(top).itertuples()]  # fmt: skip
+    return Section("Top-level NVTX ranges on the GPU (worst first)", cols, rows)
+
+
+def gaps(a: Analysis) -> Section:
+    cols = [Col("dev"), Col("cause", text=True), Col("gaps"), Col("total"), Col("median"),
+            Col("max")]  # fmt: skip
+    rows = [[str(g.device), g.cause, _count(g.count), fmt_ns(g.total_ns), fmt_ns(g.median_ns),
+             fmt_ns(g.max_ns)] for g in a.gaps.itertuples()]  # fmt: skip
+    return Section("Device idle gaps by cause", cols, rows)
+
+
+def streams(a: Analysis, top: int) -> Section:
+    cols = [Col("dev"), Col("stream"), Col("ops"), Col("busy"), Col("stream gaps")]
+    rows = [[str(r.device), str(r.stream), _count(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns)]
+            for r in a.streams.head(top).itertuples()]  # fmt: skip
+    return Section("Streams (busy and their own gaps; other streams may run meanwhile)", cols,
+                   rows)  # fmt: skip
+
+
+def comm(a: Analysis) -> Section:
+    """Communication and compute per device."""
+    cols = [Col("dev"), Col("comm"), Col("compute"), Col("overlap"), Col("exposed"),
+            Col("overlap ratio"), Col("waiting for ranks", drop=2),
+            Col("same-stream comm", drop=1)]  # fmt: skip
+    rows = [[str(r.device), fmt_ns(r.comm_ns), fmt_ns(r.compute_ns), fmt_ns(r.overlap_ns),
+             fmt_ns(r.exposed_comm_ns), fmt_pct(r.overlap_ratio), fmt_ns(r.comm_wait_ns),
+             fmt_ns(r.same_stream_comm_ns)] for r in a.devices.itertuples()]  # fmt: skip
+    return Section("Communication and compute per device", cols, rows)

@@ -1,0 +1,57 @@
+"""The summary views (top kernels, copies, sync stalls) and where findings point, on the
+H200 samples; expected values checked against the exports with SQL (quoted below)."""
+
+import numpy as np
+from conftest import SAMPLES, analysis_of
+
+from advisor import views
+from advisor.findings import find
+
+TRAIN = SAMPLES / "h200_train_steps.sqlite"
+
+
+def test_copies_by_direction_and_host_memory():
+    # SELECT copyKind, srcKind, dstKind, count(*), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY
+    # GROUP BY 1, 2, 3  ->  (1 HtoD, 0 pageable, 2 device, 57, 84615552),
+    # (2 DtoH, 2 device, 1 pinned, 6, 24), (8 DtoD, 2, 2, 72, 301989888)
+    c = views.copies(analysis_of(TRAIN)).set_index(["kind", "host_memory"])
+    assert c.loc[("HtoD", "pageable"), "count"] == 57
+    assert c.loc[("HtoD", "pageable"), "bytes"] == 84_615_552
+    assert c.loc[("DtoH", "pinned"), "bytes"] == 24
+    assert c.loc[("DtoD", "device"), "bytes"] == 301_989_888
+    row = c.loc[("HtoD", "pageable")]
+    assert np.isclose(row["gb_per_s"], row["bytes"] / row["total_ns"])
+
+
+def test_top_kernels_shares_add_up():
+    a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
+    t = views.top_kernels(a)
+    assert t["total_ns"].is_monotonic_decreasing
+    assert np.isclose(t.groupby("device")["share"].sum(), 1.0).all()
+    kernels = a.ops[a.ops["kind"].eq("kernel")]
+    assert t["total_ns"].sum() == (kernels["end"] - kernels["start"]).sum()
+    assert t["launches"].sum() == len(kernels)
+    # the 18 launches of tiled_gemm_kernel (3 shapes x (5 steps + 1 warm-up)) lead
+    assert (t.loc[0, "name"], t.loc[0, "launches"]) == ("tiled_gemm_kernel", 18)
+
+
+def test_sync_stalls_name_the_blocking_call():
+    a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
+    s = views.sync_stalls(a).set_index("call")
+    gaps = a.ops[a.ops["cause"].eq("synchronization")]
+    assert s["gaps"].sum() == len(gaps) and s["total_ns"].sum() == gaps["gap_ns"].sum()
+    # .item() = cudaMemcpyAsync + cudaStreamSynchronize: 19 in sync_in_loop, 2 in warmup
+    assert s.loc["cudaStreamSynchronize", "gaps"] == 21
+    worst = gaps.loc[gaps["gap_ns"].idxmax()]
+    assert worst["start"] - worst["gap_ns"] in set(s["worst_at_ns"])
+
+
+def test_findings_point_at_their_worst_instance():
+    a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
+    f = next(x for x in find(a) if x["rule"] == "wave-tail-gemm" and x["region"] == "tail_gemm")
+    launches = a.launches[(a.launches["region"] == "tail_gemm") & (a.launches["grid_y"] == 19)]
+    worst = launches.loc[launches["tail_idle_ns"].idxmax()]
+    assert f["at_ns"] == worst["start"]
+    assert f["at_rel_ns"] == worst["start"] - a.ops["start"].min()
+    seq = next(x for x in find(a) if x["rule"] == "launch-bound-sequence")
+    assert seq["at_ns"] in set(a.sequences["start_ns"])
