@@ -82,8 +82,7 @@ def copies(a: Analysis) -> Section:
     rows = [[str(r.device), r.kind, r.host_memory, _count(r.count), _bytes(r.bytes),
              fmt_ns(r.total_ns), "-" if pd.isna(r.gb_per_s) else f"{r.gb_per_s:.2f}"]
             for r in t.itertuples()]  # fmt: skip
-    return Section("Memory copies and sets (pageable host memory: synchronous and slow)",
-                   cols, rows)  # fmt: skip
+    return Section("Memory copies and sets by direction and host memory", cols, rows)
 
 
 def sync_stalls(a: Analysis, origin: int) -> Section:
@@ -127,8 +126,7 @@ def streams(a: Analysis, top: int) -> Section:
     cols = [Col("dev"), Col("stream"), Col("ops"), Col("busy"), Col("stream gaps")]
     rows = [[str(r.device), str(r.stream), _count(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns)]
             for r in a.streams.head(top).itertuples()]  # fmt: skip
-    return Section("Streams (busy and their own gaps; other streams may run meanwhile)", cols,
-                   rows)  # fmt: skip
+    return Section("Streams (busy time; own gaps)", cols, rows)
 
 
 def comm(a: Analysis) -> Section:
