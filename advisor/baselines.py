@@ -87,7 +87,7 @@ def load(name: str, store: Path | None = None) -> list[dict]:
             raise AdvisorInputError(str(path), "baseline store holds no baselines")
         rows = list(db[TABLE].rows_where("name = ?", [name], order_by="seq"))
         if not rows:
-            known = sorted({r["name"] for r in db[TABLE].rows})
+            known = ", ".join(sorted({r["name"] for r in db[TABLE].rows}))
             raise AdvisorInputError(str(path), f"no baseline named {name!r} (known: {known})")
         return [json.loads(r["metrics"]) for r in rows]
     except (sqlite3.Error, ValueError, KeyError) as exc:

@@ -212,8 +212,8 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
     gb = {g for s in base for g in s["gpus"]}
     gc = {g for s in cand for g in s["gpus"]}
     if gb and gc and gb != gc:
-        raise AdvisorInputError(None, f"incompatible traces: baseline GPUs {sorted(gb)} vs "
-                                      f"candidate {sorted(gc)}")  # fmt: skip
+        raise AdvisorInputError(None, f"incompatible traces: baseline GPUs {', '.join(sorted(gb))}"
+                                      f" vs candidate {', '.join(sorted(gc))}")  # fmt: skip
     rb = {k for s in base for k in s["regions"]}
     rc = {k for s in cand for k in s["regions"]}
     if rb and rc and not rb & rc:

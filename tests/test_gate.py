@@ -259,7 +259,7 @@ def test_named_baselines(tmp_path):
     err = run(
         "gate", "--baseline-name", "nope", "--store", str(store), "--candidate", str(H200_SINGLE)
     )
-    assert err.returncode == 2 and "no baseline named 'nope'" in err.stderr
+    assert err.returncode == 2 and "no baseline named 'nope' (known: main)" in err.stderr
     assert baselines.load("main", store)[0]["overall"]["gpu_busy_ns"] > 0
 
 

@@ -383,7 +383,9 @@ def read_rocprof(path: str | Path) -> Trace:
         missing = gpu_ids - set(trace.gpus)
         if missing:
             raise AdvisorInputError(
-                str(f), f"no GPU agent {sorted(missing)} used by {p.name}: mismatched sibling"
+                str(f),
+                f"no GPU agent {', '.join(map(str, sorted(missing)))} used by {p.name}: "
+                "mismatched sibling",
             )
     k_lo, k_hi = int(trace.kernels["start"].min()), int(trace.kernels["end"].max())
     apis = [(f, read_table(f)[1]) for f in siblings.get("api", [])]
