@@ -222,7 +222,7 @@ def comm(a: Analysis, path: Path) -> Path | None:
     ax.set_yticks(y, [f"device {x}" for x in d["device"]])
     ax.set_xlabel("time (ms)")
     ax.set_title("Communication vs compute per device")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _save(fig, path)
 
 
