@@ -30,7 +30,7 @@ from advisor.metrics.gaps import (
     launch_sequences,
     stream_summary,
 )
-from advisor.metrics.gemm import ShapeOption, launch_shapes
+from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
@@ -262,9 +262,13 @@ def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.
 
 
 def analyze(
-    trace: Trace, shapes: Sequence[ShapeOption] = (), release_api: bool = False
+    trace: Trace,
+    shapes: Sequence[ShapeOption] = (),
+    release_api: bool = False,
+    gemms: Sequence[GemmOption] = (),
 ) -> Analysis:
-    """Compute every metric of one trace (unfiltered). ``shapes``: --shape options.
+    """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
+    ``gemms``: --gemm options.
     ``release_api``: empty ``trace.api`` once the ops hold their launch calls (nothing
     later reads the API rows; a caller that owns the trace saves their memory)."""
     api_traced = not trace.api.empty
@@ -279,7 +283,7 @@ def analyze(
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
-    launches, configs, shape_table = _launch_table(trace, ops, shapes)
+    launches, configs, shape_table, shape_notes = _launch_table(trace, ops, shapes, gemms)
     del ops["api_tid"]  # (used to place launches in ranges and shapes: done)
     impossible = 0  # launches whose configuration cannot run (trace.quality)
     if len(launches):
@@ -301,7 +305,7 @@ def analyze(
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
-        notes=coverage_notes(ops, impossible, api_traced),
+        notes=[*coverage_notes(ops, impossible, api_traced), *shape_notes],
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
     )
 
@@ -338,16 +342,18 @@ def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, texts.categories)
 
 
-def _launch_table(trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption]):
-    """(launches, configs, shapes): the kernel launches (sharing the trace's kernel
+def _launch_table(
+    trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption], gemms: Sequence[GemmOption]
+):
+    """(launches, configs, shapes, notes): the kernel launches (sharing the trace's kernel
     columns) with their config id, launch_idle columns, range_id, region and shape id; the
-    distinct configurations (wave_configs) and shapes (launch_shapes). Also fills the ops'
-    tail_idle_ns and underfill_idle_ns."""
+    distinct configurations (wave_configs) and shapes (launch_shapes), and the --shape
+    warnings. Also fills the ops' tail_idle_ns and underfill_idle_ns."""
     kernels = trace.kernels
     ops["tail_idle_ns"] = 0.0
     ops["underfill_idle_ns"] = 0.0
     if kernels.empty:
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), []
     kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
         raise RuntimeError("ops and kernels disagree on the number of kernel launches")
@@ -372,10 +378,11 @@ def _launch_table(trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption]
     launches["range_id"] = per_launch(ops["range_id"].to_numpy())
     region = ops["region"].array
     launches["region"] = pd.Categorical.from_codes(per_launch(region.codes), region.categories)
-    launch_calls = launches[["name", "region"]].assign(
+    launch_calls = launches[["name", "region", "grid_x", "grid_y", "grid_z"]].assign(
         comm=configs["comm"].to_numpy(bool)[config],
+        persistent=configs["persistent"].to_numpy(bool)[config],
         api_tid=per_launch(ops["api_tid"].to_numpy()),
         api_start=per_launch(ops["api_start"].to_numpy()),
     )
-    launches["shape"], shape_table = launch_shapes(launch_calls, trace.nvtx, shapes)
-    return launches, configs, shape_table
+    launches["shape"], shape_table, notes = launch_shapes(launch_calls, trace.nvtx, shapes, gemms)
+    return launches, configs, shape_table, notes

@@ -19,7 +19,7 @@ from rich.console import Console
 from advisor import __version__, pipeline
 from advisor.configs.emit import emit
 from advisor.errors import AdvisorInputError
-from advisor.metrics.gemm import ShapeOption
+from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir, check_output_file
 from advisor.render import json as json_render
 from advisor.render import terminal
@@ -153,6 +153,13 @@ def analyze(
         metavar="PATTERN=MxNxK",
         help="GEMM shape PATTERN=MxNxK (repeatable); PATTERN: regex on kernel or range name.",
     ),
+    gemm: list[str] = typer.Option(
+        None,
+        "--gemm",
+        metavar="PATTERN",
+        help="Kernels whose name or range matches the regex PATTERN are GEMMs (repeatable; "
+        "confirms a structural guess when the trace does not say).",
+    ),
     emit_dir: str = typer.Option(
         None, "--emit", metavar="DIR", help="Write a reference config per finding into this folder."
     ),
@@ -169,19 +176,26 @@ def analyze(
 
     One trace, or several (files or folders) analysed as the ranks of one job."""
     paths = _expand(traces)
+    options = AnalysisOptions(
+        gpu=gpu,
+        rule_paths=tuple(rules or ()),
+        shapes=tuple(shape or ()),
+        gemms=tuple(gemm or ()),
+        range_text=range_text,
+        device=device,
+        emit_dir=emit_dir,
+        jobs=jobs,
+    )
     if len(paths) > 1:
-        _analyze_many(paths, format, gpu, rules or [], shape or [], jobs, top)
+        _analyze_many(paths, options, format, top)
         return
     trace = paths[0]
     with _input_errors():
         if emit_dir:
             check_output_dir(emit_dir, paths, "emit folder")
-        rule_set = load_rules(rules or [])
-        shapes = [ShapeOption.parse(s) for s in shape or []]
+        rule_set = options.check().rules()
         with progress_bar(3, f"reading {Path(trace).name}") as bar:
-            result, findings = pipeline.run(
-                trace, gpu, rule_set, shapes, range_text, device, step=bar.advance
-            )
+            result, findings = pipeline.run(trace, options, rule_set, step=bar.advance)
         if emit_dir:
             emit(findings, result.trace.gpus, emit_dir)
     if format is OutputFormat.json:
@@ -190,18 +204,22 @@ def analyze(
         terminal.render(result, findings, _console(), top=top)
 
 
-def _analyze_many(paths, format, gpu, rules, shapes, jobs, top) -> None:
+def _analyze_many(paths: list[str], options: AnalysisOptions, format, top: int) -> None:
     """Several traces (one per rank): analysed in parallel, merged; exit 2 if any failed."""
     from advisor.multi import analyze_many, merge
     from advisor.render import multi as multi_render
 
     with _input_errors():
-        load_rules(rules)  # bad rule files fail once, here, not in every worker
-        for s in shapes:
-            ShapeOption.parse(s)
+        for flag, value in (("--device", options.device), ("--emit", options.emit_dir)):
+            if value is not None:  # refused, never ignored
+                raise AdvisorInputError(
+                    None,
+                    f"{flag} is not supported with several traces yet: analyse one rank's "
+                    f"trace alone for {flag} (--range, --shape, --gemm, --rules work here)",
+                )
+        options.check()  # bad options fail once, here, not in every worker
     with progress_bar(len(paths), f"analysing {len(paths)} traces") as bar:
-        results = analyze_many(paths, gpu=gpu, rule_paths=rules, shapes=shapes, jobs=jobs,
-                               on_done=lambda _: bar.advance())  # fmt: skip
+        results = analyze_many(paths, options, on_done=lambda _: bar.advance())
     merged = merge(results)
     if len(merged["errors"]) == len(results):
         pass  # nothing was analysed: only the error lines below, nothing on stdout
@@ -276,12 +294,13 @@ class GateFormat(str, Enum):
     json = "json"
 
 
-def _metric_sets(paths: list[str], gpu: str | None, rule_set) -> list[dict]:
+def _metric_sets(paths: list[str], options: AnalysisOptions) -> list[dict]:
     from advisor.gate import metric_set
 
+    rule_set = options.rules()
     sets = []
     for path in paths:
-        analysis, findings = pipeline.run(path, gpu=gpu, rules=rule_set)
+        analysis, findings = pipeline.run(path, options, rule_set)
         sets.append(metric_set(analysis, findings))
     return sets
 
@@ -330,12 +349,12 @@ def gate(
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
         cfg = load_gate_config(config)
-        rule_set = load_rules(rules or [])
+        options = AnalysisOptions(gpu=gpu, rule_paths=tuple(rules or ())).check()
         if baseline_name:
             base = baselines.load(baseline_name, Path(store) if store else None)
         else:
-            base = _metric_sets(baseline, gpu, rule_set)
-        cand = _metric_sets(candidate, gpu, rule_set)
+            base = _metric_sets(baseline, options)
+        cand = _metric_sets(candidate, options)
         result = compare(base, cand, cfg)
     if format is GateFormat.json:
         _out(gate_render.as_json(result))
@@ -373,7 +392,7 @@ def baseline_save(
     with _input_errors():
         if store:
             check_output_file(store, traces, "baseline store")
-        sets = _metric_sets(traces, gpu, load_rules())
+        sets = _metric_sets(traces, AnalysisOptions(gpu=gpu))
         path = baselines.save(name, sets, Path(store) if store else None)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
@@ -412,6 +431,9 @@ def report(
     shape: list[str] = typer.Option(
         None, "--shape", metavar="PATTERN=MxNxK", help="GEMM shape PATTERN=MxNxK."
     ),
+    gemm: list[str] = typer.Option(
+        None, "--gemm", metavar="PATTERN", help="Kernels matching PATTERN are GEMMs."
+    ),
     emit_dir: str = typer.Option(
         None, "--emit", metavar="DIR", help="Also write reference configs here."
     ),
@@ -433,9 +455,12 @@ def report(
             check_output_dir(assets, traces, "chart folder")
         if emit_dir:
             check_output_dir(emit_dir, traces, "emit folder")
-        rule_set = load_rules(rules or [])
-        shapes = [ShapeOption.parse(s) for s in shape or []]
-        runs = [pipeline.run(t, gpu=gpu, rules=rule_set, shapes=shapes) for t in traces]
+        options = AnalysisOptions(
+            gpu=gpu, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
+            gemms=tuple(gemm or ()),
+        ).check()  # fmt: skip
+        rule_set = options.rules()
+        runs = [pipeline.run(t, options, rule_set) for t in traces]
         if len(runs) == 2:
             cfg = load_gate_config(config)
             sets = [metric_set(a, f) for a, f in runs]

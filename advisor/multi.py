@@ -20,6 +20,7 @@ import pandas as pd
 
 from advisor.errors import AdvisorInputError
 from advisor.metrics.comm import collective_skew
+from advisor.options import AnalysisOptions
 
 REGION_COLS = ["name", "device", "start_ns", "end_ns", "gpu_busy_ns", "idle_ns", "compute_ns",
                "exposed_comm_ns", "comm_wait_ns"]  # fmt: skip
@@ -40,16 +41,12 @@ class RankResult:
     warnings: list[str] = field(default_factory=list)  # data-quality notes of the trace
 
 
-def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[str]):
+def analyze_one(path: str, options: AnalysisOptions) -> RankResult:
     """Analyse one trace into a RankResult (bad input becomes its ``error``)."""
-    from advisor.metrics.gemm import ShapeOption
     from advisor.pipeline import run
-    from advisor.rules.engine import load_rules
 
     try:
-        rules = load_rules(rule_paths)
-        a, findings = run(path, gpu=gpu, rules=rules,
-                          shapes=[ShapeOption.parse(s) for s in shapes])  # fmt: skip
+        a, findings = run(path, options)
     except AdvisorInputError as exc:
         return RankResult(path=path, error=str(exc))
     except Exception as exc:  # a bug on one trace must not lose the other ranks
@@ -70,27 +67,24 @@ def analyze_one(path: str, gpu: str | None, rule_paths: list[str], shapes: list[
 
 def analyze_many(
     paths: list[str],
-    gpu: str | None = None,
-    rule_paths=(),
-    shapes=(),
-    jobs: int | None = None,
+    options: AnalysisOptions | None = None,
     on_done: Callable[[RankResult], None] | None = None,
 ) -> list[RankResult]:
-    """Analyse every path, in ``jobs`` worker processes (default: one per core); results in
-    the order of ``paths``; ``on_done`` is called as each trace finishes."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
-    args = [(p, gpu, list(rule_paths), list(shapes)) for p in paths]
+    """Analyse every path, in ``options.jobs`` worker processes (default: one per core);
+    results in the order of ``paths``; ``on_done`` is called as each trace finishes."""
+    options = options or AnalysisOptions()
+    jobs = max(1, min(options.jobs or os.cpu_count() or 1, len(paths)))
     notify = on_done or (lambda _: None)
     if jobs == 1:
         results = []
-        for a in args:
-            results.append(analyze_one(*a))
+        for p in paths:
+            results.append(analyze_one(p, options))
             notify(results[-1])
         return results
     threads = max(1, (os.cpu_count() or 1) // jobs)  # cores per worker for its reads
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_read_threads,
                              initargs=(threads,)) as pool:  # fmt: skip
-        futures = [pool.submit(analyze_one, *a) for a in args]
+        futures = [pool.submit(analyze_one, p, options) for p in paths]
         for future in as_completed(futures):
             notify(future.result())
         return [f.result() for f in futures]

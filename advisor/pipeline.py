@@ -1,50 +1,53 @@
-"""One call from a trace path to its analysis and findings (shared by the CLI commands)."""
+"""One call from a trace path to its analysis and findings (shared by every command)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from advisor.analysis import Analysis, analyze
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.memory import advise_huge_pages
-from advisor.metrics.gemm import ShapeOption
+from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.trace.load import load_trace
 
 
 def run(
     path: str,
-    gpu: str | None = None,
+    options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
-    shapes: Sequence[ShapeOption] = (),
-    range_text: str | None = None,
-    device: int | None = None,
     step: Callable[[str | None], None] | None = None,
 ) -> tuple[Analysis, list[dict]]:
-    """Load ``path``, analyze it, narrow it to ``range_text``/``device`` (Analysis.select)
-    and apply the rules (built-in when ``rules`` is None). ``step`` is called after each
-    stage with the name of the next one (None at the end), for progress display.
+    """Load ``path``, analyze it with ``options`` (--gpu, --shape, --gemm), narrow it to the
+    options' range/device (Analysis.select) and apply ``rules`` (default: the options'
+    rules). ``step`` is called after each stage with the name of the next one (None at the
+    end), for progress display.
 
-    Raises AdvisorInputError when ``device`` ran no GPU work or ``range_text`` matches no
+    Raises AdvisorInputError when the device ran no GPU work or the range matches no
     top-level NVTX range.
     """
+    options = options or AnalysisOptions()
     step = step or (lambda _: None)
     advise_huge_pages(0)  # reading touches each page about once: small pages
-    trace = load_trace(path, gpu=gpu)
+    trace = load_trace(path, gpu=options.gpu)
     advise_huge_pages(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
     step("computing metrics")
-    a = analyze(trace, shapes, release_api=True)  # this trace is ours alone
+    # (release_api: this trace is ours alone)
+    a = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
     step("applying rules")
+    device = options.device
     if device is not None and device not in trace.devices:
         raise AdvisorInputError(
             path,
             f"--device {device}: no GPU work on that device (devices: "
             f"{', '.join(map(str, trace.devices))})",
         )
-    a = a.select(range_text, device)
-    if range_text and a.regions.empty:
-        raise AdvisorInputError(path, f"--range {range_text!r}: no top-level NVTX range matches")
-    findings = find(a, rules)
+    a = a.select(options.range_text, device)
+    if options.range_text and a.regions.empty:
+        raise AdvisorInputError(
+            path, f"--range {options.range_text!r}: no top-level NVTX range matches"
+        )
+    findings = find(a, options.rules() if rules is None else rules)
     step(None)
     return a, findings

@@ -422,3 +422,15 @@ def test_terminal_fits_80_and_120_columns(columns, trace):
     # no Python reprs reach the user
     assert "{'" not in out and "['" not in out
     assert "selection: --device 0" in out
+
+
+def test_gemm_option_and_several_trace_refusals(tmp_path):
+    trace = ROOT / "sample_traces" / "h200_gemm_evidence.sqlite"
+    d = json.loads(cli("analyze", str(trace), "--format", "json", "--gemm", "^_kernel$"))
+    assert {f["gemm_by"] for f in d["findings"] if f["kernel"] == "_kernel"} == {"user"}
+    assert "--gemm '[': bad pattern" in bad_cli("analyze", str(trace), "--gemm", "[")
+    # options that do not work with several traces yet are refused, never ignored
+    for flag, value in (("--device", "0"), ("--emit", str(tmp_path / "o"))):
+        err = bad_cli("analyze", str(trace), str(H200_SINGLE), flag, value)
+        assert f"{flag} is not supported with several traces" in err
+    assert not (tmp_path / "o").exists()

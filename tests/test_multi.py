@@ -9,6 +9,7 @@ import pytest
 from conftest import H200_2GPU, ROOT, analysis_of
 
 from advisor.multi import analyze_many, merge
+from advisor.options import AnalysisOptions
 
 sys.path.insert(0, str(ROOT / "sample_traces"))
 from split_ranks import split  # noqa: E402
@@ -21,7 +22,7 @@ def ranks(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def merged(ranks):
-    return merge(analyze_many(ranks, jobs=2))
+    return merge(analyze_many(ranks, AnalysisOptions(jobs=2)))
 
 
 def test_per_rank_traces_hold_one_process_each(ranks):
@@ -56,14 +57,16 @@ def test_findings_are_combined_and_ranked(merged):
 
 def test_serial_and_parallel_agree(ranks, merged):
     done = []
-    serial = merge(analyze_many(ranks, jobs=1, on_done=lambda r: done.append(r.path)))
+    serial = merge(
+        analyze_many(ranks, AnalysisOptions(jobs=1), on_done=lambda r: done.append(r.path))
+    )
     assert json.dumps(serial, default=str) == json.dumps(merged, default=str)
     assert done == ranks  # one progress step per trace
 
 
 def test_parallel_reports_each_trace_once(ranks):
     done = []
-    analyze_many(ranks, jobs=2, on_done=lambda r: done.append(r.path))
+    analyze_many(ranks, AnalysisOptions(jobs=2), on_done=lambda r: done.append(r.path))
     assert sorted(done) == sorted(ranks)
 
 
@@ -89,7 +92,7 @@ def test_ranks_carry_their_data_quality_warnings():
     from advisor.multi import analyze_one, merge
 
     path = str(PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite")
-    merged = merge([analyze_one(path, "H100-SXM", [], [])])
+    merged = merge([analyze_one(path, AnalysisOptions(gpu="H100-SXM"))])
     (rank,) = merged["ranks"]
     assert any(
         w.startswith("1,810 of 3,442 kernel launches have no launch call") for w in rank["warnings"]

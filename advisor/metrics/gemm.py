@@ -1,11 +1,14 @@
-"""GEMM problem shapes and tile sizes for kernel launches. Never guessed.
+"""GEMM problem shapes, GEMM evidence and tile sizes for kernel launches. Never guessed.
 
-Shape sources, best first:
-  1. NVTX ranges with shapes (PyTorch ``emit_nvtx(record_shapes=True)``: ``aten::mm, ...,
-     sizes = [[M, K], [K, N]]``): the innermost mm-like range open on the launching thread
-     when the kernel was launched;
-  2. ``--shape PATTERN=MxNxK``: PATTERN (a regex) searched in the kernel name or its region;
-  3. nothing: M, N, K stay NaN and findings say what is missing.
+Per launch, best first (``shape_source``):
+  1. ``nvtx``: an NVTX/annotation range of a matrix-multiply op with shapes (PyTorch
+     ``emit_nvtx(record_shapes=True)``: ``aten::mm, ..., sizes = [[M, K], [K, N]]``), the
+     innermost one open on the launching thread when the kernel was launched;
+  2. ``op``: such an op range without sizes (the op says GEMM, the shape is unknown);
+  3. ``--shape``: ``--shape PATTERN=MxNxK``, PATTERN (a regex) searched in the kernel name or
+     its region, used only where some tile reproduces the launch's grid (else a warning);
+  4. ``--gemm``: ``--gemm PATTERN``: the user says these kernels are GEMMs (no shape);
+  5. nothing: M, N, K stay NaN and findings say what is missing.
 Tile sizes come from the kernel name (``_128x256x64_``, ``tilesize256x128x8``,
 ``nvjet_..._192x192_64x3``) or, for a 2-D grid with a known shape, from the grid itself.
 """
@@ -23,10 +26,13 @@ from advisor.data import text_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics.regions import open_range_at
 
-# aten ops whose sizes give (M, N, K) and where their operands sit in the sizes list
-_OP_AND_SIZES = re.compile(
-    r"^aten::(?P<op>mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm)\b.*?sizes = (?P<sizes>\[.*?\]\])"
+# matrix-multiply ops (PyTorch op names in NVTX/annotation range texts) and their sizes
+_OP = re.compile(
+    r"^aten::(?P<op>mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|_grouped_mm"
+    r"|_scaled_grouped_mm)\b"
 )
+_SIZES = re.compile(r"sizes = (?P<sizes>\[.*?\]\])")
+TILES = (16, 32, 64, 128, 256, 512)  # power-of-two output tiles tried against a grid
 _TILE_NAME = [
     re.compile(r"tilesize(\d+)x(\d+)x(\d+)"),
     re.compile(r"nvjet_[a-z0-9]+_[a-z]+_(\d+)x(\d+)_(\d+)x\d+"),
@@ -61,6 +67,23 @@ class ShapeOption:
         return cls(pattern, m, n, k)
 
 
+@dataclass(frozen=True)
+class GemmOption:
+    """One ``--gemm PATTERN`` value: kernels whose name or region PATTERN matches are
+    GEMMs (the user's word; no shape)."""
+
+    pattern: re.Pattern[str]
+
+    @classmethod
+    def parse(cls, text: str) -> GemmOption:
+        if not text.strip():
+            raise AdvisorInputError(None, "--gemm: expected a PATTERN (regex on kernel names)")
+        try:
+            return cls(re.compile(text))
+        except re.error as exc:
+            raise AdvisorInputError(None, f"--gemm {text!r}: bad pattern: {exc}") from None
+
+
 def mnk_from_sizes(op: str, sizes: list) -> tuple[int, int, int, int] | None:
     """(batch, M, N, K) of one aten op from its recorded input sizes, or None."""
     try:
@@ -80,24 +103,43 @@ def mnk_from_sizes(op: str, sizes: list) -> tuple[int, int, int, int] | None:
 
 
 def nvtx_shapes(nvtx: pd.DataFrame) -> pd.DataFrame:
-    """mm-like NVTX ranges with parsed shapes: tid, start, end, batch, m, n, k, op."""
+    """Matrix-multiply op ranges: tid, start, end, batch, m, n, k (NaN when the range text
+    holds no usable sizes), op."""
     cols = ["tid", "start", "end", "batch", "m", "n", "k", "op"]
     if nvtx.empty:
         return pd.DataFrame(columns=cols)
     codes, texts = pd.factorize(nvtx["text"])  # each distinct text parsed once
-    parts = pd.Series(texts, dtype=object).str.extract(_OP_AND_SIZES)
-    parts = parts.reindex(codes).set_axis(nvtx.index)  # (code -1: no text)
-    cand = nvtx.assign(op=parts["op"], sizes=parts["sizes"]).dropna(subset=["op", "sizes"])
-    rows = []
-    for op, sizes in cand[["op", "sizes"]].drop_duplicates().itertuples(index=False):
+    texts = pd.Series(texts, dtype=object)
+    ops = texts.str.extract(_OP)["op"]
+    sizes = texts.str.extract(_SIZES)["sizes"].where(ops.notna())
+    parsed = {}
+    for op, size in (
+        pd.DataFrame({"op": ops, "s": sizes}).dropna().drop_duplicates().itertuples(index=False)
+    ):
         try:  # once per distinct (op, sizes): texts differ only by op ids
-            mnk = mnk_from_sizes(op, ast.literal_eval(sizes))
+            parsed[(op, size)] = mnk_from_sizes(op, ast.literal_eval(size))
         except (ValueError, SyntaxError):
-            mnk = None
+            parsed[(op, size)] = None
+    dims = np.full((len(texts), 4), np.nan)
+    for i, (op, size) in enumerate(zip(ops, sizes, strict=True)):
+        mnk = parsed.get((op, size)) if isinstance(size, str) else None
         if mnk:
-            rows.append((op, sizes, *mnk))
-    shapes = pd.DataFrame(rows, columns=["op", "sizes", "batch", "m", "n", "k"])
-    out = cand.merge(shapes, on=["op", "sizes"])
+            dims[i] = mnk
+    keep = (codes >= 0) & ops.notna().to_numpy()[np.maximum(codes, 0)]
+    rows = nvtx[keep]
+    at = codes[keep]
+    out = pd.DataFrame(
+        {
+            "tid": rows["tid"].to_numpy(),
+            "start": rows["start"].to_numpy(),
+            "end": rows["end"].to_numpy(),
+            "batch": dims[at, 0],
+            "m": dims[at, 1],
+            "n": dims[at, 2],
+            "k": dims[at, 3],
+            "op": ops.to_numpy(object)[at],
+        }
+    )
     return out[cols].sort_values(["tid", "start"], ignore_index=True)
 
 
@@ -148,34 +190,104 @@ def tile_from_grid(m, n, grid_x, grid_y) -> tuple[np.ndarray, np.ndarray]:
     return outs[0], outs[1]
 
 
-def launch_shapes(
-    launches: pd.DataFrame, nvtx: pd.DataFrame, options: list[ShapeOption] | tuple = ()
-) -> tuple[np.ndarray, pd.DataFrame]:
-    """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
-    shape_source 'nvtx' or '--shape'). ``launches`` has name, region, comm, api_tid and
-    api_start.
+def grid_fits(m: float, n: float, grid: tuple[int, int, int], tile=None) -> bool:
+    """Whether an M x N output tiled by some power-of-two tile (or the named ``tile``)
+    gives this grid: (ceil(M/tm), ceil(N/tn)) as x/y either way round, or their product as
+    a 1-D grid (z is free: batch or split-K)."""
+    gx, gy, _ = grid
+    pairs = [tile] if tile is not None else [(a, b) for a in TILES for b in TILES]
+    for tm, tn in pairs:
+        tiles_m, tiles_n = -(-int(m) // tm), -(-int(n) // tn)
+        if (gx, gy) in ((tiles_m, tiles_n), (tiles_n, tiles_m)):
+            return True
+        if gy == 1 and gx == tiles_m * tiles_n:
+            return True
+    return False
 
-    NVTX shapes win; a --shape option fills launches whose name or region its pattern
-    matches. Launches of comm kernels never get a shape.
+
+def launch_shapes(
+    launches: pd.DataFrame,
+    nvtx: pd.DataFrame,
+    options: list[ShapeOption] | tuple = (),
+    gemms: list[GemmOption] | tuple = (),
+) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
+    """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
+    shape_source; warnings). ``launches`` has name, region, comm, persistent, grid_x/y/z,
+    api_tid and api_start. See the module doc for the order of sources.
+
+    A --shape option is used only for launches whose grid some tile reproduces (persistent
+    kernels, whose grid is the machine's, are not checked); each kernel grid it matched by
+    name but does not fit gets one warning. Launches of comm kernels never get a shape.
     """
     found = nvtx_shapes(nvtx)
+    dims = ["batch", "m", "n", "k"]
     candidates = pd.concat(
-        [found[["batch", "m", "n", "k"]].assign(shape_source="nvtx"),
-         pd.DataFrame([(1, o.m, o.n, o.k, "--shape") for o in options], columns=SHAPE_COLUMNS)],
+        [found[dims].assign(shape_source=np.where(found["m"].notna(), "nvtx", "op")),
+         pd.DataFrame([(1, o.m, o.n, o.k, "--shape") for o in options], columns=SHAPE_COLUMNS),
+         pd.DataFrame([(np.nan,) * 4 + ("--gemm",)] if gemms else [], columns=SHAPE_COLUMNS)],
         ignore_index=True,
     )  # fmt: skip
-    candidates[["batch", "m", "n", "k"]] = candidates[["batch", "m", "n", "k"]].astype(float)
+    candidates[dims] = candidates[dims].astype(float)
     # equal shapes share one id: a kernel group is one shape, not one NVTX range instance
-    key = candidates.groupby(SHAPE_COLUMNS, sort=False).ngroup().to_numpy()
+    key = candidates.groupby(SHAPE_COLUMNS, sort=False, dropna=False).ngroup().to_numpy()
     table = candidates.iloc[np.unique(key, return_index=True)[1]].reset_index(drop=True)
     ids = shapes_from_nvtx(launches, found)
     ids = np.where(ids >= 0, key[np.maximum(ids, 0)] if len(key) else -1, -1)
     comm = launches["comm"].to_numpy(bool)
     ids[comm] = -1
+    warnings = []
     for i, opt in enumerate(options):
-        hit = text_matches(launches["name"], opt.pattern) | text_matches(
-            launches["region"], opt.pattern
-        )
-        hit = hit.to_numpy() & (ids < 0) & ~comm
-        ids[hit] = key[len(found) + i]
-    return ids.astype(np.int32), table
+        hit = _named(launches, opt.pattern) & (ids < 0) & ~comm
+        fits = _fitting_grids(launches, hit, opt)
+        for name, grid in sorted(fits["misfit"]):
+            warnings.append(
+                f"--shape {opt.pattern.pattern}={opt.m}x{opt.n}x{opt.k} not used for {name} "
+                f"with grid {grid[0]}x{grid[1]}x{grid[2]}: no tile reproduces that grid for "
+                f"M={opt.m} N={opt.n} (give that launch its own --shape)"
+            )
+        ids[hit & fits["ok"]] = key[len(found) + i]
+    if gemms:
+        hit = np.zeros(len(launches), dtype=bool)
+        for g in gemms:
+            hit |= _named(launches, g.pattern)
+        ids[hit & (ids < 0) & ~comm] = key[-1]
+    return ids.astype(np.int32), table, warnings
+
+
+def _named(launches: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:
+    """Launches whose kernel name or region the pattern matches."""
+    return (
+        text_matches(launches["name"], pattern) | text_matches(launches["region"], pattern)
+    ).to_numpy()
+
+
+def _fitting_grids(launches: pd.DataFrame, hit: np.ndarray, opt: ShapeOption) -> dict:
+    """For the ``hit`` launches: ``ok`` (per launch: the shape fits its grid, or the kernel
+    is persistent) and ``misfit`` (the (name, grid) pairs it does not fit)."""
+    ok = np.zeros(len(launches), dtype=bool)
+    misfit = set()
+    if not hit.any():
+        return {"ok": ok, "misfit": misfit}
+    rows = np.flatnonzero(hit)
+    sub = launches.iloc[rows]
+    grids = sub[["grid_x", "grid_y", "grid_z"]].to_numpy(np.float64)
+    persistent = sub["persistent"].to_numpy(bool)
+    names = sub["name"].astype(str).to_numpy()
+    named = tile_from_name(pd.Series(pd.unique(names)))
+    tile_of = dict(zip(pd.unique(names), zip(named["tile_m"], named["tile_n"], strict=True),
+                       strict=True))  # fmt: skip
+    verdict = {}
+    for j, row in enumerate(rows):
+        if persistent[j] or np.isnan(grids[j]).any():
+            ok[row] = True
+            continue
+        grid = tuple(int(g) for g in grids[j])
+        cache_key = (names[j], grid)
+        if cache_key not in verdict:
+            tm, tn = tile_of[names[j]]
+            tile = None if np.isnan(tm) or np.isnan(tn) else (int(tm), int(tn))
+            verdict[cache_key] = grid_fits(opt.m, opt.n, grid, tile)
+        ok[row] = verdict[cache_key]
+        if not ok[row]:
+            misfit.add(cache_key)
+    return {"ok": ok, "misfit": misfit}

@@ -16,6 +16,7 @@ a whole table; nothing is ``eval``-ed. Every problem in a file is reported as
 from __future__ import annotations
 
 import math
+import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,6 +266,22 @@ def _plain(value):
     return value
 
 
+def _gemm_identity(rule: Rule, row: dict) -> dict:
+    """For findings of GEMM rules (emit kind gemm): ``gemm_by`` (shape, op, user, name, or
+    unconfirmed: the structural guess), ``confidence`` and, when unconfirmed, ``confirm``:
+    the flags that would confirm it. Other findings: gemm_by None, confidence confirmed."""
+    if rule.spec.emit is None or rule.spec.emit.kind != "gemm" or "gemm_by" not in row:
+        return {"gemm_by": None, "confidence": "confirmed"}
+    if row.get("gemm_by"):
+        return {"gemm_by": row["gemm_by"], "confidence": "confirmed"}
+    exact = "^" + re.escape(str(row.get("name", ""))) + "$"
+    return {
+        "gemm_by": "unconfirmed",
+        "confidence": "unconfirmed",
+        "confirm": f"--gemm '{exact}' (or --shape '{exact}=MxNxK' to give its shape)",
+    }
+
+
 def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
 
@@ -316,6 +333,7 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "at_ns": _int_or_none(values.get("at_ns")),
                 "at_rel_ns": _int_or_none(values.get("at_rel_ns")),
                 "summary": TEMPLATE.format(rule.spec.message, **values),
+                **_gemm_identity(rule, values),
                 "evidence": {c: values[c] for c in rule.spec.evidence},
                 "rationale": " ".join(rule.spec.rationale.split()),
                 "watch_for": " ".join(rule.spec.watch_for.split()),
@@ -331,6 +349,11 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
         if n > 1:
             f["evidence"]["instances"] = n
             f["summary"] += f" (largest of {n} such; {fmt_ns(f['est_savings_ns'])} in total)"
+        if f["confidence"] == "unconfirmed":
+            f["summary"] += (
+                "; GEMM unconfirmed (no name, op or shape says so: a structural guess), "
+                f"confirm with {f['confirm']}"
+            )
         span = spans.get(f["device"], 0)
         rule = next(r for r in rules if r.id == f["rule"])
         f["severity"] = _severity(rule, f["est_savings_ns"], span)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
+from advisor.data import load_yaml, names_in
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
 
 _WINDOW_DOC = {
@@ -82,6 +83,13 @@ SCOPES: dict[str, dict[str, str]] = {
         "tflops": "achieved TFLOP/s (2*M*N*K*batch per launch over its time)",
         "peak_tflops": "datasheet dense FP16/BF16 TFLOP/s of the GPU (NaN unknown)",
         "tflops_fraction": "tflops / peak_tflops",
+        "gemm_by": "what says this kernel is a GEMM: shape (--shape), op (a matrix-multiply op "
+        "range launched it), user (--gemm), name (classify.yaml gemm_kernels), '' (nothing)",
+        "gemm": "gemm_by is not '': the kernel is a GEMM by evidence",
+        "memory": "a copy/fill kernel by name (classify.yaml memory_kernels)",
+        "gemm_guess": "not gemm, yet shaped like one (data/thresholds.yaml gemm_guess): not "
+        "comm/memory/persistent, and under-filled with long launches or heavy CTAs in 1-2 "
+        "waves; findings on it say confidence: unconfirmed",
         **_AT_DOC,
     },
     "regions": {
@@ -136,6 +144,16 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["peak_tflops"] = k["device"].map({d: g.dense_fp16_tflops for d, g in gpus.items()})
     k["peak_tflops"] = k["peak_tflops"].astype(float)
     k["has_shape"] = k["m"].notna()
+    named_gemm, memory = names_in(k["name"], "gemm_kernels", "memory_kernels")
+    source = k["shape_source"].astype(object)
+    k["gemm_by"] = np.select(
+        [source.eq("--shape"), source.isin(["nvtx", "op"]), source.eq("--gemm"), named_gemm],
+        ["shape", "op", "user", "name"],
+        default="",
+    )
+    k["gemm"] = k["gemm_by"] != ""
+    k["memory"] = memory
+    k["gemm_guess"] = _gemm_guess(k)
     named = tile_from_name(k["name"])
     gm, gn = tile_from_grid(k["m"], k["n"], k["grid_x"], k["grid_y"])
     k["tile_m"] = named["tile_m"].fillna(pd.Series(gm, index=k.index))
@@ -150,6 +168,20 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["tflops"] = flops / k["total_ns"] / 1e3
     k["tflops_fraction"] = k["tflops"] / k["peak_tflops"]
     return _at(k, k["worst_start_ns"], a.origin_ns)
+
+
+def _gemm_guess(k: pd.DataFrame) -> np.ndarray:
+    """The structural GEMM guess of data/thresholds.yaml, per kernel group."""
+    t = load_yaml("thresholds.yaml")["gemm_guess"]
+    candidate = ~k["gemm"] & ~k["memory"] & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)
+    long_underfilled = k["underfilled"].astype(bool) & (
+        k["median_ns"] >= t["underfilled_min_median_ns"]
+    )
+    heavy = (k["registers"] >= t["heavy_min_registers"]) | (
+        k["smem_per_block"] >= t["heavy_min_smem_per_block"]
+    )
+    tailed = (k["waves"] >= 1) & (k["waves"] <= t["heavy_max_waves"])
+    return (candidate & (long_underfilled | (heavy & tailed))).to_numpy(bool)
 
 
 def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 import pandas as pd
 import pytest
 
+from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics.gemm import (
+    GemmOption,
     ShapeOption,
+    grid_fits,
     mnk_from_sizes,
     nvtx_shapes,
     tile_from_grid,
@@ -45,6 +48,43 @@ def test_nvtx_shapes_parse_pytorch_record_shapes_text():
         ["matmul", 896, 4864, 8192],
         ["mm", 896, 4864, 8192],
     ]
+
+
+def test_op_ranges_without_sizes_still_say_gemm():
+    nvtx = pd.DataFrame(
+        {"start": [0, 5], "end": [9, 8], "tid": [1, 1],
+         "text": ["aten::addmm", "aten::_grouped_mm, seq = 3"]}
+    )  # fmt: skip
+    s = nvtx_shapes(nvtx)
+    assert s["op"].tolist() == ["addmm", "_grouped_mm"] and s["m"].isna().all()
+
+
+@pytest.mark.parametrize(
+    "m, n, grid, tile, fits",
+    [
+        (1408, 1664, (11, 13, 1), None, True),  # 128 x 128 tiles
+        (1408, 1664, (13, 11, 1), None, True),  # the same, x and y swapped
+        (1408, 1664, (143, 1, 1), None, True),  # one program per tile, 1-D
+        (1408, 1664, (2, 2, 1), None, False),  # would need 704 x 832 tiles
+        (896, 4864, (7, 19, 4), None, True),  # z is free (split-K slices)
+        (896, 4864, (7, 19, 1), (128, 128), False),  # the named tile gives 7 x 38
+        (896, 4864, (7, 38, 1), (128, 128), True),
+    ],
+)
+def test_grid_fits_by_hand(m, n, grid, tile, fits):
+    assert grid_fits(m, n, grid, tile) is fits
+
+
+def test_gemm_names_and_option():
+    names = pd.Series([
+        "triton_tem_fused_addmm_relu_0", "Cijk_Alik_Bljk_HHS_BH_MT128x128x64_MI32x32x8x1_SN",
+        "matmul_kernel", "_kernel", "vectorized_elementwise_kernel", "triton_poi_fused_add_0",
+    ])  # fmt: skip
+    assert name_matches(names, "gemm_kernels").tolist() == [True, True, True, False, False, False]
+    assert GemmOption.parse("^_kernel$").pattern.search("_kernel")
+    for bad in ("", "[", "  "):
+        with pytest.raises(AdvisorInputError):
+            GemmOption.parse(bad)
 
 
 def test_tiles_from_names():

@@ -1,0 +1,51 @@
+"""One options object for every analysis path (one trace, many traces, report, gate): what
+the user asked for, as plain values (picklable for worker processes), with parsing and
+validation in one place. The CLI only fills it in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from advisor.metrics.gemm import GemmOption, ShapeOption
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """``gpu``: --gpu NAME; ``rule_paths``: --rules; ``shapes``: --shape PATTERN=MxNxK texts;
+    ``gemms``: --gemm PATTERN texts; ``range_text``/``device``: the selection; ``emit_dir``:
+    --emit; ``jobs``: worker processes for several traces."""
+
+    gpu: str | None = None
+    rule_paths: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    gemms: tuple[str, ...] = ()
+    range_text: str | None = None
+    device: int | None = None
+    emit_dir: str | None = None
+    jobs: int | None = None
+
+    @cached_property
+    def shape_options(self) -> list[ShapeOption]:
+        """The parsed --shape values (AdvisorInputError names the bad one)."""
+        return [ShapeOption.parse(s) for s in self.shapes]
+
+    @cached_property
+    def gemm_options(self) -> list[GemmOption]:
+        """The parsed --gemm values (AdvisorInputError names the bad one)."""
+        return [GemmOption.parse(g) for g in self.gemms]
+
+    def rules(self):
+        """The rules in force: built-in plus --rules (AdvisorInputError on a bad file)."""
+        from advisor.rules.engine import load_rules
+
+        return load_rules(list(self.rule_paths))
+
+    def check(self) -> AnalysisOptions:
+        """Parse everything that can be wrong before any trace is read; returns self."""
+        _ = self.shape_options, self.gemm_options
+        self.rules()
+        return self
+
+    def with_selection(self, range_text: str | None, device: int | None) -> AnalysisOptions:
+        return replace(self, range_text=range_text, device=device)
