@@ -151,3 +151,16 @@ def test_public_h100_window_with_gpu_option():
     s = a.summary()
     assert s["devices"] == 2 and s["gpu_busy_ns"] > 0
     assert a.kernel_table()["waves"].notna().all()
+
+
+def test_every_public_trace_analyses_without_gpu_option():
+    # issue 12: traces without GPU facts are analysed (with a warning), never refused
+    from conftest import PUBLIC_ROCPROF, public_nsys
+
+    paths = public_nsys() + sorted(PUBLIC_ROCPROF.glob("v3/*kernel_trace*.csv"))
+    for path in paths:
+        a = analysis_of(path)
+        assert a.summary()["gpu_busy_ns"] > 0, path.name
+        find(a)
+        if not a.trace.gpus:
+            assert any(w.startswith("no GPU facts") for w in a.warnings), path.name

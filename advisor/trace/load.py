@@ -89,12 +89,26 @@ def _settle_gpus(trace: Trace, gpu: str | None) -> None:
     if len(names) == 1:
         guess = match_gpu(next(iter(names)))
     if guess is None:
-        raise AdvisorInputError(
-            trace.path,
-            "trace has no usable GPU facts (TARGET_INFO_GPU missing or without an SM count) for "
-            "device(s) "
-            f"{', '.join(map(str, missing))}: pass --gpu NAME (e.g. --gpu H100-SXM), "
-            "or --gpu none to skip occupancy and wave metrics",
-        )
+        trace.warnings.append(missing_facts_warning(trace, missing))
+        return
     for d in missing:
         trace.gpus[d] = GpuSpec(**{**guess.to_dict(), "source": f"built-in table ({guess.name})"})
+
+
+def missing_facts_warning(trace: Trace, devices: list[int]) -> str:
+    """What a trace without GPU facts limits, and how to supply them, in the vendor's terms
+    (the analysis goes on: gaps, sync, comm and ranges need no occupancy)."""
+    ids = ", ".join(map(str, devices))
+    limited = (
+        "occupancy, waves, tails and the GEMM findings that need them (split-K, Stream-K) are "
+        "not computed; gaps, synchronization, communication and ranges are"
+    )
+    if trace.format.startswith("rocprof"):
+        return (
+            f"no GPU facts for agent(s) {ids} (no agent_info.csv beside the kernel trace): "
+            f"{limited}; pass --gpu NAME (e.g. --gpu MI300X; `advisor gpus` lists them)"
+        )
+    return (
+        f"no GPU facts for device(s) {ids} (the export has no TARGET_INFO_GPU): {limited}; "
+        "pass --gpu NAME (e.g. --gpu H100-SXM; `advisor gpus` lists them)"
+    )

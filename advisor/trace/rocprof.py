@@ -313,15 +313,16 @@ def _siblings(path: Path) -> dict[str, list[Path]]:
 SAME_RUN_SLACK_NS = 600 * 10**9  # siblings' events must fall within 10 min of the kernels
 
 
-def _check_same_run(sibling: Path, table: pd.DataFrame, main: Path, lo: int, hi: int) -> None:
-    """Raise when no event of a sibling file lies near the kernels' time range."""
+def _same_run(sibling: Path, table: pd.DataFrame, main: Path, lo: int, hi: int) -> str | None:
+    """None when the sibling file's events lie near the kernels' time range, else the
+    warning that it is left out (a file of another run)."""
     near = (table["end"] >= lo - SAME_RUN_SLACK_NS) & (table["start"] <= hi + SAME_RUN_SLACK_NS)
     if len(table) and not near.any():
-        raise AdvisorInputError(
-            str(sibling),
-            f"column Start_Timestamp: no event within 10 min of the dispatches in {main.name} "
-            "(mismatched sibling from another run? move it away or rename it)",
+        return (
+            f"{sibling.name} ignored: no event within 10 min of the dispatches in {main.name} "
+            "(a sibling file from another run?)"
         )
+    return None
 
 
 def _pid_of(path: Path) -> int:
@@ -379,19 +380,28 @@ def read_rocprof(path: str | Path) -> Trace:
         agent_layout = sniff(list(raw.columns))
         if agent_layout is None or agent_layout.kind != "agents":
             raise AdvisorInputError(str(f), "expected an agent_info layout")
-        trace.gpus = agents_to_gpus(raw)
-        missing = gpu_ids - set(trace.gpus)
-        if missing:
-            raise AdvisorInputError(
-                str(f),
-                f"no GPU agent {', '.join(map(str, sorted(missing)))} used by {p.name}: "
-                "mismatched sibling",
+        agents = agents_to_gpus(raw)
+        missing = gpu_ids - set(agents)
+        if missing:  # a file of another run: its facts would be wrong here
+            trace.warnings.append(
+                f"{f.name} ignored: it has no GPU agent {', '.join(map(str, sorted(missing)))} "
+                f"used by {p.name} (a sibling file from another run?)"
             )
+            siblings["agents"] = [x for x in siblings["agents"] if x != f]
+            continue
+        trace.gpus = agents
     k_lo, k_hi = int(trace.kernels["start"].min()), int(trace.kernels["end"].max())
     apis = [(f, read_table(f)[1]) for f in siblings.get("api", [])]
     copies = [(f, read_table(f)[1]) for f in siblings.get("copies", [])]
+    kept = {}
     for f, table in apis + copies:
-        _check_same_run(f, table, p, k_lo, k_hi)
+        note = _same_run(f, table, p, k_lo, k_hi)
+        if note:
+            trace.warnings.append(note)
+        kept[f] = note is None
+    apis = [(f, t) for f, t in apis if kept[f]]
+    copies = [(f, t) for f, t in copies if kept[f]]
+    siblings = {kind: [f for f in fs if kept.get(f, True)] for kind, fs in siblings.items()}
     if apis:
         trace.api = pd.concat([_api(t) for _, t in apis], ignore_index=True)
         api_pids = trace.api["pid"].unique()

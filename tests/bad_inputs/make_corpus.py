@@ -141,7 +141,6 @@ def _sqlite_cases(out: Path) -> list[Case]:
         "no_kernel_table.sqlite": [f"DROP TABLE {k}"],
         "no_stringids.sqlite": ["DROP TABLE StringIds"],
         "no_metadata.sqlite": ["DROP TABLE META_DATA_EXPORT"],
-        "no_target_info.sqlite": ["DROP TABLE TARGET_INFO_GPU"],
         "kernel_columns_dropped.sqlite": [
             f"ALTER TABLE {k} DROP COLUMN gridX",
             f"ALTER TABLE {k} DROP COLUMN registersPerThread",
@@ -210,17 +209,13 @@ def _sqlite_cases(out: Path) -> list[Case]:
         cases.append(
             Case(name, analyze, (0,), path=_nsys(out, name, *sql), warns=told.get(name, ""))
         )
-    cases.append(
-        Case(
-            "zero_sm_count_unknown_gpu.sqlite",
-            analyze,
-            path=_nsys(
-                out,
-                "zero_sm_count_unknown_gpu.sqlite",
-                "UPDATE TARGET_INFO_GPU SET smCount = 0, name = 'Mystery GPU 9'",
-            ),
-        )
-    )
+    # no usable GPU facts: analysed (exit 0) with a warning naming the --gpu to pass
+    for name, sql in (
+        ("no_target_info.sqlite", "DROP TABLE TARGET_INFO_GPU"),
+        ("zero_sm_count_unknown_gpu.sqlite",
+         "UPDATE TARGET_INFO_GPU SET smCount = 0, name = 'Mystery GPU 9'"),
+    ):  # fmt: skip
+        cases.append(Case(name, analyze, (0,), path=_nsys(out, name, sql), warns="--gpu NAME"))
     other = out / "not_an_nsys_export.sqlite"
     _sql(other, "CREATE TABLE t (a INT)", "INSERT INTO t VALUES (1)")
     empty_db = out / "empty_database.sqlite"
