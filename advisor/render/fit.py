@@ -79,9 +79,9 @@ def fitted_table(
     text_cols = [i for i in keep if cols[i].text]
     want = sum(natural[i] for i in text_cols)
     if text_cols and want > room:  # share the room among text columns, widest give most
-        share = max(room, sum(cols[i].min for i in text_cols))
+        share = max(room, sum(min(natural[i], cols[i].min) for i in text_cols))
         for i in sorted(text_cols, key=lambda i: natural[i]):
-            fair = max(cols[i].min, share // len(text_cols))
+            fair = max(min(natural[i], cols[i].min), share // len(text_cols))
             widths[i] = min(natural[i], fair)
             share -= widths[i]
             text_cols = [j for j in text_cols if j != i]

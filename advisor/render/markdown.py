@@ -11,7 +11,7 @@ from advisor.gate import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
 from advisor.render.fit import shorten_middle
-from advisor.render.units import fmt_ns, fmt_pct
+from advisor.render.units import fmt_ns
 
 
 def _cell(text) -> str:
@@ -25,33 +25,16 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 
 
 def _summary(a: Analysis) -> list[str]:
-    t, s = a.trace, a.summary()
+    t = a.trace
     gpus = sorted({f"{g.name} ({g.sm_count} {'CUs' if g.vendor == 'amd' else 'SMs'}, facts "
                    f"from {g.source})" for d, g in t.gpus.items() if d in t.devices})  # fmt: skip
-    cap = s["window_ns"] or 1
     lines = [
         f"Trace: `{t.path}` ({t.format}, {t.producer_version}); devices "
         f"{', '.join(map(str, t.devices))}; GPU: {'; '.join(gpus) or 'no facts'}.",
         "",
     ]
     lines += [f"> warning: {w}" for w in a.warnings] + ([""] if a.warnings else [])
-    rows = [
-        ["window (first to last GPU op, per device)", fmt_ns(s["window_ns"]), "100.0 %"],
-        ["GPU busy", fmt_ns(s["gpu_busy_ns"]), fmt_pct(s["gpu_busy_ns"] / cap)],
-        ["GPU idle", fmt_ns(s["idle_ns"]), fmt_pct(s["idle_ns"] / cap)],
-        ["  start-up (excluded from overhead)", fmt_ns(s["startup_idle_ns"]),
-         fmt_pct(s["startup_idle_ns"] / cap)],
-        ["  synchronization stalls", fmt_ns(s["sync_idle_ns"]), fmt_pct(s["sync_idle_ns"] / cap)],
-        ["  launch overhead", fmt_ns(s["launch_overhead_ns"]),
-         fmt_pct(s["launch_overhead_ns"] / cap)],
-        ["wave-quantization tail idle", fmt_ns(s["tail_idle_ns"]),
-         fmt_pct(s["tail_idle_ns"] / cap)],
-        ["under-filled grid idle", fmt_ns(s["underfill_idle_ns"]),
-         fmt_pct(s["underfill_idle_ns"] / cap)],
-        ["communication (exposed)", f"{fmt_ns(s['comm_ns'])} ({fmt_ns(s['exposed_comm_ns'])})",
-         fmt_pct(s["comm_ns"] / cap)],
-    ]  # fmt: skip
-    return lines + _table(["metric (device time)", "time", "share"], rows)
+    return lines + _section(sections.summary(a))
 
 
 def _findings(findings: list[dict], top: int) -> list[str]:

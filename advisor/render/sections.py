@@ -10,6 +10,7 @@ import pandas as pd
 
 from advisor import views
 from advisor.analysis import Analysis
+from advisor.data import load_yaml
 from advisor.render.fit import Col
 from advisor.render.units import fmt_ns, fmt_pct
 
@@ -37,9 +38,53 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def summary(a: Analysis) -> Section:
+    """Where the GPU time went. Shares are of the steady-state time (the windows minus their
+    start-up idle), so a start-up of seconds does not hide the symptoms; start-up is shown
+    apart, as a share of the whole window."""
+    s = a.summary()
+    window, startup = s["window_ns"], s["startup_idle_ns"]
+    steady = window - startup
+    cols = [Col("metric", text=True, wrap=True, min=30), Col("time"),
+            Col("share of steady time")]  # fmt: skip
+
+    def row(label: str, ns) -> list[str]:
+        return [label, fmt_ns(ns), fmt_pct(ns / steady) if steady > 0 else "-"]
+
+    what = "selected ranges' GPU windows" if a.selection.get("range") else "first to last GPU op"
+    rows = [
+        [f"window ({what}, per device)", fmt_ns(window), ""],
+        ["start-up idle (module load, compile, allocation; excluded)", fmt_ns(startup),
+         f"({fmt_pct(startup / window) if window else '-'} of the window)"],
+        row("steady-state time (window - start-up)", steady),
+        row("GPU busy", s["gpu_busy_ns"]),
+        row("GPU idle (steady)", s["idle_ns"] - startup),
+        row("  synchronization stalls", s["sync_idle_ns"]),
+        row("  launch overhead (host-bound + latency + in-graph)", s["launch_overhead_ns"]),
+        row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"]),
+        row("under-filled grid idle (inside busy)", s["underfill_idle_ns"]),
+    ]  # fmt: skip
+    if s["comm_ns"]:
+        rows += [
+            row("communication", s["comm_ns"]),
+            row("  exposed (no compute alongside)", s["exposed_comm_ns"]),
+            row("  waiting for other ranks", s["comm_wait_ns"]),
+            ["  overlap ratio (overlap / communication)", "", fmt_pct(s["overlap_ratio"])],
+        ]
+    return Section("Where the GPU time went (device time, summed over devices)", cols, rows)
+
+
 def quantization(a: Analysis, top: int) -> Section:
     """Kernels by quantization idle (tail + under-fill)."""
     k = a.kernel_table()
+    floor = load_yaml("thresholds.yaml")["quantization_min_launch_ns"]
+    short = k["median_ns"] < floor if len(k) else pd.Series(dtype=bool)
+    note = (
+        f"{int(short.sum())} kernel group(s) with launches under {fmt_ns(floor)} left out: their "
+        "cost is launch overhead (see the launch gaps)"
+        if short.any() else ""
+    )  # fmt: skip
+    k = k[~short] if len(k) else k
     cols = [Col("kernel", text=True, min=24), Col("dev", drop=3), Col("grid", drop=2),
             Col("block", drop=5), Col("launches", drop=4), Col("total"),
             Col("CTAs/SM (limit)", drop=6), Col("waves"), Col("idle share"),
@@ -59,7 +104,7 @@ def quantization(a: Analysis, top: int) -> Section:
             "-" if (r.comm or r.persistent) else fmt_pct(r.tail_fraction),
             fmt_ns(r.tail_idle_ns + r.underfill_idle_ns), kind,
         ])  # fmt: skip
-    return Section("Kernels by quantization idle (tail + under-fill)", cols, rows)
+    return Section("Kernels by quantization idle (tail + under-fill)", cols, rows, note)
 
 
 def top_kernels(a: Analysis, top: int) -> Section:

@@ -11,7 +11,7 @@ from advisor.findings import location
 from advisor.render import sections
 from advisor.render.fit import fitted_table
 from advisor.render.tables import titled_table
-from advisor.render.units import fmt_ns, fmt_pct
+from advisor.render.units import fmt_ns
 
 
 def _header(a: Analysis) -> Group:
@@ -37,36 +37,6 @@ def _header(a: Analysis) -> Group:
     for w in a.warnings:
         lines.append(Text(f"warning: {w}", style="yellow"))
     return Group(*lines)
-
-
-def _summary(a: Analysis) -> Table:
-    s = a.summary()
-    tab = Table(
-        title="Where the GPU time went (device time, summed over devices)", title_justify="left"
-    )
-    tab.add_column("metric")
-    tab.add_column("time", justify="right")
-    tab.add_column("share", justify="right")
-    cap = s["window_ns"]
-
-    def row(label, ns):
-        tab.add_row(label, fmt_ns(ns), fmt_pct(ns / cap) if cap else "-")
-
-    what = "selected ranges' GPU windows" if a.selection.get("range") else "first to last GPU op"
-    row(f"window ({what}, per device)", cap)
-    row("GPU busy", s["gpu_busy_ns"])
-    row("GPU idle", s["idle_ns"])
-    row("  start-up (module load, allocation; excluded)", s["startup_idle_ns"])
-    row("  synchronization stalls", s["sync_idle_ns"])
-    row("  launch overhead (host-bound + latency + in-graph)", s["launch_overhead_ns"])
-    row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"])
-    row("under-filled grid idle (inside busy)", s["underfill_idle_ns"])
-    if s["comm_ns"]:
-        row("communication", s["comm_ns"])
-        row("  exposed (no compute alongside)", s["exposed_comm_ns"])
-        row("  waiting for other ranks", s["comm_wait_ns"])
-        tab.add_row("  overlap ratio", "", fmt_pct(s["overlap_ratio"]))
-    return tab
 
 
 NARROW = 100  # below this many columns findings are listed as blocks, not a table
@@ -154,7 +124,7 @@ def _section(section: sections.Section, console: Console) -> None:
 def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -> None:
     """Print the report to ``console``."""
     console.print(_header(a))
-    console.print(_summary(a))
+    _section(sections.summary(a), console)
     if console.width < NARROW:
         console.print(_findings_list(findings, top, a.origin_ns))
     else:

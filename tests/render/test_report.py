@@ -25,7 +25,15 @@ def test_markdown_sections_and_numbers(single):
         assert f"\n{section}\n" in f"\n{text}", section
     # no communication in this trace: no comm section (and no comm chart, below)
     assert "## Communication and compute per device" not in text
-    assert "| GPU busy | 10.41 ms | 0.4 % |" in text
+    # shares are of the steady time: 2.88 s window - 2.83 s start-up = 51.33 ms;
+    # busy 10.41 / 51.33 = 20.3 %, tail 0.747 / 51.33 = 1.5 % (of the window: 0.4 %, 0.0 %)
+    assert "| steady-state time (window - start-up) | 51.33 ms | 100.0 % |" in text
+    assert "| GPU busy | 10.41 ms | 20.3 % |" in text
+    assert "| wave-quantization tail idle (inside busy) | 747.48 us | 1.5 % |" in text
+    assert "(98.2 % of the window)" in text
+    # launches under 5 us (the 864 ns elementwise chain) are not ranked by quantization idle
+    assert "| vectorized_elementwise_kernel | 0 | 4x1x1 |" not in text
+    assert "launches under 5.00 us left out" in text
     # the sync range's only instance starts 2.84 s after the first GPU op
     assert (
         "| 1 | remove_sync | high | range sync_in_loop, device 0, at +2.84 s | 29.20 ms |" in text
