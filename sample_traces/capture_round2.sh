@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Capture the second-round held-out traces on an NVIDIA GPU machine.
 #
-#   bash sample_traces/capture_round2.sh OUTDIR [evidence|gate|all]
+#   bash sample_traces/capture_round2.sh OUTDIR [evidence|gate|gate2|all]
 #
 # evidence: gemm_evidence.py and train_steps.py, each as an nsys export and a torch.profiler
 #           (Kineto) JSON of the same workload (two runs: the profilers cannot share CUPTI)
 # gate:     gate_steps.py runs for the gate noise study: base x4 (the first with an empty
 #           Triton cache: a cold start), slow_gemm x3, sync x3, launch x3; packed into
 #           OUTDIR/gate_runs.tar.xz with their facts
+# gate2:    the same workload, 18 runs interleaved and pinned to 4 cores: base x6 (the first
+#           cold), slow_gemm x3, sync x3, launch x3 with SPIN_NS=2000 (gate_runs2.tar.xz)
 # Needs what capture.sh needs (NSYS, .gpu-libs with libdw/libelf).
 set -euo pipefail
-out=${1:?usage: capture_round2.sh OUTDIR [evidence|gate|all]}
+out=${1:?usage: capture_round2.sh OUTDIR [evidence|gate|gate2|all]}
 what=${2:-all}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +59,27 @@ if [ "$what" = gate ] || [ "$what" = all ]; then
   for i in 1 2 3; do run "slow_gemm$i" slow_gemm; run "sync$i" sync; run "launch$i" launch; done
   tar -C "$g" -cJf "$out/gate_runs.tar.xz" .
   ls -l "$out/gate_runs.tar.xz"
+fi
+if [ "$what" = gate2 ]; then
+  # second gate set: runs interleaved (base, slow_gemm, sync, launch, ...) so that drift of
+  # the host over time falls on every variant alike, each pinned to 4 cores; the launch plant
+  # is 2 us of host time before each of the 40 pointwise launches (~ +20 % launch overhead)
+  g=$tmp/gate2; mkdir -p "$g"
+  export TRITON_CACHE_DIR=$tmp/triton-gate2
+  run() { # name variant
+    VARIANT=$2 SPIN_NS=2000 capture "gate_$1" -t cuda,nvtx -- \
+      taskset -c 4-7 python3 gate_steps.py "$g/gate_$1.facts.json"
+    mv "$out/gate_$1.sqlite" "$g/"
+  }
+  run base1_cold base
+  for i in 2 3 4 5 6; do
+    run "base$i" base
+    if [ "$i" -le 4 ]; then
+      j=$((i - 1)); run "slow_gemm$j" slow_gemm; run "sync$j" sync; run "launch$j" launch
+    fi
+  done
+  tar -C "$g" -cJf "$out/gate_runs2.tar.xz" .
+  ls -l "$out/gate_runs2.tar.xz"
 fi
 "$NSYS" --version > "$out/nsys_version_round2.txt"
 rm -rf "$tmp"
