@@ -164,3 +164,17 @@ def test_every_public_trace_analyses_without_gpu_option():
         find(a)
         if not a.trace.gpus:
             assert any(w.startswith("no GPU facts") for w in a.warnings), path.name
+
+
+def test_every_region_idle_is_the_sum_of_its_causes():
+    # issue 12: no idle nanosecond of a region is left unexplained (every sample and public
+    # nsys trace; traces without GPU facts too)
+    from conftest import SAMPLES, public_nsys
+
+    for path in [*sorted(SAMPLES.glob("*.sqlite")), *public_nsys()]:
+        t = analysis_of(path).region_totals()
+        if t.empty:
+            continue
+        causes = t[["launch_overhead_ns", "sync_idle_ns", "startup_idle_ns",
+                    "unattributed_idle_ns"]].sum(axis=1)  # fmt: skip
+        assert (abs(t["idle_ns"] - causes) <= 1).all(), path.name

@@ -1,9 +1,12 @@
 """NVTX ranges projected onto the GPU work they launched.
 
-A host range is top-level when no earlier range of the same thread contains it. A GPU op
-belongs to the top-level range that was open on the launching thread when its launch call
-started (joined by process + correlation id). A region's GPU window on a device runs from
-the first start to the last end of its ops there.
+A host range is top-level when no earlier range of the same *process* contains it (whatever
+its thread): PyTorch's autograd engine runs the backward pass on its own thread, inside the
+main thread's training step, and those ranges belong to the step. A GPU op belongs to the
+top-level range open on its launching thread when its launch call started (joined by
+process + correlation id), else to the one open then in its process (work launched by
+autograd or data-loader threads while a step is open). A region's GPU window on a device
+runs from the first start to the last end of its ops there.
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ def range_name(text: pd.Series) -> pd.Series:
 
 
 def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
-    """The NVTX ranges not nested in another range of the same thread, with ``range_id``;
-    ``text`` is the grouping name (``range_name``), ``raw_text`` the text as recorded."""
+    """The NVTX ranges not nested in another range of the same process, with ``range_id``,
+    sorted by (tid, start); ``text`` is the grouping name (``range_name``), ``raw_text`` the
+    text as recorded."""
     if nvtx.empty:
         return nvtx.assign(range_id=pd.Series(dtype="int64"), raw_text=pd.Series(dtype=str))
-    r = nvtx.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
-    prev_reach = reach_before(r["end"], r["tid"])
-    top = r[~(prev_reach >= r["end"])].copy()
+    r = nvtx.sort_values(["pid", "start", "end"], ascending=[True, True, False], kind="stable")
+    prev_reach = reach_before(r["end"], r["pid"])
+    top = r[~(prev_reach >= r["end"])]
+    top = top.sort_values(["tid", "start"], kind="stable").copy()
     top["range_id"] = np.arange(len(top), dtype=np.int64)
     top["raw_text"] = top["text"]
     top["text"] = range_name(top["text"])
@@ -67,11 +72,24 @@ def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
 
 def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
     """Per op: the range_id of the top-level range open on its launch thread at launch
-    (api_start, api_tid columns of the attributed ops), else -1."""
+    (api_start, api_tid columns of the attributed ops), else of the one open then in its
+    process (another thread's: the step that autograd or a loader thread worked for), else
+    -1."""
     out = np.full(len(ops), -1, dtype=np.int64)
     if ranges.empty or "api_tid" not in ops:
         return pd.Series(out, index=ops.index)
-    pos = open_range_at(ops["api_tid"].to_numpy(), ops["api_start"].to_numpy(), ranges)
+    start = ops["api_start"].to_numpy()
+    pos = open_range_at(ops["api_tid"].to_numpy(), start, ranges)
+    rest = np.flatnonzero((pos < 0) & ~np.isnan(start.astype(np.float64)))
+    if rest.size:
+        by_pid = ranges.sort_values(["pid", "start"], kind="stable")
+        at = open_range_at(
+            ops["pid"].to_numpy()[rest],
+            start[rest],
+            by_pid.rename(columns={"pid": "_key"}).assign(tid=by_pid["pid"].to_numpy()),
+        )
+        hit = at >= 0
+        pos[rest[hit]] = by_pid.index.to_numpy()[at[hit]]
     found = pos >= 0
     out[found] = ranges["range_id"].to_numpy()[pos[found]]
     return pd.Series(out, index=ops.index)

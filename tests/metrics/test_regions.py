@@ -73,3 +73,52 @@ def test_pytorch_range_names_are_grouped():
         "step 3",
         "ncclAllReduce",
     ]
+
+
+def test_ranges_nest_across_threads_of_one_process():
+    # a step on thread 1 [0, 1000); autograd's range on thread 2 [200, 800) inside it; another
+    # process's range [300, 400) on thread 3 stays its own
+    import pandas as pd
+
+    from advisor.metrics.regions import assign_ops
+
+    nvtx = pd.DataFrame(
+        {"start": [0, 200, 300], "end": [1000, 800, 400], "tid": [1, 2, 3], "pid": [10, 10, 11],
+         "text": ["train_step_0", "autograd::engine::evaluate_function: MmBackward0", "other"],
+         "domain": ["", "", ""]}
+    )  # fmt: skip
+    top = top_level_ranges(nvtx)
+    assert sorted(top["text"]) == ["other", "train_step_0"]
+    # ops launched by: the step's thread at 100, autograd's thread at 500 (inside the step),
+    # autograd's thread at 1500 (no range open), the other process at 350
+    ops = pd.DataFrame(
+        {"api_tid": [1, 2, 2, 3], "api_start": [100.0, 500.0, 1500.0, 350.0],
+         "pid": [10, 10, 10, 11]}
+    )  # fmt: skip
+    ids = assign_ops(ops, top).tolist()
+    names = dict(zip(top["range_id"], top["text"], strict=True))
+    assert [names.get(i, "-") for i in ids] == ["train_step_0", "train_step_0", "-", "other"]
+
+
+def test_training_steps_hold_the_backward_pass():
+    # h200_train_steps: the backward pass runs on autograd's thread; every op launched while
+    # a step was open belongs to it, and the steps' idle is wholly explained by its causes
+    from conftest import SAMPLES, analysis_of
+
+    a = analysis_of(SAMPLES / "h200_train_steps.sqlite")
+    t = a.region_totals()
+    assert sorted(t["name"]) == [f"train_step_{i}" for i in range(6)]
+    causes = t[["launch_overhead_ns", "sync_idle_ns", "startup_idle_ns", "unattributed_idle_ns"]]
+    assert (t["idle_ns"] == causes.sum(axis=1)).all()
+    # every GPU op launched (by any thread) while a step was open belongs to that step
+    api = a.trace.api.dropna(subset=["correlation"]).drop_duplicates("correlation")
+    api = api.set_index("correlation")
+    ops = a.ops.dropna(subset=["correlation"])
+    launched = api.reindex(ops["correlation"].to_numpy())
+    steps = a.regions[["host_start_ns", "host_end_ns"]].to_numpy()
+    start = launched["start"].to_numpy()
+    inside = ((start[:, None] >= steps[:, 0]) & (start[:, None] < steps[:, 1])).any(axis=1)
+    in_step = ops["region"].astype(str).str.startswith("train_step").to_numpy()
+    assert inside.sum() == in_step.sum() and (inside == in_step).all()
+    # ... and they were launched by two threads: the step's and autograd's
+    assert len(set(launched["tid"].to_numpy()[inside])) == 2
