@@ -82,6 +82,10 @@ class Analysis:
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
     origin_ns: int = 0  # the trace's first GPU op start (ns): where relative times count from
+    # per-device busy segments by class (comm.class_segments) and idle gaps by cause
+    # (gap_segments): what window metrics clip to a window
+    segments: dict = field(default_factory=dict, repr=False)
+    gap_segments: dict = field(default_factory=dict, repr=False)
     _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
@@ -105,20 +109,30 @@ class Analysis:
         return [*self.trace.warnings, *self.notes]
 
     def region_totals(self) -> pd.DataFrame:
-        """Per (top-level range name, device), in group order: ``instances``, the sums of
-        WINDOW_COLUMNS and ``window_ns`` over its instances, ``recoverable_ns`` (the sum of
-        RECOVERABLE: the idle time the strategies address) and ``worst_start_ns`` (the start
-        of the instance with the most of it)."""
+        """Per (top-level range name, device), in group order: ``instances``; the time
+        columns of WINDOW_COLUMNS measured once over the *union* of its instances' GPU
+        windows (async work of one instance can overlap the next: nothing is counted twice);
+        the per-op columns (tail, under-fill, comm waits, same-stream comm, sync gap count)
+        summed over instances; ``window_ns`` (the union's length); ``recoverable_ns`` (the
+        sum of RECOVERABLE: the idle time the strategies address) and ``worst_start_ns``
+        (the start of the instance with the most of it)."""
         r = self.regions.assign(window_ns=self.regions["end_ns"] - self.regions["start_ns"])
         r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
         groups = r.groupby(["name", "device"], as_index=False)
         g = groups.agg(
             instances=("start_ns", "size"),
-            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns", "recoverable_ns")},
+            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
         )
         # the instance with the most recoverable idle (the first on ties)
         worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
         g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
+        union = _union_windows(r, g)
+        if union is not None:
+            clipped = clipped_metrics(union, self.segments, self.gap_segments)
+            per_group = clipped.groupby("group")[CLIPPED_COLUMNS + ["window_ns"]].sum()
+            for col in [*CLIPPED_COLUMNS, "window_ns"]:
+                g[col] = per_group[col].reindex(range(len(g))).fillna(0).to_numpy()
+        g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
         return g
 
     def summary(self) -> dict:
@@ -161,14 +175,76 @@ class Analysis:
         return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
 
 
+# window columns measured by clipping device-wide intervals to a window (busy segments by
+# class, idle gaps by cause); the other WINDOW_COLUMNS come from the window's own ops
+CLIPPED_COLUMNS = ["gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
+                   "startup_idle_ns", "unattributed_idle_ns", "comm_ns", "compute_ns",
+                   "overlap_ns", "exposed_comm_ns"]  # fmt: skip
+
+
+def gap_segments(ops: pd.DataFrame) -> dict[str, dict[int, iv.Segments]]:
+    """Per gap cause, per device: the idle gaps before GPU ops (disjoint intervals: together
+    they are all the device's idle time between its first and last op)."""
+    gap = ops["gap_ns"].to_numpy()
+    rows = np.flatnonzero(gap > 0)
+    end = ops["start"].to_numpy()[rows]
+    start = end - gap[rows].astype(np.int64)
+    device = ops["device"].to_numpy()[rows]
+    cause = ops["cause"].to_numpy(object)[rows]
+    out: dict[str, dict[int, iv.Segments]] = {}
+    for c in pd.unique(cause):
+        if not isinstance(c, str):
+            continue
+        pick = cause == c
+        per = {}
+        for d in np.unique(device[pick]):
+            sel = pick & (device == d)
+            per[int(d)] = iv.union(start[sel], end[sel])
+        out[c] = per
+    return out
+
+
+def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFrame:
+    """CLIPPED_COLUMNS and window_ns for windows (device, start_ns, end_ns): busy time and
+    comm/compute from the device's busy segments clipped to each window, idle split by the
+    cause of the gap covering each idle nanosecond (so idle = the sum of its causes)."""
+    out = windows.copy()
+    n = len(out)
+    empty = (np.array([], np.int64), np.array([], np.int64))
+    lo_all, hi_all = out["start_ns"].to_numpy(), out["end_ns"].to_numpy()
+    busy = np.zeros(n, dtype=np.int64)
+    by_cause = {c: np.zeros(n, dtype=np.int64) for c in gaps}
+    for device, rows in out.groupby("device").indices.items():
+        lo, hi = lo_all[rows], hi_all[rows]
+        busy[rows] = iv.covered_in_windows(segments["busy"].get(int(device), empty), lo, hi)
+        for c, per in gaps.items():
+            by_cause[c][rows] = iv.covered_in_windows(per.get(int(device), empty), lo, hi)
+    out["window_ns"] = hi_all - lo_all
+    out["gpu_busy_ns"] = busy
+    out["idle_ns"] = out["window_ns"] - busy
+
+    def causes(*names: str) -> np.ndarray:
+        return sum((by_cause[c] for c in names if c in by_cause), np.zeros(n, dtype=np.int64))
+
+    out["launch_overhead_ns"] = causes(*OVERHEAD_CAUSES)
+    out["sync_idle_ns"] = causes("synchronization")
+    out["startup_idle_ns"] = causes("startup")
+    out["unattributed_idle_ns"] = causes("unattributed")
+    comm = window_comm(segments, out) if n else pd.DataFrame(index=out.index)
+    for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
+        out[col] = comm[col].to_numpy() if n else np.zeros(0, dtype=np.int64)
+    return out
+
+
 def window_metrics(
-    ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], segments: dict
+    ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], segments: dict, gaps: dict
 ) -> pd.DataFrame:
     """Fill WINDOW_COLUMNS for windows (device, start_ns, end_ns + ``keys``).
 
-    Busy/idle/comm come from all of the device's work clipped to the window (``segments``:
-    comm.class_segments of ``ops``); tail idle, gaps and comm waits from the window's own
-    ops (those whose keys match), and a gap counts only when it opens inside the window.
+    Busy, idle by cause and comm/compute come from all of the device's work clipped to the
+    window (clipped_metrics); tail idle, comm waits, same-stream comm and the number of
+    synchronization gaps from the window's own ops (those whose keys match; a sync gap
+    counts when it opens inside the window).
     """
     out = windows.copy()
     if out.empty:
@@ -176,21 +252,13 @@ def window_metrics(
             out[col] = pd.Series(dtype="float64")
         out["overlap_ratio"] = pd.Series(dtype="float64")
         return out
-    busy = np.zeros(len(out), dtype=np.int64)
-    empty = (np.array([], np.int64), np.array([], np.int64))
-    for device, rows in out.groupby("device").indices.items():
-        seg = segments["busy"].get(int(device), empty)
-        busy[rows] = iv.covered_in_windows(
-            seg, out["start_ns"].to_numpy()[rows], out["end_ns"].to_numpy()[rows]
-        )
-    out["gpu_busy_ns"] = busy
-    out["idle_ns"] = (out["end_ns"] - out["start_ns"]) - busy
+    clipped = clipped_metrics(out, segments, gaps)
+    for col in CLIPPED_COLUMNS:
+        out[col] = clipped[col].to_numpy()
 
     window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
     n = len(out)
-
-    sums = {}  # each sum visits only the ops that add to it
 
     def per_window(rows: np.ndarray, values=None) -> np.ndarray:
         """Sum of ``values`` (a count without) over ``rows`` of ops, per window."""
@@ -199,40 +267,32 @@ def window_metrics(
     for col in ("tail_idle_ns", "underfill_idle_ns", "wait_ns"):
         values = ops[col].to_numpy()
         rows = np.flatnonzero(inside & (values != 0))
-        sums["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
+        out["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
     rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
-    sums["same_stream_comm_ns"] = per_window(rows, took)
-
-    # gaps that open inside their window, summed per (window, cause) in one pass
+    out["same_stream_comm_ns"] = per_window(rows, took)
+    # synchronization gaps that open inside their window
     gap_ns = ops["gap_ns"].to_numpy()
-    rows = np.flatnonzero(inside & (gap_ns > 0))
-    gap_start = ops["start"].to_numpy()[rows] - gap_ns[rows]
-    opens = gap_start >= out["start_ns"].to_numpy()[window[rows]]
-    rows = rows[opens]
-    causes = ops["cause"].cat.categories
-    cause = ops["cause"].cat.codes.to_numpy()[rows].astype(np.int64)
-    rows, cause = rows[cause >= 0], cause[cause >= 0]  # (every gap has a cause)
-    slot = window[rows] * len(causes) + cause
-    total = np.bincount(slot, gap_ns[rows], n * len(causes)).reshape(n, len(causes))
-    count = np.bincount(slot, None, n * len(causes)).reshape(n, len(causes))
-
-    def by_cause(table: np.ndarray, *names: str) -> np.ndarray:
-        at = [i for i, c in enumerate(causes) if c in names]
-        return table[:, at].sum(axis=1).astype(np.float64)
-
-    sums["launch_overhead_ns"] = by_cause(total, *OVERHEAD_CAUSES)
-    sums["sync_idle_ns"] = by_cause(total, "synchronization")
-    sums["sync_gaps"] = by_cause(count, "synchronization")
-    sums["startup_idle_ns"] = by_cause(total, "startup")
-    sums["unattributed_idle_ns"] = by_cause(total, "unattributed")
-    for col in WINDOW_COLUMNS:
-        if col in sums:
-            out[col] = sums[col]
-    comm = window_comm(segments, out)
-    for col in comm.columns:
-        out[col] = comm[col].to_numpy()
+    rows = np.flatnonzero(inside & ops["cause"].eq("synchronization").to_numpy())
+    opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= out["start_ns"].to_numpy()[window[rows]]
+    out["sync_gaps"] = per_window(rows[opens])
+    out["overlap_ratio"] = (out["overlap_ns"] / out["comm_ns"]).where(out["comm_ns"] > 0)
     return out
+
+
+def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None:
+    """The merged GPU windows of each (name, device) group of region rows ``r``: device,
+    start_ns, end_ns and ``group`` (the row of ``groups``); None without rows."""
+    if r.empty:
+        return None
+    index = pd.MultiIndex.from_frame(groups[["name", "device"]])
+    group = index.get_indexer(pd.MultiIndex.from_frame(r[["name", "device"]]))
+    parts = []
+    for g, rows in pd.Series(group).groupby(group).indices.items():
+        s, e = iv.union(r["start_ns"].to_numpy()[rows], r["end_ns"].to_numpy()[rows])
+        parts.append(pd.DataFrame({"group": g, "device": int(groups["device"].iat[g]),
+                                   "start_ns": s, "end_ns": e}))  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
 
 
 def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.ndarray:
@@ -290,9 +350,12 @@ def analyze(
         impossible = int(configs["impossible"].to_numpy()[launches["config"].to_numpy()].sum())
 
     segments = class_segments(ops, op_class)
+    gaps = gap_segments(ops)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
-    devices = window_metrics(ops, dev.reset_index(), ["device"], segments)
-    regions = window_metrics(ops, region_windows(ops, ranges), ["range_id", "device"], segments)
+    devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)
+    regions = window_metrics(
+        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps
+    )
     return Analysis(
         trace=trace,
         ops=ops,
@@ -307,6 +370,8 @@ def analyze(
         collectives=skew,
         notes=[*coverage_notes(ops, impossible, api_traced), *shape_notes],
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
+        segments=segments,
+        gap_segments=gaps,
     )
 
 

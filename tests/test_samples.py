@@ -178,3 +178,26 @@ def test_every_region_idle_is_the_sum_of_its_causes():
         causes = t[["launch_overhead_ns", "sync_idle_ns", "startup_idle_ns",
                     "unattributed_idle_ns"]].sum(axis=1)  # fmt: skip
         assert (abs(t["idle_ns"] - causes) <= 1).all(), path.name
+
+
+def test_nothing_is_counted_twice():
+    # issue 12 invariants on every sample and public nsys trace: no region has more comm or
+    # exposed comm than its device; the findings of a device save at most its steady idle
+    # plus its quantization time; comm-overlap savings stay within exposed comm
+    from conftest import SAMPLES, public_nsys
+
+    for path in [*sorted(SAMPLES.glob("*.sqlite")), *public_nsys()]:
+        a = analysis_of(path)
+        dev = a.devices.set_index("device")
+        t = a.region_totals()
+        for col in ("comm_ns", "exposed_comm_ns", "gpu_busy_ns"):
+            assert (t[col].to_numpy() <= dev.loc[t["device"], col].to_numpy()).all(), path.name
+        findings = find(a)
+        for d, row in dev.iterrows():
+            steady_idle = row.idle_ns - row.startup_idle_ns
+            budget = steady_idle + row.tail_idle_ns + row.underfill_idle_ns + row.exposed_comm_ns
+            saved = sum(f["est_savings_ns"] for f in findings if f["device"] == d)
+            assert saved <= budget + 1, (path.name, d, saved, budget)
+        for f in findings:
+            if f["strategy"] == "comm_overlap":
+                assert f["est_savings_ns"] <= dev.loc[f["device"], "exposed_comm_ns"]

@@ -122,3 +122,28 @@ def test_training_steps_hold_the_backward_pass():
     assert inside.sum() == in_step.sum() and (inside == in_step).all()
     # ... and they were launched by two threads: the step's and autograd's
     assert len(set(launched["tid"].to_numpy()[inside])) == 2
+
+
+def test_overlapping_instances_are_measured_over_their_union():
+    # Two instances of range "step" whose GPU windows overlap: a 10 us all-reduce launched in
+    # step 1 [0, 10000) on stream 8 outlives its host range and runs beside step 2's kernel
+    # [4000, 6000) (stream 7). Summed per instance, step 1's window [0, 10000) and step 2's
+    # [4000, 6000) would claim 2000 ns of that comm twice; over their union [0, 10000):
+    #   comm 10000, compute 2000, overlap 2000, exposed 8000 (= the device's), busy 10000.
+    from builders import trace
+
+    t = trace(
+        [dict(start=0, end=10000, correlation=1, name="ncclDevKernel_AllReduce", stream=8),
+         dict(start=4000, end=6000, correlation=2, name="gemm_kernel")],
+        [("cudaLaunchKernel", 0, 50, 1), ("cudaLaunchKernel", 3000, 3100, 2)],
+        [("step", 0, 2000), ("step", 2500, 3500)],
+    )  # fmt: skip
+    a = analyze(t)
+    assert len(a.regions) == 2
+    assert a.regions["comm_ns"].sum() == 12000  # each instance alone: 10000 + 2000
+    total = a.region_totals().iloc[0]
+    device = a.devices.iloc[0]
+    assert (total.comm_ns, total.compute_ns, total.overlap_ns) == (10000, 2000, 2000)
+    assert total.exposed_comm_ns == 8000 == device.exposed_comm_ns
+    assert (total.gpu_busy_ns, total.idle_ns, total.window_ns) == (10000, 0, 10000)
+    assert total.comm_ns <= device.comm_ns
