@@ -184,23 +184,24 @@ CLIPPED_COLUMNS = ["gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns
 
 def gap_segments(ops: pd.DataFrame) -> dict[str, dict[int, iv.Segments]]:
     """Per gap cause, per device: the idle gaps before GPU ops (disjoint intervals: together
-    they are all the device's idle time between its first and last op)."""
+    they are all the device's idle time between its first and last op). The ops are sorted
+    by (device, start), so each device's gaps come out sorted and disjoint already."""
     gap = ops["gap_ns"].to_numpy()
     rows = np.flatnonzero(gap > 0)
     end = ops["start"].to_numpy()[rows]
     start = end - gap[rows].astype(np.int64)
     device = ops["device"].to_numpy()[rows]
-    cause = ops["cause"].to_numpy(object)[rows]
+    cause = ops["cause"].array
+    codes = cause.codes[rows]
     out: dict[str, dict[int, iv.Segments]] = {}
-    for c in pd.unique(cause):
-        if not isinstance(c, str):
-            continue
-        pick = cause == c
+    for code in np.unique(codes[codes >= 0]):
+        pick = np.flatnonzero(codes == code)
+        d = device[pick]
+        bounds = np.flatnonzero(np.diff(d)) + 1  # device runs (ops are grouped by device)
         per = {}
-        for d in np.unique(device[pick]):
-            sel = pick & (device == d)
-            per[int(d)] = iv.union(start[sel], end[sel])
-        out[c] = per
+        for part in np.split(pick, bounds):
+            per[int(device[part[0]])] = (start[part], end[part])
+        out[str(cause.categories[code])] = per
     return out
 
 

@@ -24,21 +24,23 @@ SYNC_COLUMNS = ["device", "call", "gaps", "total_ns", "median_ns", "max_ns", "wo
 def top_kernels(a: Analysis) -> pd.DataFrame:
     """Per (kernel name, device) of the selection: launches, total_ns (summed launch time),
     median_ns, share (total_ns / all kernel time of that device); largest total first."""
-    ops = a.ops[a.ops["kind"].eq("kernel").to_numpy()]
-    if ops.empty:
+    ops = a.ops
+    rows = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
+    if rows.size == 0:
         return pd.DataFrame(columns=TOP_KERNEL_COLUMNS)
-    frame = pd.DataFrame(
-        {
-            "name": ops["name"].astype(str).to_numpy(),
-            "device": ops["device"].to_numpy(),
-            "took": (ops["end"] - ops["start"]).to_numpy(),
-        }
-    )
-    g = frame.groupby(["name", "device"], sort=False)["took"]
-    out = pd.DataFrame(
-        {"launches": g.size(), "total_ns": g.sum(), "median_ns": g.median().round()}
-    ).reset_index()
-    out["median_ns"] = out["median_ns"].astype(np.int64)
+    names = ops["name"].array  # categorical: group by its integer codes, not by strings
+    codes = names.codes[rows].astype(np.int64)
+    device = ops["device"].to_numpy()[rows].astype(np.int64)
+    devices = np.unique(device)
+    key = codes * len(devices) + np.searchsorted(devices, device)
+    took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
+    g = pd.Series(took).groupby(key, sort=True)
+    out = pd.DataFrame({"launches": g.size(), "total_ns": g.sum(), "median_ns": g.median()})
+    keys = out.index.to_numpy()
+    out = out.reset_index(drop=True)
+    out.insert(0, "device", devices[keys % len(devices)])
+    out.insert(0, "name", np.asarray(names.categories, dtype=object)[keys // len(devices)])
+    out["median_ns"] = out["median_ns"].round().astype(np.int64)
     per_device = out.groupby("device")["total_ns"].transform("sum")
     out["share"] = out["total_ns"] / per_device
     out = out.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)
@@ -56,7 +58,7 @@ def copies(a: Analysis) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame(columns=COPY_COLUMNS)
     t = a.trace
-    kind = ops["kind"].to_numpy(object)[rows]
+    kind = np.asarray(ops["kind"].array[rows], dtype=object)
     src = ops["src"].to_numpy()[rows]
     is_copy = kind == "memcpy"
     direction = np.full(len(rows), "memset", dtype=object)
@@ -113,7 +115,9 @@ def sync_stalls(a: Analysis) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "device": ops["device"].to_numpy()[rows],
-            "call": pd.Series(ops["sync_call"].to_numpy(object)[rows]).fillna("unknown"),
+            "call": pd.Series(np.asarray(ops["sync_call"].array[rows], dtype=object)).fillna(
+                "unknown"
+            ),
             "gap": gap,
             "began": ops["start"].to_numpy()[rows] - gap,
         }
