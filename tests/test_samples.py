@@ -201,3 +201,23 @@ def test_nothing_is_counted_twice():
         for f in findings:
             if f["strategy"] == "comm_overlap":
                 assert f["est_savings_ns"] <= dev.loc[f["device"], "exposed_comm_ns"]
+
+
+def test_host_bound_training_steps_are_the_top_finding():
+    # issue 12: a GPT-style training loop whose GPU is busy ~7 ms of each ~28 ms step is
+    # reported as one high-severity step-level finding, not as small chain findings
+    from conftest import SAMPLES
+
+    a = analysis_of(SAMPLES / "h200_train_steps.sqlite")
+    findings = find(a)
+    top = findings[0]
+    assert (top["rule"], top["strategy"], top["region"]) == (
+        "host-bound-steps", "cuda_graph", "train_step"
+    )  # fmt: skip
+    assert top["severity"] == "high"
+    ev = top["evidence"]
+    assert ev["steps"] == 6 and 1 <= ev["steady_steps"] <= 5  # the cold first step is left out
+    assert ev["busy_ns"] < 0.4 * ev["step_ns"] and ev["overhead_share"] >= 0.5
+    # the chains inside the steps do not claim the same time again
+    assert not [f for f in findings if f["rule"] == "launch-bound-sequence"
+                and f["region"] == "train_step"]  # fmt: skip

@@ -40,6 +40,7 @@ LOCATION = {
     "kernels": ("name", "region"),
     "sequences": ("top_kernel", "region"),
     "regions": (None, "name"),
+    "steps": (None, "name"),
 }
 
 
@@ -56,7 +57,7 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
     title: str = Field(default="", min_length=0)
-    scope: Literal["kernels", "regions", "sequences"]
+    scope: Literal["kernels", "regions", "sequences", "steps"]
     when: str | list[str]
     savings: str
     strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
@@ -67,6 +68,9 @@ class RuleSpec(BaseModel):
     watch_for: str = ""
     references: list[str] = Field(default_factory=list)
     emit: EmitSpec | None = None
+    # rule ids whose findings inside this one's range (same device; for a steps finding:
+    # the ranges of its step family) claim the same time: they are dropped when it fires
+    supersedes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _defaults_from_id(self) -> RuleSpec:
@@ -354,8 +358,22 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "; GEMM unconfirmed (no name, op or shape says so: a structural guess), "
                 f"confirm with {f['confirm']}"
             )
-        span = spans.get(f["device"], 0)
+        # severity: the savings' share of the device's steady span, or of the time the
+        # finding is about when its table says (severity_base_ns: a step family's steps)
+        span = f["_row"].get("severity_base_ns") or spans.get(f["device"], 0)
         rule = next(r for r in rules if r.id == f["rule"])
         f["severity"] = _severity(rule, f["est_savings_ns"], span)
         out.append(f)
+    out = _drop_superseded(out, rules)
     return sorted(out, key=lambda f: (-f["est_savings_ns"], f["rule"], str(f["kernel"])))
+
+
+def _drop_superseded(findings: list[dict], rules: list[Rule]) -> list[dict]:
+    """Drop the findings a fired rule supersedes (RuleSpec.supersedes): those of that rule on
+    the same device and range (a steps finding's range holds all its steps)."""
+    by_id = {r.id: r for r in rules}
+    claims = {(rid, f["device"], f["region"]) for f in findings
+              for rid in by_id[f["rule"]].spec.supersedes}  # fmt: skip
+    if not claims:
+        return findings
+    return [f for f in findings if (f["rule"], f["device"], f["region"]) not in claims]

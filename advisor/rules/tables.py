@@ -11,6 +11,7 @@ import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml, names_in
+from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
 
 _WINDOW_DOC = {
@@ -42,6 +43,27 @@ _AT_DOC = {
     "most quantization idle (else the longest), the range instance with the most recoverable "
     "idle, the sequence's first op",
     "at_rel_ns": "at_ns - the trace's first GPU operation (ns)",
+}
+
+_STEP_DOC = {
+    "name": "a repeated top-level range (its instances are the steps; range names drop a "
+    "trailing step number: train_step_3 -> train_step, ProfilerStep#7 -> ProfilerStep)",
+    "device": "device id",
+    "steps": "instances of the family on the device",
+    "steady_steps": "instances without start-up idle (the per-step numbers are theirs)",
+    "step_ns": "median GPU window of a steady step (ns)",
+    "busy_ns": "median GPU busy time of a steady step (ns)",
+    "idle_ns": "median GPU idle time of a steady step (ns)",
+    "overhead_ns": "median launch overhead of a steady step (host-bound + latency gaps, ns)",
+    "sync_idle_ns": "median synchronization idle of a steady step (ns)",
+    "launches": "median host launches of a steady step",
+    "ops": "median GPU operations of a steady step",
+    "median_gap_ns": "median launch-overhead gap over the steady steps' ops (ns)",
+    "overhead_share": "overhead_ns / step_ns",
+    "graph_saving_ns": "estimated saving over all steady steps if each step ran from one CUDA "
+    "graph: sum of max(0, gap - 256 ns) over their launch-overhead gaps (ns)",
+    "severity_base_ns": "the steady steps' GPU windows summed (ns): automatic severity is the "
+    "savings' share of this, not of the whole device span",
 }
 
 SCOPES: dict[str, dict[str, str]] = {
@@ -123,6 +145,7 @@ SCOPES: dict[str, dict[str, str]] = {
         "median_gap_ns": "median gap between operations (ns)",
         **_AT_DOC,
     },
+    "steps": {**_STEP_DOC, **_AT_DOC},
 }
 
 
@@ -239,6 +262,58 @@ def _sequences(a: Analysis) -> pd.DataFrame:
     return _at(s, s["start_ns"], a.origin_ns)
 
 
+def _steps(a: Analysis) -> pd.DataFrame:
+    """Repeated top-level ranges (steps) per (family, device): per-step medians over the
+    steady steps and the whole-step CUDA-graph saving (SCOPES['steps'])."""
+    r = a.regions
+    if r.empty:
+        return pd.DataFrame(columns=list(SCOPES["steps"]))
+    r = r.assign(family=r["name"].astype(str).to_numpy(), step_ns=r["end_ns"] - r["start_ns"])
+    ops = a.ops
+    overhead_op = ops["cause"].isin(OVERHEAD_CAUSES).to_numpy() & (ops["range_id"] >= 0).to_numpy()
+    rows = np.flatnonzero(overhead_op)
+    gaps = pd.DataFrame(
+        {"range_id": ops["range_id"].to_numpy()[rows], "gap": ops["gap_ns"].to_numpy()[rows],
+         "device": ops["device"].to_numpy()[rows],
+         "opens": ops["start"].to_numpy()[rows] - ops["gap_ns"].to_numpy()[rows]}
+    )  # fmt: skip
+    # only gaps that open inside their step (the gap entering a step is the transition)
+    starts = r.set_index(["range_id", "device"])["start_ns"]
+    at = starts.reindex(pd.MultiIndex.from_frame(gaps[["range_id", "device"]])).to_numpy()
+    gaps = gaps[gaps["opens"].to_numpy() >= at]
+    gaps["saving"] = np.maximum(gaps["gap"] - GRAPH_NODE_GAP_NS, 0)
+    saving = gaps.groupby(["range_id", "device"])["saving"].sum()
+    idx = pd.MultiIndex.from_arrays([r["range_id"], r["device"]])
+    r["graph_saving_ns"] = saving.reindex(idx).fillna(0).to_numpy()
+    out = []
+    for (family, device), g in r.groupby(["family", "device"], sort=False):
+        if len(g) < 2:
+            continue
+        steady = g[g["startup_idle_ns"] <= 0]
+        use = steady if len(steady) else g
+        own = gaps[gaps["range_id"].isin(use["range_id"]) & (gaps["device"] == device)]
+        med = use[["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
+                   "launches", "ops"]].median()  # fmt: skip
+        worst = use.loc[use["graph_saving_ns"].idxmax()]
+        out.append({
+            "name": family, "device": int(device), "steps": len(g), "steady_steps": len(steady),
+            "step_ns": med["step_ns"], "busy_ns": med["gpu_busy_ns"], "idle_ns": med["idle_ns"],
+            "overhead_ns": med["launch_overhead_ns"], "sync_idle_ns": med["sync_idle_ns"],
+            "launches": med["launches"], "ops": med["ops"],
+            "median_gap_ns": float(own["gap"].median()) if len(own) else np.nan,
+            "overhead_share": (med["launch_overhead_ns"] / med["step_ns"]
+                               if med["step_ns"] else np.nan),
+            "graph_saving_ns": float(use["graph_saving_ns"].sum()),
+            "severity_base_ns": float(use["step_ns"].sum()),
+            "worst_start_ns": int(worst["start_ns"]),
+        })  # fmt: skip
+    if not out:
+        return pd.DataFrame(columns=list(SCOPES["steps"]))
+    t = pd.DataFrame(out)
+    return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+
+
 def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
     """One table per scope for the rule engine."""
-    return {"kernels": _kernels(a), "regions": _regions(a), "sequences": _sequences(a)}
+    return {"kernels": _kernels(a), "regions": _regions(a), "sequences": _sequences(a),
+            "steps": _steps(a)}  # fmt: skip

@@ -53,3 +53,35 @@ def test_every_column_is_documented():
         assert f"### `{scope}`" in doc
         for col in columns:
             assert f"| `{col}` |" in doc, (scope, col)
+
+
+def test_host_bound_steps_by_hand():
+    # three steps "step_1".."step_3", 2 ms apart; each: 20 kernels of 1 us, each launched
+    # 9.5 us after the previous one's start (the call ends after the previous kernel: the
+    # gaps are host-bound), so a step's GPU window is 20 * 1 + 19 * 9 = 191 us, its launch
+    # overhead 19 * 9 = 171 us (share 0.895), and one CUDA graph per step saves
+    # 19 * (9000 - 256) = 166,136 ns: 498,408 ns over the three steps, 87 % of their 573 us
+    from builders import trace
+
+    from advisor.analysis import analyze
+    from advisor.findings import find
+
+    kernels, api, nvtx = [], [], []
+    corr = 0
+    for step in range(3):
+        t0 = step * 2_000_000
+        nvtx.append((f"step_{step + 1}", t0, t0 + 200_000))
+        for i in range(20):
+            corr += 1
+            start = t0 + 10_000 + i * 10_000
+            api.append(("cudaLaunchKernel", start - 500, start - 100, corr))
+            kernels.append(dict(start=start, end=start + 1000, correlation=corr))
+    a = analyze(trace(kernels, api, nvtx))
+    steps = build_tables(a)["steps"].iloc[0]
+    assert (steps["name"], steps["steps"], steps["steady_steps"]) == ("step", 3, 3)
+    assert (steps["step_ns"], steps["busy_ns"], steps["overhead_ns"]) == (191_000, 20_000, 171_000)
+    assert steps["graph_saving_ns"] == 3 * 19 * (9000 - 256)
+    assert (steps["launches"], steps["median_gap_ns"]) == (20, 9000)
+    (f,) = [f for f in find(a) if f["rule"] == "host-bound-steps"]
+    assert (f["strategy"], f["region"], f["est_savings_ns"]) == ("cuda_graph", "step", 498_408)
+    assert f["severity"] == "high"  # 498 us of the steps' 573 us
