@@ -186,51 +186,45 @@ def analyze(
         emit_dir=emit_dir,
         jobs=jobs,
     )
-    if len(paths) > 1:
-        _analyze_many(paths, options, format, top)
-        return
-    trace = paths[0]
+    ranks, errors = None, []
     with _input_errors():
         if emit_dir:
             check_output_dir(emit_dir, paths, "emit folder")
-        rule_set = options.check().rules()
-        with progress_bar(3, f"reading {Path(trace).name}") as bar:
-            result, findings = pipeline.run(trace, options, rule_set, step=bar.advance)
+        rule_set = options.check().rules()  # bad options fail here, before any trace is read
+        if len(paths) == 1:
+            with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
+                result, findings = pipeline.run(paths[0], options, rule_set, step=bar.advance)
+        else:
+            result, findings, ranks, errors = _analyze_ranks(paths, options, rule_set)
         if emit_dir:
             emit(findings, result.trace.gpus, emit_dir)
     if format is OutputFormat.json:
-        _out(json_render.render(result, findings))
+        _out(json_render.render(result, findings, ranks))
     else:
-        terminal.render(result, findings, _console(), top=top)
-
-
-def _analyze_many(paths: list[str], options: AnalysisOptions, format, top: int) -> None:
-    """Several traces (one per rank): analysed in parallel, merged; exit 2 if any failed."""
-    from advisor.multi import analyze_many, merge
-    from advisor.render import multi as multi_render
-
-    with _input_errors():
-        for flag, value in (("--device", options.device), ("--emit", options.emit_dir)):
-            if value is not None:  # refused, never ignored
-                raise AdvisorInputError(
-                    None,
-                    f"{flag} is not supported with several traces yet: analyse one rank's "
-                    f"trace alone for {flag} (--range, --shape, --gemm, --rules work here)",
-                )
-        options.check()  # bad options fail once, here, not in every worker
-    with progress_bar(len(paths), f"analysing {len(paths)} traces") as bar:
-        results = analyze_many(paths, options, on_done=lambda _: bar.advance())
-    merged = merge(results)
-    if len(merged["errors"]) == len(results):
-        pass  # nothing was analysed: only the error lines below, nothing on stdout
-    elif format is OutputFormat.json:
-        _out(multi_render.as_json(merged))
-    else:
-        multi_render.terminal(merged, _console(), top)
-    for err in merged["errors"]:
-        typer.echo(f"advisor: error: {err['error']}", err=True)
-    if merged["errors"]:
+        terminal.render(result, findings, _console(), top=top, ranks=ranks)
+    for err in errors:
+        typer.echo(f"advisor: error: {err}", err=True)
+    if errors:
         raise typer.Exit(2)
+
+
+def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
+    """Several traces, one per rank: read in parallel and analysed as one job (multi.py).
+    Returns (analysis, findings, rank rows, the errors of unreadable traces); when none
+    could be read, the errors are printed and the command exits 2 with nothing on stdout."""
+    from advisor.multi import load_ranks, merge_traces, rank_rows
+
+    with progress_bar(len(paths), f"reading {len(paths)} traces") as bar:
+        loads = load_ranks(paths, options, on_done=lambda _: bar.advance())
+    errors = [x.error for x in loads if x.error]
+    if len(errors) == len(loads):
+        for err in errors:
+            typer.echo(f"advisor: error: {err}", err=True)
+        raise typer.Exit(2)
+    trace = merge_traces(loads)
+    with progress_bar(2, "analysing the ranks as one job") as bar:
+        result, findings = pipeline.run_trace(trace, options, rule_set, step=bar.advance)
+    return result, findings, rank_rows(loads), errors
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")

@@ -1,4 +1,4 @@
-"""One call from a trace path to its analysis and findings (shared by every command)."""
+"""One call from trace paths to an analysis and its findings (shared by every command)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.trace.load import load_trace
+from advisor.trace.model import Trace
+
+Step = Callable[[str | None], None]
 
 
 def run(
     path: str,
     options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
-    step: Callable[[str | None], None] | None = None,
+    step: Step | None = None,
 ) -> tuple[Analysis, list[dict]]:
     """Load ``path``, analyze it with ``options`` (--gpu, --shape, --gemm), narrow it to the
     options' range/device (Analysis.select) and apply ``rules`` (default: the options'
@@ -28,9 +31,20 @@ def run(
     top-level NVTX range.
     """
     options = options or AnalysisOptions()
-    step = step or (lambda _: None)
     advise_huge_pages(0)  # reading touches each page about once: small pages
     trace = load_trace(path, gpu=options.gpu)
+    return run_trace(trace, options, rules, step)
+
+
+def run_trace(
+    trace: Trace,
+    options: AnalysisOptions | None = None,
+    rules: list[Rule] | None = None,
+    step: Step | None = None,
+) -> tuple[Analysis, list[dict]]:
+    """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
+    options = options or AnalysisOptions()
+    step = step or (lambda _: None)
     advise_huge_pages(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
     step("computing metrics")
     # (release_api: this trace is ours alone)
@@ -39,14 +53,14 @@ def run(
     device = options.device
     if device is not None and device not in trace.devices:
         raise AdvisorInputError(
-            path,
+            trace.path,
             f"--device {device}: no GPU work on that device (devices: "
             f"{', '.join(map(str, trace.devices))})",
         )
     a = a.select(options.range_text, device)
     if options.range_text and a.regions.empty:
         raise AdvisorInputError(
-            path, f"--range {options.range_text!r}: no top-level NVTX range matches"
+            trace.path, f"--range {options.range_text!r}: no top-level NVTX range matches"
         )
     findings = find(a, options.rules() if rules is None else rules)
     step(None)

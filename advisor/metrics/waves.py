@@ -140,7 +140,10 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
              "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled"]  # fmt: skip
     out = out[order]
     out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
-    out = out.sort_values(["_idle", "total_ns"], ascending=False, ignore_index=True)
+    # ties (equal idle and time: the same kernel on several devices or ranges) in a fixed
+    # order, whatever order the trace's rows came in
+    out = out.sort_values(["_idle", "total_ns", "device"], ascending=[False, False, True],
+                          ignore_index=True, kind="stable")  # fmt: skip
     return plain_columns(out.drop(columns="_idle"))
 
 

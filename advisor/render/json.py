@@ -92,8 +92,9 @@ def collective_rows(coll: pd.DataFrame) -> list[dict]:
     ]
 
 
-def document(a: Analysis, findings: list[dict]) -> dict:
-    """The full JSON-ready dict for one analysis."""
+def document(a: Analysis, findings: list[dict], ranks: list[dict] | None = None) -> dict:
+    """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
+    one, when several were given)."""
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(50)
@@ -124,12 +125,14 @@ def document(a: Analysis, findings: list[dict]) -> dict:
         }
     )
     doc["regions"] = region_rows(a.regions)
+    if ranks is not None:
+        doc["ranks"] = plain(ranks)
     return doc
 
 
-def render(a: Analysis, findings: list[dict]) -> str:
+def render(a: Analysis, findings: list[dict], ranks: list[dict] | None = None) -> str:
     """JSON text (indented, keys in schema order)."""
-    return json_text(document(a, findings))
+    return json_text(document(a, findings, ranks))
 
 
 def json_text(value) -> str:

@@ -183,3 +183,13 @@ def comm(a: Analysis) -> Section:
              fmt_ns(r.exposed_comm_ns), fmt_pct(r.overlap_ratio), fmt_ns(r.comm_wait_ns),
              fmt_ns(r.same_stream_comm_ns)] for r in a.devices.itertuples()]  # fmt: skip
     return Section("Communication and compute per device", cols, rows)
+
+
+def ranks(rows: list[dict]) -> Section:
+    """The traces of a job analysed as one: which devices each became."""
+    cols = [Col("rank"), Col("trace", text=True, min=20), Col("devices", text=True),
+            Col("trace dev", text=True, drop=1)]  # fmt: skip
+    out = [["-" if r["rank"] is None else str(r["rank"]), r["path"],
+            ", ".join(map(str, r["devices"])) if r["devices"] else "error",
+            ", ".join(map(str, r["trace_devices"]))] for r in rows]  # fmt: skip
+    return Section("Ranks (one trace each, analysed as one job)", cols, out)

@@ -121,9 +121,17 @@ def _section(section: sections.Section, console: Console) -> None:
         console.print(Text(section.note, style="dim"))
 
 
-def render(a: Analysis, findings: list[dict], console: Console, top: int = 10) -> None:
-    """Print the report to ``console``."""
+def render(
+    a: Analysis,
+    findings: list[dict],
+    console: Console,
+    top: int = 10,
+    ranks: list[dict] | None = None,
+) -> None:
+    """Print the report to ``console`` (``ranks``: the traces of a job read as one)."""
     console.print(_header(a))
+    if ranks is not None:
+        _section(sections.ranks(ranks), console)
     _section(sections.summary(a), console)
     if console.width < NARROW:
         console.print(_findings_list(findings, top, a.origin_ns))
