@@ -106,3 +106,15 @@ def test_ranks_carry_their_data_quality_warnings(ranks):
     assert any(w.startswith(f"rank 0 ({path}): no GPU facts for device(s)") for w in t.warnings)
     a, _ = run_trace(t)
     assert any("kernel launches have no launch call" in n for n in a.notes)
+
+
+def test_a_single_rank_says_the_wait_is_unknown(ranks):
+    # rank 0 alone: its all-reduces wait for rank 1, which this trace cannot see
+    from advisor.findings import find
+
+    f = find(analysis_of(ranks[0]))
+    exposed = next(x for x in f if x["rule"] == "exposed-comm"
+                   and x["region"] == "allreduce_straggler")  # fmt: skip
+    assert exposed["evidence"]["comm_wait_ns"] is None
+    assert "unknown of it waits for other ranks" in exposed["summary"]
+    assert not [x for x in f if x["rule"] == "rank-skew"]

@@ -41,6 +41,7 @@ LOCATION = {
     "sequences": ("top_kernel", "region"),
     "regions": (None, "name"),
     "steps": (None, "name"),
+    "stragglers": (None, "name"),
 }
 
 
@@ -57,7 +58,7 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
     title: str = Field(default="", min_length=0)
-    scope: Literal["kernels", "regions", "sequences", "steps"]
+    scope: Literal["kernels", "regions", "sequences", "steps", "stragglers"]
     when: str | list[str]
     savings: str
     strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
@@ -71,6 +72,9 @@ class RuleSpec(BaseModel):
     # rule ids whose findings inside this one's range (same device; for a steps finding:
     # the ranges of its step family) claim the same time: they are dropped when it fires
     supersedes: list[str] = Field(default_factory=list)
+    # whose findings it supersedes: on its own device only, or on every device (a
+    # straggler's finding explains the waits that the other devices' findings report)
+    supersedes_devices: Literal["same", "all"] = "same"
 
     @model_validator(mode="after")
     def _defaults_from_id(self) -> RuleSpec:
@@ -111,12 +115,12 @@ class _Template(string.Formatter):
         return kwargs[field_name], field_name
 
     def format_field(self, value, spec):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "unknown"
         if spec == "time":
             return fmt_ns(value)
         if spec == "pct":
             return fmt_pct(value)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "unknown"
         if spec == "int":
             return str(int(value))
         return super().format_field(value, spec)
@@ -372,8 +376,12 @@ def _drop_superseded(findings: list[dict], rules: list[Rule]) -> list[dict]:
     """Drop the findings a fired rule supersedes (RuleSpec.supersedes): those of that rule on
     the same device and range (a steps finding's range holds all its steps)."""
     by_id = {r.id: r for r in rules}
-    claims = {(rid, f["device"], f["region"]) for f in findings
-              for rid in by_id[f["rule"]].spec.supersedes}  # fmt: skip
+    claims = set()  # (rule id, device or None for every device, range)
+    for f in findings:
+        spec = by_id[f["rule"]].spec
+        device = f["device"] if spec.supersedes_devices == "same" else None
+        claims.update((rid, device, f["region"]) for rid in spec.supersedes)
     if not claims:
         return findings
-    return [f for f in findings if (f["rule"], f["device"], f["region"]) not in claims]
+    return [f for f in findings if (f["rule"], f["device"], f["region"]) not in claims
+            and (f["rule"], None, f["region"]) not in claims]  # fmt: skip

@@ -29,10 +29,12 @@ _WINDOW_DOC = {
     "compute_ns": "compute busy time (ns)",
     "overlap_ns": "communication overlapped by compute (ns)",
     "exposed_comm_ns": "communication with no compute alongside (ns)",
-    "comm_wait_ns": "comm time spent waiting for the last rank (ns)",
+    "comm_wait_ns": "comm time spent waiting for the last rank (ns; NaN: unknown, the trace "
+    "holds one rank's communication only)",
     "same_stream_comm_ns": "comm time on streams that also run compute (ns)",
     "overlap_ratio": "overlap_ns / comm_ns (NaN without comm)",
-    "hidable_comm_ns": "max(0, min(exposed_comm_ns - comm_wait_ns, compute_ns)) (ns)",
+    "hidable_comm_ns": "max(0, min(exposed_comm_ns - comm_wait_ns, compute_ns)) (ns; an "
+    "unknown wait counts as 0)",
     "window_ns": "length of the window(s) (ns)",
     "device": "device id",
 }
@@ -64,6 +66,25 @@ _STEP_DOC = {
     "graph: sum of max(0, gap - 256 ns) over their launch-overhead gaps (ns)",
     "severity_base_ns": "the steady steps' GPU windows summed (ns): automatic severity is the "
     "savings' share of this, not of the whole device span",
+}
+
+_STRAGGLER_DOC = {
+    "name": "top-level range whose collectives wait for one device",
+    "device": "the straggler: the device most often last into the range's collectives",
+    "devices": "devices that ran the range",
+    "instances": "instances of the range on the straggler",
+    "waits_caused_ns": "time the other devices spent waiting inside the range's collectives "
+    "(their comm_wait_ns summed, ns)",
+    "extra_compute_ns": "the straggler's compute time minus the median of the others' (ns)",
+    "extra_launch_overhead_ns": "its launch overhead minus the others' median (ns)",
+    "extra_sync_ns": "its synchronization idle minus the others' median (ns)",
+    "late_start_ns": "how much later its GPU work starts than the others' (median over the "
+    "instances, ns): GPU idle with no launch from its host, e.g. an input pipeline",
+    "extra_ns": "the largest of the four explanations above (ns)",
+    "by_work": "the largest is extra compute (uneven load)",
+    "by_host": "the largest is extra launch overhead (its host launches slower)",
+    "by_sync": "the largest is extra synchronization idle",
+    "by_input": "the largest is the late start (input pipeline, host work before the step)",
 }
 
 SCOPES: dict[str, dict[str, str]] = {
@@ -146,6 +167,7 @@ SCOPES: dict[str, dict[str, str]] = {
         **_AT_DOC,
     },
     "steps": {**_STEP_DOC, **_AT_DOC},
+    "stragglers": {**_STRAGGLER_DOC, **_AT_DOC},
 }
 
 
@@ -239,7 +261,11 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
     w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
     w["overlap_ratio"] = (w["overlap_ns"] / w["comm_ns"]).where(w["comm_ns"] > 0)
-    hidable = (w["exposed_comm_ns"] - w["comm_wait_ns"]).clip(lower=0)
+    # waits for other ranks are measured only when the trace holds several ranks' comm
+    comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
+    if comm_devices < 2:
+        w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
+    hidable = (w["exposed_comm_ns"] - w["comm_wait_ns"].fillna(0)).clip(lower=0)
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
     waiting = ops[ops["wait_ns"] > 0]
     last = (
@@ -313,7 +339,60 @@ def _steps(a: Analysis) -> pd.DataFrame:
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
 
 
+def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
+    """Per range whose collectives wait for one device (the one most often last): why that
+    device is late, from its own timeline against the other devices' (SCOPES['stragglers'])."""
+    empty = pd.DataFrame(columns=list(SCOPES["stragglers"]))
+    if a.regions.empty or regions.empty or regions["comm_wait_ns"].isna().all():
+        return empty
+    out = []
+    for name, g in regions.groupby("name", sort=False):
+        if len(g) < 2 or not (g["comm_wait_ns"] > 0).any():
+            continue
+        last = g["last_device"].dropna()
+        if last.empty:
+            continue
+        device = int(last.mode().iloc[0])
+        me, others = g[g["device"] == device], g[g["device"] != device]
+        if me.empty or others.empty:
+            continue
+        me = me.iloc[0]
+        extras = {
+            key: float(me[col] - others[col].median())
+            for key, col in (("by_work", "compute_ns"), ("by_host", "launch_overhead_ns"),
+                             ("by_sync", "sync_idle_ns"))
+        }  # fmt: skip
+        extras["by_input"] = _late_start(a.regions, name, device)
+        best = max(extras, key=extras.get)
+        out.append({
+            "name": name, "device": device, "devices": len(g), "instances": int(me["instances"]),
+            "waits_caused_ns": float(others["comm_wait_ns"].sum()),
+            "extra_compute_ns": extras["by_work"], "extra_launch_overhead_ns": extras["by_host"],
+            "extra_sync_ns": extras["by_sync"], "late_start_ns": extras["by_input"],
+            "extra_ns": max(extras[best], 0.0),
+            **{k: k == best and extras[k] > 0 for k in extras},
+            "worst_start_ns": int(me["at_ns"]),
+        })  # fmt: skip
+    if not out:
+        return empty
+    t = pd.DataFrame(out)
+    return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+
+
+def _late_start(regions: pd.DataFrame, name: str, device: int) -> float:
+    """Median over the range's instances (matched by order) of how much later ``device``'s
+    GPU window starts than the earliest other device's (ns)."""
+    r = regions[regions["name"] == name].sort_values("start_ns")
+    r = r.assign(k=r.groupby("device").cumcount())
+    starts = r.pivot_table(index="k", columns="device", values="start_ns", aggfunc="first")
+    if device not in starts or starts.shape[1] < 2:
+        return 0.0
+    others = starts.drop(columns=device).min(axis=1)
+    return float((starts[device] - others).dropna().median())
+
+
 def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
     """One table per scope for the rule engine."""
-    return {"kernels": _kernels(a), "regions": _regions(a), "sequences": _sequences(a),
-            "steps": _steps(a)}  # fmt: skip
+    regions = _regions(a)
+    return {"kernels": _kernels(a), "regions": regions, "sequences": _sequences(a),
+            "steps": _steps(a), "stragglers": _stragglers(a, regions)}  # fmt: skip
