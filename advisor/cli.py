@@ -134,6 +134,9 @@ def analyze(
         help="GPU model when the trace lacks device facts (see `advisor gpus`); "
         "'none' skips occupancy/wave metrics.",
     ),
+    gpu_spec: str = typer.Option(
+        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
+    ),
     range_text: str = typer.Option(
         None, "--range", metavar="TEXT", help="Only top-level NVTX ranges whose text contains TEXT."
     ),
@@ -178,6 +181,7 @@ def analyze(
     paths = _expand(traces)
     options = AnalysisOptions(
         gpu=gpu,
+        gpu_spec=gpu_spec,
         rule_paths=tuple(rules or ()),
         shapes=tuple(shape or ()),
         gemms=tuple(gemm or ()),
@@ -328,6 +332,9 @@ def gate(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
+    gpu_spec: str = typer.Option(
+        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
+    ),
     rules: list[str] = typer.Option(
         None, "--rules", metavar="PATH", help="Extra rule file or folder."
     ),
@@ -343,7 +350,7 @@ def gate(
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
         cfg = load_gate_config(config)
-        options = AnalysisOptions(gpu=gpu, rule_paths=tuple(rules or ())).check()
+        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
         if baseline_name:
             base = baselines.load(baseline_name, Path(store) if store else None)
         else:
@@ -379,6 +386,9 @@ def baseline_save(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
+    gpu_spec: str = typer.Option(
+        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
+    ),
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
@@ -386,7 +396,7 @@ def baseline_save(
     with _input_errors():
         if store:
             check_output_file(store, traces, "baseline store")
-        sets = _metric_sets(traces, AnalysisOptions(gpu=gpu))
+        sets = _metric_sets(traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check())
         path = baselines.save(name, sets, Path(store) if store else None)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
@@ -419,6 +429,9 @@ def report(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
+    gpu_spec: str = typer.Option(
+        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
+    ),
     rules: list[str] = typer.Option(
         None, "--rules", metavar="PATH", help="Extra rule file or folder."
     ),
@@ -450,7 +463,7 @@ def report(
         if emit_dir:
             check_output_dir(emit_dir, traces, "emit folder")
         options = AnalysisOptions(
-            gpu=gpu, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
+            gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
             gemms=tuple(gemm or ()),
         ).check()  # fmt: skip
         rule_set = options.rules()

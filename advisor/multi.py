@@ -38,7 +38,7 @@ class RankLoad:
     devices: dict[int, int] = field(default_factory=dict)  # its device id -> merged id
 
 
-def load_one(path: str, gpu: str | None) -> RankLoad:
+def load_one(path: str, gpu) -> RankLoad:
     """Read one trace (bad input becomes the load's ``error``)."""
     from advisor.trace.load import load_trace
 
@@ -62,13 +62,13 @@ def load_ranks(
     if jobs == 1:
         loads = []
         for p in paths:
-            loads.append(load_one(p, options.gpu))
+            loads.append(load_one(p, options.gpu_override))
             notify(loads[-1])
         return loads
     threads = max(1, (os.cpu_count() or 1) // jobs)  # cores per worker for its reads
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_read_threads,
                              initargs=(threads,)) as pool:  # fmt: skip
-        futures = [pool.submit(load_one, p, options.gpu) for p in paths]
+        futures = [pool.submit(load_one, p, options.gpu_override) for p in paths]
         for future in as_completed(futures):
             notify(future.result())
         return [f.result() for f in futures]

@@ -12,11 +12,13 @@ from advisor.metrics.gemm import GemmOption, ShapeOption
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """``gpu``: --gpu NAME; ``rule_paths``: --rules; ``shapes``: --shape PATTERN=MxNxK texts;
-    ``gemms``: --gemm PATTERN texts; ``range_text``/``device``: the selection; ``emit_dir``:
-    --emit; ``jobs``: worker processes for several traces."""
+    """``gpu``: --gpu NAME; ``gpu_spec``: --gpu-spec FILE; ``rule_paths``: --rules;
+    ``shapes``: --shape PATTERN=MxNxK texts; ``gemms``: --gemm PATTERN texts;
+    ``range_text``/``device``: the selection; ``emit_dir``: --emit; ``jobs``: worker
+    processes for several traces."""
 
     gpu: str | None = None
+    gpu_spec: str | None = None  # --gpu-spec FILE.yaml
     rule_paths: tuple[str, ...] = ()
     shapes: tuple[str, ...] = ()
     gemms: tuple[str, ...] = ()
@@ -35,6 +37,17 @@ class AnalysisOptions:
         """The parsed --gemm values (AdvisorInputError names the bad one)."""
         return [GemmOption.parse(g) for g in self.gemms]
 
+    @cached_property
+    def gpu_override(self):
+        """What overrides the traces' GPU facts: a --gpu name, the GpuSpec of --gpu-spec, or
+        None (AdvisorInputError for both at once or a bad file)."""
+        from advisor.errors import AdvisorInputError
+        from advisor.trace.gpus import gpu_from_file
+
+        if self.gpu and self.gpu_spec:
+            raise AdvisorInputError(None, "give --gpu NAME or --gpu-spec FILE, not both")
+        return gpu_from_file(self.gpu_spec) if self.gpu_spec else self.gpu
+
     def rules(self):
         """The rules in force: built-in plus --rules (AdvisorInputError on a bad file)."""
         from advisor.rules.engine import load_rules
@@ -43,7 +56,7 @@ class AnalysisOptions:
 
     def check(self) -> AnalysisOptions:
         """Parse everything that can be wrong before any trace is read; returns self."""
-        _ = self.shape_options, self.gemm_options
+        _ = self.shape_options, self.gemm_options, self.gpu_override
         self.rules()
         return self
 

@@ -32,7 +32,7 @@ def run(
     """
     options = options or AnalysisOptions()
     advise_huge_pages(0)  # reading touches each page about once: small pages
-    trace = load_trace(path, gpu=options.gpu)
+    trace = load_trace(path, gpu=options.gpu_override)
     return run_trace(trace, options, rules, step)
 
 

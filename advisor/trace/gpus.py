@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.data import load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.trace.model import GpuSpec
+from advisor.user_yaml import load_user_yaml
 
 _FIELDS = set(GpuSpec.__dataclass_fields__) - {"source"}
 
@@ -36,3 +41,46 @@ def gpu_from_option(value: str) -> GpuSpec:
         known = ", ".join(g.name for g in builtin_gpus())
         raise AdvisorInputError(None, f"--gpu {value!r} is not a known GPU (known: {known})")
     return GpuSpec(**{**spec.to_dict(), "source": f"--gpu {value}"})
+
+
+class GpuSpecFile(BaseModel):
+    """A --gpu-spec file: the facts of one GPU (docs/metrics.md, "GPU facts")."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=100)
+    vendor: Literal["nvidia", "amd"]
+    sm_count: int = Field(gt=0, le=4096)
+    compute_capability: str = Field(pattern=r"^(\d{1,2}\.\d|gfx[0-9a-f]{3,4})$")
+    max_warps_per_sm: int = Field(gt=0, le=256)
+    max_blocks_per_sm: int = Field(gt=0, le=256)
+    registers_per_sm: int = Field(gt=0, le=1 << 20)
+    shared_mem_per_sm: int = Field(gt=0, le=1 << 24)
+    warp_size: int | None = Field(default=None, gt=0, le=128)
+    max_shared_mem_per_block: int | None = Field(default=None, gt=0, le=1 << 24)
+    reserved_shared_mem_per_block: int = Field(default=0, ge=0, le=1 << 16)
+    clock_mhz: float | None = Field(default=None, gt=0, le=10000)
+    memory_bandwidth_gbs: float | None = Field(default=None, gt=0, le=1e6)
+    dense_fp16_tflops: float | None = Field(default=None, gt=0, le=1e6)
+
+
+def gpu_from_file(path: str) -> GpuSpec:
+    """The GpuSpec of a ``--gpu-spec FILE.yaml`` (AdvisorInputError names the file and
+    field: missing fields, wrong types, negative or absurd counts, YAML bombs)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AdvisorInputError(str(p), f"--gpu-spec: cannot read: {exc}") from None
+    doc = load_user_yaml(text, str(p), "--gpu-spec file")
+    try:
+        spec = GpuSpecFile.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        fld = ".".join(str(x) for x in err["loc"]) or "(file)"
+        raise AdvisorInputError(str(p), f"--gpu-spec field {fld!r}: {err['msg']}") from None
+    values = spec.model_dump()
+    values["warp_size"] = values["warp_size"] or (64 if spec.vendor == "amd" else 32)
+    values["max_shared_mem_per_block"] = (
+        values["max_shared_mem_per_block"] or values["shared_mem_per_sm"]
+    )
+    return GpuSpec(**values, source=f"--gpu-spec {p.name}")

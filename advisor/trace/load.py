@@ -29,11 +29,12 @@ def check_readable_file(path: Path) -> None:
         raise AdvisorInputError(str(path), "empty file (0 bytes)")
 
 
-def load_trace(path: str | Path, gpu: str | None = None) -> Trace:
+def load_trace(path: str | Path, gpu: str | GpuSpec | None = None) -> Trace:
     """Read ``path`` into a Trace and attach a GpuSpec to every active device.
 
-    GPU facts come from the trace; ``gpu`` (a --gpu value) overrides them; ``gpu='none'``
-    accepts a trace without facts (wave metrics are then left empty and a warning says so).
+    GPU facts come from the trace; ``gpu`` (a --gpu name, or a GpuSpec from --gpu-spec)
+    overrides them, with a warning where it contradicts the trace's own facts; ``gpu='none'``
+    drops them (wave metrics are then left empty and a warning says so).
     """
     p = Path(path)
     if p.is_dir():
@@ -68,16 +69,17 @@ def _read_file(p: Path) -> Trace:
     )
 
 
-def _settle_gpus(trace: Trace, gpu: str | None) -> None:
+def _settle_gpus(trace: Trace, gpu: str | GpuSpec | None) -> None:
     devices = trace.devices
-    if gpu and gpu.lower() == NO_GPU:
+    if isinstance(gpu, str) and gpu.lower() == NO_GPU:
         trace.gpus = {}
         trace.warnings.append(
             "no GPU facts used (--gpu none): occupancy, waves and tails are not computed"
         )
         return
     if gpu:
-        spec = gpu_from_option(gpu)
+        spec = gpu if isinstance(gpu, GpuSpec) else gpu_from_option(gpu)
+        trace.warnings.extend(_contradictions(trace, spec))
         trace.gpus = {d: spec for d in devices}
         return
     missing = [d for d in devices if d not in trace.gpus]
@@ -112,3 +114,19 @@ def missing_facts_warning(trace: Trace, devices: list[int]) -> str:
         f"no GPU facts for device(s) {ids} (the export has no TARGET_INFO_GPU): {limited}; "
         "pass --gpu NAME (e.g. --gpu H100-SXM; `advisor gpus` lists them)"
     )
+
+
+def _contradictions(trace: Trace, spec: GpuSpec) -> list[str]:
+    """Warnings where the trace's own facts disagree with the GPU the user gave."""
+    out = []
+    for device, own in sorted(trace.gpus.items()):
+        if own.source.startswith("built-in") or own.source.startswith("--gpu"):
+            continue
+        same_name = match_gpu(own.name) is not None and match_gpu(own.name).name == spec.name
+        if own.sm_count != spec.sm_count or not (same_name or own.name == spec.name):
+            out.append(
+                f"{spec.source} ({spec.name}, {spec.sm_count} SMs/CUs) overrides what the trace "
+                f"reports for device {device} ({own.name}, {own.sm_count} SMs/CUs): occupancy, "
+                "waves and tails follow the option"
+            )
+    return out
