@@ -118,3 +118,22 @@ def test_a_single_rank_says_the_wait_is_unknown(ranks):
     assert exposed["evidence"]["comm_wait_ns"] is None
     assert "unknown of it waits for other ranks" in exposed["summary"]
     assert not [x for x in f if x["rule"] == "rank-skew"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite", "nsysai_h100_2gpu_window_nsys2026.2.sqlite"],
+)
+def test_public_two_gpu_exports_split_per_rank_agree(name, tmp_path):
+    # the public 2-GPU training windows (no GPU facts; NCCL SendRecv / all-to-all), split
+    # into one export per process: the same document as the whole export
+    from conftest import PUBLIC_NSYS
+
+    whole_path = PUBLIC_NSYS / name
+    parts = [str(p) for p in split(str(whole_path), tmp_path)]
+    assert len(parts) == 2
+    _, whole = cli_json(str(whole_path))
+    _, per_rank = cli_json(*parts)
+    assert {k: v for k, v in whole.items() if k != "trace"} == {
+        k: v for k, v in per_rank.items() if k not in ("trace", "ranks")
+    }

@@ -171,7 +171,9 @@ def test_every_public_trace_analyses_without_gpu_option():
     # issue 12: traces without GPU facts are analysed (with a warning), never refused
     from conftest import PUBLIC_ROCPROF, public_nsys
 
-    paths = public_nsys() + sorted(PUBLIC_ROCPROF.glob("v3/*kernel_trace*.csv"))
+    paths = [*public_nsys(), *sorted(PUBLIC_ROCPROF.glob("v3/*kernel_trace*.csv")),
+             *sorted(PUBLIC_ROCPROF.glob("v[12]/*.csv")),
+             *sorted(PUBLIC_ROCPROF.glob("v3_json/*.json.gz"))]  # fmt: skip
     for path in paths:
         a = analysis_of(path)
         assert a.summary()["gpu_busy_ns"] > 0, path.name
