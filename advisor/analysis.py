@@ -61,7 +61,7 @@ RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_
 
 # the per-device tables of an Analysis, narrowed together by Analysis.select
 _DEVICE_TABLES = ("ops", "launches", "devices", "regions", "sequences", "gaps", "streams",
-                  "collectives")  # fmt: skip
+                  "collectives", "totals")  # fmt: skip
 
 
 @dataclass
@@ -82,21 +82,23 @@ class Analysis:
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
     origin_ns: int = 0  # the trace's first GPU op start (ns): where relative times count from
-    # per-device busy segments by class (comm.class_segments) and idle gaps by cause
-    # (gap_segments): what window metrics clip to a window
-    segments: dict = field(default_factory=dict, repr=False)
-    gap_segments: dict = field(default_factory=dict, repr=False)
+    # per (range name, device): range_totals (union-measured), filtered with the regions
+    totals: pd.DataFrame = field(default_factory=pd.DataFrame)
     _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
         """Kernel groups of the current selection (optionally split per region name), with
-        the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown)."""
+        the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown) and, for the
+        table the rules read, ``worst_start_ns``."""
         if by_region in self._tables:
             return self._tables[by_region].copy()
         if self.launches.empty:
             return self.launches
         by = ("region", "shape") if by_region else ("shape",)
-        groups = kernel_groups(self.launches, self.configs, by=by)
+        # the worst launch (where findings point) is wanted by the rules' table only: the
+        # per-region one, or the whole one when the trace has no ranges
+        worst = by_region or self.regions.empty
+        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst)
         at = groups.columns.get_loc("shape")
         shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
         groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
@@ -109,31 +111,8 @@ class Analysis:
         return [*self.trace.warnings, *self.notes]
 
     def region_totals(self) -> pd.DataFrame:
-        """Per (top-level range name, device), in group order: ``instances``; the time
-        columns of WINDOW_COLUMNS measured once over the *union* of its instances' GPU
-        windows (async work of one instance can overlap the next: nothing is counted twice);
-        the per-op columns (tail, under-fill, comm waits, same-stream comm, sync gap count)
-        summed over instances; ``window_ns`` (the union's length); ``recoverable_ns`` (the
-        sum of RECOVERABLE: the idle time the strategies address) and ``worst_start_ns``
-        (the start of the instance with the most of it)."""
-        r = self.regions.assign(window_ns=self.regions["end_ns"] - self.regions["start_ns"])
-        r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
-        groups = r.groupby(["name", "device"], as_index=False)
-        g = groups.agg(
-            instances=("start_ns", "size"),
-            **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
-        )
-        # the instance with the most recoverable idle (the first on ties)
-        worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
-        g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
-        union = _union_windows(r, g)
-        if union is not None:
-            clipped = clipped_metrics(union, self.segments, self.gap_segments)
-            per_group = clipped.groupby("group")[CLIPPED_COLUMNS + ["window_ns"]].sum()
-            for col in [*CLIPPED_COLUMNS, "window_ns"]:
-                g[col] = per_group[col].reindex(range(len(g))).fillna(0).to_numpy()
-        g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
-        return g
+        """Per (top-level range name, device) of the selection (range_totals)."""
+        return self.totals.copy()
 
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""
@@ -163,8 +142,10 @@ class Analysis:
             ops = t["ops"][t["ops"]["range_id"].isin(ids)]
             lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
             seq, coll = t["sequences"], t["collectives"]
+            totals = t["totals"]
             t.update(
                 regions=regions,
+                totals=totals[totals["name"].isin(set(regions["name"]))],
                 ops=ops,
                 launches=t["launches"][t["launches"]["range_id"].isin(ids)],
                 sequences=seq[(seq["start_ns"] >= lo) & (seq["end_ns"] <= hi)],
@@ -173,6 +154,36 @@ class Analysis:
                 collectives=coll[coll["start"].between(lo, hi)],
             )
         return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
+
+
+def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFrame:
+    """Per (top-level range name, device), in group order: ``instances``; the time columns
+    of WINDOW_COLUMNS measured once over the *union* of its instances' GPU windows (async
+    work of one instance can overlap the next: nothing is counted twice); the per-op columns
+    (tail, under-fill, comm waits, same-stream comm, sync gap count) summed over instances;
+    ``window_ns`` (the union's length); ``recoverable_ns`` (the sum of RECOVERABLE: the idle
+    time the strategies address) and ``worst_start_ns`` (the start of the instance with the
+    most of it)."""
+    r = regions.assign(window_ns=regions["end_ns"] - regions["start_ns"])
+    r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
+    groups = r.groupby(["name", "device"], as_index=False)
+    g = groups.agg(
+        instances=("start_ns", "size"),
+        **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
+    )
+    if g.empty:
+        return g.assign(worst_start_ns=pd.Series(dtype="int64"), recoverable_ns=0.0)
+    # the instance with the most recoverable idle (the first on ties)
+    worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
+    g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
+    union = _union_windows(r, g)
+    if union is not None:
+        clipped = clipped_metrics(union, segments, gaps)
+        per_group = clipped.groupby("group")[CLIPPED_COLUMNS + ["window_ns"]].sum()
+        for col in [*CLIPPED_COLUMNS, "window_ns"]:
+            g[col] = per_group[col].reindex(range(len(g))).fillna(0).to_numpy()
+    g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
+    return g
 
 
 # window columns measured by clipping device-wide intervals to a window (busy segments by
@@ -371,8 +382,7 @@ def analyze(
         collectives=skew,
         notes=[*coverage_notes(ops, impossible, api_traced), *shape_notes],
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
-        segments=segments,
-        gap_segments=gaps,
+        totals=range_totals(regions, segments, gaps),
     )
 
 

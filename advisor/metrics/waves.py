@@ -104,13 +104,16 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     return out
 
 
-def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.DataFrame:
+def kernel_groups(
+    launches: pd.DataFrame, configs: pd.DataFrame, by=(), worst: bool = True
+) -> pd.DataFrame:
     """Aggregate launches (kernel columns plus ``config`` ids into ``configs`` and the
     launch_idle columns) per (device, name, grid, block, registers, smem [, by...]).
 
     Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
-    tail_idle_ns, underfill_idle_ns (sums), demangled; sorted by tail + under-fill idle,
-    then total_ns, descending.
+    tail_idle_ns, underfill_idle_ns (sums), worst_start_ns (with ``worst``: the start of the
+    launch with the most quantization idle, else the longest; NaN without), demangled;
+    sorted by tail + under-fill idle, then total_ns, descending.
     """
     keys = GROUP_KEYS + list(by)
     group, first = _launch_groups(launches, by)
@@ -132,7 +135,10 @@ def kernel_groups(launches: pd.DataFrame, configs: pd.DataFrame, by=()) -> pd.Da
     out["config"] = df["config"].to_numpy()
     out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
     out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
-    out["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
+    if worst:  # the start of each group's worst launch (where a finding points)
+        out["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
+    else:
+        out["worst_start_ns"] = np.nan
     out["demangled"] = df["demangled"].to_numpy()
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)

@@ -294,49 +294,63 @@ def _steps(a: Analysis) -> pd.DataFrame:
     r = a.regions
     if r.empty:
         return pd.DataFrame(columns=list(SCOPES["steps"]))
-    r = r.assign(family=r["name"].astype(str).to_numpy(), step_ns=r["end_ns"] - r["start_ns"])
-    ops = a.ops
-    overhead_op = ops["cause"].isin(OVERHEAD_CAUSES).to_numpy() & (ops["range_id"] >= 0).to_numpy()
-    rows = np.flatnonzero(overhead_op)
-    gaps = pd.DataFrame(
-        {"range_id": ops["range_id"].to_numpy()[rows], "gap": ops["gap_ns"].to_numpy()[rows],
-         "device": ops["device"].to_numpy()[rows],
-         "opens": ops["start"].to_numpy()[rows] - ops["gap_ns"].to_numpy()[rows]}
-    )  # fmt: skip
-    # only gaps that open inside their step (the gap entering a step is the transition)
-    starts = r.set_index(["range_id", "device"])["start_ns"]
-    at = starts.reindex(pd.MultiIndex.from_frame(gaps[["range_id", "device"]])).to_numpy()
-    gaps = gaps[gaps["opens"].to_numpy() >= at]
-    gaps["saving"] = np.maximum(gaps["gap"] - GRAPH_NODE_GAP_NS, 0)
-    saving = gaps.groupby(["range_id", "device"])["saving"].sum()
-    idx = pd.MultiIndex.from_arrays([r["range_id"], r["device"]])
-    r["graph_saving_ns"] = saving.reindex(idx).fillna(0).to_numpy()
+    r = r.reset_index(drop=True)
+    family = r["name"].astype(str).to_numpy()
+    repeated = pd.Series(family).groupby([family, r["device"].to_numpy()]).transform("size") > 1
+    if not repeated.any():
+        return pd.DataFrame(columns=list(SCOPES["steps"]))
+    gap_row, gap = _step_gaps(a, r)
+    saving = np.maximum(gap - GRAPH_NODE_GAP_NS, 0)
+    r = r.assign(
+        family=family,
+        step_ns=r["end_ns"] - r["start_ns"],
+        graph_saving_ns=np.bincount(gap_row, saving, len(r)),
+    )
     out = []
-    for (family, device), g in r.groupby(["family", "device"], sort=False):
-        if len(g) < 2:
-            continue
+    for (name, device), g in r[repeated.to_numpy()].groupby(["family", "device"], sort=False):
         steady = g[g["startup_idle_ns"] <= 0]
         use = steady if len(steady) else g
-        own = gaps[gaps["range_id"].isin(use["range_id"]) & (gaps["device"] == device)]
         med = use[["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
                    "launches", "ops"]].median()  # fmt: skip
+        own = gap[np.isin(gap_row, use.index.to_numpy())]
         worst = use.loc[use["graph_saving_ns"].idxmax()]
         out.append({
-            "name": family, "device": int(device), "steps": len(g), "steady_steps": len(steady),
+            "name": name, "device": int(device), "steps": len(g), "steady_steps": len(steady),
             "step_ns": med["step_ns"], "busy_ns": med["gpu_busy_ns"], "idle_ns": med["idle_ns"],
             "overhead_ns": med["launch_overhead_ns"], "sync_idle_ns": med["sync_idle_ns"],
             "launches": med["launches"], "ops": med["ops"],
-            "median_gap_ns": float(own["gap"].median()) if len(own) else np.nan,
+            "median_gap_ns": float(np.median(own)) if len(own) else np.nan,
             "overhead_share": (med["launch_overhead_ns"] / med["step_ns"]
                                if med["step_ns"] else np.nan),
             "graph_saving_ns": float(use["graph_saving_ns"].sum()),
             "severity_base_ns": float(use["step_ns"].sum()),
             "worst_start_ns": int(worst["start_ns"]),
         })  # fmt: skip
-    if not out:
-        return pd.DataFrame(columns=list(SCOPES["steps"]))
     t = pd.DataFrame(out)
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+
+
+def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(region row, gap ns) of every launch-overhead gap that opens inside its op's region
+    instance ``r`` (rows 0..n-1; the gap entering a step is the transition, not the step)."""
+    ops = a.ops
+    range_id = ops["range_id"].to_numpy()
+    rows = np.flatnonzero(ops["cause"].isin(OVERHEAD_CAUSES).to_numpy() & (range_id >= 0))
+    devices = np.unique(r["device"].to_numpy())
+    n_dev = len(devices)
+    # dense (range_id, device) -> region row lookup
+    lookup = np.full((int(r["range_id"].max()) + 1) * n_dev, -1, dtype=np.int64)
+    lookup[r["range_id"].to_numpy() * n_dev + np.searchsorted(devices, r["device"].to_numpy())] = (
+        np.arange(len(r))
+    )
+    device = ops["device"].to_numpy()[rows]
+    known = np.isin(device, devices)
+    rows, device = rows[known], device[known]
+    row = lookup[range_id[rows].astype(np.int64) * n_dev + np.searchsorted(devices, device)]
+    gap = ops["gap_ns"].to_numpy()[rows]
+    opens = ops["start"].to_numpy()[rows] - gap
+    inside = (row >= 0) & (opens >= r["start_ns"].to_numpy()[np.maximum(row, 0)])
+    return row[inside], gap[inside]
 
 
 def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
