@@ -7,6 +7,7 @@ from pathlib import Path
 
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import gpu_from_option, match_gpu
+from advisor.trace.kineto import looks_like_kineto, read_head, read_kineto
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
 from advisor.trace.quality import drop_impossible_rows
@@ -55,7 +56,9 @@ def _read_file(p: Path) -> Trace:
         if looks_like_sqlite(p):
             return read_nsys(p)
         name = p.name.lower()
-        if name.endswith((".json", ".json.gz")):
+        if name.endswith((".json", ".json.gz")) or name.endswith(".json.gz"):
+            if looks_like_kineto(read_head(p)):
+                return read_kineto(p)
             return read_rocprof_json(p)
         with open(p, "rb") as fh:
             head = fh.read(4096)
@@ -65,7 +68,8 @@ def _read_file(p: Path) -> Trace:
         return read_rocprof(p)
     raise AdvisorInputError(
         str(p),
-        "not a supported trace: expected an Nsight Systems SQLite export or rocprof CSV/JSON",
+        "not a supported trace: expected an Nsight Systems SQLite export, a PyTorch profiler "
+        "(Kineto) JSON or rocprof CSV/JSON",
     )
 
 

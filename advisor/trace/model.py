@@ -149,6 +149,7 @@ class Trace:
     gpus: dict[int, GpuSpec] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # companion files read with the trace
+    rank: int | None = None  # the job rank the trace says it is (Kineto distributedInfo)
 
     @property
     def devices(self) -> list[int]:

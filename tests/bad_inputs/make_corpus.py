@@ -11,6 +11,7 @@ unchanged). Cases that need the running process (a writer holding a lock) set ``
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import shutil
@@ -469,10 +470,31 @@ def _path_cases(out: Path) -> list[Case]:
     return cases
 
 
+KINETO = ROOT / "sample_traces" / "kineto" / "h200_gemm_evidence.pt.trace.json.gz"
+
+
+def _kineto_cases(out: Path) -> list[Case]:
+    """PyTorch profiler (Kineto) JSON: truncated, garbled, another program's JSON, no GPU."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    raw = KINETO.read_bytes()
+    text = gzip.decompress(raw)
+    no_gpu = b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", ' \
+             b'"name": "aten::add", "ts": 1.5, "dur": 2.0, "pid": 1, "tid": 1}]}'  # fmt: skip
+    return [
+        _raw(out, "kineto_truncated.pt.trace.json.gz", raw[: len(raw) // 2], analyze),
+        _raw(out, "kineto_truncated_text.pt.trace.json", text[: len(text) // 2], analyze),
+        _raw(out, "kineto_garbled.json", text.replace(b'"ts"', b'"ts":: ', 50), analyze),
+        _raw(out, "other_program.json", b'{"name": "not a trace", "values": [1, 2, 3]}', analyze),
+        _raw(out, "kineto_without_gpu.json", no_gpu, analyze),
+        _raw(out, "kineto_not_gzip.json.gz", b"\x1f\x8bnot really gzip", analyze),
+    ]
+
+
 def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
-    cases = _sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
+    cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
+             + _kineto_cases(out))  # fmt: skip
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name

@@ -1,0 +1,156 @@
+"""The PyTorch profiler (Kineto) JSON reader: a hand-built document with numbers worked out
+by hand, the two H200 Kineto captures against the Nsight exports of the same workloads, and
+bad input."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from conftest import SAMPLES, analysis_of, sha256
+
+from advisor.errors import AdvisorInputError
+from advisor.findings import find
+from advisor.rules.tables import build_tables
+from advisor.trace.load import load_trace
+
+KINETO = SAMPLES / "kineto"
+
+# Two kernels launched by cudaLaunchKernel on one thread, a copy, a record_function range
+# and an aten::mm op with its input dims. ts are microseconds with fractions.
+HAND = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0,
+                          "numSms": 132, "warpSize": 32, "maxThreadsPerMultiprocessor": 2048,
+                          "regsPerMultiprocessor": 65536, "sharedMemPerMultiprocessor": 233472,
+                          "sharedMemPerBlockOptin": 232448}],
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+    "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 10, "tid": 11,
+         "ts": 5267163990000.0, "dur": 100.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11,
+         "ts": 5267163990001.5, "dur": 10.0,
+         "args": {"Input Dims": [[896, 8192], [8192, 4864]]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 10, "tid": 11,
+         "ts": 5267163990030.0, "dur": 5.0, "args": {"Input Dims": [[896, 4864]]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11,
+         "ts": 5267163990002.001, "dur": 4.5, "args": {"correlation": 101}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11,
+         "ts": 5267163990031.0, "dur": 3.0, "args": {"correlation": 102}},
+        {"ph": "X", "cat": "kernel", "name": "gemm_like", "pid": 0, "tid": 7,
+         "ts": 5267163990010.123, "dur": 15.877,
+         "args": {"device": 0, "stream": 7, "correlation": 101, "grid": [7, 19, 1],
+                  "block": [256, 1, 1], "registers per thread": 196,
+                  "shared memory": 147456}},
+        {"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7,
+         "ts": 5267163990040.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 102, "grid": [100, 1, 1],
+                  "block": [128, 1, 1], "registers per thread": 16, "shared memory": 0}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0,
+         "tid": 7, "ts": 5267163990050.0, "dur": 4.0,
+         "args": {"device": 0, "stream": 7, "correlation": 103, "bytes": 4096}},
+        {"ph": "f", "cat": "ac2g", "name": "ac2g", "pid": 10, "tid": 11, "ts": 1.0, "id": 101},
+        {"name": "process_name", "ph": "M", "pid": 10, "tid": 0, "args": {"name": "python"}},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def hand(tmp_path):
+    p = tmp_path / "hand.pt.trace.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(HAND).encode()))
+    return p
+
+
+def test_hand_built_document(hand):
+    before = sha256(hand)
+    t = load_trace(hand)
+    assert sha256(hand) == before and [x.name for x in hand.parent.iterdir()] == [hand.name]
+    assert t.format == "kineto-json" and t.rank == 3
+    k = t.kernels.set_index("name")
+    # 5267163990010.123 us -> 5267163990010123 ns exactly; + 15.877 us
+    assert k.loc["gemm_like", "start"] == 5_267_163_990_010_123
+    assert k.loc["gemm_like", "end"] == 5_267_163_990_026_000
+    assert (k.loc["gemm_like", "grid_x"], k.loc["gemm_like", "grid_y"]) == (7, 19)
+    assert k.loc["gemm_like", "registers"] == 196 and k.loc["gemm_like", "static_smem"] == 147456
+    assert set(k["pid"]) == {10}  # the launching process, not the device
+    assert t.api["correlation"].tolist() == [101, 102] and t.api["start"].iloc[0] == (
+        5_267_163_990_002_001
+    )  # fmt: skip
+    c = t.memcpy.iloc[0]
+    assert (c["kind"], c["src_memory"], c["dst_memory"]) == ("HtoD", "pageable", "device")
+    assert c["bytes"] == 4096
+    # the step and the mm op are ranges (relu is not a GEMM op: left out)
+    assert t.nvtx["text"].tolist() == [
+        "ProfilerStep#7", "aten::mm, sizes = [[896,8192],[8192,4864]]"
+    ]  # fmt: skip
+    g = t.gpus[0]
+    assert (g.name, g.sm_count, g.max_warps_per_sm, g.max_blocks_per_sm) == ("NVIDIA H200", 132,
+                                                                             64, 32)  # fmt: skip
+    assert g.source == "trace (deviceProperties)"
+
+
+def test_hand_built_analysis(hand):
+    a = analysis_of(hand)
+    k = build_tables(a)["kernels"].set_index("name")
+    # the op range gives the shape: 896 x 4864 x 8192; launched inside aten::mm: gemm_by op
+    gemm = k.loc["gemm_like"]
+    assert (gemm.m, gemm.n, gemm.k, gemm.gemm_by) == (896, 4864, 8192, "op")
+    # 147456 + 1024 B per CTA: 1 CTA/SM; 133 CTAs: 1.0076 waves
+    assert gemm.ctas_per_sm == 1 and np.isclose(gemm.waves, 133 / 132)
+    assert a.regions["name"].tolist() == ["ProfilerStep"]
+
+
+def test_kineto_and_nsys_of_one_workload_agree():
+    # the same workload captured twice (sample_traces/capture_round2.sh): the launch
+    # configurations, waves and findings agree; times differ by the run
+    kin = analysis_of(KINETO / "h200_gemm_evidence.pt.trace.json.gz")
+    nsy = analysis_of(SAMPLES / "h200_gemm_evidence.sqlite")
+    cols = ["name", "grid_x", "grid_y", "grid_z", "block_threads", "registers",
+            "smem_per_block", "ctas_per_sm", "waves"]  # fmt: skip
+    key = ["name", "grid_x", "grid_y"]
+    a = kin.kernel_table()[cols].sort_values(key).reset_index(drop=True)
+    b = nsy.kernel_table()[cols].sort_values(key).reset_index(drop=True)
+    assert a.equals(b)
+    fa = {(f["rule"], f["region"], f["kernel"]) for f in find(kin)}
+    fb = {(f["rule"], f["region"], f["kernel"]) for f in find(nsy)}
+    assert fa == fb
+    for f in find(kin):  # savings within 10 % of the Nsight run's
+        g = next(x for x in find(nsy) if (x["rule"], x["region"]) == (f["rule"], f["region"]))
+        assert abs(f["est_savings_ns"] - g["est_savings_ns"]) <= 0.1 * g["est_savings_ns"]
+
+
+def test_kineto_training_steps():
+    a = analysis_of(KINETO / "h200_train_steps.pt.trace.json.gz")
+    top = find(a)[0]
+    assert (top["rule"], top["region"], top["severity"]) == ("host-bound-steps", "ProfilerStep",
+                                                             "high")  # fmt: skip
+    assert top["evidence"]["steps"] == 4  # schedule(wait=1, warmup=1, active=4)
+    k = build_tables(a)["kernels"]
+    # the backward GEMMs' shapes come from the ops' Input Dims (no --shape needed)
+    mm = k[(k["gemm_by"] == "op") & k["m"].notna()]
+    assert {(2048, 512, 2048), (8192, 512, 2048)} & set(
+        zip(mm["m"].astype(int), mm["n"].astype(int), mm["k"].astype(int), strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1.0', "not a valid Kineto JSON"),
+        (gzip.compress(b'{"traceEvents": [')[:-6], "cannot read"),
+        (
+            b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1.0, '
+            b'"dur": 2.0, "pid": 1, "tid": 1}]}',
+            "without GPU kernels",
+        ),
+        (b'{"schemaVersion": 1, "deviceProperties": []}', "without 'traceEvents'"),
+        (b'{"foo": [1, 2, 3]}', "not a rocprofv3 JSON trace"),
+    ],
+)
+def test_bad_kineto_input(tmp_path, data, says):
+    p = tmp_path / "bad.json"
+    p.write_bytes(data)
+    with pytest.raises(AdvisorInputError) as err:
+        load_trace(p)
+    assert says in str(err.value) and str(p) in str(err.value)
