@@ -39,20 +39,9 @@ from advisor.trace.model import GpuSpec, Trace
 Scalar = int | float | str | None
 
 
-class Args(msgspec.Struct):
-    device: Scalar = None
-    stream: Scalar = None
-    correlation: Scalar = None
-    grid: list | None = None
-    block: list | None = None
-    registers: Scalar = msgspec.field(default=None, name="registers per thread")
-    smem: Scalar = msgspec.field(default=None, name="shared memory")
-    bytes: Scalar = None
-    dims: list | None = msgspec.field(default=None, name="Input Dims")
-    graph_node: Scalar = msgspec.field(default=None, name="graph node id")
-
-
 class Event(msgspec.Struct):
+    """One trace event; ``args`` stays raw JSON until its category is known to matter."""
+
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -60,7 +49,33 @@ class Event(msgspec.Struct):
     tid: Scalar = None
     ts: float | None = None
     dur: float | None = None
-    args: Args | None = None
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class KernelArgs(msgspec.Struct):
+    device: Scalar = None
+    stream: Scalar = None
+    correlation: Scalar = None
+    grid: list | None = None
+    block: list | None = None
+    registers: Scalar = msgspec.field(default=None, name="registers per thread")
+    smem: Scalar = msgspec.field(default=None, name="shared memory")
+    graph_node: Scalar = msgspec.field(default=None, name="graph node id")
+
+
+class CopyArgs(msgspec.Struct):
+    device: Scalar = None
+    stream: Scalar = None
+    correlation: Scalar = None
+    bytes: Scalar = None
+
+
+class ApiArgs(msgspec.Struct):
+    correlation: Scalar = None
+
+
+class OpArgs(msgspec.Struct):
+    dims: list | None = msgspec.field(default=None, name="Input Dims")
 
 
 class DeviceProps(msgspec.Struct):
@@ -84,16 +99,19 @@ class Document(msgspec.Struct):
     schemaVersion: Scalar = None  # noqa: N815
 
 
-_DECODER = msgspec.json.Decoder(Document)
+_DOCUMENT = msgspec.json.Decoder(Document)
+_EVENTS = msgspec.json.Decoder(list[Event])
 HOST_API = ("cuda_runtime", "cuda_driver")
+WANTED = {"kernel", "gpu_memcpy", "gpu_memset", "user_annotation", "cpu_op", *HOST_API}
 _COPY = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?", re.IGNORECASE)
+CHUNK_BYTES = 32 << 20  # events are decoded a chunk at a time: memory stays bounded
+_KEY = b'"traceEvents"'
+_BOUNDARY = b",\n  {"  # Kineto writes each event from a line that starts with two spaces
 
 
 def looks_like_kineto(head: bytes) -> bool:
     """True when the first bytes of a (decompressed) JSON document are Kineto's."""
-    return b'"traceEvents"' in head or (
-        b'"schemaVersion"' in head and b'"deviceProperties"' in head
-    )
+    return _KEY in head or (b'"schemaVersion"' in head and b'"deviceProperties"' in head)
 
 
 def read_head(path: Path, size: int = 65536) -> bytes:
@@ -111,59 +129,175 @@ def read_head(path: Path, size: int = 65536) -> bytes:
 def read_kineto(path: str | Path) -> Trace:
     """Read one Kineto JSON trace (optionally gzip) into a Trace."""
     p = Path(path)
+    collect = _Collector()
     try:
-        with open(p, "rb") as fh:
-            data = fh.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        doc = _DECODER.decode(data)
+        with open(p, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+        with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
+            docs = _stream(fh, collect)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise AdvisorInputError(str(p), f"cannot read the Kineto trace: {exc}") from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: {exc}") from None
-    del data
-    if doc.traceEvents is None:
+    if not any(d.traceEvents is not None for d in docs):
         raise AdvisorInputError(str(p), "JSON without 'traceEvents': not a PyTorch profiler trace")
-    events = doc.traceEvents
-    by_cat: dict[str, list[Event]] = {}
-    for e in events:
-        if e.ph == "X" and e.ts is not None:
-            by_cat.setdefault(e.cat, []).append(e)
-    kernels = by_cat.get("kernel", [])
-    if not kernels:
+    tables = collect.tables()
+    if tables["kernels"] is None:
         raise AdvisorInputError(
             str(p), "Kineto trace without GPU kernels (profile with ProfilerActivity.CUDA)"
         )
-    version = f"schema {doc.schemaVersion}" if doc.schemaVersion is not None else "schema ?"
+    version = next((d.schemaVersion for d in docs if d.schemaVersion is not None), "?")
     trace = Trace(
-        path=str(p), format="kineto-json", producer_version=f"PyTorch profiler (Kineto, {version})",
-        kernels=_kernels(kernels),
+        path=str(p), format="kineto-json", producer_version=f"PyTorch profiler (Kineto, schema "
+        f"{version})", kernels=tables["kernels"],
     )  # fmt: skip
-    api = [e for cat in HOST_API for e in by_cat.get(cat, [])]
-    if api:
-        trace.api = _api(api)
-    if by_cat.get("gpu_memcpy"):
-        trace.memcpy = _copies(by_cat["gpu_memcpy"])
-    if by_cat.get("gpu_memset"):
-        trace.memset = _sets(by_cat["gpu_memset"])
+    for name in ("api", "memcpy", "memset", "nvtx"):
+        if tables[name] is not None:
+            setattr(trace, name, tables[name])
     _host_pids(trace)
     if trace.api.empty:
         trace.warnings.append(
             "no CUDA runtime/driver events in the trace: idle gaps cannot be attributed to host "
             "causes and GPU work cannot be matched to ranges"
         )
-    ranges = by_cat.get("user_annotation", []) + [
-        e for e in by_cat.get("cpu_op", []) if _OP.match(e.name)
-    ]
-    if ranges:
-        trace.nvtx = _ranges(ranges)
     _tidy(trace)
-    trace.gpus = _gpus(doc.deviceProperties, trace.devices)
-    info = doc.distributedInfo or {}
+    props = [x for d in docs for x in d.deviceProperties]
+    trace.gpus = _gpus(props, trace.devices)
+    info = next((d.distributedInfo for d in docs if d.distributedInfo), None) or {}
     if isinstance(info.get("rank"), int):
         trace.rank = int(info["rank"])
         trace.sources.append(f"distributedInfo: rank {info['rank']} of {info.get('world_size')}")
     return trace
+
+
+def _stream(fh, collect: _Collector) -> list[Document]:
+    """Feed the events of the document in ``fh`` to ``collect`` a chunk at a time; returns
+    the document's other parts (head and tail, decoded with no events or the last ones).
+
+    Kineto starts every event on a line of its own, two spaces in: the chunks are cut at
+    ``,\n  {``, which JSON can only hold between tokens (a string never holds a raw newline).
+    One buffer is reused: the cut comma becomes the chunk's closing ``]`` and the next
+    chunk's opening ``[``, so no chunk is copied to be decoded. A document written otherwise
+    (minified, another indent) is decoded whole."""
+    first = fh.read(CHUNK_BYTES)
+    at = first.find(_KEY)
+    while at < 0 and len(first) < 4 * CHUNK_BYTES:  # (the key comes after a few small keys)
+        more = fh.read(CHUNK_BYTES)
+        if not more:
+            break
+        first += more
+        at = first.find(_KEY)
+    bracket = first.find(b"[", at) if at >= 0 else -1
+    if bracket < 0 or _BOUNDARY not in first[bracket:]:
+        whole = _DOCUMENT.decode(first + fh.read())
+        collect.add(whole.traceEvents or [])
+        return [whole]
+    head = _DOCUMENT.decode(first[:at] + b'"traceEvents": []}')
+    buf = bytearray(first[bracket:])  # starts with the array's '['
+    del first
+    eof = False
+    while True:
+        cut = buf.rfind(_BOUNDARY)
+        if (cut <= 0 or len(buf) < CHUNK_BYTES) and not eof:
+            more = fh.read(CHUNK_BYTES)
+            if more:
+                buf += more
+            else:
+                eof = True
+            continue
+        if cut <= 0:  # the last events and the rest of the document
+            tail = _DOCUMENT.decode(b'{"traceEvents": ' + bytes(buf))
+            collect.add(tail.traceEvents or [])
+            return [head, tail]
+        buf[cut] = ord("]")
+        with memoryview(buf) as view:
+            collect.add(_EVENTS.decode(view[: cut + 1]))
+        del buf[:cut]  # the rest starts at the cut: its comma becomes the next '['
+        buf[0] = ord("[")
+
+
+class _Collector:
+    """Columns of the events that matter, built chunk by chunk (names interned: a trace
+    repeats a few thousand kernel names millions of times)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[pd.DataFrame]] = {
+            t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
+        }
+        self.names: dict[str, str] = {}
+
+    def add(self, events: list[Event]) -> None:
+        by_cat: dict[str, list[Event]] = {}
+        for e in events:
+            if e.cat in WANTED and e.ph == "X" and e.ts is not None:
+                by_cat.setdefault(e.cat, []).append(e)
+        if by_cat.get("kernel"):
+            self.parts["kernels"].append(self._kernels(by_cat["kernel"]))
+        api = [e for cat in HOST_API for e in by_cat.get(cat, [])]
+        if api:
+            self.parts["api"].append(self._api(api))
+        if by_cat.get("gpu_memcpy"):
+            self.parts["memcpy"].append(_copies(by_cat["gpu_memcpy"]))
+        if by_cat.get("gpu_memset"):
+            self.parts["memset"].append(_sets(by_cat["gpu_memset"]))
+        ranges = by_cat.get("user_annotation", []) + [
+            e for e in by_cat.get("cpu_op", []) if _OP.match(e.name)
+        ]
+        if ranges:
+            self.parts["nvtx"].append(_ranges(ranges))
+
+    def tables(self) -> dict[str, pd.DataFrame | None]:
+        return {name: pd.concat(parts, ignore_index=True) if parts else None
+                for name, parts in self.parts.items()}  # fmt: skip
+
+    def _intern(self, names: list[str]) -> list[str]:
+        table = self.names
+        return [table.setdefault(n, n) for n in names]
+
+    def _kernels(self, events: list[Event]) -> pd.DataFrame:
+        n = len(events)
+        args = _args(events, KernelArgs)
+        start, end = _times(events)
+        grid, block = _xyz([a.grid for a in args], n), _xyz([a.block for a in args], n)
+        device = _num([a.device if a.device is not None else e.pid
+                       for a, e in zip(args, events, strict=True)], n)  # fmt: skip
+        names = self._intern([e.name for e in events])
+        nan = np.full(n, np.nan)
+        return pd.DataFrame(
+            {
+                "device": device, "stream": _num([a.stream for a in args], n),
+                "start": start, "end": end, "name": names, "demangled": names,
+                "grid_x": grid[:, 0], "grid_y": grid[:, 1], "grid_z": grid[:, 2],
+                "block_x": block[:, 0], "block_y": block[:, 1], "block_z": block[:, 2],
+                "registers": _num([a.registers for a in args], n),
+                "static_smem": _num([a.smem for a in args], n),  # Kineto: static + dynamic
+                "dynamic_smem": np.zeros(n), "smem_executed": nan,
+                "cluster_x": nan, "cluster_y": nan, "cluster_z": nan,
+                "correlation": _num([a.correlation for a in args], n),
+                "pid": np.zeros(n),  # the launching process, from the calls (_host_pids)
+                "graph_node": _num([a.graph_node for a in args], n),
+            }
+        )  # fmt: skip
+
+    def _api(self, events: list[Event]) -> pd.DataFrame:
+        n = len(events)
+        start, end = _times(events)
+        return pd.DataFrame(
+            {
+                "start": start,
+                "end": end,
+                "name": self._intern([e.name for e in events]),
+                "tid": _num([e.tid for e in events], n),
+                "pid": _num([e.pid for e in events], n),
+                "correlation": _num([a.correlation for a in _args(events, ApiArgs)], n),
+            }
+        )
+
+
+def _args(events: list[Event], kind: type) -> list:
+    """The ``args`` of events decoded as ``kind``, all in one decoder call."""
+    blob = b"[" + b",".join(e.args for e in events) + b"]"
+    return msgspec.json.decode(blob, type=list[kind])
 
 
 def _host_pids(trace: Trace) -> None:
@@ -223,7 +357,13 @@ def _times(events: list[Event]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _num(values, count: int) -> np.ndarray:
-    """A float column from loosely typed values (numbers, numeric strings, None -> NaN)."""
+    """A float column from loosely typed values (numbers, numeric strings, None -> NaN);
+    all-number columns, the usual case, in one pass."""
+    values = list(values)
+    try:
+        return np.fromiter(values, dtype=np.float64, count=count)
+    except (TypeError, ValueError):
+        pass
     out = np.full(count, np.nan)
     for i, v in enumerate(values):
         if isinstance(v, int | float):
@@ -235,6 +375,13 @@ def _num(values, count: int) -> np.ndarray:
 
 
 def _xyz(lists: list, count: int) -> np.ndarray:
+    """(count, 3) floats from [x, y, z] lists (NaN where missing or malformed)."""
+    try:
+        out = np.array(lists, dtype=np.float64)
+        if out.shape == (count, 3):
+            return out
+    except (TypeError, ValueError):
+        pass
     out = np.full((count, 3), np.nan)
     for i, v in enumerate(lists):
         if isinstance(v, list):
@@ -244,55 +391,9 @@ def _xyz(lists: list, count: int) -> np.ndarray:
     return out
 
 
-def _kernels(events: list[Event]) -> pd.DataFrame:
-    n = len(events)
-    args = [e.args or Args() for e in events]
-    start, end = _times(events)
-    grid, block = _xyz([a.grid for a in args], n), _xyz([a.block for a in args], n)
-    device = _num([a.device if a.device is not None else e.pid
-                   for a, e in zip(args, events, strict=True)], n)  # fmt: skip
-    names = [e.name for e in events]
-    return pd.DataFrame(
-        {
-            "device": device,
-            "stream": _num([a.stream for a in args], n),
-            "start": start,
-            "end": end,
-            "name": names,
-            "demangled": names,
-            "grid_x": grid[:, 0], "grid_y": grid[:, 1], "grid_z": grid[:, 2],
-            "block_x": block[:, 0], "block_y": block[:, 1], "block_z": block[:, 2],
-            "registers": _num([a.registers for a in args], n),
-            "static_smem": _num([a.smem for a in args], n),  # Kineto: static + dynamic
-            "dynamic_smem": np.zeros(n),
-            "smem_executed": np.full(n, np.nan),
-            "cluster_x": np.full(n, np.nan), "cluster_y": np.full(n, np.nan),
-            "cluster_z": np.full(n, np.nan),
-            "correlation": _num([a.correlation for a in args], n),
-            "pid": np.zeros(n),  # filled from the launch calls (host process) below
-            "graph_node": _num([a.graph_node for a in args], n),
-        }
-    )  # fmt: skip
-
-
-def _api(events: list[Event]) -> pd.DataFrame:
-    n = len(events)
-    start, end = _times(events)
-    return pd.DataFrame(
-        {
-            "start": start,
-            "end": end,
-            "name": [e.name for e in events],
-            "tid": _num([e.tid for e in events], n),
-            "pid": _num([e.pid for e in events], n),
-            "correlation": _num([(e.args or Args()).correlation for e in events], n),
-        }
-    )
-
-
 def _copies(events: list[Event]) -> pd.DataFrame:
     n = len(events)
-    args = [e.args or Args() for e in events]
+    args = _args(events, CopyArgs)
     start, end = _times(events)
     kind, src, dst = [], [], []
     for e in events:
@@ -318,7 +419,7 @@ def _copies(events: list[Event]) -> pd.DataFrame:
 
 def _sets(events: list[Event]) -> pd.DataFrame:
     n = len(events)
-    args = [e.args or Args() for e in events]
+    args = _args(events, CopyArgs)
     start, end = _times(events)
     return pd.DataFrame(
         {
@@ -338,10 +439,12 @@ def _ranges(events: list[Event]) -> pd.DataFrame:
     emit_nvtx's ``sizes = [...]`` form) as NVTX-like ranges."""
     n = len(events)
     start, end = _times(events)
+    ops = [e for e in events if e.cat == "cpu_op"]
+    dims = iter(a.dims for a in _args(ops, OpArgs)) if ops else iter(())
     text = []
     for e in events:
-        dims = (e.args or Args()).dims if e.cat == "cpu_op" else None
-        text.append(f"{e.name}, sizes = {msgspec.json.encode(dims).decode()}" if dims else e.name)
+        d = next(dims) if e.cat == "cpu_op" else None
+        text.append(f"{e.name}, sizes = {msgspec.json.encode(d).decode()}" if d else e.name)
     return pd.DataFrame(
         {
             "start": start,
