@@ -2,9 +2,10 @@
 events later in time (as benchmarks/scale.py does for Nsight exports), then time
 ``advisor analyze --format json`` on them (wall time and peak RSS, fresh processes).
 
-    python benchmarks/kineto_scale.py [--sample sample_traces/kineto/h200_train_steps.pt.trace.json.gz]
-                                      [--kernels 100000 1000000] [--workdir /tmp/advisor-kineto]
-                                      [--repeat 3]
+    python benchmarks/kineto_scale.py [--sample KINETO.json.gz] [--kernels 100000 1000000]
+                                      [--workdir /tmp/advisor-kineto] [--repeat 3]
+
+(default sample: sample_traces/kineto/h200_train_steps.pt.trace.json.gz)
 
 Each copy shifts ``ts`` past the previous copy and offsets correlation ids and flow ids, so
 launches still join their kernels. The file is written the way Kineto writes it (one event
