@@ -10,6 +10,7 @@ from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.kineto import looks_like_kineto, read_head, read_kineto
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
+from advisor.trace.nsys_rep import export_report, is_report
 from advisor.trace.quality import drop_impossible_rows
 from advisor.trace.rocprof import read_rocprof, read_rocprof_json
 
@@ -52,6 +53,12 @@ def load_trace(path: str | Path, gpu: str | GpuSpec | None = None) -> Trace:
 
 def _read_file(p: Path) -> Trace:
     """Pick the reader from the file's content (SQLite header, JSON, CSV text)."""
+    if is_report(p):  # an .nsys-rep: exported with nsys into the cache, then read
+        export = export_report(p)
+        trace = read_nsys(export)
+        trace.path = str(p)
+        trace.sources.append(f"{export} (nsys export)")
+        return trace
     try:
         if looks_like_sqlite(p):
             return read_nsys(p)

@@ -154,3 +154,25 @@ def test_bad_kineto_input(tmp_path, data, says):
     with pytest.raises(AdvisorInputError) as err:
         load_trace(p)
     assert says in str(err.value) and str(p) in str(err.value)
+
+
+def test_gate_and_report_across_formats(tmp_path):
+    # the Nsight export and the Kineto trace of one workload compare (exit 0 or 1, not 2)
+    import subprocess
+    import sys
+
+    nsys_trace = SAMPLES / "h200_gemm_evidence.sqlite"
+    kineto_trace = KINETO / "h200_gemm_evidence.pt.trace.json.gz"
+    proc = subprocess.run([sys.executable, "-m", "advisor", "gate", "--baseline",
+                           str(nsys_trace), "--candidate", str(kineto_trace), "--format",
+                           "json"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    # the ranges and kernels match across the formats: most metrics compare as unchanged
+    assert doc["unchanged"] >= 40 and not [r for r in doc["rows"] if r["status"].startswith("only")]
+    out = tmp_path / "diff.md"
+    proc = subprocess.run([sys.executable, "-m", "advisor", "report", str(nsys_trace),
+                           str(kineto_trace), "-o", str(out)], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("# advisor comparison: h200_gemm_evidence.sqlite -> ")
