@@ -110,6 +110,17 @@ class Analysis:
         """What the reader warned about, then what the trace lacks (each says what it limits)."""
         return [*self.trace.warnings, *self.notes]
 
+    def measure(self, windows: pd.DataFrame) -> pd.DataFrame:
+        """CLIPPED_COLUMNS and window_ns over any windows (device, start_ns, end_ns) of the
+        selection's ops: busy time, idle split by cause, comm/compute (clipped_metrics)."""
+        if "segments" not in self._tables:
+            self._tables["segments"] = (
+                class_segments(self.ops, self.ops["op_class"]),
+                gap_segments(self.ops),
+            )
+        segments, gaps = self._tables["segments"]
+        return clipped_metrics(windows, segments, gaps)
+
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device) of the selection (range_totals)."""
         return self.totals.copy()

@@ -309,7 +309,16 @@ def gate(
         None, "--baseline", metavar="TRACE", help="Baseline trace (repeatable)."
     ),
     candidate: list[str] = typer.Option(
-        ..., "--candidate", metavar="TRACE", help="Candidate trace (repeatable)."
+        None, "--candidate", metavar="TRACE", help="Candidate trace (repeatable)."
+    ),
+    calibrate: list[str] = typer.Option(
+        None,
+        "--calibrate",
+        metavar="TRACE",
+        help="Runs of unchanged code (3+): measure their noise, write thresholds (-o).",
+    ),
+    output: str = typer.Option(
+        "gate.yaml", "--output", "-o", metavar="FILE", help="Where --calibrate writes."
     ),
     baseline_name: str = typer.Option(
         None,
@@ -340,13 +349,19 @@ def gate(
     ),
     top: int = typer.Option(30, "--top", metavar="N", min=1, help="Rows in the table/markdown."),
 ) -> None:
-    """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input."""
+    """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input.
+    With --calibrate: measure the noise of repeated unchanged runs into a gate.yaml."""
     from advisor import baselines
     from advisor.gate import compare
     from advisor.gate import load_config as load_gate_config
     from advisor.render import gate as gate_render
 
+    if calibrate:
+        _calibrate(calibrate, output, config, gpu, gpu_spec, rules)
+        return
     with _input_errors():
+        if not candidate:
+            raise AdvisorInputError(None, "give --candidate TRACE... (or --calibrate TRACE...)")
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
         cfg = load_gate_config(config)
@@ -370,6 +385,26 @@ def gate(
         if notes:
             typer.echo(notes, err=True)
     raise typer.Exit(1 if result.failed else 0)
+
+
+def _calibrate(traces, output, config, gpu, gpu_spec, rules) -> None:
+    """gate --calibrate: the noise table on stdout, the thresholds into ``output``."""
+    from advisor.gate import load_config as load_gate_config
+    from advisor.gate.calibrate import calibrate, calibration_warnings, config_yaml
+    from advisor.render import gate as gate_render
+    from advisor.report import write_text
+
+    with _input_errors():
+        check_output_file(output, traces, "gate config")
+        cfg = load_gate_config(config)
+        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
+        sets = _metric_sets(traces, options)
+        noise = calibrate(sets, cfg)
+        written = write_text(config_yaml(noise, cfg, traces), output, "gate config")
+    gate_render.noise_table(noise, _console())
+    for line in calibration_warnings(traces):
+        typer.echo(f"warning: {line}", err=True)
+    _out(f"wrote {written}")
 
 
 baseline_app = typer.Typer(help="Named baselines for `advisor gate --baseline-name`.")
@@ -483,7 +518,7 @@ def report(
 
 
 # options that take several values after one flag (`--baseline a b`), as well as repeated
-MULTI_VALUE = {"gate": ("--baseline", "--candidate")}
+MULTI_VALUE = {"gate": ("--baseline", "--candidate", "--calibrate")}
 
 
 def _spread_values(argv: list[str]) -> list[str]:

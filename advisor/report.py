@@ -45,12 +45,13 @@ def write_report(
         raise AdvisorInputError(str(out), f"cannot write the report: {exc.strerror}") from None
 
 
-def write_text(text: str, out: str | Path) -> Path:
-    """Write one text file atomically (temporary file, then rename)."""
+def write_text(text: str, out: str | Path, what: str = "report") -> Path:
+    """Write one text file (the ``what``, for errors) atomically: a temporary file, then
+    a rename."""
     out = Path(out)
     try:
         with staging(out.parent, ".advisor-report-") as stage:
             (stage / out.name).write_text(text)
             return place(stage, [(out.name, out)])[0]
     except OSError as exc:
-        raise AdvisorInputError(str(out), f"cannot write the report: {exc.strerror}") from None
+        raise AdvisorInputError(str(out), f"cannot write the {what}: {exc.strerror}") from None

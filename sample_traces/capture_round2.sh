@@ -10,6 +10,10 @@
 #           OUTDIR/gate_runs.tar.xz with their facts
 # gate2:    the same workload, 18 runs interleaved and pinned to 4 cores: base x6 (the first
 #           cold), slow_gemm x3, sync x3, launch x3 with SPIN_NS=2000 (gate_runs2.tar.xz)
+# gate3:    held-out gate set, torch.profiler (Kineto) traces of gate_mlp.py (cuBLAS GEMMs,
+#           ProfilerStep#N): base x6 (the first cold), slow_gemm, sync, launch (+8
+#           launches/step), spin (2 us host time per small op) x3 each, interleaved; then 8
+#           base runs without any profiler (host step times only) (gate_runs3.tar.xz)
 # Needs what capture.sh needs (NSYS, .gpu-libs with libdw/libelf).
 set -euo pipefail
 out=${1:?usage: capture_round2.sh OUTDIR [evidence|gate|gate2|all]}
@@ -80,6 +84,28 @@ if [ "$what" = gate2 ]; then
   done
   tar -C "$g" -cJf "$out/gate_runs2.tar.xz" .
   ls -l "$out/gate_runs2.tar.xz"
+fi
+if [ "$what" = gate3 ]; then
+  g=$tmp/gate3; mkdir -p "$g"
+  run() { # name variant
+    VARIANT=$2 python3 gate_mlp.py "$g/gate3_$1.facts.json" "$g/gate3_$1.pt.trace.json"
+    gzip -9 "$g/gate3_$1.pt.trace.json"
+  }
+  run base1_cold base
+  for i in 2 3 4 5 6; do
+    run "base$i" base
+    if [ "$i" -le 4 ]; then
+      j=$((i - 1))
+      for v in slow_gemm sync launch spin; do run "$v$j" "$v"; done
+    fi
+  done
+  if [ "${NOPROF:-1}" = 1 ]; then
+    for i in 1 2 3 4 5 6 7 8; do
+      VARIANT=base python3 gate_mlp.py "$g/gate3_noprof$i.facts.json" -
+    done
+  fi
+  tar -C "$g" -cJf "$out/gate_runs3.tar.xz" .
+  ls -l "$out/gate_runs3.tar.xz"
 fi
 "$NSYS" --version > "$out/nsys_version_round2.txt"
 rm -rf "$tmp"

@@ -321,7 +321,7 @@ def test_a_reader_that_stops_early_is_not_an_error(args, code, tmp_path):
         (("analyze", "--nope", str(H200_SINGLE)), "advisor analyze: No such option: --nope"),
         (("analyze",), "advisor analyze: Missing argument 'TRACE'"),
         (("analyze", str(H200_SINGLE), "--top", "0"), "Invalid value for '--top'"),
-        (("gate", "--baseline", str(H200_SINGLE)), "Missing option '--candidate'"),
+        (("gate", "--baseline", str(H200_SINGLE)), "give --candidate TRACE... (or --calibrate"),
         (("nosuch",), "No such command 'nosuch'"),
     ],
 )

@@ -3,31 +3,74 @@ Actions annotations. Regressions first; unchanged rows only counted."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
 
 from advisor.gate import GateResult, Row
+from advisor.gate.compare import fmt_value as _fmt
+from advisor.gate.config import COUNTS
+from advisor.render.fit import Col, fitted_table
 from advisor.render.json import json_text
-from advisor.render.tables import titled_table
-from advisor.render.units import fmt_ns, fmt_pct
+from advisor.render.units import fmt_ns
 
 ORDER = {"regression": 0, "new finding": 1, "improvement": 2, "not significant": 3,
          "only in baseline": 4, "only in candidate": 5, "unchanged": 6}  # fmt: skip
-
-
-def _fmt(metric: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    return fmt_pct(value) if metric == "overlap_ratio" else fmt_ns(value)
 
 
 def _change(r: Row) -> str:
     if r.delta is None:
         return "-"
     rel = f" ({r.delta / r.baseline:+.1%})" if r.baseline else ""
-    sign = "+" if r.delta >= 0 else "-"
     if r.metric == "overlap_ratio":
         return f"{r.delta * 100:+.1f} pts"
+    if r.metric in COUNTS:
+        return f"{r.delta:+g}{rel}"
+    sign = "+" if r.delta >= 0 else "-"
     return f"{sign}{fmt_ns(abs(r.delta))}{rel}"
+
+
+def test_label(r: Row) -> str:
+    """Which test decided a row, short: ``rank 29v29`` (instances), ``rank 3v3 traces``,
+    ``count`` (exact), ``tolerance`` (one value per side)."""
+    nb, nc = r.samples
+    return {
+        "count": "count",
+        "instances": f"rank {nb}v{nc}",
+        "traces": f"rank {nb}v{nc} traces",
+        "values": f"rank {nb}v{nc} traces",
+        "tolerance": "tolerance",
+    }.get(r.test_kind, r.test_kind)
+
+
+def test_numbers(r: Row) -> str:
+    """The test in words with its numbers: interval, p-value, tolerance."""
+    parts = [r.test]
+    if r.ci is not None:
+        lo, hi = r.ci
+        shown = (
+            f"x{lo:.3f} to x{hi:.3f}"
+            if r.ci_kind == "ratio"
+            else f"{_fmt(r.metric, lo)} to {_fmt(r.metric, hi)}"
+        )
+        parts.append(f"interval {shown}")
+    if r.p is not None:
+        parts.append(f"p={r.p:.3f}" if r.p >= 0.001 else "p<0.001")
+    if r.tolerance is not None:
+        parts.append(f"tolerance {_fmt(r.metric, r.tolerance)}")
+    return "; ".join(parts)
+
+
+def why(r: Row) -> str:
+    """What moved and the candidate findings that explain it."""
+    text = r.cause
+    if r.explained_by:
+        text += "; explained by " + "; ".join(r.explained_by)
+    return text
+
+
+def _what(r: Row) -> str:
+    return "all (steady state)" if r.scope == "overall" else f"{r.scope} {r.key}"
 
 
 def impact_ns(r: Row) -> float:
@@ -53,28 +96,43 @@ def verdict(result: GateResult) -> str:
     return f"PASS: no regression ({len(result.rows)} metric(s) compared)"
 
 
+GATE_COLUMNS = (
+    Col("status", text=True, min=10),
+    Col("what", text=True, min=14),
+    Col("metric", text=True, min=12),
+    Col("baseline"),
+    Col("candidate"),
+    Col("change", drop=1),
+    Col("test", text=True, drop=2, min=10),
+)
+
+
 def table(result: GateResult, console: Console, top: int) -> None:
     console.print(verdict(result), style="bold red" if result.failed else "bold green")
-    console.print(f"method: {result.method}")
+    console.print(f"method: {result.method}", markup=False, highlight=False)
     for note in result.notes:
         console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
     rows = shown(result)
     if not rows:  # nothing moved beyond its threshold: the verdict says it all
         return
-    cols = ("status", "scope", "what", "metric", "baseline", "candidate", "change", "note")
-    tab = titled_table("Changes (unchanged metrics omitted)", cols, text=cols)
-    for r in rows[:top]:
-        tab.add_row(
-            r.status,
-            r.scope,
-            r.key[:60],
-            r.metric,
-            _fmt(r.metric, r.baseline),
-            _fmt(r.metric, r.candidate),
-            _change(r),
-            r.detail,
-        )
-    console.print(tab)
+    cells = [
+        (r.status, _what(r), r.metric, _fmt(r.metric, r.baseline),
+         _fmt(r.metric, r.candidate), _change(r), test_label(r))
+        for r in rows[:top]
+    ]  # fmt: skip
+    console.print(fitted_table("Changes (unchanged metrics omitted)", GATE_COLUMNS, cells,
+                               console.width))  # fmt: skip
+    failing = [r for r in rows[:top] if r.status in ("regression", "new finding")]
+    if failing:
+        console.print("Why:", style="bold")
+        width = max(console.width, 40)
+        for r in failing:
+            lines = textwrap.wrap(f"- {_what(r)} {r.metric}: {why(r)}", width,
+                                  subsequent_indent="  ")  # fmt: skip
+            if r.status == "regression":
+                lines += textwrap.wrap(f"test: {test_numbers(r)}", width,
+                                       initial_indent="  ", subsequent_indent="    ")  # fmt: skip
+            console.print("\n".join(lines), markup=False, highlight=False)
     unchanged = sum(r.status == "unchanged" for r in result.rows)
     console.print(
         f"{unchanged} metric(s) unchanged; {len(shown(result))} listed above (first {top})."
@@ -88,16 +146,14 @@ def markdown(result: GateResult, top: int = 50) -> str:
     if not shown(result):
         return "\n".join(lines) + "\n"
     lines += [
-        "| status | scope | what | metric | baseline | candidate | change |",
-        "|---|---|---|---|---|---|---|",
+        "| status | what | metric | baseline | candidate | change | test | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in shown(result)[:top]:
-        what = r.key.replace("|", "\\|")
-        lines.append(
-            f"| {r.status} | {r.scope} | {what} | {r.metric} | "
-            f"{_fmt(r.metric, r.baseline)} | {_fmt(r.metric, r.candidate)} | "
-            f"{_change(r)} |"
-        )
+        test = test_numbers(r) if r.test_kind != "new finding" else "new finding"
+        cells = [r.status, _what(r), r.metric, _fmt(r.metric, r.baseline),
+                 _fmt(r.metric, r.candidate), _change(r), test, why(r)]  # fmt: skip
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     unchanged = sum(r.status == "unchanged" for r in result.rows)
     more = len(shown(result)) - top
     lines += [""] + ([f"{more} more change(s) not shown (raise --top)."] if more > 0 else [])
@@ -111,7 +167,10 @@ def as_json(result: GateResult) -> str:
         "method": result.method,
         "notes": result.notes,
         "rows": [dict(scope=r.scope, key=r.key, metric=r.metric, baseline=r.baseline,
-                      candidate=r.candidate, status=r.status, detail=r.detail)
+                      candidate=r.candidate, status=r.status, detail=r.detail, test=r.test,
+                      test_kind=r.test_kind, samples=list(r.samples), p=r.p,
+                      ci=list(r.ci) if r.ci else None, ci_kind=r.ci_kind or None,
+                      tolerance=r.tolerance, cause=r.cause, explained_by=r.explained_by)
                  for r in shown(result)],
         "unchanged": sum(r.status == "unchanged" for r in result.rows),
     })  # fmt: skip
@@ -132,8 +191,39 @@ def annotations(result: GateResult) -> str:
             msg = f"advisor gate: {r.scope} {r.key} is {r.status}"
         else:
             msg = (
-                f"advisor gate {r.status}: {r.scope} {r.key} {r.metric} "
+                f"advisor gate {r.status}: {_what(r)} {r.metric} "
                 f"{_fmt(r.metric, r.baseline)} -> {_fmt(r.metric, r.candidate)}"
+                + (f" ({why(r)})" if r.cause else "")
             )
         out.append(f"::{level}::{msg.replace(chr(10), ' ')}")
     return "\n".join(out)
+
+
+NOISE_COLUMNS = (
+    Col("metric", text=True, min=12),
+    Col("keys"),
+    Col("spread"),
+    Col("where", text=True, min=12, drop=1),
+    Col("tolerance written", text=True, min=12),
+)
+
+
+def noise_table(noise, console: Console) -> None:
+    """The measured run-to-run noise per metric (advisor gate --calibrate)."""
+    from advisor.gate.config import COUNTS as counts
+
+    cells = []
+    for n in noise:
+        if not n.keys:
+            spread = "-"
+        elif n.metric in counts or n.metric == "overlap_ratio":
+            spread = f"{n.spread:g}"
+        else:
+            spread = f"{n.spread:.1%}"
+        rel = n.rel if isinstance(n.rel, str) else f"{n.rel:g}"
+        cells.append((n.metric, str(n.keys), spread, n.where, f"rel {rel}, abs {n.abs:g}"))
+    tab = fitted_table("Run-to-run noise of the calibration traces (steady state)",
+                       NOISE_COLUMNS, cells, console.width)  # fmt: skip
+    tab.caption = ((tab.caption + " " if tab.caption else "") + "spread: the largest max/min - 1 "
+                   "between the runs' values, over the keys its abs does not cover")  # fmt: skip
+    console.print(tab)

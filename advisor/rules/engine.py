@@ -75,6 +75,18 @@ class RuleSpec(BaseModel):
     # whose findings it supersedes: on its own device only, or on every device (a
     # straggler's finding explains the waits that the other devices' findings report)
     supersedes_devices: Literal["same", "all"] = "same"
+    # gate metrics (docs/gate.md) whose regression this rule's findings explain: a failing
+    # gate row names the candidate's finding of such a rule at the same range or kernel
+    explains: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_gate_metrics(self) -> RuleSpec:
+        from advisor.gate.config import ALL_METRICS
+
+        unknown = [m for m in self.explains if m not in ALL_METRICS]
+        if unknown:
+            raise ValueError(f"explains: unknown gate metric {unknown[0]!r}")
+        return self
 
     @model_validator(mode="after")
     def _defaults_from_id(self) -> RuleSpec:
@@ -331,6 +343,7 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
                 "rule": rule.id,
                 "title": rule.spec.title,
                 "strategy": rule.spec.strategy,
+                "explains": list(rule.spec.explains),
                 "severity": None,
                 "kernel": values.get(kcol) if kcol else None,
                 "region": values.get(rcol) or None,

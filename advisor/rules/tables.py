@@ -11,6 +11,7 @@ import pandas as pd
 
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml, names_in
+from advisor.instances import range_instances
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
 
@@ -52,20 +53,25 @@ _STEP_DOC = {
     "trailing step number: train_step_3 -> train_step, ProfilerStep#7 -> ProfilerStep)",
     "device": "device id",
     "steps": "instances of the family on the device",
-    "steady_steps": "instances whose start-up idle is at most 10 % of their GPU window (the "
-    "per-step numbers are theirs; the others are cold: the first step of a process, say)",
+    "steady_steps": "instances that are not cold (the per-step numbers are theirs; cold: more "
+    "start-up idle than 10 % of the GPU window, or a first instance over 2x the others' median "
+    "window, data/thresholds.yaml cold_instances)",
     "step_ns": "median GPU window of a steady step (ns)",
     "busy_ns": "median GPU busy time of a steady step (ns)",
     "idle_ns": "median GPU idle time of a steady step (ns)",
     "overhead_ns": "median launch overhead of a steady step (host-bound + latency gaps, ns)",
-    "sync_idle_ns": "median synchronization idle of a steady step (ns)",
+    "sync_idle_ns": "median synchronization idle of a steady step over its period (from its "
+    "first GPU op to the next range's: the stall after a host read at the step's end is the "
+    "step's, ns)",
+    "sync_gaps": "median synchronization gaps opening in a steady step's period",
+    "sync_idle_total_ns": "synchronization idle summed over the steady steps' periods (ns)",
     "launches": "median host launches of a steady step",
     "ops": "median GPU operations of a steady step",
     "median_gap_ns": "median launch-overhead gap over the steady steps' ops (ns)",
     "overhead_share": "overhead_ns / step_ns",
     "graph_saving_ns": "estimated saving over all steady steps if each step ran from one CUDA "
     "graph: sum of max(0, gap - 256 ns) over their launch-overhead gaps (ns)",
-    "severity_base_ns": "the steady steps' GPU windows summed (ns): automatic severity is the "
+    "severity_base_ns": "the steady steps' periods summed (ns): automatic severity is the "
     "savings' share of this, not of the whole device span",
 }
 
@@ -289,9 +295,6 @@ def _sequences(a: Analysis) -> pd.DataFrame:
     return _at(s, s["start_ns"], a.origin_ns)
 
 
-COLD_STEP_SHARE = 0.1  # a step with more start-up idle than this share of it is cold
-
-
 def _steps(a: Analysis) -> pd.DataFrame:
     """Repeated top-level ranges (steps) per (family, device): per-step medians over the
     steady steps and the whole-step CUDA-graph saving (SCOPES['steps'])."""
@@ -305,31 +308,39 @@ def _steps(a: Analysis) -> pd.DataFrame:
         return pd.DataFrame(columns=list(SCOPES["steps"]))
     gap_row, gap = _step_gaps(a, r)
     saving = np.maximum(gap - GRAPH_NODE_GAP_NS, 0)
+    inst = range_instances(a)  # (rows in the order of r)
     r = r.assign(
         family=family,
+        cold=inst["cold"].to_numpy(),
         step_ns=r["end_ns"] - r["start_ns"],
+        period_ns=inst["span_ns"].to_numpy(),
+        period_sync_idle_ns=inst["sync_idle_ns"].to_numpy(),
+        period_sync_gaps=inst["sync_gaps"].to_numpy(),
         graph_saving_ns=np.bincount(gap_row, saving, len(r)),
     )
     out = []
     for (name, device), g in r[repeated.to_numpy()].groupby(["family", "device"], sort=False):
-        # a cold step: start-up work (module loads, allocation, compilation) is a sizable
-        # part of it (the first step of a process, typically), not a stray attribute query
-        steady = g[g["startup_idle_ns"] <= COLD_STEP_SHARE * g["step_ns"]]
+        # a cold step holds start-up work (module loads, allocation, compilation): the
+        # first step of a process, typically (metrics/steady.py)
+        steady = g[~g["cold"]]
         use = steady if len(steady) else g
-        med = use[["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
-                   "launches", "ops"]].median()  # fmt: skip
+        cols = ["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "period_sync_idle_ns",
+                "period_sync_gaps", "launches", "ops"]  # fmt: skip
+        med = use[cols].median()
         own = gap[np.isin(gap_row, use.index.to_numpy())]
         worst = use.loc[use["graph_saving_ns"].idxmax()]
         out.append({
             "name": name, "device": int(device), "steps": len(g), "steady_steps": len(steady),
             "step_ns": med["step_ns"], "busy_ns": med["gpu_busy_ns"], "idle_ns": med["idle_ns"],
-            "overhead_ns": med["launch_overhead_ns"], "sync_idle_ns": med["sync_idle_ns"],
+            "overhead_ns": med["launch_overhead_ns"], "sync_idle_ns": med["period_sync_idle_ns"],
+            "sync_gaps": med["period_sync_gaps"],
+            "sync_idle_total_ns": float(use["period_sync_idle_ns"].sum()),
             "launches": med["launches"], "ops": med["ops"],
             "median_gap_ns": float(np.median(own)) if len(own) else np.nan,
             "overhead_share": (med["launch_overhead_ns"] / med["step_ns"]
                                if med["step_ns"] else np.nan),
             "graph_saving_ns": float(use["graph_saving_ns"].sum()),
-            "severity_base_ns": float(use["step_ns"].sum()),
+            "severity_base_ns": float(use["period_ns"].sum()),
             "worst_start_ns": int(worst["start_ns"]),
         })  # fmt: skip
     t = pd.DataFrame(out)

@@ -1,0 +1,13 @@
+"""CI gate: compare the steady state of baseline and candidate traces, decide pass or fail.
+
+``metric_set`` (digest.py) digests one analysed trace; ``compare`` (compare.py) judges each
+metric with the tests of stats.py under the thresholds of config.py; ``calibrate``
+(calibrate.py) measures a user's own run-to-run noise. Exit codes: 0 pass, 1 regression,
+2 bad input (docs/gate.md).
+"""
+
+from advisor.gate.compare import GateResult, Row, compare
+from advisor.gate.config import GateConfig, load_config
+from advisor.gate.digest import metric_set
+
+__all__ = ["GateConfig", "GateResult", "Row", "compare", "load_config", "metric_set"]

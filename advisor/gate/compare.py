@@ -1,0 +1,320 @@
+"""Compare the metric sets of baseline and candidate traces: one row per metric with the
+test that decided it, what moved and the candidate finding that explains it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from advisor.errors import AdvisorInputError
+from advisor.gate.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
+from advisor.gate.digest import VERSION
+from advisor.gate.stats import Judgement, judge, side_value
+from advisor.render.units import fmt_ns, fmt_pct
+
+SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
+QUALITY_NOTES = 3  # data-quality warnings shown per trace
+
+# what each metric measures, for the sentence that names what moved
+LABELS = {
+    "span_ns": "GPU time",
+    "gpu_busy_ns": "GPU busy time",
+    "tail_idle_ns": "wave-tail idle",
+    "underfill_idle_ns": "under-filled wave idle",
+    "launch_overhead_ns": "launch overhead (GPU idle between host launches)",
+    "sync_idle_ns": "synchronization idle (GPU idle after blocking host calls)",
+    "exposed_comm_ns": "exposed communication",
+    "overlap_ratio": "comm/compute overlap",
+    "launches": "GPU operations launched",
+    "sync_gaps": "blocking synchronizations",
+    "median_ns": "median GPU time",
+}
+# the parts a span is made of, for naming which one moved
+SPAN_PARTS = ("gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns")
+
+
+@dataclass
+class Row:
+    scope: str  # overall | range | kernel | finding
+    key: str
+    metric: str
+    baseline: float | None
+    candidate: float | None
+    status: str  # regression | improvement | unchanged | not significant | only in ...
+    detail: str = ""  # the test's numbers, short (p, interval, tolerance)
+    test: str = ""  # which test decided, in words
+    test_kind: str = ""  # count | instances | traces | values | tolerance | new finding
+    samples: tuple[int, int] = (0, 0)  # compared per side (instances, traces or values)
+    p: float | None = None  # the rank test's one-sided p-value
+    ci: tuple[float, float] | None = None  # bootstrap interval (ci_kind: ratio|difference)
+    ci_kind: str = ""
+    tolerance: float | None = None  # in the metric's unit
+    cause: str = ""  # what moved, in words
+    explained_by: list[str] = field(default_factory=list)  # candidate findings: rule: title
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline is None or self.candidate is None:
+            return None
+        return self.candidate - self.baseline
+
+
+@dataclass
+class GateResult:
+    rows: list[Row]
+    method: str
+    notes: list[str]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.status in ("regression", "new finding") for r in self.rows)
+
+
+def _check_versions(side: str, sets: list[dict]) -> None:
+    for s in sets:
+        if s.get("version") != VERSION:
+            raise AdvisorInputError(
+                s.get("trace"),
+                f"{side} metric set was saved by an earlier advisor (no steady-state samples):"
+                " save the baseline again with `advisor baseline save`",
+            )
+
+
+def _limit(cfg: GateConfig, metric: str, base: float, busy: float | None) -> float:
+    """The tolerance of a metric at the baseline value ``base`` (its unit): max(rel * base,
+    abs); ``rel: parts`` (span_ns) weighs gpu_busy_ns's rel by the busy time ``busy`` and
+    launch_overhead_ns's rel by the rest."""
+    th = cfg.metrics.get(metric)
+    if th is None:
+        return float("inf")
+    if th.rel == "parts":
+        busy = min(max(busy or 0.0, 0.0), abs(base))
+        rel_part = busy * cfg.rel("gpu_busy_ns") + (abs(base) - busy) * cfg.rel(
+            "launch_overhead_ns"
+        )
+        return max(rel_part, th.abs)
+    return max(float(th.rel) * abs(base), th.abs)
+
+
+def fmt_value(metric: str, value: float | None) -> str:
+    """A metric's value in its unit: time, percent (overlap_ratio) or a count."""
+    if value is None:
+        return "-"
+    if metric == "overlap_ratio":
+        return fmt_pct(value)
+    if metric in COUNTS:
+        return f"{value:g}"
+    return fmt_ns(value)
+
+
+def _detail(j: Judgement) -> str:
+    parts = []
+    if j.p is not None:
+        parts.append(f"p={j.p:.3f}" if j.p >= 0.001 else "p<0.001")
+    if j.ci is not None:
+        lo, hi = j.ci
+        if j.ci_kind == "ratio":
+            parts.append(f"x{lo:.3f}-{hi:.3f}")
+        else:
+            parts.append(f"{fmt_ns(lo)} to {fmt_ns(hi)}")
+    return ", ".join(parts)
+
+
+def _row(scope, key, metric, j: Judgement) -> Row:
+    tol = fmt_value(metric, j.limit)
+    detail = _detail(j)
+    detail = f"{detail}; tolerance {tol}" if detail else f"tolerance {tol}"
+    return Row(scope, key, metric, j.baseline, j.candidate, j.status, detail, j.test,
+               j.kind, j.n, j.p, j.ci, j.ci_kind if j.ci else "", j.limit)  # fmt: skip
+
+
+def _arrays(sets: list[dict], scope: str, key: str, metric: str) -> list[np.ndarray]:
+    """Per trace of a side: the samples of one metric (traces without it are skipped)."""
+    out = []
+    for s in sets:
+        entry = s[scope].get(key)
+        if entry is None:
+            continue
+        values = entry["samples"] if scope == "kernels" else entry["samples"].get(metric)
+        if values:
+            out.append(np.asarray(values, dtype=np.float64))
+    return out
+
+
+def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
+    """Compare metric sets (several traces per side allowed); incompatible sets raise."""
+    _check_versions("baseline", base)
+    _check_versions("candidate", cand)
+    gb = {g for s in base for g in s["gpus"]}
+    gc = {g for s in cand for g in s["gpus"]}
+    if gb and gc and gb != gc:
+        raise AdvisorInputError(None, f"incompatible traces: baseline GPUs {', '.join(sorted(gb))}"
+                                      f" vs candidate {', '.join(sorted(gc))}")  # fmt: skip
+    rb = {k for s in base for k in s["regions"]}
+    rc = {k for s in cand for k in s["regions"]}
+    if rb and rc and not rb & rc:
+        raise AdvisorInputError(None, "incompatible traces: no NVTX range in common")
+    kw = dict(alpha=cfg.alpha, confidence=cfg.confidence, noise_floor=cfg.noise_floor)
+    rows: list[Row] = []
+
+    # whole trace: one steady-state total per trace
+    busy_b = side_value([np.array([s["overall"]["gpu_busy_ns"]]) for s in base])
+    for metric, worse_up in OVERALL.items():
+        bv = [np.array([s["overall"][metric]], float) for s in base
+              if s["overall"].get(metric) is not None]  # fmt: skip
+        cv = [np.array([s["overall"][metric]], float) for s in cand
+              if s["overall"].get(metric) is not None]  # fmt: skip
+        if bv and cv:
+            limit = _limit(cfg, metric, side_value(bv), busy_b)
+            rows.append(_row("overall", "all", metric, judge(bv, cv, worse_up, limit, **kw)))
+
+    # ranges: one sample per steady instance
+    for key in sorted(rb | rc):
+        if key not in rc or key not in rb:
+            rows.append(_one_side("range", key, key in rb))
+            continue
+        busy = _arrays(base, "regions", key, "gpu_busy_ns")
+        busy_value = side_value(busy) if busy else None
+        for metric, worse_up in RANGE.items():
+            bv, cv = _arrays(base, "regions", key, metric), _arrays(cand, "regions", key, metric)
+            if not (bv and cv) or metric not in cfg.metrics:
+                continue
+            limit = _limit(cfg, metric, side_value(bv), busy_value)
+            j = judge(bv, cv, worse_up, limit, exact=metric in COUNTS, **kw)
+            rows.append(_row("range", key, metric, j))
+
+    # kernels: one sample per steady launch
+    kb = {k for s in base for k in s["kernels"]}
+    kc = {k for s in cand for k in s["kernels"]}
+    for key in sorted(kb | kc):
+        if key not in kc or key not in kb:
+            rows.append(_one_side("kernel", key, key in kb))
+            continue
+        bv, cv = _arrays(base, "kernels", key, "median_ns"), _arrays(cand, "kernels", key, "")
+        for metric, worse_up in KERNEL.items():
+            if metric in cfg.metrics:
+                limit = _limit(cfg, metric, side_value(bv), None)
+                j = judge(bv, cv, worse_up, limit, unit="launches", **kw)
+                rows.append(_row("kernel", key, metric, j))
+
+    rows.extend(_new_findings(base, cand, cfg))
+    _name_causes(rows, base, cand)
+    notes = (_startup_notes("baseline", base) + _startup_notes("candidate", cand)
+             + _quality_notes("baseline", base) + _quality_notes("candidate", cand))  # fmt: skip
+    return GateResult(rows=rows, method=_method(base, cand, cfg), notes=notes)
+
+
+def _one_side(scope: str, key: str, in_baseline: bool) -> Row:
+    """A range or kernel that only one side has: listed, nothing to compare."""
+    status = "only in baseline" if in_baseline else "only in candidate"
+    return Row(scope, key, "-", None, None, status)
+
+
+def _method(base: list[dict], cand: list[dict], cfg: GateConfig) -> str:
+    per_side = f"{len(base)} vs {len(cand)} trace(s)"
+    return (
+        f"steady state of {per_side} (start-up and cold instances left out); per range "
+        f"instance and kernel launch: one-sided Mann-Whitney U (alpha {cfg.alpha}) and a "
+        f"bootstrap {cfg.confidence:.0%} interval of the ratio, which must clear the "
+        "metric's tolerance; counts compared exactly; each row names its test"
+    )
+
+
+GROWN = 1.1  # a finding whose estimate grew by more than 10 % can explain a change
+
+
+def _name_causes(rows: list[Row], base: list[dict], cand: list[dict]) -> None:
+    """Fill ``cause`` (what moved, in words) and ``explained_by``: the candidate findings
+    (new, or with an estimate grown by more than 10 %) of rules that explain the metric,
+    at that range or kernel (any, for whole-trace rows)."""
+    by_key = {(r.scope, r.key, r.metric): r for r in rows}
+
+    def where(f):
+        return (f["rule"], f["kernel"], f["region"], f["device"])
+
+    before: dict = {}
+    for s in base:
+        for f in s["findings"]:
+            before[where(f)] = max(before.get(where(f), 0), f["est_savings_ns"] or 0)
+
+    def grown(f) -> bool:
+        return where(f) not in before or (f["est_savings_ns"] or 0) > GROWN * before[where(f)]
+
+    findings = [f for s in cand for f in s["findings"] if grown(f)]
+    for r in rows:
+        if r.status not in ("regression", "improvement", "not significant"):
+            continue
+        per = {"range": f" per {r.key} instance", "kernel": " per launch"}.get(r.scope, "")
+        change = ""
+        if r.metric in COUNTS and r.delta is not None:
+            change = f" ({r.delta:+g})"
+        elif r.baseline:
+            change = f" ({r.delta / r.baseline:+.1%})"
+        r.cause = (f"{LABELS.get(r.metric, r.metric)}{per}: {fmt_value(r.metric, r.baseline)} -> "
+                   f"{fmt_value(r.metric, r.candidate)}{change}")  # fmt: skip
+        if r.metric == "span_ns":
+            parts = [(p, by_key.get((r.scope, r.key, p))) for p in SPAN_PARTS]
+            moved = [(abs(x.delta), p, x) for p, x in parts if x is not None and x.delta]
+            if moved:
+                _, part, x = max(moved, key=lambda m: m[0])
+                r.cause += f"; mostly {LABELS[part]} ({x.delta:+,.0f} ns)"
+        name = r.key.split(" grid=")[0]
+        for f in findings:
+            here = f.get("kernel") == name if r.scope == "kernel" else f.get("region") == r.key
+            if (here or r.scope == "overall") and r.metric in (f.get("explains") or []):
+                text = f"{f['rule']}: {f.get('title') or f['rule']}"
+                if text not in r.explained_by:
+                    r.explained_by.append(text)
+
+
+def _startup_notes(side: str, sets: list[dict]) -> list[str]:
+    """What each trace's steady state leaves out (start-up idle, cold instances)."""
+    notes = []
+    for s in sets:
+        st = s.get("startup") or {}
+        cold = st.get("cold_instances") or []
+        idle = st.get("startup_idle_ns") or 0
+        if not cold and not idle:
+            continue
+        what = [f"{fmt_ns(idle)} of start-up idle"] if idle else []
+        for c in cold[:2]:
+            what.append(f"cold {c['range']} on device {c['device']} ({fmt_ns(c['period_ns'])}: "
+                        f"{c['reason']})")  # fmt: skip
+        if len(cold) > 2:
+            what.append(f"{len(cold) - 2} more cold instance(s)")
+        notes.append(f"{side} {s['trace']}: left out of the steady state: " + "; ".join(what))
+    return notes
+
+
+def _quality_notes(side: str, sets: list[dict]) -> list[str]:
+    """Each trace's data-quality warnings: the numbers compared may be limited by them."""
+    notes = []
+    for s in sets:
+        warnings = s.get("warnings") or []
+        notes += [f"{side} {s['trace']}: {w}" for w in warnings[:QUALITY_NOTES]]
+        if len(warnings) > QUALITY_NOTES:
+            notes.append(f"{side} {s['trace']}: {len(warnings) - QUALITY_NOTES} more warning(s)")
+    return notes
+
+
+def _new_findings(base: list[dict], cand: list[dict], cfg: GateConfig) -> list[Row]:
+    if cfg.fail_on_new_findings == "none":
+        return []
+    floor = SEVERITY_ORDER[cfg.fail_on_new_findings]
+
+    def key(f):
+        return (f["rule"], f["kernel"], f["region"], f["device"])
+
+    seen = {key(f) for s in base for f in s["findings"]}
+    out = []
+    for s in cand:
+        for f in s["findings"]:
+            if key(f) not in seen and SEVERITY_ORDER[f["severity"]] >= floor:
+                where = ", ".join(str(x) for x in key(f)[1:] if x is not None)
+                out.append(Row("finding", f"{f['rule']} ({where})", f["strategy"], None,
+                               float(f["est_savings_ns"]), "new finding",
+                               f"severity {f['severity']}", "new finding", "new finding",
+                               cause=f.get("title") or f["rule"]))  # fmt: skip
+                seen.add(key(f))
+    return out

@@ -1,0 +1,125 @@
+"""Gate thresholds: the defaults (``DEFAULT_CONFIG``, each number's measurement in
+docs/gate.md) overridden key by key by a user's ``gate.yaml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from advisor.errors import AdvisorInputError
+from advisor.user_yaml import load_packaged_yaml, load_user_yaml
+
+# metric -> True when a larger value is worse
+TIME_METRICS = {
+    "span_ns": True,
+    "gpu_busy_ns": True,
+    "tail_idle_ns": True,
+    "underfill_idle_ns": True,
+    "launch_overhead_ns": True,
+    "sync_idle_ns": True,
+    "exposed_comm_ns": True,
+}
+OVERALL = {**TIME_METRICS, "overlap_ratio": False}
+COUNTS = {"launches": True, "sync_gaps": True}  # per range instance
+RANGE = {**OVERALL, **COUNTS}
+KERNEL = {"median_ns": True}
+ALL_METRICS = {**RANGE, **KERNEL}
+
+DEFAULT_CONFIG = """
+# advisor gate thresholds (docs/gate.md). A metric regresses when the candidate is worse
+# than the baseline by more than its tolerance, max(rel * baseline, abs), AND the change is
+# significant: the rank test's p <= alpha and the bootstrap confidence interval of the
+# ratio (candidate / baseline) lies wholly beyond the tolerance. abs is in the metric's
+# unit (ns, a count, or a ratio for overlap_ratio); values are per range instance for
+# ranges, per launch for kernels, steady-state totals for the whole trace.
+alpha: 0.05                # one-sided significance level of the rank test
+confidence: 0.95           # two-sided level of the bootstrap confidence interval
+noise_floor: 0.02          # least relative tolerance when one value per side is compared
+fail_on_new_findings: high # a new finding of this severity or above fails (or: none)
+metrics:
+  # device-side times: kernels' GPU time is tight (0.5 % spread between identical runs)
+  median_ns:          {rel: 0.03, abs: 500}      # per kernel: median launch time
+  gpu_busy_ns:        {rel: 0.03, abs: 5000}
+  tail_idle_ns:       {rel: 0.10, abs: 5000}
+  underfill_idle_ns:  {rel: 0.10, abs: 5000}
+  # host-side times: identical processes differed up to 1.94x on the H200 machine
+  launch_overhead_ns: {rel: 1.2, abs: 20000}
+  sync_idle_ns:       {rel: 1.2, abs: 20000}
+  exposed_comm_ns:    {rel: 0.10, abs: 20000}
+  overlap_ratio:      {rel: 0.0, abs: 0.05}
+  # a span mixes both: rel "parts" weighs the rel of gpu_busy_ns by the baseline's busy
+  # time and the rel of launch_overhead_ns by its idle time
+  span_ns:            {rel: parts, abs: 20000}
+  # counts per range instance are exact: any rise of the median fails
+  launches:           {rel: 0.0, abs: 0.5}
+  sync_gaps:          {rel: 0.0, abs: 0.5}
+"""
+
+
+class Threshold(BaseModel):
+    """A metric regresses beyond max(rel * baseline, abs); either bound alone is allowed
+    (the one not given is 0: off). ``rel: parts`` (span_ns only) composes it."""
+
+    model_config = ConfigDict(extra="forbid")
+    rel: float | Literal["parts"] = 0.0
+    abs: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_bound_at_least(cls, value):
+        if isinstance(value, dict) and not ({"rel", "abs"} & set(value)):
+            raise ValueError("give rel, abs or both")
+        return value
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> Threshold:
+        if self.rel != "parts" and self.rel < 0:
+            raise ValueError("rel must be >= 0")
+        return self
+
+
+class GateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    noise_floor: float = Field(ge=0, le=1)
+    alpha: float = Field(gt=0, lt=1)
+    confidence: float = Field(gt=0, lt=1)
+    fail_on_new_findings: Literal["low", "medium", "high", "none"]
+    metrics: dict[str, Threshold]
+
+    def rel(self, metric: str) -> float:
+        """The relative tolerance of a metric (0 when none is configured; 'parts' is
+        resolved by the caller)."""
+        th = self.metrics.get(metric)
+        return 0.0 if th is None or th.rel == "parts" else float(th.rel)
+
+
+def load_config(path: str | Path | None = None) -> GateConfig:
+    """The defaults, overridden key by key by a YAML file (errors name file and field)."""
+    base = load_packaged_yaml(DEFAULT_CONFIG)
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise AdvisorInputError(str(p), f"cannot read gate config: {exc}") from None
+        user = load_user_yaml(text, str(p), "gate config") or {}
+        if not isinstance(user, dict):
+            raise AdvisorInputError(str(p), "gate config must be a mapping")
+        metrics = {**base["metrics"], **(user.pop("metrics", None) or {})}
+        base = {**base, **user, "metrics": metrics}
+    try:
+        cfg = GateConfig.model_validate(base)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        fld = ".".join(str(x) for x in err["loc"] if not str(x).startswith(("float", "literal")))
+        raise AdvisorInputError(str(path), f"gate config field {fld!r}: {err['msg']}") from None
+    unknown = set(cfg.metrics) - set(ALL_METRICS)
+    if unknown:
+        raise AdvisorInputError(str(path), f"gate config: unknown metric {sorted(unknown)[0]!r}")
+    parts = [m for m, th in cfg.metrics.items() if th.rel == "parts" and m != "span_ns"]
+    if parts:
+        raise AdvisorInputError(str(path), f"gate config: rel 'parts' is for span_ns only, "
+                                           f"not {parts[0]!r}")  # fmt: skip
+    return cfg

@@ -1,0 +1,47 @@
+"""Hand-built metric sets (version 2) for gate tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.gate.digest import VERSION
+
+OVERALL_DEFAULT = {"span_ns": 1_000_000.0, "gpu_busy_ns": 1_000_000.0, "tail_idle_ns": 0.0,
+                   "underfill_idle_ns": 0.0, "launch_overhead_ns": 0.0, "sync_idle_ns": 0.0,
+                   "exposed_comm_ns": 0.0, "overlap_ratio": None}  # fmt: skip
+
+
+def mset(overall=None, regions=None, kernels=None, findings=(), gpus=("H200",), trace="t"):
+    """A metric set: ``regions`` {name: {metric: samples}}, ``kernels`` {key: samples}."""
+    return {
+        "version": VERSION,
+        "trace": trace,
+        "gpus": list(gpus),
+        "overall": {**OVERALL_DEFAULT, **(overall or {})},
+        "regions": {
+            name: {
+                "instances": len(next(iter(s.values()), [])),
+                "cold": 0,
+                "samples": {m: list(map(float, v)) for m, v in s.items()},
+            }
+            for name, s in (regions or {}).items()
+        },  # fmt: skip
+        "kernels": {
+            key: {
+                "launches": len(v),
+                "median_ns": float(np.median(v)),
+                "samples": list(map(float, v)),
+            }
+            for key, v in (kernels or {}).items()
+        },  # fmt: skip
+        "startup": {"startup_idle_ns": 0.0, "cold_instances": []},
+        "findings": list(findings),
+        "warnings": [],
+    }
+
+
+def finding(rule="sync-stall-steps", region="step", kernel=None, savings=5_000_000,
+            severity="high", explains=("sync_idle_ns", "sync_gaps")):  # fmt: skip
+    return {"rule": rule, "title": rule.replace("-", " "), "strategy": "remove_sync",
+            "severity": severity, "kernel": kernel, "region": region, "device": 0,
+            "est_savings_ns": savings, "explains": list(explains)}  # fmt: skip
