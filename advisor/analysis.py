@@ -394,6 +394,7 @@ def analyze(
         notes=[*coverage_notes(ops, impossible, api_traced), *shape_notes],
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
         totals=range_totals(regions, segments, gaps),
+        _tables={"segments": (segments, gaps)},  # (Analysis.measure reuses them)
     )
 
 

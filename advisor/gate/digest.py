@@ -19,6 +19,9 @@ from advisor.instances import range_instances
 from advisor.metrics.steady import subtract_windows, window_at
 
 VERSION = 2
+# what the gate keeps of a finding (new findings fail; explains links a row to it)
+FINDING_KEYS = ("rule", "title", "strategy", "severity", "kernel", "region", "device",
+                "est_savings_ns", "explains")  # fmt: skip
 MAX_SAMPLES = 256  # per range or kernel: evenly spaced over time when there are more
 
 
@@ -106,22 +109,6 @@ def metric_set(a: Analysis, findings: list[dict]) -> dict:
                 for row in cold.itertuples(index=False)
             ],
         },  # fmt: skip
-        "findings": [
-            {
-                k: f.get(k)
-                for k in (
-                    "rule",
-                    "title",
-                    "strategy",
-                    "severity",
-                    "kernel",
-                    "region",
-                    "device",
-                    "est_savings_ns",
-                    "explains",
-                )
-            }
-            for f in findings
-        ],  # fmt: skip
+        "findings": [{k: f.get(k) for k in FINDING_KEYS} for f in findings],
         "warnings": list(a.warnings),  # what the trace lacks (data quality)
     }

@@ -23,14 +23,9 @@ import sys
 import time
 
 import torch
+from markers import spin
 
 STEPS = 30
-
-
-def spin(ns: int) -> None:
-    end = time.perf_counter_ns() + ns
-    while time.perf_counter_ns() < end:
-        pass
 
 
 def main() -> None:

@@ -21,17 +21,11 @@ import sys
 import time
 
 import torch
-from markers import nvtx
+from markers import nvtx, spin
 from tiled_gemm import tiled_gemm
 
 STEPS = 30
 POINTWISE_PAIRS = 20
-
-
-def spin(ns: int) -> None:
-    end = time.perf_counter_ns() + ns
-    while time.perf_counter_ns() < end:
-        pass
 
 
 def main() -> None:

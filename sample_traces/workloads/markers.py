@@ -7,7 +7,16 @@ one workload gives comparable traces in both formats.
 
 from __future__ import annotations
 
+import time
+
 import torch
+
+
+def spin(ns: int) -> None:
+    """Busy-wait ``ns`` nanoseconds on the host (planted host time in the gate workloads)."""
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
 
 
 def nvtx(name: str, sync: bool = True):
