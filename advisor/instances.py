@@ -21,13 +21,16 @@ INSTANCE_COLUMNS = ["name", "device", "start_ns", "period_end_ns", "cold", "reas
                     "startup_idle_ns", "launches", "tail_idle_ns", "underfill_idle_ns",
                     "gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns",
                     "overlap_ratio", "sync_gaps"]  # fmt: skip
+_DTYPES = {"name": "object", "reason": "object", "cold": "bool", "device": "int64"}
 
 
 def range_instances(a: Analysis) -> pd.DataFrame:
     """Per region row of ``a`` (same order): the INSTANCE_COLUMNS (module doc)."""
     r = a.regions.reset_index(drop=True)
     if r.empty:
-        return pd.DataFrame(columns=INSTANCE_COLUMNS)
+        # typed, so that boolean masks on 'cold' select rows (not columns) here too
+        cols = {c: pd.Series(dtype=_DTYPES.get(c, "float64")) for c in INSTANCE_COLUMNS}
+        return pd.DataFrame(cols)
     periods = pd.DataFrame({"device": r["device"].to_numpy(), "start_ns": r["start_ns"].to_numpy(),
                             "end_ns": instance_periods(r)})  # fmt: skip
     m = a.measure(periods)

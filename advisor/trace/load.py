@@ -12,6 +12,7 @@ from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
 from advisor.trace.nsys_rep import export_report, is_report
 from advisor.trace.quality import drop_impossible_rows
+from advisor.trace.rocpd import is_rocpd, read_rocpd
 from advisor.trace.rocprof import read_rocprof, read_rocprof_json
 
 NO_GPU = "none"  # --gpu none: analyze without occupancy/wave metrics
@@ -61,7 +62,7 @@ def _read_file(p: Path) -> Trace:
         return trace
     try:
         if looks_like_sqlite(p):
-            return read_nsys(p)
+            return read_rocpd(p) if is_rocpd(p) else read_nsys(p)
         name = p.name.lower()
         if name.endswith((".json", ".json.gz")) or name.endswith(".json.gz"):
             if looks_like_kineto(read_head(p)):
@@ -75,8 +76,8 @@ def _read_file(p: Path) -> Trace:
         return read_rocprof(p)
     raise AdvisorInputError(
         str(p),
-        "not a supported trace: expected an Nsight Systems SQLite export, a PyTorch profiler "
-        "(Kineto) JSON or rocprof CSV/JSON",
+        "not a supported trace: expected an Nsight Systems SQLite export or .nsys-rep, a PyTorch "
+        "profiler (Kineto) JSON, a rocprofv3 rocpd database or rocprof CSV/JSON",
     )
 
 
@@ -116,9 +117,11 @@ def missing_facts_warning(trace: Trace, devices: list[int]) -> str:
         "occupancy, waves, tails and the GEMM findings that need them (split-K, Stream-K) are "
         "not computed; gaps, synchronization, communication and ranges are"
     )
-    if trace.format.startswith("rocprof"):
+    if trace.format.startswith(("rocprof", "rocpd")):
+        where = ("the database's agent rows have no properties" if trace.format == "rocpd"
+                 else "no agent_info.csv beside the kernel trace")  # fmt: skip
         return (
-            f"no GPU facts for agent(s) {ids} (no agent_info.csv beside the kernel trace): "
+            f"no GPU facts for agent(s) {ids} ({where}): "
             f"{limited}; pass --gpu NAME (e.g. --gpu MI300X; `advisor gpus` lists them)"
         )
     return (

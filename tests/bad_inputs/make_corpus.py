@@ -490,11 +490,47 @@ def _kineto_cases(out: Path) -> list[Case]:
     ]
 
 
+def _rocpd(out: Path, name: str, damage: str = "") -> Path:
+    """The hand-built rocpd database of tests/trace/rocpd_db.py, then ``damage`` (SQL)."""
+    sys.path.insert(0, str(ROOT / "tests" / "trace"))
+    from rocpd_db import RocpdWriter, write_hand
+
+    p = out / name
+    with closing(sqlite3.connect(p)) as db:
+        write_hand(RocpdWriter(db, "ab12_cd34"))
+        db.commit()
+    if damage:
+        _sql(p, damage)
+    return p
+
+
+def _rocpd_cases(out: Path) -> list[Case]:
+    """rocpd databases: another tool's, without dispatches, truncated, dangling ids, facts
+    that are not JSON."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    no_dispatches = "DELETE FROM rocpd_kernel_dispatch_ab12_cd34"
+    whole = _rocpd(out, "rocpd_whole.db").read_bytes()
+    other = out / "rocpd_metadata_only.db"
+    _sql(other, "CREATE TABLE rocpd_metadata_ab (id INTEGER, guid TEXT, tag TEXT, value TEXT)")
+    return [
+        Case("rocpd_metadata_only", analyze, path=other),
+        Case("rocpd_no_dispatches", analyze,
+             path=_rocpd(out, "rocpd_no_dispatches.db", no_dispatches)),
+        _raw(out, "rocpd_truncated.db", whole[: len(whole) // 2], analyze),
+        Case("rocpd_dangling_timestamps", analyze, codes=(0,), warns="their timestamp",
+             path=_rocpd(out, "rocpd_dangling.db",
+                         "DELETE FROM rocpd_timestamp_ab12_cd34 WHERE value = 1000140000")),
+        Case("rocpd_agent_facts_not_json", analyze, codes=(0,), warns="no GPU facts",
+             path=_rocpd(out, "rocpd_facts.db",
+                         "UPDATE rocpd_info_agent_ab12_cd34 SET extdata = '{not json'")),
+    ]  # fmt: skip
+
+
 def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
-             + _kineto_cases(out))  # fmt: skip
+             + _kineto_cases(out) + _rocpd_cases(out))  # fmt: skip
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name

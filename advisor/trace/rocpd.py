@@ -1,0 +1,323 @@
+"""rocprofv3 rocpd SQLite databases (ROCm >= 7.0, ``<host>/<pid>_results.db``) -> Trace,
+read-only.
+
+A rocpd database keeps each profiled process's rows in tables named with a uuid suffix
+(``rocpd_kernel_dispatch_<uuid>``, one set per process; a merged database holds several) and
+tells them apart by their ``guid`` column. rocprofv3 also writes views without the suffix
+(``rocpd_kernel_dispatch`` ...); they are used when present, else the suffixed tables are read
+as one. Every time is a row of ``rocpd_timestamp`` (ns); every name a row of
+``rocpd_string``. Read:
+
+  rocpd_kernel_dispatch   kernels: grid and workgroup sizes (the grid counts work-items:
+                          workgroups = ceil(grid / workgroup) per axis), LDS per dispatch,
+                          track (agent, queue, stream, pid, tid), event (correlation id)
+  rocpd_info_kernel_symbol  kernel names (display_name, as rocpd's own views show them) and
+                          register counts (arch + accum VGPRs, SGPRs)
+  rocpd_info_agent        GPU facts from the agent's properties (extdata: cu_count,
+                          simd_per_cu, max_waves_per_simd, wave_front_size, lds_size_in_kb,
+                          gfx_target_version); devices numbered by logical_index, as the
+                          rocprofv3 CSV and JSON outputs number them
+  rocpd_region            host calls by category: HIP_* and RCCL_API -> API table (launches,
+                          synchronizations, joined to GPU work by correlation id);
+                          MARKER_CORE_API (roctx ranges) -> ranges
+  rocpd_memory_copy       copies: direction from the source/destination agents' types, bytes
+
+The schema followed is ROCm's rocprofiler-sdk ``rocpd_tables.sql`` / ``rocpd_views.sql``
+(schema_version 3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from advisor.errors import AdvisorInputError
+from advisor.trace.model import Trace, empty_table
+from advisor.trace.rocprof import _cdna_spec, dispatches_to_kernels
+
+KERNELS = "rocpd_kernel_dispatch"
+API_CATEGORY = re.compile(r"^(HIP_|RCCL_API)")  # HIP runtime/compiler API, RCCL API
+MARKER_CATEGORY = "MARKER_CORE_API"  # roctxRangePush/Pop, roctxRangeStart/Stop
+TABLES = ("rocpd_metadata", "rocpd_string", "rocpd_info_agent", "rocpd_info_kernel_symbol",
+          "rocpd_track", "rocpd_timestamp", "rocpd_event", "rocpd_region", KERNELS,
+          "rocpd_memory_copy")  # fmt: skip
+
+
+def _ro_uri(path: Path) -> str:
+    return path.resolve().as_uri() + "?mode=ro&immutable=1"
+
+
+def _names(conn: sqlite3.Connection) -> dict[str, str]:
+    """Table/view name -> type of every object in the database."""
+    return dict(conn.execute("SELECT name, type FROM sqlite_master"))
+
+
+def is_rocpd(path: Path) -> bool:
+    """True when the SQLite file at ``path`` holds rocpd tables (kernel dispatches or the
+    metadata table, with or without a uuid suffix)."""
+    try:
+        with closing(sqlite3.connect(_ro_uri(path), uri=True)) as conn:
+            names = _names(conn)
+    except sqlite3.Error:
+        return False
+    return any(n.startswith(("rocpd_kernel_dispatch", "rocpd_metadata")) for n in names)
+
+
+def _sources(names: dict[str, str]) -> dict[str, str]:
+    """FROM expression per rocpd table: its view when rocprofv3 wrote one, else the union of
+    its uuid-suffixed tables (a merged database holds one per process)."""
+    out = {}
+    for base in TABLES:
+        if base in names:
+            out[base] = f'"{base}"'
+            continue
+        parts = sorted(n for n, kind in names.items() if kind == "table"
+                       and re.fullmatch(re.escape(base) + r"_[0-9A-Za-z_]+", n))  # fmt: skip
+        if parts:
+            union = " UNION ALL ".join(f'SELECT * FROM "{p}"' for p in parts)
+            out[base] = f"({union})"
+    return out
+
+
+def read_rocpd(path: str | Path) -> Trace:
+    """Read a rocprofv3 rocpd database (read-only) into a Trace."""
+    p = Path(path)
+    try:
+        with closing(sqlite3.connect(_ro_uri(p), uri=True)) as conn:
+            return _read(conn, p)
+    except sqlite3.Error as exc:
+        raise AdvisorInputError(str(p), f"corrupt or unreadable rocpd database: {exc}") from exc
+
+
+def _frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    cur = conn.execute(sql)
+    cols = [c[0] for c in cur.description]
+    return pd.DataFrame.from_records(cur.fetchall(), columns=cols)
+
+
+def _read(conn: sqlite3.Connection, p: Path) -> Trace:
+    src = _sources(_names(conn))
+    needed = (KERNELS, "rocpd_timestamp", "rocpd_track", "rocpd_info_kernel_symbol")
+    missing = [t for t in needed if t not in src]
+    if missing:
+        raise AdvisorInputError(
+            str(p), f"rocpd database without {', '.join(missing)}: profile with rocprofv3 "
+            "--kernel-trace (or --sys-trace)",
+        )  # fmt: skip
+    agents = _agents(conn, src)
+    k = _frame(
+        conn,
+        f"""SELECT K.guid AS guid, K.dispatch_id AS dispatch, K.kernel_id AS kernel_id,
+               DS.value AS start, DE.value AS "end",
+               K.grid_size_x AS grid_x, K.grid_size_y AS grid_y, K.grid_size_z AS grid_z,
+               K.workgroup_size_x AS wg_x, K.workgroup_size_y AS wg_y,
+               K.workgroup_size_z AS wg_z, K.group_segment_size AS lds,
+               T.agent_id AS agent, T.queue_id AS queue,
+               COALESCE(T.stream_id, T.queue_id) AS stream,
+               T.pid AS pid, T.tid AS tid, E.correlation_id AS correlation
+        FROM {src[KERNELS]} K
+        JOIN {src["rocpd_timestamp"]} DS ON DS.id = K.start_id AND DS.guid = K.guid
+        JOIN {src["rocpd_timestamp"]} DE ON DE.id = K.end_id AND DE.guid = K.guid
+        JOIN {src["rocpd_track"]} T ON T.id = K.track_id AND T.guid = K.guid
+        {_left_event(src, "K")}""",
+    )
+    rows = conn.execute(f"SELECT COUNT(*) FROM {src[KERNELS]}").fetchone()[0]
+    if k.empty:
+        why = " with their timestamps and tracks" if rows else ""
+        raise AdvisorInputError(str(p), f"rocpd database: no kernel dispatches{why}")
+    symbols = _frame(
+        conn,
+        f"""SELECT id, guid, kernel_name, display_name, arch_vgpr_count, accum_vgpr_count,
+               sgpr_count FROM {src["rocpd_info_kernel_symbol"]}""",
+    ).set_index(["guid", "id"])
+    key = pd.MultiIndex.from_arrays([k["guid"], k["kernel_id"]])
+    sym = symbols.reindex(key)
+    names = sym["display_name"].where(sym["display_name"].notna(), sym["kernel_name"])
+    k["name"] = names.fillna("<unknown>").to_numpy()
+    for col, out in (("arch_vgpr_count", "arch_vgpr"), ("accum_vgpr_count", "accum_vgpr"),
+                     ("sgpr_count", "sgpr")):  # fmt: skip
+        k[out] = pd.to_numeric(sym[col], errors="coerce").to_numpy()
+    agent_key = list(zip(k["guid"], k["agent"], strict=True))
+    k["device"] = pd.Series([agents.device.get(a) for a in agent_key], dtype="float64")
+    k["correlation"] = k["correlation"].astype("float64")
+    pid = int(k["pid"].dropna().iloc[0]) if k["pid"].notna().any() else 0
+    version = _schema_version(conn, src)
+    trace = Trace(
+        path=str(p), format="rocpd", producer_version=f"rocprofv3 rocpd (schema {version})",
+        kernels=dispatches_to_kernels(k, pid),
+    )  # fmt: skip
+    trace.gpus = agents.specs
+    if rows > len(k):
+        trace.warnings.append(
+            f"{rows - len(k):,} of {rows:,} kernel dispatches dropped: their timestamp or track "
+            "rows are missing (a damaged database); every metric is computed without them"
+        )
+    regions = _regions(conn, src)
+    api = regions[regions["category"].str.match(API_CATEGORY.pattern)]
+    if len(api):
+        trace.api = pd.DataFrame(
+            {
+                "start": api["start"].to_numpy(),
+                "end": api["end"].to_numpy(),
+                "name": api["name"].to_numpy(object),
+                "tid": api["tid"].astype("int64").to_numpy(),
+                "pid": api["pid"].astype("int64").to_numpy(),
+                "correlation": api["correlation"].astype("float64").to_numpy(),
+            }
+        )
+    else:
+        trace.warnings.append(
+            "no HIP API regions in the rocpd database: idle gaps cannot be attributed to host "
+            "causes (capture with rocprofv3 --hip-trace or --sys-trace)"
+        )
+    markers = regions[
+        (regions["category"] == MARKER_CATEGORY) & (regions["end"] > regions["start"])
+    ]
+    if len(markers):
+        trace.nvtx = pd.DataFrame(
+            {
+                "start": markers["start"].to_numpy(),
+                "end": markers["end"].to_numpy(),
+                "text": markers["name"].to_numpy(object),
+                "tid": markers["tid"].astype("int64").to_numpy(),
+                "pid": markers["pid"].astype("int64").to_numpy(),
+                "domain": "",
+            }
+        )
+    trace.memcpy = _copies(conn, src, agents, pid)
+    return trace
+
+
+def _left_event(src: dict[str, str], alias: str) -> str:
+    """The LEFT JOIN of a row's event (its correlation id and category), or a stand-in
+    with NULLs when the database has no event table."""
+    if "rocpd_event" in src:
+        return (
+            f"LEFT JOIN {src['rocpd_event']} E ON E.id = {alias}.event_id AND E.guid = {alias}.guid"
+        )
+    return "LEFT JOIN (SELECT NULL AS id, NULL AS correlation_id, NULL AS category_id) E ON 0"
+
+
+def _schema_version(conn: sqlite3.Connection, src: dict[str, str]) -> str:
+    if "rocpd_metadata" not in src:
+        return "?"
+    row = conn.execute(
+        f"SELECT value FROM {src['rocpd_metadata']} WHERE tag = 'schema_version' LIMIT 1"
+    ).fetchone()
+    return str(row[0]) if row else "?"
+
+
+class _Agents:
+    """Device ids (logical_index) per (guid, agent id), and GPU facts per device."""
+
+    def __init__(self) -> None:
+        self.device: dict[tuple, int] = {}
+        self.is_gpu: dict[tuple, bool] = {}
+        self.specs: dict = {}
+
+
+def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
+    out = _Agents()
+    if "rocpd_info_agent" not in src:
+        return out
+    rows = _frame(
+        conn,
+        f"""SELECT id, guid, type, absolute_index, logical_index, type_index, name,
+               product_name, extdata FROM {src["rocpd_info_agent"]}""",
+    )
+    for row in rows.itertuples(index=False):
+        index = row.logical_index if row.logical_index is not None else row.absolute_index
+        device = int(index if index is not None else row.id)
+        out.device[(row.guid, row.id)] = device
+        out.is_gpu[(row.guid, row.id)] = str(row.type).upper() == "GPU"
+        if str(row.type).upper() != "GPU":
+            continue
+        try:
+            facts = json.loads(row.extdata or "{}")
+        except (TypeError, ValueError):
+            facts = {}
+        if not isinstance(facts, dict) or not facts.get("cu_count"):
+            continue  # no properties: the built-in table may still know the product name
+        out.specs[device] = _cdna_spec(
+            name=row.product_name or facts.get("product_name") or row.name or "AMD GPU",
+            gfx=int(facts.get("gfx_target_version") or 0),
+            cus=int(facts["cu_count"]),
+            simds=int(facts.get("simd_per_cu") or 4),
+            waves=int(facts.get("max_waves_per_simd") or 8),
+            lds_kb=int(facts.get("lds_size_in_kb") or 64),
+            wave=int(facts.get("wave_front_size") or 64),
+            source="trace (rocpd agents)",
+        )
+    return out
+
+
+def _regions(conn: sqlite3.Connection, src: dict[str, str]) -> pd.DataFrame:
+    """Host regions (API calls, markers): category, name, times, pid/tid, correlation."""
+    cols = ["category", "name", "start", "end", "pid", "tid", "correlation"]
+    if "rocpd_region" not in src or "rocpd_event" not in src:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    strings = src["rocpd_string"]
+    r = _frame(
+        conn,
+        f"""SELECT CS.string AS category, NS.string AS name, DS.value AS start,
+               DE.value AS "end", T.pid AS pid, T.tid AS tid, E.correlation_id AS correlation
+        FROM {src["rocpd_region"]} R
+        JOIN {src["rocpd_timestamp"]} DS ON DS.id = R.start_id AND DS.guid = R.guid
+        JOIN {src["rocpd_timestamp"]} DE ON DE.id = R.end_id AND DE.guid = R.guid
+        JOIN {src["rocpd_track"]} T ON T.id = R.track_id AND T.guid = R.guid
+        JOIN {strings} NS ON NS.id = R.name_id AND NS.guid = R.guid
+        {_left_event(src, "R")}
+        LEFT JOIN {strings} CS ON CS.id = E.category_id AND CS.guid = R.guid""",
+    )
+    r["category"] = r["category"].fillna("").astype(str)
+    return r
+
+
+_AGENT_KINDS = {(False, True): "HtoD", (True, False): "DtoH", (True, True): "DtoD",
+                (False, False): "HtoH"}  # fmt: skip
+
+
+def _copies(conn: sqlite3.Connection, src: dict[str, str], agents: _Agents, pid: int):
+    """Memory copies: the device is the GPU end (the destination when both are GPUs),
+    direction from the two agents' types; copies between two GPUs are PtoP."""
+    if "rocpd_memory_copy" not in src:
+        return empty_table("memcpy")
+    m = _frame(
+        conn,
+        f"""SELECT M.guid AS guid, DS.value AS start, DE.value AS "end", M.size AS bytes,
+               M.src_agent_id AS src, M.dst_agent_id AS dst, T.stream_id AS stream,
+               T.pid AS pid, E.correlation_id AS correlation
+        FROM {src["rocpd_memory_copy"]} M
+        JOIN {src["rocpd_timestamp"]} DS ON DS.id = M.start_id AND DS.guid = M.guid
+        JOIN {src["rocpd_timestamp"]} DE ON DE.id = M.end_id AND DE.guid = M.guid
+        JOIN {src["rocpd_track"]} T ON T.id = M.track_id AND T.guid = M.guid
+        {_left_event(src, "M")}""",
+    )
+    if m.empty:
+        return empty_table("memcpy")
+    src_key = list(zip(m["guid"], m["src"], strict=True))
+    dst_key = list(zip(m["guid"], m["dst"], strict=True))
+    src_gpu = np.array([agents.is_gpu.get(a, False) for a in src_key])
+    dst_gpu = np.array([agents.is_gpu.get(a, False) for a in dst_key])
+    src_dev = np.array([agents.device.get(a, -1) for a in src_key], dtype="int64")
+    dst_dev = np.array([agents.device.get(a, -1) for a in dst_key], dtype="int64")
+    kind = [_AGENT_KINDS[(s, d)] for s, d in zip(src_gpu, dst_gpu, strict=True)]
+    kind = np.where(src_gpu & dst_gpu & (src_dev != dst_dev), "PtoP", kind)
+    return pd.DataFrame(
+        {
+            "device": np.where(dst_gpu, dst_dev, src_dev),
+            "stream": m["stream"].fillna(-1).astype("int64").to_numpy(),
+            "start": m["start"].to_numpy(),
+            "end": m["end"].to_numpy(),
+            "bytes": m["bytes"].astype("float64").to_numpy(),
+            "kind": kind,
+            "correlation": m["correlation"].astype("float64").to_numpy(),
+            "pid": m["pid"].fillna(pid).astype("int64").to_numpy(),
+        }
+    )
