@@ -368,9 +368,11 @@ def analyze(
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
     launches, configs, shape_table, shape_notes = _launch_table(trace, ops, shapes, gemms)
     del ops["api_tid"]  # (used to place launches in ranges and shapes: done)
-    impossible = 0  # launches whose configuration cannot run (trace.quality)
+    impossible = unrecorded = 0  # launches whose configuration cannot run / is unknown
     if len(launches):
-        impossible = int(configs["impossible"].to_numpy()[launches["config"].to_numpy()].sum())
+        of_launch = launches["config"].to_numpy()
+        impossible = int(configs["impossible"].to_numpy()[of_launch].sum())
+        unrecorded = int(configs["unrecorded"].to_numpy()[of_launch].sum())
 
     segments = class_segments(ops, op_class)
     gaps = gap_segments(ops)
@@ -391,7 +393,7 @@ def analyze(
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
-        notes=[*coverage_notes(ops, impossible, api_traced), *shape_notes],
+        notes=[*coverage_notes(ops, impossible, api_traced, unrecorded), *shape_notes],
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
         totals=range_totals(regions, segments, gaps),
         _tables={"segments": (segments, gaps)},  # (Analysis.measure reuses them)

@@ -19,7 +19,7 @@ from advisor.data import names_in
 from advisor.metrics.grouping import row_groups
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
-from advisor.trace.quality import impossible_launches
+from advisor.trace.quality import impossible_launches, unrecorded_launches
 
 GROUP_KEYS = [
     "device",
@@ -43,15 +43,16 @@ CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slo
 
 def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
     """(config id per launch, one row per distinct launch configuration): the columns of
-    CONFIG_COLUMNS and ``impossible`` (trace.quality), computed once per configuration (a
-    million launches hold a few hundred). Launches on devices without GPU facts keep NaN
-    waves and zero tail."""
+    CONFIG_COLUMNS, ``impossible`` and ``unrecorded`` (trace.quality), computed once per
+    configuration (a million launches hold a few hundred). Launches on devices without GPU
+    facts keep NaN waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
     ids = row_groups(kernels, cols)
     first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
     k = kernels.iloc[first].reset_index(drop=True)
     impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
-    occ = kernel_occupancy(k[~impossible], gpus).reindex(k.index)
+    unrecorded = unrecorded_launches(k)  # no configuration in the trace: the same
+    occ = kernel_occupancy(k[~impossible & ~unrecorded], gpus).reindex(k.index)
     # products in float64: damaged dimensions must not overflow int64 (clamped at 2^62)
     grid = np.minimum(_product(k, "grid"), 2.0**62)
     out = pd.DataFrame(index=k.index)
@@ -75,7 +76,8 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     out["tail_fraction"] = tail.where(judged, 0.0)
     out["underfilled"] = (waves < 1) & judged
     out["impossible"] = impossible  # kept out of the kernel groups (CONFIG_COLUMNS)
-    return ids.astype(np.int32), out[[*CONFIG_COLUMNS, "impossible"]]
+    out["unrecorded"] = unrecorded
+    return ids.astype(np.int32), out[[*CONFIG_COLUMNS, "impossible", "unrecorded"]]
 
 
 def _product(k: pd.DataFrame, prefix: str) -> pd.Series:

@@ -89,6 +89,8 @@ class DeviceProps(msgspec.Struct):
     regsPerMultiprocessor: int | None = None  # noqa: N815
     sharedMemPerMultiprocessor: int | None = None  # noqa: N815
     sharedMemPerBlockOptin: int | None = None  # noqa: N815
+    sharedMemPerBlock: int | None = None  # noqa: N815 (ROCm builds write these two)
+    maxSharedMemoryPerMultiProcessor: int | None = None  # noqa: N815
     gcnArchName: str | None = None  # noqa: N815 (ROCm builds)
 
 
@@ -472,6 +474,7 @@ def _gpus(props: list[DeviceProps], devices: list[int]) -> dict[int, GpuSpec]:
         )  # fmt: skip
         warp = d.warpSize or (64 if amd else 32)
         base = known.to_dict() if known else {}
+        smem_sm = d.sharedMemPerMultiprocessor or d.maxSharedMemoryPerMultiProcessor
         out[d.id] = GpuSpec(
             name=d.name or (known.name if known else "unknown GPU"),
             vendor="amd" if amd else "nvidia",
@@ -483,11 +486,13 @@ def _gpus(props: list[DeviceProps], devices: list[int]) -> dict[int, GpuSpec]:
             max_blocks_per_sm=base.get("max_blocks_per_sm", 32),
             registers_per_sm=(d.regsPerMultiprocessor or base.get("registers_per_sm", 65536))
             if not amd else base.get("registers_per_sm", 512),
-            shared_mem_per_sm=d.sharedMemPerMultiprocessor or base.get("shared_mem_per_sm", 0),
+            shared_mem_per_sm=smem_sm or base.get("shared_mem_per_sm", 0),
             max_shared_mem_per_block=d.sharedMemPerBlockOptin
-            or base.get("max_shared_mem_per_block", d.sharedMemPerMultiprocessor or 0),
+            or (d.sharedMemPerBlock if amd else None)
+            or base.get("max_shared_mem_per_block", smem_sm or 0),
             reserved_shared_mem_per_block=base.get(
-                "reserved_shared_mem_per_block", 1024 if (d.computeMajor or 0) >= 8 else 0
+                "reserved_shared_mem_per_block", 1024 if (d.computeMajor or 0) >= 8 and not amd
+                else 0
             ),
             clock_mhz=base.get("clock_mhz"),
             memory_bandwidth_gbs=base.get("memory_bandwidth_gbs"),

@@ -83,8 +83,8 @@ def _times(col: pd.Series) -> np.ndarray:
 
 
 def impossible_launches(k: pd.DataFrame) -> np.ndarray:
-    """Per launch: True when its configuration cannot run on any GPU (a grid or block
-    dimension below 1, over MAX_GRID_BLOCKS blocks, more than MAX_BLOCK_THREADS threads,
+    """Per launch: True when its recorded configuration cannot run on any GPU (a grid or block
+    dimension below 1 or missing, over MAX_GRID_BLOCKS blocks, more than MAX_BLOCK_THREADS threads,
     registers outside 0..MAX_REGISTERS, negative shared memory): no occupancy or waves are
     computed for it."""
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
@@ -98,13 +98,25 @@ def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     ok &= v["grid_x"] * v["grid_y"] * v["grid_z"] <= MAX_GRID_BLOCKS
     ok &= threads <= MAX_BLOCK_THREADS
     ok &= (regs >= 0) & (regs <= MAX_REGISTERS) & (smem >= 0)
-    return ~ok
+    return ~ok & ~unrecorded_launches(k)  # nothing recorded is not damage
 
 
-def coverage_notes(ops: pd.DataFrame, impossible: int = 0, api_traced: bool = True) -> list[str]:
+def unrecorded_launches(k: pd.DataFrame) -> np.ndarray:
+    """Per launch: True when the trace recorded no launch configuration at all (every grid
+    and block dimension missing, as in ROCm PyTorch profiler traces): not damage, but no
+    occupancy or waves can be computed for it."""
+    dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+    return np.logical_and.reduce(
+        [pd.to_numeric(k[c], errors="coerce").isna().to_numpy() for c in dims]
+    )
+
+
+def coverage_notes(
+    ops: pd.DataFrame, impossible: int = 0, api_traced: bool = True, unrecorded: int = 0
+) -> list[str]:
     """What the trace lacks, and the metrics that limits (``ops``: attributed device ops;
     ``impossible``: the number of launches with impossible configurations; ``api_traced``:
-    the trace holds runtime API calls)."""
+    the trace holds runtime API calls; ``unrecorded``: launches without any grid/block)."""
     notes = []
     kernels = ops["kind"].eq("kernel").to_numpy()
     if kernels.any() and api_traced:  # (no API at all: the reader says how to get it)
@@ -121,6 +133,12 @@ def coverage_notes(ops: pd.DataFrame, impossible: int = 0, api_traced: bool = Tr
             f"{same:,} GPU operations repeat another's device, stream, start and end to the "
             "nanosecond (a trace merged twice or damaged): busy time counts them once, but "
             "launch counts and per-kernel totals include them"
+        )
+    if unrecorded:
+        notes.append(
+            f"{unrecorded:,} kernel launches have no launch configuration in the trace (grid "
+            "and block not recorded, as in ROCm PyTorch profiler traces): their occupancy, "
+            "waves and tails are not computed (rocprofv3 --kernel-trace records them)"
         )
     bad = impossible
     if bad:
