@@ -1,6 +1,7 @@
 """Nsight Systems reports (.nsys-rep): exported by the nsys on PATH into the cache, never
 beside the input; without nsys one line says how to export. A stand-in ``nsys`` script
-plays the real one (which was checked once on an H200, docs/scaling.md)."""
+plays the real one (checked on an H200 with nsys 2025.3.1 on the report kept in
+sample_traces/nsys_rep/: sample_traces/capture.log)."""
 
 import os
 import stat
@@ -8,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import H200_SINGLE, sha256
+from conftest import H200_SINGLE, SAMPLES, sha256
 
 STAND_IN = """#!/bin/sh
 # stand-in for `nsys export --type sqlite --force-overwrite true --output OUT REPORT`
@@ -75,3 +76,15 @@ def test_without_nsys_one_line_says_how_to_export(setup):
     proc = run(["analyze", str(report)], env)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "nsys export --type sqlite -o run.sqlite run.nsys-rep" in proc.stderr
+
+
+def test_the_real_report_is_keyed_as_on_the_h200(setup):
+    # the report captured on the H200: the real nsys exported it to
+    # nsys-rep/dd28dcff...1ded75.sqlite there; the same content gives the same cache key here
+    real = SAMPLES / "nsys_rep" / "nsys_rep_check.nsys-rep"
+    report, env, _, cache = setup
+    report.write_bytes(real.read_bytes())
+    proc = run(["analyze", str(report), "--format", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    (export,) = (cache / "nsys-rep").glob("*.sqlite")
+    assert export.stem == "dd28dcff8a4971f98cfe8446f890ccce2eaeba6ce3e6e4d58351ee51b21ded75"
