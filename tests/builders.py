@@ -65,3 +65,56 @@ def trace(kernel_rows: list[dict], api_rows=(), nvtx_rows=(), gpu: str = "H200")
     spec = match_gpu(gpu)
     t.gpus = {d: spec for d in t.devices}
     return t
+
+
+def two_device_steps(steps: list[list[tuple]], gap_us: int = 1000) -> Trace:
+    """Two devices' steps one after another (gap_us apart), each inside a 'train_step' range
+    per device (one process per device, every kernel launched 4-2 us before it starts).
+    ``steps``: per step, (device, kernel name, start, end) rows in us from the step's start."""
+    kernels, api, nvtx, offset, corr = [], [], [], 0, 1
+    for rows in steps:
+        end = max(r[3] for r in rows)
+        for d in (0, 1):
+            nvtx.append(
+                {
+                    "start": (offset - 5) * 1000,
+                    "end": (offset + end + 5) * 1000,
+                    "text": "train_step",
+                    "tid": 10 + d,
+                    "pid": 1 + d,
+                    "domain": "",
+                }
+            )
+        for d, name, s, e in sorted(rows, key=lambda r: (r[2], r[0])):
+            kernels.append(
+                {
+                    **KERNEL_DEFAULTS,
+                    "device": d,
+                    "pid": 1 + d,
+                    "name": name,
+                    "start": (offset + s) * 1000,
+                    "end": (offset + e) * 1000,
+                    "correlation": corr,
+                    "grid_x": 1056,  # one full wave on an H200 (8 CTAs x 132 SMs)
+                    "block_x": 256,
+                }
+            )
+            api.append(
+                {
+                    "start": (offset + s) * 1000 - 4000,
+                    "end": (offset + s) * 1000 - 2000,
+                    "name": "cudaLaunchKernel",
+                    "tid": 10 + d,
+                    "pid": 1 + d,
+                    "correlation": corr,
+                }
+            )
+            corr += 1
+        offset += end + gap_us
+    k = pd.DataFrame(kernels)
+    k["demangled"] = k["name"]
+    t = Trace(path="<hand-built pipeline>", format="test", producer_version="test", kernels=k)
+    t.api = pd.DataFrame(api).sort_values("start", ignore_index=True)
+    t.nvtx = pd.DataFrame(nvtx)
+    t.gpus = {d: match_gpu("H200") for d in (0, 1)}
+    return t

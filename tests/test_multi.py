@@ -91,7 +91,8 @@ def test_cli_many_traces_with_a_bad_one(ranks, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         f"advisor: error: {bad}: not a supported trace: expected "
-        "an Nsight Systems SQLite export, a PyTorch profiler (Kineto) JSON or rocprof CSV/JSON"
+        "an Nsight Systems SQLite export or .nsys-rep, a PyTorch profiler (Kineto) JSON, a "
+        "rocprofv3 rocpd database or rocprof CSV/JSON"
     )
     assert [r["error"] is None for r in doc["ranks"]] == [True, True, False]
     assert doc["collectives"] and doc["findings"]

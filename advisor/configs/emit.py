@@ -54,6 +54,27 @@ event.synchronize()                                        # only when the host 
 --range NAME`): the last-arriving device has more work or a slower host path before the
 collective. Even the split (data per rank, pipeline-stage boundaries, MoE capacity) or move
 host work (data loading, logging) off the critical path.""",
+    "pipeline_schedule": """```python
+# torch.distributed.pipelining: more micro-batches, then an interleaved schedule
+from torch.distributed.pipelining import ScheduleInterleaved1F1B, Schedule1F1B
+n_microbatches = 4 * pp_size                      # bubble (p-1)/(m+p-1): 8 stages, m=32 -> 18 %
+schedule = Schedule1F1B(stage, n_microbatches=n_microbatches, loss_fn=loss_fn)
+# v virtual stages per rank (build v PipelineStage objects per rank): bubble (p-1)/(v*m+p-1)
+schedule = ScheduleInterleaved1F1B(stages, n_microbatches=n_microbatches, loss_fn=loss_fn)
+# Megatron-LM: --num-layers-per-virtual-pipeline-stage N (interleaving),
+#              a larger --global-batch-size / smaller --micro-batch-size (more micro-batches)
+```""",
+    "tp_overlap": """```python
+# async tensor parallelism (torch.compile micro-pipeline TP; PyTorch >= 2.5, SymmetricMemory)
+import torch._inductor.config as inductor_config
+inductor_config._micro_pipeline_tp = True
+from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+enable_symm_mem_for_group(tp_mesh.get_group().group_name)
+model = parallelize_module(model, tp_mesh, plan)  # ColwiseParallel / RowwiseParallel with
+# SequenceParallel: all-reduce -> reduce-scatter + all-gather, overlapped with the GEMMs
+model = torch.compile(model)
+# Megatron-LM / TransformerEngine: --sequence-parallel --tp-comm-overlap
+```""",
     "persistent": """```python
 # grid-stride (persistent) loop: grid = SMs x CTAs/SM, every CTA walks the whole range
 @triton.jit

@@ -2,11 +2,11 @@
 
 A rule file holds ``rules:``, a list of rules (see docs/rules.md):
 
-  id, title, scope (kernels | regions | sequences), when (condition, or a list ANDed),
-  savings (expression, ns), strategy, severity (auto | high | medium | low), message
-  (a template over the row's columns), evidence (columns), rationale, watch_for,
-  references (links), emit (what the config emitter needs: kind gemm | launch | overlap |
-  advice, plus optional parameters).
+  id, title, scope (kernels | regions | sequences | steps | stragglers | stages), when
+  (condition, or a list ANDed), savings (expression, ns), strategy, severity (auto | high |
+  medium | low), message (a template over the row's columns), evidence (columns), rationale,
+  watch_for, references (links), emit (what the config emitter needs: kind gemm | launch |
+  overlap | advice, plus optional parameters).
 
 Conditions and savings are expressions of ``advisor.rules.expr``, evaluated vectorized over
 a whole table; nothing is ``eval``-ed. Every problem in a file is reported as
@@ -42,6 +42,7 @@ LOCATION = {
     "regions": (None, "name"),
     "steps": (None, "name"),
     "stragglers": (None, "name"),
+    "stages": (None, "name"),
 }
 
 
@@ -58,7 +59,7 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
     title: str = Field(default="", min_length=0)
-    scope: Literal["kernels", "regions", "sequences", "steps", "stragglers"]
+    scope: Literal["kernels", "regions", "sequences", "steps", "stragglers", "stages"]
     when: str | list[str]
     savings: str
     strategy: str = Field(pattern=r"^[a-z][a-z_]*$")

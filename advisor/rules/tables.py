@@ -14,6 +14,7 @@ from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
+from advisor.metrics.pipeline import pipeline_stages, stage_steps, step_windows
 
 _WINDOW_DOC = {
     "gpu_busy_ns": "time any GPU work runs (ns)",
@@ -94,6 +95,30 @@ _STRAGGLER_DOC = {
     "by_input": "the largest is the late start (input pipeline, host work before the step)",
 }
 
+_STAGE_DOC = {
+    "name": "the step family the bubbles are measured over ('' when the trace has no repeated "
+    "top-level range: the whole trace is one step)",
+    "device": "the stage's device",
+    "stage": "its position in the pipeline (0: the first stage, which computes before any "
+    "transfer reaches it)",
+    "stages": "p: the devices in the pipeline",
+    "microbatches": "m: compute blocks per step on the first stage / 2 (a forward and a "
+    "backward block per micro-batch, between point-to-point kernels)",
+    "steps": "steps measured",
+    "step_ns": "median step window: the first to the last GPU op of any stage (ns)",
+    "compute_ns": "median compute time of the stage per step (union of compute ops, ns)",
+    "bubble_ns": "median time per step without compute on the stage: idle or waiting in a "
+    "transfer (step_ns - compute_ns, ns)",
+    "bubble_fraction": "median bubble_ns / step_ns",
+    "ideal_fraction": "the schedule's bubble share with equal stages and free transfers: "
+    "(p - 1) / (m + p - 1) (GPipe, 1F1B)",
+    "excess_bubble_ns": "sum over the steps of max(0, bubble_ns - ideal_fraction x step_ns) (ns)",
+    "imbalance_ns": "sum over the steps of max(0, compute_ns - the stages' median compute) (ns)",
+    "compute_vs_median": "compute_ns / the stages' median compute_ns",
+    "bottleneck": "the stage with the most compute (the pipeline runs at its pace)",
+    "severity_base_ns": "the steps' windows summed (ns)",
+}
+
 SCOPES: dict[str, dict[str, str]] = {
     "kernels": {
         "name": "kernel name",
@@ -157,6 +182,10 @@ SCOPES: dict[str, dict[str, str]] = {
             )
         },
         "last_device": "device most often last to reach this range's collectives (NaN none)",
+        "collectives_per_instance": "collective kernels (comm that is not point-to-point) "
+        "per instance of the range on the device",
+        "pipeline_stage": "the range is the step family of a recognised pipeline on one of its "
+        "stage devices (its point-to-point waits are the pipeline's bubble: the stages table)",
         **_AT_DOC,
     },
     "sequences": {
@@ -175,6 +204,7 @@ SCOPES: dict[str, dict[str, str]] = {
     },
     "steps": {**_STEP_DOC, **_AT_DOC},
     "stragglers": {**_STRAGGLER_DOC, **_AT_DOC},
+    "stages": {**_STAGE_DOC, **_AT_DOC},
 }
 
 
@@ -282,6 +312,12 @@ def _regions(a: Analysis) -> pd.DataFrame:
     )
     idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
+    # collectives (comm kernels that are not point-to-point) launched per range instance
+    (p2p,) = names_in(ops["name"].astype(str), "p2p_kernels")
+    coll = ops[ops["op_class"].eq("comm").to_numpy() & ~p2p]
+    per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
+    counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
+    w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
@@ -378,7 +414,7 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
         return empty
     out = []
     for name, g in regions.groupby("name", sort=False):
-        if len(g) < 2 or not (g["comm_wait_ns"] > 0).any():
+        if len(g) < 2 or not (g["comm_wait_ns"] > 0).any() or g["pipeline_stage"].any():
             continue
         last = g["last_device"].dropna()
         if last.empty:
@@ -422,8 +458,35 @@ def _late_start(regions: pd.DataFrame, name: str, device: int) -> float:
     return float((starts[device] - others).dropna().median())
 
 
+def _stages(a: Analysis) -> pd.DataFrame:
+    """Pipeline stages recognised from point-to-point kernels, per stage device
+    (SCOPES['stages'], metrics/pipeline.py)."""
+    empty = pd.DataFrame(columns=list(SCOPES["stages"]))
+    ops = a.ops
+    if ops.empty or ops["device"].nunique() < 2:
+        return empty
+    (p2p,) = names_in(ops["name"].astype(str), "p2p_kernels")
+    p2p &= ops["kind"].eq("kernel").to_numpy()
+    if not p2p.any():
+        return empty
+    family, windows = step_windows(a.regions, ops)
+    t = pipeline_stages(stage_steps(ops, p2p, windows))
+    if t.empty:
+        return empty
+    t.insert(0, "name", family)
+    return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+
+
 def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
     """One table per scope for the rule engine."""
+    stages = _stages(a)
     regions = _regions(a)
+    # in a pipeline, the waits inside point-to-point kernels are its bubble (the stages
+    # rules): the step family's ranges on the stage devices are not judged as rank skew,
+    # exposed collectives or stragglers as well
+    regions["pipeline_stage"] = regions["name"].astype(str).isin(stages["name"]) & regions[
+        "device"
+    ].isin(stages["device"])
     return {"kernels": _kernels(a), "regions": regions, "sequences": _sequences(a),
-            "steps": _steps(a), "stragglers": _stragglers(a, regions)}  # fmt: skip
+            "steps": _steps(a), "stragglers": _stragglers(a, regions),
+            "stages": stages}  # fmt: skip
