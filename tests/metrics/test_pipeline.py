@@ -114,3 +114,13 @@ def test_symmetric_exchange_is_not_a_pipeline():
     # the window (no stage waits for its first activation)
     a = analysis_of(PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite")
     assert build_tables(a)["stages"].empty
+
+
+def test_pp_bubble_emits_a_schedule_recipe(tmp_path):
+    from advisor.configs.emit import emit
+
+    a = analyze(trace_of([gpipe((100, 100), (200, 200), 60)] * 2))
+    (path,) = emit([f for f in find(a) if f["rule"] == "pp-bubble"], a.trace.gpus, tmp_path / "e")
+    text = path.read_text()
+    assert path.name == "01_pipeline_schedule_train_step_dev0.md"
+    assert "ScheduleInterleaved1F1B" in text and "768.00 us" in text
