@@ -65,11 +65,11 @@ def copies(a: Analysis) -> pd.DataFrame:
     host = np.full(len(rows), "device", dtype=object)
     nbytes = np.zeros(len(rows), dtype=np.float64)
     if is_copy.any():
-        table = t.memcpy
         at = src[is_copy]
-        direction[is_copy] = table["kind"].astype(str).to_numpy()[at]
-        host[is_copy] = _host_memory(table).to_numpy()[at]
-        nbytes[is_copy] = table["bytes"].to_numpy(np.float64)[at]
+        table = t.memcpy.iloc[at]  # (only the selection's copies: the strings are per row)
+        direction[is_copy] = table["kind"].astype(str).to_numpy()
+        host[is_copy] = _host_memory(table).to_numpy()
+        nbytes[is_copy] = table["bytes"].to_numpy(np.float64)
     if (~is_copy).any():
         nbytes[~is_copy] = t.memset["bytes"].to_numpy(np.float64)[src[~is_copy]]
     frame = pd.DataFrame(

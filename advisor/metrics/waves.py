@@ -162,7 +162,11 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
     # still resolves 1/4 ns there)
     score = np.where(idle > 0, 2.0**50 + idle, launches["duration"].to_numpy(np.float64))
-    return pd.Series(score).groupby(group, sort=True).idxmax().to_numpy()
+    best = np.full(int(group.max()) + 1, -np.inf)
+    np.maximum.at(best, group, score)
+    rows = np.flatnonzero(score == best[group])  # each group's maxima, in row order
+    _, first = np.unique(group[rows], return_index=True)
+    return rows[first]  # the first maximum of each group (as idxmax)
 
 
 def _smem_per_block(launches: pd.DataFrame) -> pd.Series:

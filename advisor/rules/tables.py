@@ -313,8 +313,9 @@ def _regions(a: Analysis) -> pd.DataFrame:
     idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     # collectives (comm kernels that are not point-to-point) launched per range instance
-    (p2p,) = names_in(ops["name"].astype(str), "p2p_kernels")
-    coll = ops[ops["op_class"].eq("comm").to_numpy() & ~p2p]
+    comm = ops[ops["op_class"].eq("comm").to_numpy()]  # (few: the names are matched on them)
+    (p2p,) = names_in(comm["name"], "p2p_kernels")
+    coll = comm[~p2p]
     per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
     counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
@@ -354,32 +355,40 @@ def _steps(a: Analysis) -> pd.DataFrame:
         period_sync_gaps=inst["sync_gaps"].to_numpy(),
         graph_saving_ns=np.bincount(gap_row, saving, len(r)),
     )
-    out = []
-    for (name, device), g in r[repeated.to_numpy()].groupby(["family", "device"], sort=False):
-        # a cold step holds start-up work (module loads, allocation, compilation): the
-        # first step of a process, typically (metrics/steady.py)
-        steady = g[~g["cold"]]
-        use = steady if len(steady) else g
-        cols = ["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "period_sync_idle_ns",
-                "period_sync_gaps", "launches", "ops"]  # fmt: skip
-        med = use[cols].median()
-        own = gap[np.isin(gap_row, use.index.to_numpy())]
-        worst = use.loc[use["graph_saving_ns"].idxmax()]
-        out.append({
-            "name": name, "device": int(device), "steps": len(g), "steady_steps": len(steady),
-            "step_ns": med["step_ns"], "busy_ns": med["gpu_busy_ns"], "idle_ns": med["idle_ns"],
-            "overhead_ns": med["launch_overhead_ns"], "sync_idle_ns": med["period_sync_idle_ns"],
-            "sync_gaps": med["period_sync_gaps"],
-            "sync_idle_total_ns": float(use["period_sync_idle_ns"].sum()),
-            "launches": med["launches"], "ops": med["ops"],
-            "median_gap_ns": float(np.median(own)) if len(own) else np.nan,
-            "overhead_share": (med["launch_overhead_ns"] / med["step_ns"]
-                               if med["step_ns"] else np.nan),
-            "graph_saving_ns": float(use["graph_saving_ns"].sum()),
-            "severity_base_ns": float(use["period_ns"].sum()),
-            "worst_start_ns": int(worst["start_ns"]),
-        })  # fmt: skip
-    t = pd.DataFrame(out)
+    # per (family, device) of the repeated ranges, over its steady steps (a cold step holds
+    # start-up work: module loads, allocation, compilation; metrics/steady.py), or over all
+    # its steps when none is steady; computed for every group at once
+    rep = r[repeated.to_numpy()]
+    group = rep.groupby(["family", "device"], sort=False).ngroup().to_numpy()
+    has_steady = np.bincount(group, ~rep["cold"].to_numpy(), group.max() + 1) > 0
+    used = rep[~rep["cold"].to_numpy() | ~has_steady[group]]
+    ug = group[~rep["cold"].to_numpy() | ~has_steady[group]]
+    cols = ["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "period_sync_idle_ns",
+            "period_sync_gaps", "launches", "ops"]  # fmt: skip
+    med = used[cols].groupby(ug).median()
+    sums = used[["period_sync_idle_ns", "graph_saving_ns", "period_ns"]].groupby(ug).sum()
+    worst = used["graph_saving_ns"].groupby(ug).idxmax()
+    first = rep.groupby(group, sort=True).head(1)
+    group_of_row = np.full(len(r), -1)
+    group_of_row[used.index.to_numpy()] = ug
+    gap_group = group_of_row[gap_row]
+    own = pd.Series(gap[gap_group >= 0]).groupby(gap_group[gap_group >= 0]).median()
+    t = pd.DataFrame({
+        "name": first["family"].to_numpy(), "device": first["device"].to_numpy().astype(int),
+        "steps": np.bincount(group), "steady_steps": np.bincount(group, ~rep["cold"].to_numpy()),
+        "step_ns": med["step_ns"].to_numpy(), "busy_ns": med["gpu_busy_ns"].to_numpy(),
+        "idle_ns": med["idle_ns"].to_numpy(), "overhead_ns": med["launch_overhead_ns"].to_numpy(),
+        "sync_idle_ns": med["period_sync_idle_ns"].to_numpy(),
+        "sync_gaps": med["period_sync_gaps"].to_numpy(),
+        "sync_idle_total_ns": sums["period_sync_idle_ns"].to_numpy(np.float64),
+        "launches": med["launches"].to_numpy(), "ops": med["ops"].to_numpy(),
+        "median_gap_ns": own.reindex(range(len(med))).to_numpy(np.float64),
+        "overhead_share": (med["launch_overhead_ns"] / med["step_ns"].where(med["step_ns"] != 0))
+        .to_numpy(),
+        "graph_saving_ns": sums["graph_saving_ns"].to_numpy(np.float64),
+        "severity_base_ns": sums["period_ns"].to_numpy(np.float64),
+        "worst_start_ns": r["start_ns"].to_numpy()[worst.to_numpy()].astype(np.int64),
+    })  # fmt: skip
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
 
 
@@ -465,8 +474,13 @@ def _stages(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     if ops.empty or ops["device"].nunique() < 2:
         return empty
-    (p2p,) = names_in(ops["name"].astype(str), "p2p_kernels")
-    p2p &= ops["kind"].eq("kernel").to_numpy()
+    comm = np.flatnonzero(
+        ops["op_class"].eq("comm").to_numpy() & ops["kind"].eq("kernel").to_numpy()
+    )
+    if not len(comm):
+        return empty
+    p2p = np.zeros(len(ops), dtype=bool)
+    p2p[comm] = names_in(ops["name"].iloc[comm], "p2p_kernels")[0]
     if not p2p.any():
         return empty
     family, windows = step_windows(a.regions, ops)
