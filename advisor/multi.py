@@ -76,9 +76,10 @@ def load_ranks(
 
 def _set_read_threads(threads: int) -> None:
     """Worker start-up: share the cores among the workers' concurrent trace reads."""
-    from advisor.trace import nsys
+    from advisor.trace import kineto, nsys
 
     nsys.READ_THREADS = threads
+    kineto.READ_PROCESSES = threads  # (1 in a busy pool: no processes of its own)
 
 
 def merge_traces(loads: list[RankLoad]) -> Trace:

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -135,15 +137,20 @@ def read_kineto(path: str | Path) -> Trace:
     try:
         with open(p, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
-        with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
-            docs = _stream(fh, collect)
+        size = p.stat().st_size
+        read = _read_parallel(p, size) if not gz and size >= PARALLEL_MIN_BYTES else None
+        if read is None:
+            with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
+                docs = _stream(fh, collect)
+            tables = collect.tables()
+        else:
+            docs, tables = read
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise AdvisorInputError(str(p), f"cannot read the Kineto trace: {exc}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: {exc}") from None
     if not any(d.traceEvents is not None for d in docs):
         raise AdvisorInputError(str(p), "JSON without 'traceEvents': not a PyTorch profiler trace")
-    tables = collect.tables()
     if tables["kernels"] is None:
         raise AdvisorInputError(
             str(p), "Kineto trace without GPU kernels (profile with ProfilerActivity.CUDA)"
@@ -172,6 +179,21 @@ def read_kineto(path: str | Path) -> Trace:
     return trace
 
 
+def _head(fh) -> tuple[bytes, int, int]:
+    """(first bytes of the document, offset of the ``"traceEvents"`` key or -1, offset of
+    its array's ``[`` or -1); the key comes after a few small keys."""
+    first = fh.read(CHUNK_BYTES)
+    at = first.find(_KEY)
+    while at < 0 and len(first) < 4 * CHUNK_BYTES:
+        more = fh.read(CHUNK_BYTES)
+        if not more:
+            break
+        first += more
+        at = first.find(_KEY)
+    bracket = first.find(b"[", at) if at >= 0 else -1
+    return first, at, bracket
+
+
 def _stream(fh, collect: _Collector) -> list[Document]:
     """Feed the events of the document in ``fh`` to ``collect`` a chunk at a time; returns
     the document's other parts (head and tail, decoded with no events or the last ones).
@@ -181,15 +203,7 @@ def _stream(fh, collect: _Collector) -> list[Document]:
     One buffer is reused: the cut comma becomes the chunk's closing ``]`` and the next
     chunk's opening ``[``, so no chunk is copied to be decoded. A document written otherwise
     (minified, another indent) is decoded whole."""
-    first = fh.read(CHUNK_BYTES)
-    at = first.find(_KEY)
-    while at < 0 and len(first) < 4 * CHUNK_BYTES:  # (the key comes after a few small keys)
-        more = fh.read(CHUNK_BYTES)
-        if not more:
-            break
-        first += more
-        at = first.find(_KEY)
-    bracket = first.find(b"[", at) if at >= 0 else -1
+    first, at, bracket = _head(fh)
     if bracket < 0 or _BOUNDARY not in first[bracket:]:
         whole = _DOCUMENT.decode(first + fh.read())
         collect.add(whole.traceEvents or [])
@@ -197,25 +211,103 @@ def _stream(fh, collect: _Collector) -> list[Document]:
     head = _DOCUMENT.decode(first[:at] + b'"traceEvents": []}')
     buf = bytearray(first[bracket:])  # starts with the array's '['
     del first
+    return [head, _feed(fh, buf, collect, None)]
+
+
+def _feed(fh, buf: bytearray, collect: _Collector, remaining: int | None) -> Document | None:
+    """Decode events chunk by chunk from ``buf`` (starting with ``[``) and the next bytes of
+    ``fh``: at most ``remaining`` more bytes, whose end is a cut between two events (then
+    None is returned), or, with ``remaining=None``, up to the end of the document (then its
+    tail, decoded with the last events, is returned)."""
     eof = False
     while True:
         cut = buf.rfind(_BOUNDARY)
         if (cut <= 0 or len(buf) < CHUNK_BYTES) and not eof:
-            more = fh.read(CHUNK_BYTES)
+            n = CHUNK_BYTES if remaining is None else min(CHUNK_BYTES, remaining)
+            more = fh.read(n) if n > 0 else b""
+            if remaining is not None:
+                remaining -= len(more)
             if more:
                 buf += more
             else:
                 eof = True
             continue
-        if cut <= 0:  # the last events and the rest of the document
-            tail = _DOCUMENT.decode(b'{"traceEvents": ' + bytes(buf))
-            collect.add(tail.traceEvents or [])
-            return [head, tail]
+        if cut <= 0:
+            if remaining is None:  # the last events and the rest of the document
+                tail = _DOCUMENT.decode(b'{"traceEvents": ' + bytes(buf))
+                collect.add(tail.traceEvents or [])
+                return tail
+            if len(buf) > 1:  # a span's last events
+                buf += b"]"
+                collect.add(_EVENTS.decode(buf))
+            return None
         buf[cut] = ord("]")
         with memoryview(buf) as view:
             collect.add(_EVENTS.decode(view[: cut + 1]))
         del buf[:cut]  # the rest starts at the cut: its comma becomes the next '['
         buf[0] = ord("[")
+
+
+PARALLEL_MIN_BYTES = 192 << 20  # uncompressed traces this large are read by several processes
+SPAN_MIN_BYTES = 96 << 20  # at least this much of the file per process
+READ_PROCESSES = min(os.cpu_count() or 1, 4)  # (the many-trace workers set 1)
+
+
+def _next_cut(fh, offset: int) -> int | None:
+    """File offset of the first ``,\n  {`` cut between events at or after ``offset``."""
+    fh.seek(offset)
+    tail = b""
+    while True:
+        block = fh.read(1 << 20)
+        if not block:
+            return None
+        found = (tail + block).find(_BOUNDARY)
+        if found >= 0:
+            return offset - len(tail) + found
+        offset += len(block)
+        tail = block[-(len(_BOUNDARY) - 1) :]
+
+
+def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document | None]:
+    """The tables of the events between two cuts (``start``: the offset of a cut's comma or
+    of the array's ``[``; ``stop``: the next span's start, None: the end of the document)."""
+    collect = _Collector()
+    with open(path, "rb") as fh:
+        fh.seek(start + 1)
+        remaining = None if stop is None else stop - start - 1
+        tail = _feed(fh, bytearray(b"["), collect, remaining)
+    return collect.tables(), tail
+
+
+def _read_parallel(p: Path, size: int) -> tuple[list[Document], dict] | None:
+    """Read an uncompressed Kineto trace in spans cut between events, one process per span
+    (events are decoded where they are read; only the tables travel back). None when the
+    document is not laid out as Kineto writes it (then it is read in one process)."""
+    with open(p, "rb") as fh:
+        first, at, bracket = _head(fh)
+        if bracket < 0 or _BOUNDARY not in first[bracket:]:
+            return None
+        head = _DOCUMENT.decode(first[:at] + b'"traceEvents": []}')
+        workers = max(1, min(READ_PROCESSES, size // SPAN_MIN_BYTES))
+        starts = [bracket]
+        for i in range(1, workers):
+            cut = _next_cut(fh, max(size * i // workers, starts[-1] + 1))
+            if cut is None:
+                break
+            starts.append(cut)
+    stops = [*starts[1:], None]
+    if len(starts) == 1:
+        parts = [_read_span(str(p), starts[0], None)]
+    else:
+        with ProcessPoolExecutor(max_workers=len(starts)) as pool:
+            parts = list(pool.map(_read_span, [str(p)] * len(starts), starts, stops))
+    tables = {
+        name: pd.concat(frames, ignore_index=True) if frames else None
+        for name in ("kernels", "api", "memcpy", "memset", "nvtx")
+        for frames in [[t[name] for t, _ in parts if t[name] is not None]]
+    }
+    tail = parts[-1][1]
+    return [head, tail] if tail is not None else [head], tables
 
 
 class _Collector:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import SAMPLES, analysis_of, sha256
 
+from advisor.analysis import analyze
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.rules.tables import build_tables
@@ -176,3 +177,29 @@ def test_gate_and_report_across_formats(tmp_path):
                           timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().startswith("# advisor comparison: h200_gemm_evidence.sqlite -> ")
+
+
+@pytest.mark.parametrize("processes", [2, 3, 7])
+def test_parallel_read_gives_the_same_analysis(tmp_path, monkeypatch, processes):
+    # the training-steps capture, uncompressed, read in spans cut between events by several
+    # processes (thresholds lowered for the test): the same tables and the same document
+    from advisor.render.json import document
+    from advisor.trace import kineto
+
+    src = KINETO / "h200_train_steps.pt.trace.json.gz"
+    plain = tmp_path / "steps.pt.trace.json"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    whole = load_trace(plain)
+    monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto, "SPAN_MIN_BYTES", plain.stat().st_size // processes)
+    monkeypatch.setattr(kineto, "READ_PROCESSES", processes)
+    spans = load_trace(plain)
+    for name in ("kernels", "api", "memcpy", "memset", "nvtx"):
+        a, b = getattr(whole, name), getattr(spans, name)
+        cols = list(a.columns)
+        assert len(a) and a.sort_values(cols, ignore_index=True).equals(
+            b.sort_values(cols, ignore_index=True)
+        ), name  # (rows of a chunk come grouped by category: order is not part of it)
+    assert (whole.gpus, whole.rank, whole.warnings) == (spans.gpus, spans.rank, spans.warnings)
+    da, db = (document(x, find(x)) for x in (analyze(whole), analyze(spans)))
+    assert da == db
