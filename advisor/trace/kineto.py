@@ -33,6 +33,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from advisor.errors import AdvisorInputError
 from advisor.metrics.gemm import _OP
@@ -319,9 +320,8 @@ def _read_parallel(p: Path, size: int) -> tuple[list[Document], dict] | None:
         with ProcessPoolExecutor(max_workers=len(starts)) as pool:
             parts = list(pool.map(_read_span, [str(p)] * len(starts), starts, stops))
     tables = {
-        name: pd.concat(frames, ignore_index=True) if frames else None
+        name: _concat([t[name] for t, _ in parts if t[name] is not None])
         for name in ("kernels", "api", "memcpy", "memset", "nvtx")
-        for frames in [[t[name] for t, _ in parts if t[name] is not None]]
     }
     tail = parts[-1][1]
     return [head, tail] if tail is not None else [head], tables
@@ -358,12 +358,13 @@ class _Collector:
             self.parts["nvtx"].append(_ranges(ranges))
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
-        return {name: pd.concat(parts, ignore_index=True) if parts else None
-                for name, parts in self.parts.items()}  # fmt: skip
+        return {name: _concat(parts) for name, parts in self.parts.items()}
 
-    def _intern(self, names: list[str]) -> list[str]:
+    def _intern(self, names: list[str]) -> pd.Categorical:
+        """Names as a categorical (a few thousand distinct names, millions of rows: the
+        rows hold small codes, not strings, from the first chunk on)."""
         table = self.names
-        return [table.setdefault(n, n) for n in names]
+        return pd.Categorical([table.setdefault(n, n) for n in names])
 
     def _kernels(self, events: list[Event]) -> pd.DataFrame:
         n = len(events)
@@ -403,6 +404,18 @@ class _Collector:
                 "correlation": _num([a.correlation for a in _args(events, ApiArgs)], n),
             }
         )
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
+    """Chunks' (or spans') tables as one; categorical columns stay categorical (their
+    categories united) instead of becoming a column of strings."""
+    if not parts:
+        return None
+    out = pd.concat(parts, ignore_index=True)
+    for col in parts[0].columns:
+        if isinstance(parts[0][col].dtype, pd.CategoricalDtype) and len(parts) > 1:
+            out[col] = union_categoricals([x[col] for x in parts], ignore_order=True)
+    return out
 
 
 def _args(events: list[Event], kind: type) -> list:
