@@ -161,16 +161,7 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     regions = _regions(conn, src)
     api = regions[regions["category"].str.match(API_CATEGORY.pattern)]
     if len(api):
-        trace.api = pd.DataFrame(
-            {
-                "start": api["start"].to_numpy(),
-                "end": api["end"].to_numpy(),
-                "name": api["name"].to_numpy(object),
-                "tid": api["tid"].astype("int64").to_numpy(),
-                "pid": api["pid"].astype("int64").to_numpy(),
-                "correlation": api["correlation"].astype("float64").to_numpy(),
-            }
-        )
+        trace.api = _host_rows(api, "name", correlation=api["correlation"].astype("float64"))
     else:
         trace.warnings.append(
             "no HIP API regions in the rocpd database: idle gaps cannot be attributed to host "
@@ -180,18 +171,26 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
         (regions["category"] == MARKER_CATEGORY) & (regions["end"] > regions["start"])
     ]
     if len(markers):
-        trace.nvtx = pd.DataFrame(
-            {
-                "start": markers["start"].to_numpy(),
-                "end": markers["end"].to_numpy(),
-                "text": markers["name"].to_numpy(object),
-                "tid": markers["tid"].astype("int64").to_numpy(),
-                "pid": markers["pid"].astype("int64").to_numpy(),
-                "domain": "",
-            }
-        )
+        trace.nvtx = _host_rows(markers, "text", domain="")
     trace.memcpy = _copies(conn, src, agents, pid)
     return trace
+
+
+def _host_rows(regions: pd.DataFrame, text: str, **extra) -> pd.DataFrame:
+    """Host regions as a Trace table: start, end, their name as ``text``, tid, pid, and the
+    ``extra`` columns."""
+    out = pd.DataFrame(
+        {
+            "start": regions["start"].to_numpy(),
+            "end": regions["end"].to_numpy(),
+            text: regions["name"].to_numpy(object),
+            "tid": regions["tid"].astype("int64").to_numpy(),
+            "pid": regions["pid"].astype("int64").to_numpy(),
+        }
+    )
+    for col, values in extra.items():
+        out[col] = values.to_numpy() if isinstance(values, pd.Series) else values
+    return out
 
 
 def _left_event(src: dict[str, str], alias: str) -> str:

@@ -104,23 +104,8 @@ def test_real_run_in_rocpd_reads_like_its_json(mi350x):
     # the same real MI350X run (43,915 dispatches incl. RCCL kernels) in both containers
     src, db = mi350x
     a, b = load_trace(src), load_trace(db)
-    cols = [
-        "device",
-        "stream",
-        "start",
-        "end",
-        "name",
-        "grid_x",
-        "grid_y",
-        "grid_z",
-        "block_x",
-        "block_y",
-        "block_z",
-        "registers",
-        "static_smem",
-        "correlation",
-        "pid",
-    ]
+    cols = ["device", "stream", "start", "end", "name", "grid_x", "grid_y", "grid_z", "block_x",
+            "block_y", "block_z", "registers", "static_smem", "correlation", "pid"]  # fmt: skip
     assert len(b.kernels) == 43_915
     assert a.kernels[cols].equals(b.kernels[cols])
     assert a.gpus == {d: s.__class__(**{**s.to_dict(), "source": "trace (rocprofv3 agents)"})
