@@ -98,7 +98,8 @@ def pipeline_stages(steps: pd.DataFrame) -> pd.DataFrame:
     traffic is not a pipeline): device, stage (0 = first), stages, microbatches, steps, and
     per step medians of step_ns, compute_ns, bubble_ns, bubble_fraction, with
     ideal_fraction, and over the steps: excess_bubble_ns = sum of max(0, bubble - ideal x
-    step), imbalance_ns = sum of max(0, compute - the stages' median compute) (ns)."""
+    step), imbalance_ns = sum of max(0, compute - the stages' median compute) (ns), and the
+    per-step bubble and compute (bubble_per_step_ns, compute_per_step_ns: lists, ns)."""
     if steps.empty or steps["device"].nunique() < 2:
         return pd.DataFrame()
     # a pipeline: in most steps, every device but one waited for a transfer before computing
@@ -130,6 +131,8 @@ def pipeline_stages(steps: pd.DataFrame) -> pd.DataFrame:
             "excess_bubble_ns": float(g["excess"].sum()),
             "imbalance_ns": float(g["imbalance"].sum()),
             "severity_base_ns": float(g["step_ns"].sum()),
+            "bubble_per_step_ns": [int(x) for x in g.sort_values("step")["bubble_ns"]],
+            "compute_per_step_ns": [int(x) for x in g.sort_values("step")["compute_ns"]],
             "worst_start_ns": int(worst["step_start_ns"]),
         })  # fmt: skip
     t = pd.DataFrame(out).sort_values("stage", ignore_index=True)

@@ -37,6 +37,13 @@ def _summary(a: Analysis) -> list[str]:
     return lines + _section(sections.summary(a))
 
 
+def _evidence_value(key: str, value) -> str:
+    """One evidence value as text: times (keys ending in _ns) with units, lists item by item."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_evidence_value(key, v) for v in value) + "]"
+    return fmt_ns(value) if key.endswith("_ns") and value is not None else str(value)
+
+
 def _findings(findings: list[dict], top: int) -> list[str]:
     if not findings:
         return ["No rule fired.", ""]
@@ -51,8 +58,7 @@ def _findings(findings: list[dict], top: int) -> list[str]:
     for i, f in enumerate(findings[:top], 1):
         lines.append(f"### {i}. {f['title']} (`{f['rule']}` -> `{f['strategy']}`)")
         lines.append("")
-        ev = ", ".join(f"{k}={fmt_ns(v) if k.endswith('_ns') and v is not None else v}"
-                       for k, v in f["evidence"].items())  # fmt: skip
+        ev = ", ".join(f"{k}={_evidence_value(k, v)}" for k, v in f["evidence"].items())
         lines += [f"- Evidence: {ev}", f"- Why: {f['rationale']}",
                   f"- Watch for: {f['watch_for']}"]  # fmt: skip
         if f.get("at_ns") is not None:

@@ -117,6 +117,8 @@ _STAGE_DOC = {
     "compute_vs_median": "compute_ns / the stages' median compute_ns",
     "bottleneck": "the stage with the most compute (the pipeline runs at its pace)",
     "severity_base_ns": "the steps' windows summed (ns)",
+    "bubble_per_step_ns": "the stage's bubble in each measured step, in step order (list, ns)",
+    "compute_per_step_ns": "the stage's compute in each measured step (list, ns)",
 }
 
 SCOPES: dict[str, dict[str, str]] = {

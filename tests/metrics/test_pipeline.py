@@ -88,6 +88,7 @@ def test_slow_transfers_make_a_bubble_above_the_ideal():
     f = next(x for x in find(a) if x["rule"] == "pp-bubble")
     assert (f["device"], f["strategy"], f["est_savings_ns"]) == (0, "pipeline_schedule", 768 * US)
     assert "ideal bubble of 20.0 %" in f["summary"]
+    assert f["evidence"]["bubble_per_step_ns"] == [780 * US, 780 * US]  # per step
     assert "stage-imbalance" not in {x["rule"] for x in find(a)}
 
 
@@ -124,3 +125,11 @@ def test_pp_bubble_emits_a_schedule_recipe(tmp_path):
     text = path.read_text()
     assert path.name == "01_pipeline_schedule_train_step_dev0.md"
     assert "ScheduleInterleaved1F1B" in text and "768.00 us" in text
+
+
+def test_markdown_report_lists_the_per_step_evidence():
+    from advisor.render.markdown import report
+
+    a = analyze(trace_of([gpipe((100, 100), (200, 200), 60)] * 2))
+    text = report(a, find(a), {})
+    assert "bubble_per_step_ns=[780.00 us, 780.00 us]" in text
