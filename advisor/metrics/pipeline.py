@@ -128,6 +128,7 @@ def pipeline_stages(steps: pd.DataFrame) -> pd.DataFrame:
             "bubble_ns": float(g["bubble_ns"].median()),
             "bubble_fraction": float((g["bubble_ns"] / g["step_ns"]).median()),
             "ideal_fraction": ideal,
+            "ideal_2m_fraction": (p - 1) / (2 * m + p - 1),
             "excess_bubble_ns": float(g["excess"].sum()),
             "imbalance_ns": float(g["imbalance"].sum()),
             "severity_base_ns": float(g["step_ns"].sum()),

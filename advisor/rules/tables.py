@@ -112,6 +112,7 @@ _STAGE_DOC = {
     "bubble_fraction": "median bubble_ns / step_ns",
     "ideal_fraction": "the schedule's bubble share with equal stages and free transfers: "
     "(p - 1) / (m + p - 1) (GPipe, 1F1B)",
+    "ideal_2m_fraction": "the ideal share with twice the micro-batches: (p - 1) / (2m + p - 1)",
     "excess_bubble_ns": "sum over the steps of max(0, bubble_ns - ideal_fraction x step_ns) (ns)",
     "imbalance_ns": "sum over the steps of max(0, compute_ns - the stages' median compute) (ns)",
     "compute_vs_median": "compute_ns / the stages' median compute_ns",

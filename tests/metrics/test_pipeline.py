@@ -88,6 +88,7 @@ def test_slow_transfers_make_a_bubble_above_the_ideal():
     f = next(x for x in find(a) if x["rule"] == "pp-bubble")
     assert (f["device"], f["strategy"], f["est_savings_ns"]) == (0, "pipeline_schedule", 768 * US)
     assert "ideal bubble of 20.0 %" in f["summary"]
+    assert "with twice the micro-batches the ideal is 11.1 %" in f["summary"]  # 1 / (8 + 1)
     assert f["evidence"]["bubble_per_step_ns"] == [780 * US, 780 * US]  # per step
     assert "stage-imbalance" not in {x["rule"] for x in find(a)}
 
