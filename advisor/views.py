@@ -6,7 +6,9 @@ an Analysis, in ns and bytes; every column is defined in docs/json.md):
 - ``copies``: memory copies and sets per device, direction and host memory kind (pageable
   host memory makes a copy synchronous and slow): count, bytes, time, GB/s;
 - ``sync_stalls``: which blocking host calls the synchronization gaps waited in
-  (cudaStreamSynchronize, cudaMemcpy, the copy behind PyTorch's ``.item()``, ...).
+  (cudaStreamSynchronize, cudaMemcpy, the copy behind PyTorch's ``.item()``, ...);
+- ``pipeline_stages``: the stages of a pipeline recognised from point-to-point kernels, their
+  bubble per step against the schedule's ideal (metrics/pipeline.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
+from advisor.data import names_in
+from advisor.metrics.pipeline import pipeline_stages as _pipeline
+from advisor.metrics.pipeline import stage_steps, step_windows
 
 TOP_KERNEL_COLUMNS = ["name", "device", "launches", "total_ns", "median_ns", "share"]
 COPY_COLUMNS = ["device", "kind", "host_memory", "count", "bytes", "total_ns", "gb_per_s"]
 SYNC_COLUMNS = ["device", "call", "gaps", "total_ns", "median_ns", "max_ns", "worst_at_ns"]
+PIPELINE_COLUMNS = ["name", "device", "stage", "stages", "microbatches", "steps", "step_ns",
+                    "compute_ns", "bubble_ns", "bubble_fraction", "ideal_fraction",
+                    "bubble_per_step_ns"]  # fmt: skip
 
 
 def top_kernels(a: Analysis) -> pd.DataFrame:
@@ -131,3 +139,32 @@ def sync_stalls(a: Analysis) -> pd.DataFrame:
     out["worst_at_ns"] = frame.loc[g["gap"].idxmax().to_numpy(), "began"].to_numpy()
     out = out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
     return out[SYNC_COLUMNS]
+
+
+def pipeline_stages(a: Analysis) -> pd.DataFrame:
+    """One row per stage device of a pipeline recognised in the selection (empty when there
+    is none): the step family's name (``''``: the whole trace is one step) and the columns of
+    metrics/pipeline.py's ``pipeline_stages`` (computed once per analysis)."""
+    if "stages" not in a._tables:
+        a._tables["stages"] = _stages(a)
+    return a._tables["stages"].copy()
+
+
+def _stages(a: Analysis) -> pd.DataFrame:
+    ops = a.ops
+    if ops.empty or ops["device"].nunique() < 2:
+        return pd.DataFrame(columns=PIPELINE_COLUMNS)
+    comm = np.flatnonzero(
+        ops["op_class"].eq("comm").to_numpy() & ops["kind"].eq("kernel").to_numpy()
+    )
+    p2p = np.zeros(len(ops), dtype=bool)
+    if len(comm):
+        p2p[comm] = names_in(ops["name"].iloc[comm], "p2p_kernels")[0]
+    if not p2p.any():
+        return pd.DataFrame(columns=PIPELINE_COLUMNS)
+    family, windows = step_windows(a.regions, ops)
+    t = _pipeline(stage_steps(ops, p2p, windows))
+    if t.empty:
+        return pd.DataFrame(columns=PIPELINE_COLUMNS)
+    t.insert(0, "name", family)
+    return t

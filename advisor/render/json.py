@@ -121,6 +121,7 @@ def document(a: Analysis, findings: list[dict], ranks: list[dict] | None = None)
             "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
             "copies": views.copies(a).to_dict("records"),
             "sync_stalls": views.sync_stalls(a).to_dict("records"),
+            "pipeline_stages": views.pipeline_stages(a)[views.PIPELINE_COLUMNS].to_dict("records"),
             "findings": [{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
         }
     )

@@ -110,6 +110,9 @@ def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int =
         lines += ["## Communication and compute per device", ""] + _section(sections.comm(a))
         if "comm" in charts:
             lines += [f"![comm vs compute]({charts['comm']})", ""]
+    stages = sections.pipeline(a)
+    if not stages.empty:
+        lines += ["## Pipeline stages", ""] + _section(stages)
     lines += ["## Top-level NVTX ranges (worst first)", ""] + _section(
         sections.regions(a, top), "The trace has no NVTX ranges."
     )

@@ -185,6 +185,20 @@ def comm(a: Analysis) -> Section:
     return Section("Communication and compute per device", cols, rows)
 
 
+def pipeline(a: Analysis) -> Section:
+    """Pipeline stages: per stage, the median step, its compute and its bubble (time without
+    compute) against the schedule's ideal."""
+    t = views.pipeline_stages(a)
+    cols = [Col("stage"), Col("dev"), Col("step"), Col("compute"), Col("bubble"),
+            Col("bubble share"), Col("ideal", drop=1), Col("m", drop=2)]  # fmt: skip
+    rows = [[f"{r.stage} of {r.stages}", str(r.device), fmt_ns(r.step_ns), fmt_ns(r.compute_ns),
+             fmt_ns(r.bubble_ns), fmt_pct(r.bubble_fraction), fmt_pct(r.ideal_fraction),
+             str(r.microbatches)] for r in t.itertuples()]  # fmt: skip
+    note = (f"medians over {int(t['steps'].max())} step(s); ideal: (p - 1) / (m + p - 1) for "
+            "GPipe and 1F1B" if len(t) else "")  # fmt: skip
+    return Section("Pipeline stages (bubble: time per step without compute)", cols, rows, note)
+
+
 def ranks(rows: list[dict]) -> Section:
     """The traces of a job analysed as one: which devices each became."""
     cols = [Col("rank"), Col("trace", text=True, min=20), Col("devices", text=True),

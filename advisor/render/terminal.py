@@ -144,6 +144,7 @@ def render(
         sections.top_kernels(a, top),
         sections.quantization(a, top),
         sections.regions(a, top),
+        sections.pipeline(a),
         sections.gaps(a),
         sections.sync_stalls(a, a.origin_ns),
         sections.copies(a),

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
-from advisor.metrics.pipeline import pipeline_stages, stage_steps, step_windows
 
 _WINDOW_DOC = {
     "gpu_busy_ns": "time any GPU work runs (ns)",
@@ -472,25 +472,10 @@ def _late_start(regions: pd.DataFrame, name: str, device: int) -> float:
 
 def _stages(a: Analysis) -> pd.DataFrame:
     """Pipeline stages recognised from point-to-point kernels, per stage device
-    (SCOPES['stages'], metrics/pipeline.py)."""
-    empty = pd.DataFrame(columns=list(SCOPES["stages"]))
-    ops = a.ops
-    if ops.empty or ops["device"].nunique() < 2:
-        return empty
-    comm = np.flatnonzero(
-        ops["op_class"].eq("comm").to_numpy() & ops["kind"].eq("kernel").to_numpy()
-    )
-    if not len(comm):
-        return empty
-    p2p = np.zeros(len(ops), dtype=bool)
-    p2p[comm] = names_in(ops["name"].iloc[comm], "p2p_kernels")[0]
-    if not p2p.any():
-        return empty
-    family, windows = step_windows(a.regions, ops)
-    t = pipeline_stages(stage_steps(ops, p2p, windows))
+    (SCOPES['stages'], views.pipeline_stages)."""
+    t = views.pipeline_stages(a)
     if t.empty:
-        return empty
-    t.insert(0, "name", family)
+        return pd.DataFrame(columns=list(SCOPES["stages"]))
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
 
 

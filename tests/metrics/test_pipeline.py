@@ -134,3 +134,22 @@ def test_markdown_report_lists_the_per_step_evidence():
     a = analyze(trace_of([gpipe((100, 100), (200, 200), 60)] * 2))
     text = report(a, find(a), {})
     assert "bubble_per_step_ns=[780.00 us, 780.00 us]" in text
+
+
+def test_stages_in_every_format():
+    from rich.console import Console
+
+    from advisor.render.json import document
+    from advisor.render.markdown import report
+    from advisor.render.terminal import render
+
+    a = analyze(trace_of([gpipe((100, 150), (200, 300), 10)] * 2))
+    rows = document(a, find(a))["pipeline_stages"]
+    got = [(r["device"], r["stage"], r["bubble_ns"]) for r in rows]
+    assert got == [(0, 0, 980 * US), (1, 1, 380 * US)]
+    assert "| 1 of 2 | 1 | 2.18 ms | 1.80 ms | 380.00 us | 17.4 % | 20.0 % | 4 |" in report(
+        a, find(a), {}
+    )
+    console = Console(width=120, record=True)
+    render(a, find(a), console)
+    assert "Pipeline stages" in console.export_text()
