@@ -96,9 +96,56 @@ def read_rocpd(path: str | Path) -> Trace:
 
 
 def _frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    """A query's rows (for the small tables: agents, symbols, strings, tracks)."""
     cur = conn.execute(sql)
     cols = [c[0] for c in cur.description]
     return pd.DataFrame.from_records(cur.fetchall(), columns=cols)
+
+
+def _columns(conn: sqlite3.Connection, p: Path, sql: str) -> pd.DataFrame:
+    """A large table's columns, through Arrow (ADBC: no Python object per row) when the
+    driver can type them, else through sqlite3."""
+    try:
+        import adbc_driver_sqlite.dbapi as adbc
+
+        with closing(adbc.connect(_ro_uri(p))) as db, closing(db.cursor()) as cur:
+            cur.execute(sql)
+            return cur.fetch_arrow_table().to_pandas()
+    except Exception:  # driver missing, or a column it cannot type: the slow path
+        return _frame(conn, sql)
+
+
+class _ById:
+    """Rows of a rocpd table looked up by (guid, id): ids are unique per guid (the tables of
+    one process), so each guid's ids are sorted once and searched."""
+
+    def __init__(self, table: pd.DataFrame, guid: str | None = None) -> None:
+        """``guid``: the one process's, for a table read without its guid column."""
+        self.parts = {}
+        groups = [(guid, table)] if "guid" not in table else table.groupby("guid", sort=False)
+        for guid, g in groups:
+            g = g.sort_values("id", kind="stable")
+            self.parts[guid] = (g["id"].to_numpy(np.int64), g)
+
+    def get(self, guids, ids: pd.Series, column: str) -> np.ndarray:
+        """``column`` of the rows (guid, id); NaN (None for text) where there is none.
+        ``guids``: per row, or one value for all (a database of one process)."""
+        sample = next(iter(self.parts.values()))[1][column] if self.parts else None
+        text = sample is not None and not pd.api.types.is_numeric_dtype(sample.dtype)
+        out = np.full(len(ids), None if text else np.nan, dtype=object if text else np.float64)
+        key = pd.to_numeric(ids, errors="coerce").to_numpy(np.float64)
+        one = not isinstance(guids, np.ndarray)
+        for guid in [guids] if one else pd.unique(guids):
+            rows = np.flatnonzero(~np.isnan(key) if one else (guids == guid) & ~np.isnan(key))
+            if guid not in self.parts or not len(rows):
+                continue
+            sorted_ids, g = self.parts[guid]
+            want = key[rows].astype(np.int64)
+            at = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
+            hit = sorted_ids[at] == want
+            values = g[column].to_numpy()[at[hit]]
+            out[rows[hit]] = values if text else values.astype(np.float64)
+        return out
 
 
 def _read(conn: sqlite3.Connection, p: Path) -> Trace:
@@ -111,23 +158,40 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
             "--kernel-trace (or --sys-trace)",
         )  # fmt: skip
     agents = _agents(conn, src)
-    k = _frame(
-        conn,
-        f"""SELECT K.guid AS guid, K.dispatch_id AS dispatch, K.kernel_id AS kernel_id,
-               DS.value AS start, DE.value AS "end",
-               K.grid_size_x AS grid_x, K.grid_size_y AS grid_y, K.grid_size_z AS grid_z,
-               K.workgroup_size_x AS wg_x, K.workgroup_size_y AS wg_y,
-               K.workgroup_size_z AS wg_z, K.group_segment_size AS lds,
-               T.agent_id AS agent, T.queue_id AS queue,
-               COALESCE(T.stream_id, T.queue_id) AS stream,
-               T.pid AS pid, T.tid AS tid, E.correlation_id AS correlation
-        FROM {src[KERNELS]} K
-        JOIN {src["rocpd_timestamp"]} DS ON DS.id = K.start_id AND DS.guid = K.guid
-        JOIN {src["rocpd_timestamp"]} DE ON DE.id = K.end_id AND DE.guid = K.guid
-        JOIN {src["rocpd_track"]} T ON T.id = K.track_id AND T.guid = K.guid
-        {_left_event(src, "K")}""",
+    # one process (the usual database): its guid is not read for every row of the big tables
+    present = [g for (g,) in conn.execute(f"SELECT DISTINCT guid FROM {src['rocpd_track']}")]
+    single = len(present) == 1
+    one = present[0] if single else None
+    g_col = "" if single else "guid, "  # (one process: no text column of millions of rows)
+    times = _ById(_columns(conn, p, f"SELECT {g_col}id, value FROM {src['rocpd_timestamp']}"), one)
+    tracks = _ById(
+        _frame(
+            conn,
+            f"""SELECT guid, id, agent_id, queue_id,
+        COALESCE(stream_id, queue_id) AS stream, pid, tid FROM {src["rocpd_track"]}""",
+        )
     )
-    rows = conn.execute(f"SELECT COUNT(*) FROM {src[KERNELS]}").fetchone()[0]
+    events = _events(conn, p, src, g_col, one)
+    d = _columns(
+        conn, p,
+        f"""SELECT {g_col}dispatch_id AS dispatch, kernel_id, start_id, end_id, track_id,
+               event_id, grid_size_x AS grid_x, grid_size_y AS grid_y, grid_size_z AS grid_z,
+               workgroup_size_x AS wg_x, workgroup_size_y AS wg_y, workgroup_size_z AS wg_z,
+               group_segment_size AS lds FROM {src[KERNELS]}""",
+    )  # fmt: skip
+    guids = one if single else d["guid"].to_numpy(object)
+    if single:
+        d["guid"] = one  # (the symbols and agents are looked up by it: one value)
+    d["start"] = times.get(guids, d["start_id"], "value")
+    d["end"] = times.get(guids, d["end_id"], "value")
+    for col, out in (("agent_id", "agent"), ("queue_id", "queue"), ("stream", "stream"),
+                     ("pid", "pid"), ("tid", "tid")):  # fmt: skip
+        d[out] = tracks.get(guids, d["track_id"], col)
+    d["correlation"] = events.get(guids, d["event_id"], "correlation_id")
+    rows = len(d)
+    k = d[d[["start", "end", "tid"]].notna().all(axis=1)].reset_index(drop=True)
+    k["start"] = k["start"].astype(np.int64)
+    k["end"] = k["end"].astype(np.int64)
     if k.empty:
         why = " with their timestamps and tracks" if rows else ""
         raise AdvisorInputError(str(p), f"rocpd database: no kernel dispatches{why}")
@@ -139,13 +203,14 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     key = pd.MultiIndex.from_arrays([k["guid"], k["kernel_id"]])
     sym = symbols.reindex(key)
     names = sym["display_name"].where(sym["display_name"].notna(), sym["kernel_name"])
-    k["name"] = names.fillna("<unknown>").to_numpy()
+    k["name"] = pd.Categorical(names.fillna("<unknown>").to_numpy())  # (few distinct)
     for col, out in (("arch_vgpr_count", "arch_vgpr"), ("accum_vgpr_count", "accum_vgpr"),
                      ("sgpr_count", "sgpr")):  # fmt: skip
         k[out] = pd.to_numeric(sym[col], errors="coerce").to_numpy()
-    agent_key = list(zip(k["guid"], k["agent"], strict=True))
-    k["device"] = pd.Series([agents.device.get(a) for a in agent_key], dtype="float64")
-    k["correlation"] = k["correlation"].astype("float64")
+    pairs = pd.MultiIndex.from_arrays([k["guid"], k["agent"]])
+    device = pd.Series(agents.device, dtype="float64")
+    device.index = pd.MultiIndex.from_tuples(device.index) if len(device) else device.index
+    k["device"] = device.reindex(pairs).to_numpy() if len(device) else np.nan
     pid = int(k["pid"].dropna().iloc[0]) if k["pid"].notna().any() else 0
     version = _schema_version(conn, src)
     trace = Trace(
@@ -158,7 +223,7 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
             f"{rows - len(k):,} of {rows:,} kernel dispatches dropped: their timestamp or track "
             "rows are missing (a damaged database); every metric is computed without them"
         )
-    regions = _regions(conn, src)
+    regions = _regions(conn, p, src, times, tracks, events, one)
     api = regions[regions["category"].str.match(API_CATEGORY.pattern)]
     if len(api):
         trace.api = _host_rows(api, "name", correlation=api["correlation"].astype("float64"))
@@ -256,26 +321,47 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
     return out
 
 
-def _regions(conn: sqlite3.Connection, src: dict[str, str]) -> pd.DataFrame:
-    """Host regions (API calls, markers): category, name, times, pid/tid, correlation."""
+def _events(
+    conn: sqlite3.Connection, p: Path, src: dict[str, str], g_col: str, one: str | None
+) -> _ById:
+    """Events by (guid, id): their correlation id and category string id."""
+    if "rocpd_event" not in src:
+        return _ById(pd.DataFrame({"guid": [], "id": [], "correlation_id": [],
+                                   "category_id": []}))  # fmt: skip
+    sql = f"SELECT {g_col}id, correlation_id, category_id FROM {src['rocpd_event']}"
+    return _ById(_columns(conn, p, sql), one)
+
+
+def _regions(
+    conn: sqlite3.Connection, p: Path, src: dict[str, str], times: _ById, tracks: _ById,
+    events: _ById, guid: str | None,
+) -> pd.DataFrame:  # fmt: skip
+    """Host regions (API calls, markers): category, name, times, pid/tid, correlation;
+    regions whose times or track are missing are left out (as the rocpd views' joins do)."""
     cols = ["category", "name", "start", "end", "pid", "tid", "correlation"]
     if "rocpd_region" not in src or "rocpd_event" not in src:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-    strings = src["rocpd_string"]
-    r = _frame(
-        conn,
-        f"""SELECT CS.string AS category, NS.string AS name, DS.value AS start,
-               DE.value AS "end", T.pid AS pid, T.tid AS tid, E.correlation_id AS correlation
-        FROM {src["rocpd_region"]} R
-        JOIN {src["rocpd_timestamp"]} DS ON DS.id = R.start_id AND DS.guid = R.guid
-        JOIN {src["rocpd_timestamp"]} DE ON DE.id = R.end_id AND DE.guid = R.guid
-        JOIN {src["rocpd_track"]} T ON T.id = R.track_id AND T.guid = R.guid
-        JOIN {strings} NS ON NS.id = R.name_id AND NS.guid = R.guid
-        {_left_event(src, "R")}
-        LEFT JOIN {strings} CS ON CS.id = E.category_id AND CS.guid = R.guid""",
-    )
-    r["category"] = r["category"].fillna("").astype(str)
-    return r
+    g_col = "" if guid is not None else "guid, "
+    r = _columns(conn, p, f"SELECT {g_col}name_id, start_id, end_id, track_id, event_id "
+                          f"FROM {src['rocpd_region']}")  # fmt: skip
+    strings = _ById(_frame(conn, f"SELECT guid, id, string FROM {src['rocpd_string']}"))
+    guids = guid if guid is not None else r["guid"].to_numpy(object)
+    out = pd.DataFrame({
+        "category": strings.get(guids, pd.Series(events.get(guids, r["event_id"], "category_id")),
+                                "string"),
+        "name": strings.get(guids, r["name_id"], "string"),
+        "start": times.get(guids, r["start_id"], "value"),
+        "end": times.get(guids, r["end_id"], "value"),
+        "pid": tracks.get(guids, r["track_id"], "pid"),
+        "tid": tracks.get(guids, r["track_id"], "tid"),
+        "correlation": events.get(guids, r["event_id"], "correlation_id"),
+    })  # fmt: skip
+    keep = out[["start", "end", "tid"]].notna().all(axis=1) & out["name"].notna()
+    out = out[keep].reset_index(drop=True)
+    for col in ("start", "end"):
+        out[col] = out[col].astype(np.int64)
+    out["category"] = out["category"].fillna("").astype(str)
+    return out
 
 
 _AGENT_KINDS = {(False, True): "HtoD", (True, False): "DtoH", (True, True): "DtoD",

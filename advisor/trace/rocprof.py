@@ -225,6 +225,9 @@ def _cdna_spec(name, gfx, cus, simds, waves, lds_kb, wave, source) -> GpuSpec:
     )
 
 
+_KD = r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$"  # the code-object suffix of AMD kernel names
+
+
 def _col(d: pd.DataFrame, name: str, default) -> pd.Series:
     """Column ``name`` of ``d``, or ``default`` on every row when this layout lacks it."""
     return d[name] if name in d else pd.Series(default, index=d.index)
@@ -238,9 +241,16 @@ def dispatches_to_kernels(d: pd.DataFrame, pid: int) -> pd.DataFrame:
     k["stream"] = stream.fillna(0).astype("int64")
     k["start"] = d["start"]  # float while cells are empty: trace.quality drops and casts
     k["end"] = d["end"]
-    names = d["name"].astype(str)
-    k["name"] = names.str.replace(r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$", "", regex=True)
-    k["demangled"] = names
+    if isinstance(d["name"].dtype, pd.CategoricalDtype):  # each distinct name once
+        names = d["name"].cat.rename_categories(lambda c: str(c))
+        short, uniques = pd.factorize(names.cat.categories.str.replace(_KD, "", regex=True))
+        codes = names.cat.codes.to_numpy()
+        k["name"] = pd.Categorical.from_codes(np.where(codes >= 0, short[codes], -1), uniques)
+        k["demangled"] = names.to_numpy()
+    else:
+        names = d["name"].astype(str)
+        k["name"] = names.str.replace(_KD, "", regex=True)
+        k["demangled"] = names
     for axis in "xyz":  # an absent column means 1; an empty or zero cell is damage (0)
         grid = _col(d, f"grid_{axis}", 1).fillna(0)
         wg = _col(d, f"wg_{axis}", 1).fillna(0)

@@ -107,7 +107,8 @@ def test_real_run_in_rocpd_reads_like_its_json(mi350x):
     cols = ["device", "stream", "start", "end", "name", "grid_x", "grid_y", "grid_z", "block_x",
             "block_y", "block_z", "registers", "static_smem", "correlation", "pid"]  # fmt: skip
     assert len(b.kernels) == 43_915
-    assert a.kernels[cols].equals(b.kernels[cols])
+    # (names: categorical from rocpd, text from the JSON reader; the same values)
+    assert a.kernels[cols].astype({"name": str}).equals(b.kernels[cols].astype({"name": str}))
     assert a.gpus == {d: s.__class__(**{**s.to_dict(), "source": "trace (rocprofv3 agents)"})
                       for d, s in b.gpus.items()}  # fmt: skip
     fa = [(f["rule"], f["kernel"], f["est_savings_ns"]) for f in find(analyze(a))]
