@@ -133,6 +133,22 @@ class _ById:
         sample = next(iter(self.parts.values()))[1][column] if self.parts else None
         text = sample is not None and not pd.api.types.is_numeric_dtype(sample.dtype)
         out = np.full(len(ids), None if text else np.nan, dtype=object if text else np.float64)
+        for rows, values in self._found(guids, ids, column):
+            out[rows] = values if text else values.astype(np.float64)
+        return out
+
+    def get_int(self, guids, ids: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """(int64 values, found) of an integer column: exact at any size (timestamps since
+        the epoch pass 2^53 ns, beyond float64's integers); 0 where not found."""
+        out = np.zeros(len(ids), dtype=np.int64)
+        found = np.zeros(len(ids), dtype=bool)
+        for rows, values in self._found(guids, ids, column):
+            out[rows] = values.astype(np.int64)
+            found[rows] = True
+        return out, found
+
+    def _found(self, guids, ids: pd.Series, column: str):
+        """(row positions, values) of the rows whose (guid, id) is in the table."""
         key = pd.to_numeric(ids, errors="coerce").to_numpy(np.float64)
         one = not isinstance(guids, np.ndarray)
         for guid in [guids] if one else pd.unique(guids):
@@ -143,9 +159,7 @@ class _ById:
             want = key[rows].astype(np.int64)
             at = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
             hit = sorted_ids[at] == want
-            values = g[column].to_numpy()[at[hit]]
-            out[rows[hit]] = values if text else values.astype(np.float64)
-        return out
+            yield rows[hit], g[column].to_numpy()[at[hit]]
 
 
 def _read(conn: sqlite3.Connection, p: Path) -> Trace:
@@ -182,16 +196,14 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     guids = one if single else d["guid"].to_numpy(object)
     if single:
         d["guid"] = one  # (the symbols and agents are looked up by it: one value)
-    d["start"] = times.get(guids, d["start_id"], "value")
-    d["end"] = times.get(guids, d["end_id"], "value")
+    d["start"], has_start = times.get_int(guids, d["start_id"], "value")
+    d["end"], has_end = times.get_int(guids, d["end_id"], "value")
     for col, out in (("agent_id", "agent"), ("queue_id", "queue"), ("stream", "stream"),
                      ("pid", "pid"), ("tid", "tid")):  # fmt: skip
         d[out] = tracks.get(guids, d["track_id"], col)
     d["correlation"] = events.get(guids, d["event_id"], "correlation_id")
     rows = len(d)
-    k = d[d[["start", "end", "tid"]].notna().all(axis=1)].reset_index(drop=True)
-    k["start"] = k["start"].astype(np.int64)
-    k["end"] = k["end"].astype(np.int64)
+    k = d[has_start & has_end & d["tid"].notna().to_numpy()].reset_index(drop=True)
     if k.empty:
         why = " with their timestamps and tracks" if rows else ""
         raise AdvisorInputError(str(p), f"rocpd database: no kernel dispatches{why}")
@@ -346,20 +358,19 @@ def _regions(
                           f"FROM {src['rocpd_region']}")  # fmt: skip
     strings = _ById(_frame(conn, f"SELECT guid, id, string FROM {src['rocpd_string']}"))
     guids = guid if guid is not None else r["guid"].to_numpy(object)
+    start, has_start = times.get_int(guids, r["start_id"], "value")
+    end, has_end = times.get_int(guids, r["end_id"], "value")
     out = pd.DataFrame({
         "category": strings.get(guids, pd.Series(events.get(guids, r["event_id"], "category_id")),
                                 "string"),
         "name": strings.get(guids, r["name_id"], "string"),
-        "start": times.get(guids, r["start_id"], "value"),
-        "end": times.get(guids, r["end_id"], "value"),
+        "start": start, "end": end, "timed": has_start & has_end,
         "pid": tracks.get(guids, r["track_id"], "pid"),
         "tid": tracks.get(guids, r["track_id"], "tid"),
         "correlation": events.get(guids, r["event_id"], "correlation_id"),
     })  # fmt: skip
-    keep = out[["start", "end", "tid"]].notna().all(axis=1) & out["name"].notna()
+    keep = out.pop("timed") & out["tid"].notna() & out["name"].notna()
     out = out[keep].reset_index(drop=True)
-    for col in ("start", "end"):
-        out[col] = out[col].astype(np.int64)
     out["category"] = out["category"].fillna("").astype(str)
     return out
 

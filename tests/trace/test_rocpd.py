@@ -158,3 +158,14 @@ def test_rocpd_without_dispatches(tmp_path):
         w.region(w.track(1, 1), "HIP_RUNTIME_API_EXT", "hipMalloc", 10, 20, 1)
     with pytest.raises(AdvisorInputError, match="no kernel dispatches"):
         load_trace(p)
+
+
+def test_epoch_timestamps_stay_exact(tmp_path):
+    # times since the epoch (~1.7e18 ns) pass 2^53: every ns must survive the id lookups
+    t0 = 1_733_000_000_123_456_789
+    p = tmp_path / "epoch.db"
+    with open_db(p) as conn:
+        write_hand(RocpdWriter(conn, "ee_01"), t0=t0)
+    t = load_trace(p)
+    assert t.kernels["start"].tolist() == [t0 + 40_000, t0 + 140_000, t0 + 210_000]
+    assert t.api["start"].iloc[0] == t0 - 5_000 and t.nvtx["end"].iloc[0] == t0 + 400_000
