@@ -294,6 +294,8 @@ def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document 
         fh.seek(start + 1)
         remaining = None if stop is None else stop - start - 1
         tail = _feed(fh, bytearray(b"["), collect, remaining)
+    if tail is not None and tail.traceEvents:
+        tail.traceEvents = []  # (read into the tables already: not sent back)
     return collect.tables(), tail
 
 
