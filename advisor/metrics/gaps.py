@@ -156,18 +156,40 @@ def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
 
 
 def _key(pid, correlation) -> np.ndarray:
-    """(process, 32-bit correlation id) as one int64; -1 where the correlation is missing."""
-    corr = np.asarray(correlation)
-    if corr.dtype.kind not in "iu":
-        corr = corr.astype(np.float64)  # (None -> NaN)
-    key = np.asarray(pid, dtype=np.int64) << 32
-    if corr.dtype.kind == "f":
-        missing = np.isnan(corr)
-        key += np.where(missing, 0, corr).astype(np.int64)
-        key[missing] = -1
+    """(process, correlation id) as one int64, equal for equal pairs; -1 where the
+    correlation is missing (see _keys)."""
+    return _keys((pid, correlation))[0]
+
+
+def _keys(*pairs) -> list[np.ndarray]:
+    """int64 keys of (process, correlation id) arrays, equal across all the arrays exactly
+    when the pairs are; -1 where the correlation is missing. Packed as pid << 32 | id when
+    every id fits in 32 bits and every pid in 31 (the usual case: sorting the keys keeps the
+    export's order); otherwise the distinct pairs are numbered (64-bit rocprof ids, where
+    packing would collide)."""
+    pids, corrs, missing = [], [], []
+    for pid, correlation in pairs:
+        corr = np.asarray(correlation)
+        if corr.dtype.kind not in "iu":
+            corr = corr.astype(np.float64)  # (None -> NaN)
+        gone = np.isnan(corr) if corr.dtype.kind == "f" else np.zeros(len(corr), dtype=bool)
+        pids.append(np.asarray(pid, dtype=np.int64))
+        corrs.append(np.where(gone, 0, corr).astype(np.int64))
+        missing.append(gone)
+    known = [c[~m] for c, m in zip(corrs, missing, strict=True)]
+    kp = [p_[~m] for p_, m in zip(pids, missing, strict=True)]
+    fits = all((c.size == 0 or (c.min() >= 0 and c.max() < 1 << 32)) for c in known) and all(
+        (x.size == 0 or (x.min() >= 0 and x.max() < 1 << 31)) for x in kp
+    )
+    if fits:
+        out = [(p_ << 32) + c for p_, c in zip(pids, corrs, strict=True)]
     else:
-        key += corr
-    return key
+        both = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(corrs)])
+        codes = pd.factorize(both)[0].astype(np.int64)
+        out = np.split(codes, np.cumsum([len(x) for x in pids])[:-1])
+    for key, gone in zip(out, missing, strict=True):
+        key[gone] = -1
+    return list(out)
 
 
 def _ascending(values: np.ndarray) -> bool:
@@ -183,11 +205,11 @@ def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]
            "api_tid": np.full(n, np.nan)}  # fmt: skip
     if api.empty or n == 0:
         return out
-    keys = _key(api["pid"].to_numpy(), api["correlation"].to_numpy())
+    keys, want = _keys((api["pid"].to_numpy(), api["correlation"].to_numpy()),
+                       (ops["pid"].to_numpy(), ops["correlation"].to_numpy()))  # fmt: skip
     # exports list API calls in correlation order: then the keys are sorted already
     order = None if _ascending(keys) else np.argsort(keys, kind="stable")
     sorted_keys = keys if order is None else keys[order]
-    want = _key(ops["pid"].to_numpy(), ops["correlation"].to_numpy())
     if _ascending(want):
         pos = np.searchsorted(sorted_keys, want)  # first call with that key
     else:  # queries searched in sorted order (cache-friendly: 10x faster on 10M keys)

@@ -81,3 +81,15 @@ def test_stream_summary_counts_each_streams_own_gaps():
     assert (s.loc[9, "ops"], s.loc[9, "gap_ns"]) == (1, 0)
     g = attribute_gaps(device_ops(t), t.api)
     assert g["gap_ns"].sum() == 0  # the device itself never idled
+
+
+def test_64_bit_correlation_ids_join_their_own_call():
+    # packing pid << 32 | id would give (1, 2**32 + 5) and (2, 5) the same key: each kernel
+    # must still find its own process's launch call
+    from advisor.metrics.gaps import _launch_calls
+
+    api = pd.DataFrame({"pid": [1, 2], "correlation": [2**32 + 5, 5], "start": [100, 200],
+                        "end": [110, 210], "tid": [11, 22]})  # fmt: skip
+    ops = pd.DataFrame({"pid": [2, 1], "correlation": [5.0, float(2**32 + 5)]})
+    got = _launch_calls(ops, api)
+    assert got["api_start"].tolist() == [200, 100] and got["api_tid"].tolist() == [22, 11]

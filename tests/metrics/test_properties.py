@@ -223,3 +223,34 @@ def test_distinct_launches_per_run_match_brute_force(rows, packed):
         mine = [(p, c) for (_, p, c), r in zip(rows, run, strict=True) if r == run[at]]
         want = len({(p, c) for p, c in mine if c >= 0}) + sum(c < 0 for _, c in mine)
         assert got[i] == want
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 2, 2**31 + 5]),
+            st.sampled_from([-1, 0, 5, 2**32, 2**32 + 5, 2**40]),
+        ),  # fmt: skip
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(1, 29),
+)
+def test_launch_keys_equal_exactly_when_pairs_are(rows, cut):
+    # (process, correlation) keys, packed or numbered: equal across both arrays iff the
+    # pairs are equal; -1 for a missing correlation (64-bit ids and large pids included)
+    from advisor.metrics import gaps
+
+    cut = min(cut, len(rows))
+    pid = np.array([r[0] for r in rows], dtype=np.int64)
+    corr = np.array([r[1] for r in rows], dtype=np.float64)
+    corr[corr < 0] = np.nan
+    a, b = gaps._keys((pid[:cut], corr[:cut]), (pid[cut:], corr[cut:]))
+    keys = np.concatenate([a, b])
+    for i in range(len(rows)):
+        assert (keys[i] == -1) == np.isnan(corr[i])
+        for j in range(len(rows)):
+            if not (np.isnan(corr[i]) or np.isnan(corr[j])):
+                same = (pid[i], corr[i]) == (pid[j], corr[j])
+                assert (keys[i] == keys[j]) == same
