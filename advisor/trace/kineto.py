@@ -330,14 +330,13 @@ def _read_parallel(p: Path, size: int) -> tuple[list[Document], dict] | None:
 
 
 class _Collector:
-    """Columns of the events that matter, built chunk by chunk (names interned: a trace
+    """Columns of the events that matter, built chunk by chunk (names categorical: a trace
     repeats a few thousand kernel names millions of times)."""
 
     def __init__(self) -> None:
         self.parts: dict[str, list[pd.DataFrame]] = {
             t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
         }
-        self.names: dict[str, str] = {}
 
     def add(self, events: list[Event]) -> None:
         by_cat: dict[str, list[Event]] = {}
@@ -362,12 +361,6 @@ class _Collector:
     def tables(self) -> dict[str, pd.DataFrame | None]:
         return {name: _concat(parts) for name, parts in self.parts.items()}
 
-    def _intern(self, names: list[str]) -> pd.Categorical:
-        """Names as a categorical (a few thousand distinct names, millions of rows: the
-        rows hold small codes, not strings, from the first chunk on)."""
-        table = self.names
-        return pd.Categorical([table.setdefault(n, n) for n in names])
-
     def _kernels(self, events: list[Event]) -> pd.DataFrame:
         n = len(events)
         args = _args(events, KernelArgs)
@@ -375,7 +368,7 @@ class _Collector:
         grid, block = _xyz([a.grid for a in args], n), _xyz([a.block for a in args], n)
         device = _num([a.device if a.device is not None else e.pid
                        for a, e in zip(args, events, strict=True)], n)  # fmt: skip
-        names = self._intern([e.name for e in events])
+        names = _names(events)
         nan = np.full(n, np.nan)
         return pd.DataFrame(
             {
@@ -400,12 +393,18 @@ class _Collector:
             {
                 "start": start,
                 "end": end,
-                "name": self._intern([e.name for e in events]),
+                "name": _names(events),
                 "tid": _num([e.tid for e in events], n),
                 "pid": _num([e.pid for e in events], n),
                 "correlation": _num([a.correlation for a in _args(events, ApiArgs)], n),
             }
         )
+
+
+def _names(events: list[Event]) -> pd.Categorical:
+    """The events' names as a categorical (a few thousand distinct names, millions of rows:
+    the rows hold small codes, not strings, from the first chunk on)."""
+    return pd.Categorical([e.name for e in events])
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
@@ -455,17 +454,13 @@ _INT_COLUMNS = {
 
 
 def _tidy(trace: Trace) -> None:
-    """Integer columns as integers (where no value is missing) and names as categoricals,
-    like the Nsight reader's, so that nothing downstream sees the difference."""
+    """Integer columns as integers (where no value is missing), like the Nsight reader's, so
+    that nothing downstream sees the difference (names are categorical already: _names)."""
     for name, cols in _INT_COLUMNS.items():
         table = getattr(trace, name)
         for col, dtype in cols.items():
             if col in table and len(table) and table[col].notna().all():
                 table[col] = table[col].astype(dtype)
-    for col in ("name", "demangled"):
-        trace.kernels[col] = trace.kernels[col].astype("category")
-    if len(trace.api):
-        trace.api["name"] = trace.api["name"].astype("category")
 
 
 def _ns(ts: np.ndarray) -> np.ndarray:
@@ -518,32 +513,24 @@ def _xyz(lists: list, count: int) -> np.ndarray:
 
 
 def _copies(events: list[Event]) -> pd.DataFrame:
-    n = len(events)
-    args = _args(events, CopyArgs)
-    start, end = _times(events)
+    """Copies: the memset columns plus the direction and the two sides' memory kinds, read
+    from the event name ("Memcpy HtoD (Pageable -> Device)")."""
+    out = _sets(events)
     kind, src, dst = [], [], []
     for e in events:
         m = _COPY.search(e.name)
         kind.append(m.group(1) if m else "Unknown")
         src.append(m.group(2).lower() if m and m.group(2) else "unknown")
         dst.append(m.group(3).lower() if m and m.group(3) else "unknown")
-    return pd.DataFrame(
-        {
-            "device": _num([a.device for a in args], n),
-            "stream": _num([a.stream for a in args], n),
-            "start": start,
-            "end": end,
-            "bytes": _num([a.bytes for a in args], n),
-            "kind": kind,
-            "src_memory": src,
-            "dst_memory": dst,
-            "correlation": _num([a.correlation for a in args], n),
-            "pid": np.zeros(n),
-        }
-    )
+    at = out.columns.get_loc("bytes") + 1
+    for offset, (col, values) in enumerate((("kind", kind), ("src_memory", src),
+                                            ("dst_memory", dst))):  # fmt: skip
+        out.insert(at + offset, col, values)
+    return out
 
 
 def _sets(events: list[Event]) -> pd.DataFrame:
+    """Sets (and the columns copies share): device, stream, times, bytes, correlation."""
     n = len(events)
     args = _args(events, CopyArgs)
     start, end = _times(events)
