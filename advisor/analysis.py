@@ -19,6 +19,7 @@ from advisor.metrics.comm import (
     class_segments,
     classify_ops,
     collective_skew,
+    overlap_ratio,
     same_stream_comm,
     window_comm,
 )
@@ -136,8 +137,7 @@ class Analysis:
         }
         for col in WINDOW_COLUMNS:
             out[col] = int(round(float(windows[col].sum())))
-        comm = out["comm_ns"]
-        out["overlap_ratio"] = out["overlap_ns"] / comm if comm else None
+        out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
         out["devices"] = int(windows["device"].nunique())
         return out
 
@@ -299,7 +299,7 @@ def window_metrics(
     rows = np.flatnonzero(inside & ops["cause"].eq("synchronization").to_numpy())
     opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= out["start_ns"].to_numpy()[window[rows]]
     out["sync_gaps"] = per_window(rows[opens])
-    out["overlap_ratio"] = (out["overlap_ns"] / out["comm_ns"]).where(out["comm_ns"] > 0)
+    out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
+from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import cold_instances, instance_periods, window_at
 
 INSTANCE_COLUMNS = ["name", "device", "start_ns", "period_end_ns", "cold", "reason", "span_ns",
@@ -47,7 +48,7 @@ def range_instances(a: Analysis) -> pd.DataFrame:
     })  # fmt: skip
     for col in ("gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns"):
         out[col] = m[col].to_numpy()
-    out["overlap_ratio"] = (m["overlap_ns"] / m["comm_ns"].where(m["comm_ns"] > 0)).to_numpy()
+    out["overlap_ratio"] = overlap_ratio(m["overlap_ns"], m["comm_ns"]).to_numpy()
     ops = a.ops
     sync = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
     opens = ops["start"].to_numpy()[sync] - ops["gap_ns"].to_numpy()[sync]

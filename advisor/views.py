@@ -17,9 +17,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
-from advisor.data import names_in
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
-from advisor.metrics.pipeline import stage_steps, step_windows
+from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
 
 TOP_KERNEL_COLUMNS = ["name", "device", "launches", "total_ns", "median_ns", "share"]
 COPY_COLUMNS = ["device", "kind", "host_memory", "count", "bytes", "total_ns", "gb_per_s"]
@@ -154,12 +153,7 @@ def _stages(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     if ops.empty or ops["device"].nunique() < 2:
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
-    comm = np.flatnonzero(
-        ops["op_class"].eq("comm").to_numpy() & ops["kind"].eq("kernel").to_numpy()
-    )
-    p2p = np.zeros(len(ops), dtype=bool)
-    if len(comm):
-        p2p[comm] = names_in(ops["name"].iloc[comm], "p2p_kernels")[0]
+    p2p = point_to_point(ops)
     if not p2p.any():
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
     family, windows = step_windows(a.regions, ops)

@@ -16,6 +16,7 @@ import pandas as pd
 from advisor.analysis import Analysis
 from advisor.gate.config import OVERALL, RANGE
 from advisor.instances import range_instances
+from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
 
 VERSION = 2
@@ -47,8 +48,9 @@ def _steady_overall(a: Analysis, holes: pd.DataFrame) -> dict:
     steady_ops = window_at(holes, ops["device"].to_numpy(), ops["start"].to_numpy()) < 0
     for col in ("tail_idle_ns", "underfill_idle_ns"):
         out[col] = float(ops[col].to_numpy()[steady_ops].sum())
+    overlap = float(m["overlap_ns"].sum()) if len(m) else 0.0
     comm = float(m["comm_ns"].sum()) if len(m) else 0.0
-    out["overlap_ratio"] = float(m["overlap_ns"].sum()) / comm if comm else None
+    out["overlap_ratio"] = overlap_ratio(overlap, comm)
     return out
 
 

@@ -56,6 +56,14 @@ def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int
     return out
 
 
+def overlap_ratio(overlap_ns, comm_ns):
+    """The share of communication time overlapped by compute: overlap_ns / comm_ns. Per row
+    for Series (NaN where there is no communication), or for one total (None then)."""
+    if isinstance(comm_ns, pd.Series):
+        return (overlap_ns / comm_ns).where(comm_ns > 0)
+    return overlap_ns / comm_ns if comm_ns else None
+
+
 def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFrame) -> pd.DataFrame:
     """comm_ns, compute_ns, overlap_ns, exposed_comm_ns, overlap_ratio per window row.
 
@@ -78,7 +86,7 @@ def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFra
     out = pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": c_ns + k_ns - both_ns},
                        index=windows.index)  # fmt: skip
     out["exposed_comm_ns"] = out["comm_ns"] - out["overlap_ns"]
-    out["overlap_ratio"] = (out["overlap_ns"] / out["comm_ns"]).where(out["comm_ns"] > 0)
+    out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
     return out
 
 

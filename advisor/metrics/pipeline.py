@@ -27,10 +27,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.data import names_in
 from advisor.metrics.intervals import length, union
 
 STAGE_COLUMNS = ["step", "device", "step_start_ns", "step_ns", "compute_ns", "bubble_ns",
                  "blocks", "first_compute_ns", "first_p2p_end_ns", "waits_first"]  # fmt: skip
+
+
+def point_to_point(ops: pd.DataFrame) -> np.ndarray:
+    """Per op: a point-to-point transfer kernel (a comm kernel named in p2p_kernels; the
+    names are matched on the comm kernels only)."""
+    comm = np.flatnonzero(
+        ops["op_class"].eq("comm").to_numpy() & ops["kind"].eq("kernel").to_numpy()
+    )
+    out = np.zeros(len(ops), dtype=bool)
+    if len(comm):
+        out[comm] = names_in(ops["name"].iloc[comm], "p2p_kernels")[0]
+    return out
 
 
 def step_windows(regions: pd.DataFrame, ops: pd.DataFrame) -> tuple[str, pd.DataFrame]:

@@ -13,8 +13,10 @@ from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
+from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
 from advisor.metrics.gemm import tile_from_grid, tile_from_name
+from advisor.metrics.pipeline import point_to_point
 
 _WINDOW_DOC = {
     "gpu_busy_ns": "time any GPU work runs (ns)",
@@ -300,7 +302,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
         idx = pd.MultiIndex.from_frame(w[["name", "device"]])
         w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
     w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
-    w["overlap_ratio"] = (w["overlap_ns"] / w["comm_ns"]).where(w["comm_ns"] > 0)
+    w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     # waits for other ranks are measured only when the trace holds several ranks' comm
     comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
     if comm_devices < 2:
@@ -316,9 +318,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
     idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     # collectives (comm kernels that are not point-to-point) launched per range instance
-    comm = ops[ops["op_class"].eq("comm").to_numpy()]  # (few: the names are matched on them)
-    (p2p,) = names_in(comm["name"], "p2p_kernels")
-    coll = comm[~p2p]
+    coll = ops[ops["op_class"].eq("comm").to_numpy() & ~point_to_point(ops)]
     per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
     counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
