@@ -53,6 +53,11 @@ app = typer.Typer(
     "and recommend strategies.",
 )
 
+# the same option on every command that reads traces
+GPU_SPEC_OPTION = typer.Option(
+    None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
+)
+
 
 class OutputFormat(str, Enum):
     table = "table"
@@ -134,9 +139,7 @@ def analyze(
         help="GPU model when the trace lacks device facts (see `advisor gpus`); "
         "'none' skips occupancy/wave metrics.",
     ),
-    gpu_spec: str = typer.Option(
-        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
-    ),
+    gpu_spec: str = GPU_SPEC_OPTION,
     range_text: str = typer.Option(
         None, "--range", metavar="TEXT", help="Only top-level NVTX ranges whose text contains TEXT."
     ),
@@ -341,9 +344,7 @@ def gate(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
-    gpu_spec: str = typer.Option(
-        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
-    ),
+    gpu_spec: str = GPU_SPEC_OPTION,
     rules: list[str] = typer.Option(
         None, "--rules", metavar="PATH", help="Extra rule file or folder."
     ),
@@ -356,16 +357,17 @@ def gate(
     from advisor.gate import load_config as load_gate_config
     from advisor.render import gate as gate_render
 
+    with _input_errors():
+        cfg = load_gate_config(config)
+        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
     if calibrate:
-        _calibrate(calibrate, output, config, gpu, gpu_spec, rules)
+        _calibrate(calibrate, output, cfg, options)
         return
     with _input_errors():
         if not candidate:
             raise AdvisorInputError(None, "give --candidate TRACE... (or --calibrate TRACE...)")
         if bool(baseline) == bool(baseline_name):
             raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
-        cfg = load_gate_config(config)
-        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
         if baseline_name:
             base = baselines.load(baseline_name, Path(store) if store else None)
         else:
@@ -387,17 +389,14 @@ def gate(
     raise typer.Exit(1 if result.failed else 0)
 
 
-def _calibrate(traces, output, config, gpu, gpu_spec, rules) -> None:
+def _calibrate(traces, output, cfg, options: AnalysisOptions) -> None:
     """gate --calibrate: the noise table on stdout, the thresholds into ``output``."""
-    from advisor.gate import load_config as load_gate_config
     from advisor.gate.calibrate import calibrate, calibration_warnings, config_yaml
     from advisor.render import gate as gate_render
     from advisor.report import write_text
 
     with _input_errors():
         check_output_file(output, traces, "gate config")
-        cfg = load_gate_config(config)
-        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
         sets = _metric_sets(traces, options)
         noise = calibrate(sets, cfg)
         written = write_text(config_yaml(noise, cfg, traces), output, "gate config")
@@ -421,9 +420,7 @@ def baseline_save(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
-    gpu_spec: str = typer.Option(
-        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
-    ),
+    gpu_spec: str = GPU_SPEC_OPTION,
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
@@ -464,9 +461,7 @@ def report(
     gpu: str = typer.Option(
         None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
     ),
-    gpu_spec: str = typer.Option(
-        None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
-    ),
+    gpu_spec: str = GPU_SPEC_OPTION,
     rules: list[str] = typer.Option(
         None, "--rules", metavar="PATH", help="Extra rule file or folder."
     ),
