@@ -17,7 +17,7 @@ import typer.core
 from rich.console import Console
 
 from advisor import __version__, pipeline
-from advisor.configs.emit import emit
+from advisor.configs.emit import emit_into
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir, check_output_file
@@ -202,9 +202,10 @@ def analyze(
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
                 result, findings = pipeline.run(paths[0], options, rule_set, step=bar.advance)
         else:
-            result, findings, ranks, errors = _analyze_ranks(paths, options, rule_set)
+            job = _analyze_ranks(paths, options, rule_set)
+            result, findings, ranks, errors = job.analysis, job.findings, job.ranks, job.errors
         if emit_dir:
-            emit(findings, result.trace.gpus, emit_dir)
+            findings = emit_into(findings, result.trace.gpus, emit_dir)
     if format is OutputFormat.json:
         _out(json_render.render(result, findings, ranks))
     else:
@@ -216,22 +217,25 @@ def analyze(
 
 
 def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
-    """Several traces, one per rank: read in parallel and analysed as one job (multi.py).
-    Returns (analysis, findings, rank rows, the errors of unreadable traces); when none
-    could be read, the errors are printed and the command exits 2 with nothing on stdout."""
-    from advisor.multi import load_ranks, merge_traces, rank_rows
+    """Several traces, one per rank, analysed as one job (multi.py), with progress bars.
+    When none could be read, the errors are printed and the command exits 2 with nothing
+    on stdout."""
+    from advisor.multi import NoTraceRead, analyze_ranks
 
-    with progress_bar(len(paths), f"reading {len(paths)} traces") as bar:
-        loads = load_ranks(paths, options, on_done=lambda _: bar.advance())
-    errors = [x.error for x in loads if x.error]
-    if len(errors) == len(loads):
-        for err in errors:
-            typer.echo(f"advisor: error: {err}", err=True)
-        raise typer.Exit(2)
-    trace = merge_traces(loads)
-    with progress_bar(2, "analysing the ranks as one job") as bar:
-        result, findings = pipeline.run_trace(trace, options, rule_set, step=bar.advance)
-    return result, findings, rank_rows(loads), errors
+    n = len(paths)
+    with progress_bar(n + 2, f"reading {n} traces") as bar:  # then the pipeline's 2 steps
+        done = iter(range(1, n + 1))
+
+        def read(_) -> None:
+            i = next(done)
+            bar.advance(f"reading {n} traces" if i < n else "analysing the ranks as one job")
+
+        try:
+            return analyze_ranks(paths, options, rule_set, on_read=read, step=bar.advance)
+        except NoTraceRead as exc:
+            for err in exc.errors:
+                typer.echo(f"advisor: error: {err}", err=True)
+            raise typer.Exit(2) from None
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")
@@ -295,17 +299,6 @@ class GateFormat(str, Enum):
     json = "json"
 
 
-def _metric_sets(paths: list[str], options: AnalysisOptions) -> list[dict]:
-    from advisor.gate import metric_set
-
-    rule_set = options.rules()
-    sets = []
-    for path in paths:
-        analysis, findings = pipeline.run(path, options, rule_set)
-        sets.append(metric_set(analysis, findings))
-    return sets
-
-
 @app.command()
 def gate(
     baseline: list[str] = typer.Option(
@@ -352,9 +345,8 @@ def gate(
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input.
     With --calibrate: measure the noise of repeated unchanged runs into a gate.yaml."""
-    from advisor import baselines
-    from advisor.gate import compare
     from advisor.gate import load_config as load_gate_config
+    from advisor.gate.run import run_gate
     from advisor.render import gate as gate_render
 
     with _input_errors():
@@ -364,16 +356,7 @@ def gate(
         _calibrate(calibrate, output, cfg, options)
         return
     with _input_errors():
-        if not candidate:
-            raise AdvisorInputError(None, "give --candidate TRACE... (or --calibrate TRACE...)")
-        if bool(baseline) == bool(baseline_name):
-            raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
-        if baseline_name:
-            base = baselines.load(baseline_name, Path(store) if store else None)
-        else:
-            base = _metric_sets(baseline, options)
-        cand = _metric_sets(candidate, options)
-        result = compare(base, cand, cfg)
+        result = run_gate(candidate, cfg, options, baseline, baseline_name, store)
     if format is GateFormat.json:
         _out(gate_render.as_json(result))
     elif format is GateFormat.markdown:
@@ -392,13 +375,13 @@ def gate(
 def _calibrate(traces, output, cfg, options: AnalysisOptions) -> None:
     """gate --calibrate: the noise table on stdout, the thresholds into ``output``."""
     from advisor.gate.calibrate import calibrate, calibration_warnings, config_yaml
+    from advisor.gate.run import metric_sets
     from advisor.render import gate as gate_render
     from advisor.report import write_text
 
     with _input_errors():
         check_output_file(output, traces, "gate config")
-        sets = _metric_sets(traces, options)
-        noise = calibrate(sets, cfg)
+        noise = calibrate(metric_sets(traces, options), cfg)
         written = write_text(config_yaml(noise, cfg, traces), output, "gate config")
     gate_render.noise_table(noise, _console())
     for line in calibration_warnings(traces):
@@ -424,11 +407,12 @@ def baseline_save(
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
+    from advisor.gate.run import metric_sets
 
     with _input_errors():
         if store:
             check_output_file(store, traces, "baseline store")
-        sets = _metric_sets(traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check())
+        sets = metric_sets(traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check())
         path = baselines.save(name, sets, Path(store) if store else None)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
@@ -479,8 +463,8 @@ def report(
     ),
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
-    from advisor.gate import compare, metric_set
     from advisor.gate import load_config as load_gate_config
+    from advisor.gate.run import compare_two
     from advisor.render import markdown
     from advisor.report import write_report, write_text
 
@@ -496,17 +480,13 @@ def report(
             gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
             gemms=tuple(gemm or ()),
         ).check()  # fmt: skip
-        rule_set = options.rules()
-        runs = [pipeline.run(t, options, rule_set) for t in traces]
-        if len(runs) == 2:
-            cfg = load_gate_config(config)
-            sets = [metric_set(a, f) for a, f in runs]
-            result = compare(sets[:1], sets[1:], cfg)
-            written = [write_text(markdown.diff_report(result, runs[0][0], runs[1][0]), output)]
+        if len(traces) == 2:
+            result, base, cand = compare_two(*traces, load_gate_config(config), options)
+            written = [write_text(markdown.diff_report(result, base, cand), output)]
         else:
-            analysis, findings = runs[0]
+            analysis, findings = pipeline.run(traces[0], options)
             if emit_dir:
-                emit(findings, analysis.trace.gpus, emit_dir)
+                findings = emit_into(findings, analysis.trace.gpus, emit_dir)
             written = write_report(analysis, findings, output, assets)
     for path in written:
         _out(f"wrote {path}")

@@ -3,13 +3,14 @@
 Each finding names the strategy, the kernel/region/device it concerns, the evidence (the
 measured numbers that fired it) and ``est_savings_ns``: an estimate of the time the
 strategy recovers (an upper bound under the rule's stated model). Findings are ranked by it;
-start-up gaps never produce findings. Keys starting with ``_`` are for the config emitters.
+start-up gaps never produce findings. ``Finding`` (advisor.rules.finding) is the type.
 """
 
 from __future__ import annotations
 
 from advisor.analysis import Analysis
 from advisor.rules.engine import Rule, evaluate, load_rules
+from advisor.rules.finding import Finding
 from advisor.rules.tables import build_tables
 
 
@@ -20,13 +21,7 @@ def steady_spans(a: Analysis) -> dict[int, float]:
     return steady.groupby(d["device"]).sum().to_dict()
 
 
-def find(a: Analysis, rules: list[Rule] | None = None) -> list[dict]:
+def find(a: Analysis, rules: list[Rule] | None = None) -> list[Finding]:
     """All findings, ranked by estimated savings (largest first)."""
     rules = load_rules() if rules is None else rules
     return evaluate(rules, build_tables(a), steady_spans(a))
-
-
-def location(f: dict) -> list[str]:
-    """Where a finding applies, as the parts it has: kernel, ``range NAME``, ``device N``."""
-    parts = [x for x in (f["kernel"], f["region"] and f"range {f['region']}") if x]
-    return parts + [f"device {f['device']}"]

@@ -22,6 +22,7 @@ import pandas as pd
 
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
+from advisor.rules.finding import Finding
 from advisor.trace.model import Trace
 
 PID_SPAN = 1 << 22  # Linux pids are below 2^22: a rank's pids are shifted by rank * PID_SPAN
@@ -142,3 +143,47 @@ def rank_rows(loads: list[RankLoad]) -> list[dict]:
             rank += 1
         rows.append(row)
     return rows
+
+
+class NoTraceRead(AdvisorInputError):
+    """None of the traces could be read: ``errors`` holds one line per trace."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__(None, "no trace could be read")
+        self.errors = errors
+
+
+@dataclass
+class RanksResult:
+    """Several traces analysed as one job: the analysis, its findings (each with the
+    ``rank`` of its device), one row per trace (rank_rows) and the unreadable traces'
+    one-line errors."""
+
+    analysis: object  # advisor.analysis.Analysis
+    findings: list[Finding]
+    ranks: list[dict]
+    errors: list[str]
+
+
+def analyze_ranks(
+    paths: list[str],
+    options: AnalysisOptions,
+    rules=None,
+    on_read: Callable[[RankLoad], None] | None = None,
+    step: Callable[[str | None], None] | None = None,
+) -> RanksResult:
+    """Read every trace (``on_read`` after each), merge the readable ones into one Trace and
+    analyse it with ``options`` (``step``: pipeline progress). NoTraceRead when none could
+    be read; the errors of the others are in the result, the rest is analysed."""
+    from advisor import pipeline
+
+    loads = load_ranks(paths, options, on_done=on_read)
+    errors = [x.error for x in loads if x.error]
+    if len(errors) == len(loads):
+        raise NoTraceRead(errors)
+    trace = merge_traces(loads)
+    analysis, findings = pipeline.run_trace(trace, options, rules, step=step)
+    rows = rank_rows(loads)
+    rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
+    findings = [f.with_rank(rank_of.get(f.device)) for f in findings]
+    return RanksResult(analysis, findings, rows, errors)

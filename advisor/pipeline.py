@@ -10,6 +10,7 @@ from advisor.findings import find
 from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
+from advisor.rules.finding import Finding
 from advisor.trace.load import load_trace
 from advisor.trace.model import Trace
 
@@ -21,7 +22,7 @@ def run(
     options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
     step: Step | None = None,
-) -> tuple[Analysis, list[dict]]:
+) -> tuple[Analysis, list[Finding]]:
     """Load ``path``, analyze it with ``options`` (--gpu, --shape, --gemm), narrow it to the
     options' range/device (Analysis.select) and apply ``rules`` (default: the options'
     rules). ``step`` is called after each stage with the name of the next one (None at the
@@ -41,7 +42,7 @@ def run_trace(
     options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
     step: Step | None = None,
-) -> tuple[Analysis, list[dict]]:
+) -> tuple[Analysis, list[Finding]]:
     """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
     options = options or AnalysisOptions()
     step = step or (lambda _: None)

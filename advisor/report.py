@@ -7,16 +7,18 @@ place at the end, so a failure never leaves a half-written report.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
 from advisor.render import markdown
+from advisor.rules.finding import Finding
 from advisor.staged import place, staging
 
 
 def write_report(
-    a: Analysis, findings: list[dict], out: str | Path, assets: str | Path | None = None
+    a: Analysis, findings: list[Finding], out: str | Path, assets: str | Path | None = None
 ) -> list[Path]:
     """Render the report and its charts; returns the files written."""
     from advisor.render import charts as chart_render  # matplotlib: imported on use
@@ -31,8 +33,8 @@ def write_report(
                 if draw(a, stage / f"{name}.png") is not None:  # None: nothing to draw
                     charts[name] = (rel / f"{name}.png").as_posix()
             linked = [  # config links relative to the report
-                {**f, "config": [os.path.relpath(c, out.parent) for c in f["config"]]}
-                if f.get("config")
+                f.with_emitted(replace(f.emitted, config=_relative(f.config, out.parent)))
+                if f.config
                 else f
                 for f in findings
             ]
@@ -43,6 +45,10 @@ def write_report(
             return [written[-1], *written[:-1]]
     except OSError as exc:
         raise AdvisorInputError(str(out), f"cannot write the report: {exc.strerror}") from None
+
+
+def _relative(paths: tuple[str, ...], folder: Path) -> tuple[str, ...]:
+    return tuple(os.path.relpath(p, folder) for p in paths)
 
 
 def write_text(text: str, out: str | Path, what: str = "report") -> Path:

@@ -22,6 +22,7 @@ from conftest import SAMPLES
 from advisor.analysis import analyze
 from advisor.findings import find
 from advisor.metrics.gemm import GemmOption, ShapeOption
+from advisor.rules.finding import finding_dict
 from advisor.rules.tables import build_tables
 from advisor.trace.load import load_trace
 
@@ -39,7 +40,7 @@ def kernels(a):
 
 
 def findings_by_region(a):
-    return {f["region"]: f for f in find(a)}
+    return {f.region: f for f in find(a)}
 
 
 def test_the_facts_match_the_trace(trace):
@@ -61,14 +62,14 @@ def test_unnamed_gemms_get_their_strategies_unconfirmed(trace):
     assert np.isclose(k.loc["tail_bare", "waves"], 143 / 132)
     assert np.isclose(k.loc["tail_bare", "tail_fraction"], 1 - (143 / 132) / 2)
     f = findings_by_region(a)
-    assert f["underfilled_bare"]["strategy"] == "split_k"
-    assert f["tail_bare"]["strategy"] == "stream_k"  # not the generic persistent advice
-    assert f["small_bare"]["strategy"] == "split_k"
+    assert f["underfilled_bare"].strategy == "split_k"
+    assert f["tail_bare"].strategy == "stream_k"  # not the generic persistent advice
+    assert f["small_bare"].strategy == "split_k"
     for region in ("underfilled_bare", "tail_bare", "small_bare"):
         g = f[region]
-        assert (g["gemm_by"], g["confidence"]) == ("unconfirmed", "unconfirmed")
-        assert "--gemm '^_kernel$'" in g["confirm"] and "GEMM unconfirmed" in g["summary"]
-    assert not [x for x in find(a) if x["rule"] == "wave-tail-kernel"]
+        assert (g.gemm_by, g.confidence) == ("unconfirmed", "unconfirmed")
+        assert "--gemm '^_kernel$'" in g.confirm and "GEMM unconfirmed" in g.summary
+    assert not [x for x in find(a) if x.rule == "wave-tail-kernel"]
 
 
 def test_gemms_by_name_and_by_op(trace):
@@ -88,13 +89,13 @@ def test_shape_confirms_and_is_checked_against_the_grid(trace):
     misfits = [n for n in a.notes if n.startswith("--shape _kernel=1408x1664x16384 not used")]
     assert len(misfits) == 2 and any("grid 2x2x1" in n for n in misfits)
     f = findings_by_region(a)
-    assert (f["tail_bare"]["gemm_by"], f["tail_bare"]["confidence"]) == ("shape", "confirmed")
-    assert f["small_bare"]["confidence"] == "unconfirmed"
+    assert (f["tail_bare"].gemm_by, f["tail_bare"].confidence) == ("shape", "confirmed")
+    assert f["small_bare"].confidence == "unconfirmed"
 
 
 def test_gemm_option_confirms_without_a_shape(trace):
     a = analyze(trace, gemms=[GemmOption.parse("^_kernel$")])
     f = findings_by_region(a)
     for region in ("underfilled_bare", "tail_bare", "small_bare"):
-        assert (f[region]["gemm_by"], f[region]["confidence"]) == ("user", "confirmed")
-        assert "confirm" not in f[region]
+        assert (f[region].gemm_by, f[region].confidence) == ("user", "confirmed")
+        assert f[region].confirm is None and "confirm" not in finding_dict(f[region])

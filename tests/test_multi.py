@@ -40,8 +40,12 @@ def test_split_ranks_give_the_same_answer_as_the_whole_export(ranks):
     proc, split_doc = cli_json(*ranks, "--jobs", "2")
     assert proc.returncode == 0, proc.stderr
     for key in whole:
-        if key != "trace":
+        if key not in ("trace", "findings"):
             assert split_doc[key] == whole[key], key
+    # the same findings, each naming the rank whose trace holds its device
+    ranked = split_doc["findings"]
+    assert [f.pop("rank") for f in ranked] == [f["device"] for f in ranked]  # rank r: device r
+    assert ranked == whole["findings"] and whole["findings"]
     # the cross-rank waits are seen: the straggler range's all-reduces wait for device 1
     region = next(r for r in split_doc["regions"]
                   if r["name"] == "allreduce_straggler" and r["device"] == 0)  # fmt: skip
@@ -114,11 +118,11 @@ def test_a_single_rank_says_the_wait_is_unknown(ranks):
     from advisor.findings import find
 
     f = find(analysis_of(ranks[0]))
-    exposed = next(x for x in f if x["rule"] == "exposed-comm"
-                   and x["region"] == "allreduce_straggler")  # fmt: skip
-    assert exposed["evidence"]["comm_wait_ns"] is None
-    assert "unknown of it waits for other ranks" in exposed["summary"]
-    assert not [x for x in f if x["rule"] == "rank-skew"]
+    exposed = next(x for x in f if x.rule == "exposed-comm"
+                   and x.region == "allreduce_straggler")  # fmt: skip
+    assert exposed.evidence["comm_wait_ns"] is None
+    assert "unknown of it waits for other ranks" in exposed.summary
+    assert not [x for x in f if x.rule == "rank-skew"]
 
 
 @pytest.mark.parametrize(
@@ -135,6 +139,9 @@ def test_public_two_gpu_exports_split_per_rank_agree(name, tmp_path):
     assert len(parts) == 2
     _, whole = cli_json(str(whole_path))
     _, per_rank = cli_json(*parts)
+    held = {d: r["rank"] for r in per_rank["ranks"] for d in r["devices"]}
+    for f in per_rank["findings"]:  # each finding names the rank holding its device
+        assert f.pop("rank") == held[f["device"]]
     assert {k: v for k, v in whole.items() if k != "trace"} == {
         k: v for k, v in per_rank.items() if k not in ("trace", "ranks")
     }

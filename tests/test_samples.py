@@ -98,17 +98,17 @@ def test_startup_kept_out_of_overhead(single):
 
 def test_findings_on_single_gpu_sample(single):
     f = find(single)
-    by = {(x["strategy"], x["region"]) for x in f}
+    by = {(x.strategy, x.region) for x in f}
     assert ("stream_k", "tail_gemm") in by
     assert ("split_k", "underfilled_long_k") in by
     assert ("persistent", "tiny_kernels_eager") in by
     assert ("remove_sync", "sync_in_loop") in by
-    assert not any(x["region"] == "full_wave_gemm" for x in f)
-    assert not any(x["region"] == "tiny_kernels_graph" for x in f)
-    savings = [x["est_savings_ns"] for x in f]
+    assert not any(x.region == "full_wave_gemm" for x in f)
+    assert not any(x.region == "tiny_kernels_graph" for x in f)
+    savings = [x.est_savings_ns for x in f]
     assert savings == sorted(savings, reverse=True)
-    tail = next(x for x in f if x["strategy"] == "stream_k" and x["region"] == "tail_gemm")
-    assert tail["evidence"]["waves"] == 1.0076 and tail["evidence"]["tail_fraction"] == 0.4962
+    tail = next(x for x in f if x.strategy == "stream_k" and x.region == "tail_gemm")
+    assert tail.evidence["waves"] == 1.0076 and tail.evidence["tail_fraction"] == 0.4962
 
 
 def test_exposed_vs_overlapped_allreduce(two_gpu):
@@ -135,26 +135,24 @@ def test_straggler_rank_skew(two_gpu):
 
 def test_findings_on_two_gpu_sample(two_gpu):
     f = find(two_gpu)
-    by = {(x["strategy"], x["region"], x["device"]) for x in f}
+    by = {(x.strategy, x.region, x.device) for x in f}
     # the straggler is named and explained on its own device: rank 1 runs 8 matmuls per
     # step there, rank 0 four, over 4 steps (sample_traces/workloads/two_gpu_allreduce.py);
     # its finding replaces the waiting device's rank-skew finding (the same waiting time)
-    (straggler,) = [x for x in f if x["region"] == "allreduce_straggler"
-                    and x["rule"].startswith("straggler")]  # fmt: skip
-    assert (straggler["rule"], straggler["device"]) == ("straggler-uneven-work", 1)
-    ev = straggler["evidence"]
+    (straggler,) = [x for x in f if x.region == "allreduce_straggler"
+                    and x.rule.startswith("straggler")]  # fmt: skip
+    assert (straggler.rule, straggler.device) == ("straggler-uneven-work", 1)
+    ev = straggler.evidence
     # 16 extra 4096^3 bf16 matmuls: 16 * 2 * 4096^3 = 2.2 TFLOP, ~2.9 ms at ~750 TFLOP/s
     assert 2_000_000 < ev["extra_compute_ns"] < 4_000_000
     assert ev["waits_caused_ns"] == region(two_gpu, "allreduce_straggler", 0).comm_wait_ns
-    assert straggler["est_savings_ns"] == min(ev["waits_caused_ns"], ev["extra_compute_ns"])
-    assert not [x for x in f if x["rule"] == "rank-skew" and x["region"] == "allreduce_straggler"]
-    exposed = next(x for x in f if x["rule"] == "exposed-comm"
-                   and x["region"] == "allreduce_straggler" and x["device"] == 0)  # fmt: skip
-    assert "most often last: device 1" in exposed["summary"]
+    assert straggler.est_savings_ns == min(ev["waits_caused_ns"], ev["extra_compute_ns"])
+    assert not [x for x in f if x.rule == "rank-skew" and x.region == "allreduce_straggler"]
+    exposed = next(x for x in f if x.rule == "exposed-comm"
+                   and x.region == "allreduce_straggler" and x.device == 0)  # fmt: skip
+    assert "most often last: device 1" in exposed.summary
     assert ("comm_overlap", "allreduce_exposed", 0) in by
-    assert not any(
-        x["strategy"] == "comm_overlap" and x["region"] == "allreduce_overlapped" for x in f
-    )
+    assert not any(x.strategy == "comm_overlap" and x.region == "allreduce_overlapped" for x in f)
 
 
 def test_public_h100_window_with_gpu_option():
@@ -212,11 +210,11 @@ def test_nothing_is_counted_twice():
         for d, row in dev.iterrows():
             steady_idle = row.idle_ns - row.startup_idle_ns
             budget = steady_idle + row.tail_idle_ns + row.underfill_idle_ns + row.exposed_comm_ns
-            saved = sum(f["est_savings_ns"] for f in findings if f["device"] == d)
+            saved = sum(f.est_savings_ns for f in findings if f.device == d)
             assert saved <= budget + 1, (path.name, d, saved, budget)
         for f in findings:
-            if f["strategy"] == "comm_overlap":
-                assert f["est_savings_ns"] <= dev.loc[f["device"], "exposed_comm_ns"]
+            if f.strategy == "comm_overlap":
+                assert f.est_savings_ns <= dev.loc[f.device, "exposed_comm_ns"]
 
 
 def test_host_bound_training_steps_are_the_top_finding():
@@ -227,13 +225,13 @@ def test_host_bound_training_steps_are_the_top_finding():
     a = analysis_of(SAMPLES / "h200_train_steps.sqlite")
     findings = find(a)
     top = findings[0]
-    assert (top["rule"], top["strategy"], top["region"]) == (
+    assert (top.rule, top.strategy, top.region) == (
         "host-bound-steps", "cuda_graph", "train_step"
     )  # fmt: skip
-    assert top["severity"] == "high"
-    ev = top["evidence"]
+    assert top.severity == "high"
+    ev = top.evidence
     assert ev["steps"] == 6 and 1 <= ev["steady_steps"] <= 5  # the cold first step is left out
     assert ev["busy_ns"] < 0.4 * ev["step_ns"] and ev["overhead_share"] >= 0.5
     # the chains inside the steps do not claim the same time again
-    assert not [f for f in findings if f["rule"] == "launch-bound-sequence"
-                and f["region"] == "train_step"]  # fmt: skip
+    assert not [f for f in findings if f.rule == "launch-bound-sequence"
+                and f.region == "train_step"]  # fmt: skip

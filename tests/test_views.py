@@ -48,10 +48,10 @@ def test_sync_stalls_name_the_blocking_call():
 
 def test_findings_point_at_their_worst_instance():
     a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
-    f = next(x for x in find(a) if x["rule"] == "wave-tail-gemm" and x["region"] == "tail_gemm")
+    f = next(x for x in find(a) if x.rule == "wave-tail-gemm" and x.region == "tail_gemm")
     launches = a.launches[(a.launches["region"] == "tail_gemm") & (a.launches["grid_y"] == 19)]
     worst = launches.loc[launches["tail_idle_ns"].idxmax()]
-    assert f["at_ns"] == worst["start"]
-    assert f["at_rel_ns"] == worst["start"] - a.ops["start"].min()
-    seq = next(x for x in find(a) if x["rule"] == "launch-bound-sequence")
-    assert seq["at_ns"] in set(a.sequences["start_ns"])
+    assert f.at_ns == worst["start"]
+    assert f.at_rel_ns == worst["start"] - a.ops["start"].min()
+    seq = next(x for x in find(a) if x.rule == "launch-bound-sequence")
+    assert seq.at_ns in set(a.sequences["start_ns"])

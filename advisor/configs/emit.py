@@ -4,7 +4,8 @@ GEMM findings get a self-contained Triton script (knobs from ``knobs.py``, the t
 ``--check``/``--bench``/``--m --n --k``), a JSON record of the knobs and the equivalent
 ``cutlass_profiler`` command; launch findings a CUDA-graph / reduce-overhead script; overlap
 and other findings a markdown note with the knobs. Files are staged in a temporary folder
-and moved into DIR only when all of them were written: never half an emit.
+and moved into DIR only when all of them were written: never half an emit. ``emit`` leaves
+the findings as they are and returns what it wrote for each (``Emitted``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ import pprint
 import re
 import shutil
 import textwrap
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from string import Template
 
 from advisor.configs import knobs
 from advisor.errors import AdvisorInputError
-from advisor.findings import location
 from advisor.render.units import fmt_ns
+from advisor.rules.finding import Emitted, Finding
 from advisor.staged import place, staging
 from advisor.trace.model import GpuSpec
 
@@ -95,17 +97,17 @@ def _slug(text: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text or "all")[:40].strip("_") or "all"
 
 
-def _where(f: dict) -> str:
-    return ", ".join(location(f))
+def _where(f: Finding) -> str:
+    return ", ".join(f.location())
 
 
-def _docstring(title: str, f: dict, run: list[str]) -> str:
+def _docstring(title: str, f: Finding, run: list[str]) -> str:
     """Module docstring of an emitted script, wrapped to 96 columns."""
     paras = [
         title,
         f"Where: {_where(f)}",
-        f"Finding ({f['rule']}): {f['summary']}",
-        f"Estimated savings: {fmt_ns(f['est_savings_ns'])} (an estimate).",
+        f"Finding ({f.rule}): {f.summary}",
+        f"Estimated savings: {fmt_ns(f.est_savings_ns)} (an estimate).",
     ]
     lines = [textwrap.fill(p, 96, subsequent_indent="    ") for p in paras]
     return '"""' + "\n\n".join(lines) + "\n\n" + "\n".join(run) + '\n"""\n\n'
@@ -135,24 +137,25 @@ def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
     return " ".join(parts)
 
 
-def _gemm_files(f: dict, gpu: GpuSpec, stem: str) -> dict[str, str]:
-    row = f["_row"]
+Made = tuple[dict[str, str], Emitted]  # (file name -> text, what it means for the finding)
+
+
+def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
+    row = f.emit.row
     if row.get("m") is None or (isinstance(row.get("m"), float) and math.isnan(row["m"])):
-        f["missing"] = (
-            "GEMM shape (M, N, K) is not in the trace: pass --shape "
-            f"'{f['kernel']}=MxNxK' (or a range name), or profile PyTorch code under "
+        return {}, Emitted(
+            missing="GEMM shape (M, N, K) is not in the trace: pass --shape "
+            f"'{f.kernel}=MxNxK' (or a range name), or profile PyTorch code under "
             "torch.autograd.profiler.emit_nvtx(record_shapes=True)"
         )
-        return {}
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-    cfg = knobs.CHOOSERS[f["strategy"]](knobs.Problem(m, n, k, gpu))
-    cfg["strategy"] = f["strategy"]
+    cfg = knobs.CHOOSERS[f.strategy](knobs.Problem(m, n, k, gpu))
+    cfg["strategy"] = f.strategy
     cfg.update(M=m, N=n, K=k, trace_kernel_ns=row.get("median_ns"), gpu=gpu.name)
-    if f["strategy"] == "warp_specialization" and (gpu.cc_major or 0) < 9:
-        f["missing"] = "TMA/warp-specialized kernels need compute capability >= 9"
-        return {}
+    if f.strategy == "warp_specialization" and (gpu.cc_major or 0) < 9:
+        return {}, Emitted(missing="TMA/warp-specialized kernels need compute capability >= 9")
     header = _docstring(
-        f"{f['strategy']} reference GEMM emitted by advisor.",
+        f"{f.strategy} reference GEMM emitted by advisor.",
         f,
         [
             "Run (numerics vs float64 matmul; median time and TFLOP/s vs torch.matmul):",
@@ -167,29 +170,28 @@ def _gemm_files(f: dict, gpu: GpuSpec, stem: str) -> dict[str, str]:
         "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
-    script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f["strategy"]])
+    script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f.strategy])
     script += "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
     record = {
-        "finding": {k: f[k] for k in ("rule", "strategy", "kernel", "region", "device")},
+        "finding": {k: getattr(f, k) for k in ("rule", "strategy", "kernel", "region", "device")},
         "knobs": cfg,
         "cutlass_profiler": cutlass,
         "note": "knobs chosen by advisor's cost model (docs/configs.md); the cutlass_profiler "
         "line is its equivalent, not run here: check its flags against your build's --help",
     }
-    f["knobs"] = cfg
-    f["cutlass_profiler"] = record["cutlass_profiler"]
-    return {f"{stem}.py": script, f"{stem}.json": json.dumps(record, indent=2) + "\n"}
+    files = {f"{stem}.py": script, f"{stem}.json": json.dumps(record, indent=2) + "\n"}
+    return files, Emitted(knobs=cfg, cutlass_profiler=cutlass)
 
 
-def _launch_files(f: dict, stem: str) -> dict[str, str]:
-    row = f["_row"]
+def _launch_files(f: Finding, stem: str) -> Made:
+    row = f.emit.row
     cfg = {
         "CHAIN_OPS": max(2, int(row.get("ops") or 2)),
         "CHAIN_ELEMENTS": 4096,
         "TRACE_LAUNCHES": int(row.get("launches") or 0),
         "TRACE_OVERHEAD_NS": int(row.get("overhead_ns") or 0),
-        "TRACE_SAVING_NS": int(f["est_savings_ns"]),
+        "TRACE_SAVING_NS": int(f.est_savings_ns),
     }
     head = _docstring(
         "CUDA-graph capture for a launch-bound chain, emitted by advisor.",
@@ -197,22 +199,22 @@ def _launch_files(f: dict, stem: str) -> dict[str, str]:
         [f"Run: python {stem}.py   (needs a CUDA GPU)"],
     )
     head += f"import torch\n\nCONFIG = {pprint.pformat(cfg, sort_dicts=False)}\n\n"
-    return {f"{stem}.py": head + _template("launch_graph.py")}
+    return {f"{stem}.py": head + _template("launch_graph.py")}, Emitted()
 
 
-def _note_files(f: dict, stem: str) -> dict[str, str]:
-    row = f["_row"]
+def _note_files(f: Finding, stem: str) -> Made:
+    row = f.emit.row
     values = dict(
         where=_where(f),
-        summary=f["summary"],
-        savings=fmt_ns(f["est_savings_ns"]),
-        watch_for=f["watch_for"],
-        title=f["title"],
-        strategy=f["strategy"],
-        rationale=f["rationale"],
-        snippet=SNIPPETS.get(f["strategy"], ""),
+        summary=f.summary,
+        savings=fmt_ns(f.est_savings_ns),
+        watch_for=f.watch_for,
+        title=f.title,
+        strategy=f.strategy,
+        rationale=f.rationale,
+        snippet=SNIPPETS.get(f.strategy, ""),
     )
-    if f["strategy"] == "comm_overlap":
+    if f.strategy == "comm_overlap":
         same = row.get("same_stream_comm_ns") or 0
         values["same_stream_note"] = (
             f"{fmt_ns(same)} of the communication runs on the same stream as compute: it "
@@ -225,15 +227,13 @@ def _note_files(f: dict, stem: str) -> dict[str, str]:
         text = Template(_template("overlap.md")).substitute(values)
     else:
         text = Template(_template("advice.md")).substitute(values)
-    return {f"{stem}.md": text}
+    return {f"{stem}.md": text}, Emitted()
 
 
-def emit(findings: list[dict], gpus: dict[int, GpuSpec], out_dir: str | Path) -> list[Path]:
-    """Write configs for ``findings`` into ``out_dir``; sets each finding's ``config``.
-
-    Returns the files written. Raises AdvisorInputError when ``out_dir`` cannot be written;
-    then nothing is left in it.
-    """
+def emit(findings: list[Finding], gpus: dict[int, GpuSpec], out_dir: str | Path) -> list[Emitted]:
+    """Write configs for ``findings`` into ``out_dir``; returns, per finding (same order),
+    the files written for it or what its config lacks. Raises AdvisorInputError when
+    ``out_dir`` cannot be written; then nothing is left in it."""
     out = Path(out_dir)
     created = not out.exists()
     try:
@@ -243,33 +243,40 @@ def emit(findings: list[dict], gpus: dict[int, GpuSpec], out_dir: str | Path) ->
     try:
         with staging(out, ".advisor-emit-") as stage:
             files: dict[str, str] = {}
+            outcomes = []
             for rank, f in enumerate(findings, 1):
-                files.update(_configs_of(f, rank, gpus, out))
+                made, outcome = _configs_of(f, rank, gpus)
+                files.update(made)
+                paths = tuple(sorted(str(out / name) for name in made))
+                outcomes.append(replace(outcome, config=paths))
             for name, text in files.items():
                 (stage / name).write_text(text)
-            return place(stage, [(name, out / name) for name in files])
+            place(stage, [(name, out / name) for name in files])
+            return outcomes
     except OSError as exc:
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise AdvisorInputError(str(out), f"cannot write configs: {exc.strerror}") from None
 
 
-def _configs_of(f: dict, rank: int, gpus: dict[int, GpuSpec], out: Path) -> dict[str, str]:
-    """The files of one finding (name -> text); sets its ``config`` (paths in ``out``) or
-    its ``missing`` (what a GEMM config lacks)."""
-    stem = f"{rank:02d}_{f['strategy']}_{_slug(f['kernel'] or f['region'])}_dev{f['device']}"
-    kind = (f.get("_emit") or {}).get("kind")
-    gpu = gpus.get(f["device"])
+def emit_into(
+    findings: list[Finding], gpus: dict[int, GpuSpec], out_dir: str | Path
+) -> list[Finding]:
+    """``emit``, then each finding with its outcome attached (``Finding.emitted``)."""
+    return [f.with_emitted(e) for f, e in zip(findings, emit(findings, gpus, out_dir), strict=True)]
+
+
+def _configs_of(f: Finding, rank: int, gpus: dict[int, GpuSpec]) -> Made:
+    """The files of one finding (name -> text) and their outcome (without paths)."""
+    stem = f"{rank:02d}_{f.strategy}_{_slug(f.kernel or f.region)}_dev{f.device}"
+    kind = f.emit.kind if f.emit else None
+    gpu = gpus.get(f.device)
     if kind == "gemm" and gpu is not None:
-        made = _gemm_files(f, gpu, stem)
-    elif kind == "gemm":
-        f["missing"] = "GPU facts (SMs, shared memory) for the device: pass --gpu NAME"
-        made = {}
-    elif kind == "launch":
-        made = _launch_files(f, stem)
-    elif kind in ("overlap", "advice"):
-        made = _note_files(f, stem)
-    else:
-        made = {}
-    f["config"] = sorted(str(out / name) for name in made) or None
-    return made
+        return _gemm_files(f, gpu, stem)
+    if kind == "gemm":
+        return {}, Emitted(missing="GPU facts (SMs, shared memory) for the device: pass --gpu NAME")
+    if kind == "launch":
+        return _launch_files(f, stem)
+    if kind in ("overlap", "advice"):
+        return _note_files(f, stem)
+    return {}, Emitted()

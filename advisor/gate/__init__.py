@@ -2,7 +2,8 @@
 
 ``metric_set`` (digest.py) digests one analysed trace; ``compare`` (compare.py) judges each
 metric with the tests of stats.py under the thresholds of config.py; ``calibrate``
-(calibrate.py) measures a user's own run-to-run noise. Exit codes: 0 pass, 1 regression,
+(calibrate.py) measures a user's own run-to-run noise; run.py goes from trace paths to a
+gate result or a comparison report. Exit codes: 0 pass, 1 regression,
 2 bad input (docs/gate.md).
 """
 

@@ -18,6 +18,7 @@ from advisor.gate.config import OVERALL, RANGE
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
+from advisor.rules.finding import Finding, finding_dict
 
 VERSION = 2
 # what the gate keeps of a finding (new findings fail; explains links a row to it)
@@ -73,7 +74,7 @@ def _kernels(a: Analysis, holes: pd.DataFrame) -> dict:
     return out
 
 
-def metric_set(a: Analysis, findings: list[dict]) -> dict:
+def metric_set(a: Analysis, findings: list[Finding]) -> dict:
     """The digest of one analysed trace that the gate compares (JSON-serializable)."""
     inst = range_instances(a)
     cold = inst[inst["cold"]]
@@ -111,6 +112,6 @@ def metric_set(a: Analysis, findings: list[dict]) -> dict:
                 for row in cold.itertuples(index=False)
             ],
         },  # fmt: skip
-        "findings": [{k: f.get(k) for k in FINDING_KEYS} for f in findings],
+        "findings": [{k: d[k] for k in FINDING_KEYS} for d in map(finding_dict, findings)],
         "warnings": list(a.warnings),  # what the trace lacks (data quality)
     }

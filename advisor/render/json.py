@@ -12,6 +12,7 @@ from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.metrics.regions import WINDOW_KEYS
 from advisor.plain import plain
+from advisor.rules.finding import Finding, finding_dict
 
 SCHEMA_VERSION = 1
 TOP_KERNELS = 50  # rows of top_kernels in the document
@@ -92,7 +93,7 @@ def collective_rows(coll: pd.DataFrame) -> list[dict]:
     ]
 
 
-def document(a: Analysis, findings: list[dict], ranks: list[dict] | None = None) -> dict:
+def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> dict:
     """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
     one, when several were given)."""
     t = a.trace
@@ -122,7 +123,7 @@ def document(a: Analysis, findings: list[dict], ranks: list[dict] | None = None)
             "copies": views.copies(a).to_dict("records"),
             "sync_stalls": views.sync_stalls(a).to_dict("records"),
             "pipeline_stages": views.pipeline_stages(a)[views.PIPELINE_COLUMNS].to_dict("records"),
-            "findings": [{k: v for k, v in f.items() if not k.startswith("_")} for f in findings],
+            "findings": [finding_dict(f) for f in findings],
         }
     )
     doc["regions"] = region_rows(a.regions)
@@ -131,7 +132,7 @@ def document(a: Analysis, findings: list[dict], ranks: list[dict] | None = None)
     return doc
 
 
-def render(a: Analysis, findings: list[dict], ranks: list[dict] | None = None) -> str:
+def render(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> str:
     """JSON text (indented, keys in schema order)."""
     return json_text(document(a, findings, ranks))
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.analysis import Analysis
-from advisor.findings import location
 from advisor.gate import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
 from advisor.render.fit import shorten_middle
 from advisor.render.units import fmt_ns
+from advisor.rules.finding import Finding
 
 
 def _cell(text) -> str:
@@ -44,32 +44,32 @@ def _evidence_value(key: str, value) -> str:
     return fmt_ns(value) if key.endswith("_ns") and value is not None else str(value)
 
 
-def _findings(findings: list[dict], top: int) -> list[str]:
+def _findings(findings: list[Finding], top: int) -> list[str]:
     if not findings:
         return ["No rule fired.", ""]
     rows = []
     for i, f in enumerate(findings[:top], 1):
-        where = ", ".join(location(f))
-        if f.get("at_rel_ns") is not None:
-            where += f", at +{fmt_ns(f['at_rel_ns'])}"
-        rows.append([i, f["strategy"], f["severity"], where, fmt_ns(f["est_savings_ns"]),
-                     f["summary"]])  # fmt: skip
+        where = ", ".join(f.location())
+        if f.at_rel_ns is not None:
+            where += f", at +{fmt_ns(f.at_rel_ns)}"
+        rows.append([i, f.strategy, f.severity, where, fmt_ns(f.est_savings_ns),
+                     f.summary])  # fmt: skip
     lines = _table(["#", "strategy", "severity", "where", "est. savings", "measured"], rows)
     for i, f in enumerate(findings[:top], 1):
-        lines.append(f"### {i}. {f['title']} (`{f['rule']}` -> `{f['strategy']}`)")
+        lines.append(f"### {i}. {f.title} (`{f.rule}` -> `{f.strategy}`)")
         lines.append("")
-        ev = ", ".join(f"{k}={_evidence_value(k, v)}" for k, v in f["evidence"].items())
-        lines += [f"- Evidence: {ev}", f"- Why: {f['rationale']}",
-                  f"- Watch for: {f['watch_for']}"]  # fmt: skip
-        if f.get("at_ns") is not None:
-            rel = fmt_ns(f["at_rel_ns"])
+        ev = ", ".join(f"{k}={_evidence_value(k, v)}" for k, v in f.evidence.items())
+        lines += [f"- Evidence: {ev}", f"- Why: {f.rationale}",
+                  f"- Watch for: {f.watch_for}"]  # fmt: skip
+        if f.at_ns is not None:
+            rel = fmt_ns(f.at_rel_ns)
             lines.append(f"- Where to look: the worst instance starts at trace time "
-                         f"{f['at_ns']} ns (+{rel} after the first GPU op)")  # fmt: skip
-        if f.get("config"):
-            links = ", ".join(f"[{Path(p).name}]({p})" for p in f["config"])
+                         f"{f.at_ns} ns (+{rel} after the first GPU op)")  # fmt: skip
+        if f.config:
+            links = ", ".join(f"[{Path(p).name}]({p})" for p in f.config)
             lines.append(f"- Reference config: {links}")
-        if f.get("missing"):
-            lines.append(f"- No config: missing {f['missing']}")
+        if f.missing:
+            lines.append(f"- No config: missing {f.missing}")
         lines.append("")
     return lines
 
@@ -88,7 +88,7 @@ def _section(section: sections.Section, empty: str = "") -> list[str]:
     return lines + ([section.note, ""] if section.note else [])
 
 
-def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int = 10) -> str:
+def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: int = 10) -> str:
     """The whole report; ``charts`` maps chart name -> image path relative to the report."""
     name = Path(a.trace.path).name
     lines = [f"# advisor tuning report: {name}", "", "## Summary", ""] + _summary(a)
@@ -118,7 +118,7 @@ def report(a: Analysis, findings: list[dict], charts: dict[str, str], top: int =
     )
     if "timeline" in charts:
         lines += [f"![GPU busy over time]({charts['timeline']})", ""]
-    if any(f.get("config") for f in findings):
+    if any(f.config for f in findings):
         lines += [
             "## Running the reference configs",
             "",

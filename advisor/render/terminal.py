@@ -7,11 +7,11 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.analysis import Analysis
-from advisor.findings import location
 from advisor.render import sections
 from advisor.render.fit import fitted_table
 from advisor.render.tables import titled_table
 from advisor.render.units import fmt_ns
+from advisor.rules.finding import Finding
 
 
 def _header(a: Analysis) -> Group:
@@ -42,29 +42,29 @@ def _header(a: Analysis) -> Group:
 NARROW = 100  # below this many columns findings are listed as blocks, not a table
 
 
-def _measured(f: dict) -> str:
+def _measured(f: Finding) -> str:
     """A finding's measured text with its config files or what a config still needs."""
-    text = f["summary"]
-    if f.get("config"):
-        text += "\nconfig: " + ", ".join(f["config"])
-    if f.get("missing"):
-        text += "\nno config: missing " + f["missing"]
+    text = f.summary
+    if f.config:
+        text += "\nconfig: " + ", ".join(f.config)
+    if f.missing:
+        text += "\nno config: missing " + f.missing
     return text
 
 
-def _at(f: dict, origin: int) -> list[str]:
-    if f.get("at_ns") is None:
+def _at(f: Finding, origin: int) -> list[str]:
+    if f.at_ns is None:
         return []
-    return [f"at +{fmt_ns(f['at_ns'] - origin)}"]
+    return [f"at +{fmt_ns(f.at_ns - origin)}"]
 
 
-def _findings_list(findings: list[dict], top: int, origin: int) -> Group:
+def _findings_list(findings: list[Finding], top: int, origin: int) -> Group:
     """Findings as numbered blocks (narrow terminals): nothing squeezed into columns."""
     lines = [Text("Findings, ranked by estimated savings (estimates)", style="italic")]
     for i, f in enumerate(findings[:top], 1):
-        head = f"{i}. {f['strategy']} ({f['severity']}): est. savings {fmt_ns(f['est_savings_ns'])}"
+        head = f"{i}. {f.strategy} ({f.severity}): est. savings {fmt_ns(f.est_savings_ns)}"
         lines.append(Text(head, style="bold"))
-        where = ", ".join([*location(f), *_at(f, origin)])
+        where = ", ".join([*f.location(), *_at(f, origin)])
         lines.append(Text(f"   {where}"))
         for line in _measured(f).split("\n"):
             lines.append(Text(f"   {line}"))
@@ -75,7 +75,7 @@ def _findings_list(findings: list[dict], top: int, origin: int) -> Group:
     return Group(*lines)
 
 
-def _findings(findings: list[dict], top: int, origin: int) -> Table:
+def _findings(findings: list[Finding], top: int, origin: int) -> Table:
     tab = titled_table(
         "Findings, ranked by estimated savings (estimates)",
         ("#", "strategy", "sev.", "where", "est. savings", "what was measured"),
@@ -84,10 +84,10 @@ def _findings(findings: list[dict], top: int, origin: int) -> Table:
     for i, f in enumerate(findings[:top], 1):
         tab.add_row(
             str(i),
-            f["strategy"],
-            f["severity"],
-            "\n".join([*location(f), *_at(f, origin)]),
-            fmt_ns(f["est_savings_ns"]),
+            f.strategy,
+            f.severity,
+            "\n".join([*f.location(), *_at(f, origin)]),
+            fmt_ns(f.est_savings_ns),
             _measured(f),
         )
     if not findings:
@@ -97,17 +97,17 @@ def _findings(findings: list[dict], top: int, origin: int) -> Table:
     return tab
 
 
-def _strategies(findings: list[dict]) -> Table | None:
+def _strategies(findings: list[Finding]) -> Table | None:
     """Why each recommended strategy helps and what to watch for (once per rule)."""
     seen = {}
     for f in findings:
-        seen.setdefault(f["rule"], f)
+        seen.setdefault(f.rule, f)
     if not seen:
         return None
     cols = ("strategy", "why", "watch for")
     tab = titled_table("Strategies: why, and what to watch for", cols, text=cols)
     for f in seen.values():
-        tab.add_row(f["strategy"], f["rationale"], f["watch_for"])
+        tab.add_row(f.strategy, f.rationale, f.watch_for)
     return tab
 
 
@@ -123,10 +123,10 @@ def _section(section: sections.Section, console: Console) -> None:
 
 def render(
     a: Analysis,
-    findings: list[dict],
+    findings: list[Finding],
     console: Console,
     top: int = 10,
-    ranks: list[dict] | None = None,
+    ranks: list[Finding] | None = None,
 ) -> None:
     """Print the report to ``console`` (``ranks``: the traces of a job read as one)."""
     console.print(_header(a))

@@ -31,6 +31,7 @@ from advisor.errors import AdvisorInputError
 from advisor.plain import plain
 from advisor.render.units import fmt_ns, fmt_pct
 from advisor.rules.expr import Expr, ExprError, compile_expr
+from advisor.rules.finding import EmitRequest, Finding
 from advisor.rules.tables import SCOPES
 from advisor.user_yaml import load_packaged_yaml, load_user_yaml
 
@@ -292,9 +293,9 @@ def _gemm_identity(rule: Rule, row: dict) -> dict:
     unconfirmed: the structural guess), ``confidence`` and, when unconfirmed, ``confirm``:
     the flags that would confirm it. Other findings: gemm_by None, confidence confirmed."""
     if rule.spec.emit is None or rule.spec.emit.kind != "gemm" or "gemm_by" not in row:
-        return {"gemm_by": None, "confidence": "confirmed"}
+        return {"gemm_by": None, "confidence": "confirmed", "confirm": None}
     if row.get("gemm_by"):
-        return {"gemm_by": row["gemm_by"], "confidence": "confirmed"}
+        return {"gemm_by": row["gemm_by"], "confidence": "confirmed", "confirm": None}
     exact = "^" + re.escape(str(row.get("name", ""))) + "$"
     return {
         "gemm_by": "unconfirmed",
@@ -307,13 +308,13 @@ def _int_or_none(value) -> int | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
 
 
-def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[dict]:
+def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[Finding]:
     """Findings of every rule over its scope's table, merged per location, ranked.
 
     ``spans``: device -> steady-state span (ns) for automatic severity. Findings of one rule
     at the same (kernel, region, device) merge: savings add up, the largest instance speaks.
     """
-    found: dict[tuple, dict] = {}
+    found: dict[tuple, Finding] = {}
     for rule in rules:
         table = tables.get(rule.spec.scope)
         if table is None or table.empty:
@@ -340,62 +341,67 @@ def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) ->
             row = hits.iloc[pos]
             values = {c: _plain(row[c]) for c in row.index if not c.startswith("_")}
             values["savings"] = float(row["_savings"])
-            finding = {
-                "rule": rule.id,
-                "title": rule.spec.title,
-                "strategy": rule.spec.strategy,
-                "explains": list(rule.spec.explains),
-                "severity": None,
-                "kernel": values.get(kcol) if kcol else None,
-                "region": values.get(rcol) or None,
-                "device": int(row["device"]),
-                # an estimate never exceeds the device's steady-state span
-                "est_savings_ns": int(min(total, spans.get(int(row["device"]), total))),
-                # where the worst instance starts (trace clock, and from the first GPU op)
-                "at_ns": _int_or_none(values.get("at_ns")),
-                "at_rel_ns": _int_or_none(values.get("at_rel_ns")),
-                "summary": TEMPLATE.format(rule.spec.message, **values),
-                **_gemm_identity(rule, values),
-                "evidence": {c: values[c] for c in rule.spec.evidence},
-                "rationale": " ".join(rule.spec.rationale.split()),
-                "watch_for": " ".join(rule.spec.watch_for.split()),
-                "references": rule.spec.references,
-                "_emit": rule.spec.emit.model_dump() if rule.spec.emit else None,
-                "_row": values,
-                "_instances": int(n),
-            }
-            found[(rule.id, finding["kernel"], finding["region"], finding["device"])] = finding
-    out = []
-    for f in found.values():
-        n = f.pop("_instances")
-        if n > 1:
-            f["evidence"]["instances"] = n
-            f["summary"] += f" (largest of {n} such; {fmt_ns(f['est_savings_ns'])} in total)"
-        if f["confidence"] == "unconfirmed":
-            f["summary"] += (
-                "; GEMM unconfirmed (no name, op or shape says so: a structural guess), "
-                f"confirm with {f['confirm']}"
-            )
-        # severity: the savings' share of the device's steady span, or of the time the
-        # finding is about when its table says (severity_base_ns: a step family's steps)
-        span = f["_row"].get("severity_base_ns") or spans.get(f["device"], 0)
-        rule = next(r for r in rules if r.id == f["rule"])
-        f["severity"] = _severity(rule, f["est_savings_ns"], span)
-        out.append(f)
-    out = _drop_superseded(out, rules)
-    return sorted(out, key=lambda f: (-f["est_savings_ns"], f["rule"], str(f["kernel"])))
+            f = _finding(rule, values, int(row["device"]), total, int(n), spans)
+            found[f.key] = f
+    out = _drop_superseded(list(found.values()), rules)
+    return sorted(out, key=lambda f: (-f.est_savings_ns, f.rule, str(f.kernel)))
 
 
-def _drop_superseded(findings: list[dict], rules: list[Rule]) -> list[dict]:
+def _finding(
+    rule: Rule, values: dict, device: int, total: float, instances: int, spans: dict
+) -> Finding:
+    """The finding of ``rule`` at one location: ``values``, the row of its largest instance;
+    ``total``, the rounded savings of its ``instances`` (ns)."""
+    kcol, rcol = LOCATION[rule.spec.scope]
+    # an estimate never exceeds the device's steady-state span
+    est = int(min(total, spans.get(device, total)))
+    identity = _gemm_identity(rule, values)
+    evidence = {c: values[c] for c in rule.spec.evidence}
+    summary = TEMPLATE.format(rule.spec.message, **values)
+    if instances > 1:
+        evidence["instances"] = instances
+        summary += f" (largest of {instances} such; {fmt_ns(est)} in total)"
+    if identity["confidence"] == "unconfirmed":
+        summary += (
+            "; GEMM unconfirmed (no name, op or shape says so: a structural guess), "
+            f"confirm with {identity['confirm']}"
+        )
+    # severity: the savings' share of the device's steady span, or of the time the finding
+    # is about when its table says (severity_base_ns: a step family's steps)
+    base = values.get("severity_base_ns") or spans.get(device, 0)
+    emit = rule.spec.emit
+    return Finding(
+        rule=rule.id,
+        title=rule.spec.title,
+        strategy=rule.spec.strategy,
+        explains=tuple(rule.spec.explains),
+        severity=_severity(rule, est, base),
+        kernel=values.get(kcol) if kcol else None,
+        region=values.get(rcol) or None,
+        device=device,
+        est_savings_ns=est,
+        at_ns=_int_or_none(values.get("at_ns")),
+        at_rel_ns=_int_or_none(values.get("at_rel_ns")),
+        summary=summary,
+        **identity,
+        evidence=evidence,
+        rationale=" ".join(rule.spec.rationale.split()),
+        watch_for=" ".join(rule.spec.watch_for.split()),
+        references=tuple(rule.spec.references),
+        emit=EmitRequest(emit.kind, dict(emit.params), values) if emit else None,
+    )
+
+
+def _drop_superseded(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
     """Drop the findings a fired rule supersedes (RuleSpec.supersedes): those of that rule on
     the same device and range (a steps finding's range holds all its steps)."""
     by_id = {r.id: r for r in rules}
     claims = set()  # (rule id, device or None for every device, range)
     for f in findings:
-        spec = by_id[f["rule"]].spec
-        device = f["device"] if spec.supersedes_devices == "same" else None
-        claims.update((rid, device, f["region"]) for rid in spec.supersedes)
+        spec = by_id[f.rule].spec
+        device = f.device if spec.supersedes_devices == "same" else None
+        claims.update((rid, device, f.region) for rid in spec.supersedes)
     if not claims:
         return findings
-    return [f for f in findings if (f["rule"], f["device"], f["region"]) not in claims
-            and (f["rule"], None, f["region"]) not in claims]  # fmt: skip
+    return [f for f in findings if (f.rule, f.device, f.region) not in claims
+            and (f.rule, None, f.region) not in claims]  # fmt: skip

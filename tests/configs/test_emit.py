@@ -11,10 +11,11 @@ import pytest
 from conftest import H200_2GPU, H200_SINGLE, analysis_of, needs_kernels
 
 from advisor.analysis import analyze
-from advisor.configs.emit import cutlass_command, emit
+from advisor.configs.emit import cutlass_command, emit, emit_into
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
+from advisor.rules.finding import EmitRequest, Finding, finding_dict
 from advisor.trace.gpus import match_gpu
 from advisor.trace.load import load_trace
 
@@ -32,24 +33,14 @@ def run_script(path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def synthetic(strategy: str, m=512, n=512, k=1024) -> dict:
-    return {
-        "rule": "test",
-        "title": "t",
-        "strategy": strategy,
-        "severity": "low",
-        "kernel": "gemm_kernel",
-        "region": "r",
-        "device": 0,
-        "est_savings_ns": 1000,
-        "summary": "s",
-        "evidence": {},
-        "rationale": "r",
-        "watch_for": "w",
-        "references": [],
-        "_emit": {"kind": "gemm"},
-        "_row": {"m": m, "n": n, "k": k, "median_ns": 50000.0},
-    }
+def synthetic(strategy: str, m=512, n=512, k=1024) -> Finding:
+    return Finding(
+        rule="test", title="t", strategy=strategy, explains=(), severity="low",
+        kernel="gemm_kernel", region="r", device=0, est_savings_ns=1000, at_ns=None,
+        at_rel_ns=None, summary="s", gemm_by="name", confidence="confirmed", confirm=None,
+        evidence={}, rationale="r", watch_for="w", references=(),
+        emit=EmitRequest("gemm", row={"m": m, "n": n, "k": k, "median_ns": 50000.0}),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -57,29 +48,31 @@ def sample_emit(tmp_path_factory):
     out = tmp_path_factory.mktemp("emit")
     a = analyze(load_trace(H200_SINGLE), SHAPES)
     findings = find(a)
-    emit(findings, a.trace.gpus, out)
-    return out, findings
+    return out, emit_into(findings, a.trace.gpus, out)
 
 
 def test_sample_findings_get_configs(sample_emit):
     out, findings = sample_emit
-    by = {(f["strategy"], f["region"]): f for f in findings}
+    by = {(f.strategy, f.region): f for f in findings}
     split = by[("split_k", "underfilled_long_k")]
     tail = by[("stream_k", "tail_gemm")]
     for f in (split, tail):
-        assert [Path(p).suffix for p in f["config"]] == [".json", ".py"]
-        assert all(Path(p).is_file() for p in f["config"])
-    assert split["knobs"]["M"] == 256 and split["knobs"]["SPLITS"] > 1
-    assert tail["knobs"]["strategy"] == "stream_k" and tail["knobs"]["NUM_PROGS"] <= 132
-    record = json.loads(Path(split["config"][0]).read_text())
+        assert [Path(p).suffix for p in f.config] == [".json", ".py"]
+        assert all(Path(p).is_file() for p in f.config)
+    assert split.emitted.knobs["M"] == 256 and split.emitted.knobs["SPLITS"] > 1
+    knobs = tail.emitted.knobs
+    assert knobs["strategy"] == "stream_k" and knobs["NUM_PROGS"] <= 132
+    record = json.loads(Path(split.config[0]).read_text())
     assert record["cutlass_profiler"].startswith("cutlass_profiler --operation=Gemm --m=256")
-    assert f"--split_k_slices={split['knobs']['SPLITS']}" in record["cutlass_profiler"]
+    assert f"--split_k_slices={split.emitted.knobs['SPLITS']}" in record["cutlass_profiler"]
+    assert split.emitted.cutlass_profiler == record["cutlass_profiler"]
     # the warm-up launch of the same kernel has no shape: said, not guessed
     warm = by[("split_k", "warmup")]
-    assert warm["config"] is None and "--shape" in warm["missing"]
+    assert warm.config == () and "--shape" in warm.missing
+    assert finding_dict(warm)["config"] is None  # the JSON document says null
     # launch and sync findings get their own files
-    assert by[("persistent", "tiny_kernels_eager")]["config"][0].endswith(".py")
-    assert by[("remove_sync", "sync_in_loop")]["config"][0].endswith(".md")
+    assert by[("persistent", "tiny_kernels_eager")].config[0].endswith(".py")
+    assert by[("remove_sync", "sync_in_loop")].config[0].endswith(".md")
     assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
 
 
@@ -207,9 +200,8 @@ CASES = [
 def synthetic_emit(tmp_path_factory):
     out = tmp_path_factory.mktemp("emit_all")
     strategies = sorted({s for s, _ in CASES})
-    findings = [synthetic(s) for s in strategies]
-    emit(findings, {0: H200}, out)
-    return {f["strategy"]: Path(f["config"][1]) for f in findings}
+    findings = emit_into([synthetic(s) for s in strategies], {0: H200}, out)
+    return {f.strategy: Path(f.config[1]) for f in findings}
 
 
 @needs_kernels
@@ -240,17 +232,17 @@ def test_script_rejects_bad_knobs_and_cpu_bench(synthetic_emit):
 
 def test_overlap_note_from_the_two_gpu_sample(tmp_path):
     a = analysis_of(H200_2GPU)
-    findings = [f for f in find(a) if f["strategy"] == "comm_overlap"]
-    emit(findings, a.trace.gpus, tmp_path)
-    text = Path(findings[0]["config"][0]).read_text()
+    found = [f for f in find(a) if f.strategy == "comm_overlap"]
+    findings = emit_into(found, a.trace.gpus, tmp_path)
+    assert found[0].emitted is None  # emit leaves the findings as they were
+    text = Path(findings[0].config[0]).read_text()
     assert "async_op=True" in text and "bucket_cap_mb" in text
     assert "same stream as compute" in text
 
 
 def test_warp_specialization_needs_hopper(tmp_path):
-    f = synthetic("warp_specialization")
-    emit([f], {0: match_gpu("A100-SXM4-80GB")}, tmp_path)
-    assert f["config"] is None and "compute capability >= 9" in f["missing"]
+    (e,) = emit([synthetic("warp_specialization")], {0: match_gpu("A100-SXM4-80GB")}, tmp_path)
+    assert e.config == () and "compute capability >= 9" in e.missing
 
 
 def test_cutlass_command_for_stream_k_on_hopper():

@@ -2,6 +2,8 @@
 2-stage GPipe steps whose bubbles are worked out by hand below, and on a real 2-GPU export
 whose point-to-point traffic is symmetric (not a pipeline)."""
 
+from pathlib import Path
+
 import pytest
 from builders import two_device_steps as trace_of
 from conftest import PUBLIC_NSYS, analysis_of
@@ -74,7 +76,7 @@ def test_balanced_gpipe_is_at_its_ideal():
     assert s.loc[0, "step_ns"] == 1580 * US and s.loc[1, "compute_ns"] == 1200 * US
     assert s.loc[0, "bubble_ns"] == 380 * US and s.loc[0, "ideal_fraction"] == pytest.approx(0.2)
     assert s.loc[0, "bubble_fraction"] == pytest.approx(380 / 1580)
-    assert not {"pp-bubble", "stage-imbalance"} & {f["rule"] for f in find(a)}
+    assert not {"pp-bubble", "stage-imbalance"} & {f.rule for f in find(a)}
 
 
 def test_slow_transfers_make_a_bubble_above_the_ideal():
@@ -85,12 +87,12 @@ def test_slow_transfers_make_a_bubble_above_the_ideal():
     a, s = stages_of(trace_of([gpipe((100, 100), (200, 200), 60)] * 2))
     assert s.loc[0, "step_ns"] == 1980 * US and s.loc[0, "bubble_ns"] == 780 * US
     assert s.loc[0, "excess_bubble_ns"] == 768 * US
-    f = next(x for x in find(a) if x["rule"] == "pp-bubble")
-    assert (f["device"], f["strategy"], f["est_savings_ns"]) == (0, "pipeline_schedule", 768 * US)
-    assert "ideal bubble of 20.0 %" in f["summary"]
-    assert "with twice the micro-batches the ideal is 11.1 %" in f["summary"]  # 1 / (8 + 1)
-    assert f["evidence"]["bubble_per_step_ns"] == [780 * US, 780 * US]  # per step
-    assert "stage-imbalance" not in {x["rule"] for x in find(a)}
+    f = next(x for x in find(a) if x.rule == "pp-bubble")
+    assert (f.device, f.strategy, f.est_savings_ns) == (0, "pipeline_schedule", 768 * US)
+    assert "ideal bubble of 20.0 %" in f.summary
+    assert "with twice the micro-batches the ideal is 11.1 %" in f.summary  # 1 / (8 + 1)
+    assert f.evidence["bubble_per_step_ns"] == [780 * US, 780 * US]  # per step
+    assert "stage-imbalance" not in {x.rule for x in find(a)}
 
 
 def test_a_slow_stage_is_imbalance_not_a_schedule_problem():
@@ -105,10 +107,10 @@ def test_a_slow_stage_is_imbalance_not_a_schedule_problem():
     assert (s.loc[0, "compute_ns"], s.loc[1, "compute_ns"]) == (1200 * US, 1800 * US)
     assert bool(s.loc[1, "bottleneck"]) and s.loc[1, "compute_vs_median"] == pytest.approx(1.2)
     assert s.loc[1, "bubble_ns"] == 380 * US and s.loc[1, "imbalance_ns"] == 600 * US
-    rules = {x["rule"]: x for x in find(a)}
+    rules = {x.rule: x for x in find(a)}
     assert "pp-bubble" not in rules
     f = rules["stage-imbalance"]
-    assert (f["device"], f["strategy"], f["est_savings_ns"]) == (1, "load_balance", 600 * US)
+    assert (f.device, f.strategy, f.est_savings_ns) == (1, "load_balance", 600 * US)
 
 
 def test_symmetric_exchange_is_not_a_pipeline():
@@ -122,7 +124,8 @@ def test_pp_bubble_emits_a_schedule_recipe(tmp_path):
     from advisor.configs.emit import emit
 
     a = analyze(trace_of([gpipe((100, 100), (200, 200), 60)] * 2))
-    (path,) = emit([f for f in find(a) if f["rule"] == "pp-bubble"], a.trace.gpus, tmp_path / "e")
+    (done,) = emit([f for f in find(a) if f.rule == "pp-bubble"], a.trace.gpus, tmp_path / "e")
+    path = Path(done.config[0])
     text = path.read_text()
     assert path.name == "01_pipeline_schedule_train_step_dev0.md"
     assert "ScheduleInterleaved1F1B" in text and "768.00 us" in text

@@ -151,14 +151,14 @@ def test_evaluate_fires_merges_and_ranks():
     )
     found = evaluate([rule], {"kernels": table}, spans={0: 10_000, 1: 10_000})
     # k3 has waves < 1: no finding; k1's two rows merge (savings add up, largest speaks)
-    assert [(f["kernel"], f["est_savings_ns"]) for f in found] == [("k2", 2000), ("k1", 600)]
+    assert [(f.kernel, f.est_savings_ns) for f in found] == [("k2", 2000), ("k1", 600)]
     k1 = found[1]
-    assert k1["evidence"] == {"waves": 1.0076, "tail_fraction": 0.4962, "instances": 2}
-    assert k1["summary"].startswith("1.008 waves, 49.6 % idle, 500 ns")
-    assert "(largest of 2 such; 600 ns in total)" in k1["summary"]
+    assert k1.evidence == {"waves": 1.0076, "tail_fraction": 0.4962, "instances": 2}
+    assert k1.summary.startswith("1.008 waves, 49.6 % idle, 500 ns")
+    assert "(largest of 2 such; 600 ns in total)" in k1.summary
     # 2000 of 10000 ns = 20 % (high, >= 10 %); 600 ns = 6 % (medium, >= 2 %)
-    assert [f["severity"] for f in found] == ["high", "medium"]
-    assert k1["region"] == "r" and k1["device"] == 0
+    assert [f.severity for f in found] == ["high", "medium"]
+    assert k1.region == "r" and k1.device == 0
 
 
 def test_alias_bomb_and_deep_nesting_are_refused():

@@ -82,6 +82,6 @@ def test_host_bound_steps_by_hand():
     assert (steps["step_ns"], steps["busy_ns"], steps["overhead_ns"]) == (191_000, 20_000, 171_000)
     assert steps["graph_saving_ns"] == 3 * 19 * (9000 - 256)
     assert (steps["launches"], steps["median_gap_ns"]) == (20, 9000)
-    (f,) = [f for f in find(a) if f["rule"] == "host-bound-steps"]
-    assert (f["strategy"], f["region"], f["est_savings_ns"]) == ("cuda_graph", "step", 498_408)
-    assert f["severity"] == "high"  # 498 us of the steps' 573 us
+    (f,) = [f for f in find(a) if f.rule == "host-bound-steps"]
+    assert (f.strategy, f.region, f.est_savings_ns) == ("cuda_graph", "step", 498_408)
+    assert f.severity == "high"  # 498 us of the steps' 573 us

@@ -27,25 +27,25 @@ def test_tensor_parallel_layers_get_async_tp_advice():
     # arrive together), compute 1600 us: 480 us could hide behind the GEMMs
     a = analyze(two_device_steps([tp_step(), tp_step()]))
     found = find(a)
-    tp = [f for f in found if f["rule"] == "tp-exposed-comm"]
-    assert sorted(f["device"] for f in tp) == [0, 1]
+    tp = [f for f in found if f.rule == "tp-exposed-comm"]
+    assert sorted(f.device for f in tp) == [0, 1]
     f = tp[0]
-    assert (f["region"], f["strategy"], f["est_savings_ns"]) == ("train_step", "tp_overlap",
+    assert (f.region, f.strategy, f.est_savings_ns) == ("train_step", "tp_overlap",
                                                                  480_000)  # fmt: skip
-    assert f["evidence"]["collectives_per_instance"] == 8
-    assert f["evidence"]["same_stream_comm_ns"] == 480_000
+    assert f.evidence["collectives_per_instance"] == 8
+    assert f.evidence["same_stream_comm_ns"] == 480_000
     # the generic exposed-comm finding of the same time is superseded
-    assert not [x for x in found if x["rule"] == "exposed-comm"]
+    assert not [x for x in found if x.rule == "exposed-comm"]
 
 
 def test_few_collectives_stay_generic():
     # one all-reduce per step (a data-parallel gradient sync): not the TP pattern
     a = analyze(two_device_steps([tp_step(layers=1, comm_us=300)] * 2))
-    rules = {f["rule"] for f in find(a)}
+    rules = {f.rule for f in find(a)}
     assert "tp-exposed-comm" not in rules and "exposed-comm" in rules
 
 
 def test_not_on_real_exports_with_comm_streams():
     for trace in (SAMPLES / "h200x2_allreduce.sqlite",
                   PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite"):  # fmt: skip
-        assert "tp-exposed-comm" not in {f["rule"] for f in find(analysis_of(trace))}
+        assert "tp-exposed-comm" not in {f.rule for f in find(analysis_of(trace))}

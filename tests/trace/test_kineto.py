@@ -113,20 +113,20 @@ def test_kineto_and_nsys_of_one_workload_agree():
     a = kin.kernel_table()[cols].sort_values(key).reset_index(drop=True)
     b = nsy.kernel_table()[cols].sort_values(key).reset_index(drop=True)
     assert a.equals(b)
-    fa = {(f["rule"], f["region"], f["kernel"]) for f in find(kin)}
-    fb = {(f["rule"], f["region"], f["kernel"]) for f in find(nsy)}
+    fa = {(f.rule, f.region, f.kernel) for f in find(kin)}
+    fb = {(f.rule, f.region, f.kernel) for f in find(nsy)}
     assert fa == fb
     for f in find(kin):  # savings within 10 % of the Nsight run's
-        g = next(x for x in find(nsy) if (x["rule"], x["region"]) == (f["rule"], f["region"]))
-        assert abs(f["est_savings_ns"] - g["est_savings_ns"]) <= 0.1 * g["est_savings_ns"]
+        g = next(x for x in find(nsy) if (x.rule, x.region) == (f.rule, f.region))
+        assert abs(f.est_savings_ns - g.est_savings_ns) <= 0.1 * g.est_savings_ns
 
 
 def test_kineto_training_steps():
     a = analysis_of(KINETO / "h200_train_steps.pt.trace.json.gz")
     top = find(a)[0]
-    assert (top["rule"], top["region"], top["severity"]) == ("host-bound-steps", "ProfilerStep",
+    assert (top.rule, top.region, top.severity) == ("host-bound-steps", "ProfilerStep",
                                                              "high")  # fmt: skip
-    assert top["evidence"]["steps"] == 4  # schedule(wait=1, warmup=1, active=4)
+    assert top.evidence["steps"] == 4  # schedule(wait=1, warmup=1, active=4)
     k = build_tables(a)["kernels"]
     # the backward GEMMs' shapes come from the ops' Input Dims (no --shape needed)
     mm = k[(k["gemm_by"] == "op") & k["m"].notna()]

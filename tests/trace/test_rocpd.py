@@ -111,8 +111,8 @@ def test_real_run_in_rocpd_reads_like_its_json(mi350x):
     assert a.kernels[cols].astype({"name": str}).equals(b.kernels[cols].astype({"name": str}))
     assert a.gpus == {d: s.__class__(**{**s.to_dict(), "source": "trace (rocprofv3 agents)"})
                       for d, s in b.gpus.items()}  # fmt: skip
-    fa = [(f["rule"], f["kernel"], f["est_savings_ns"]) for f in find(analyze(a))]
-    fb = [(f["rule"], f["kernel"], f["est_savings_ns"]) for f in find(analyze(b))]
+    fa = [(f.rule, f.kernel, f.est_savings_ns) for f in find(analyze(a))]
+    fb = [(f.rule, f.kernel, f.est_savings_ns) for f in find(analyze(b))]
     assert fa == fb and fa
 
 

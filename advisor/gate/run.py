@@ -1,0 +1,59 @@
+"""The gate's library entry points: traces -> metric sets, a gate run (baseline traces or a
+saved baseline against candidates) and the comparison of two traces. The CLI only parses
+options and renders what these return."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor import pipeline
+from advisor.analysis import Analysis
+from advisor.errors import AdvisorInputError
+from advisor.gate.compare import GateResult, compare
+from advisor.gate.config import GateConfig
+from advisor.gate.digest import metric_set
+from advisor.options import AnalysisOptions
+
+
+def metric_sets(paths: list[str], options: AnalysisOptions) -> list[dict]:
+    """The metric set of each trace (each analysed on its own, with the options' rules)."""
+    rule_set = options.rules()
+    sets = []
+    for path in paths:
+        analysis, findings = pipeline.run(path, options, rule_set)
+        sets.append(metric_set(analysis, findings))
+    return sets
+
+
+def run_gate(
+    candidates: list[str],
+    cfg: GateConfig,
+    options: AnalysisOptions,
+    baseline: list[str] | None = None,
+    baseline_name: str | None = None,
+    store: str | None = None,
+) -> GateResult:
+    """Candidates against baseline traces or the baseline saved as ``baseline_name`` (in
+    ``store``, default the user's store). AdvisorInputError on a usage mistake or bad input."""
+    from advisor import baselines
+
+    if not candidates:
+        raise AdvisorInputError(None, "give --candidate TRACE... (or --calibrate TRACE...)")
+    if bool(baseline) == bool(baseline_name):
+        raise AdvisorInputError(None, "give --baseline TRACE... or --baseline-name NAME")
+    if baseline_name:
+        base = baselines.load(baseline_name, Path(store) if store else None)
+    else:
+        base = metric_sets(baseline, options)
+    return compare(base, metric_sets(candidates, options), cfg)
+
+
+def compare_two(
+    baseline: str, candidate: str, cfg: GateConfig, options: AnalysisOptions
+) -> tuple[GateResult, Analysis, Analysis]:
+    """Two traces compared as ``advisor report BASELINE CANDIDATE`` shows them: the gate
+    result and both analyses (for their summaries)."""
+    rule_set = options.rules()
+    runs = [pipeline.run(t, options, rule_set) for t in (baseline, candidate)]
+    sets = [metric_set(a, f) for a, f in runs]
+    return compare(sets[:1], sets[1:], cfg), runs[0][0], runs[1][0]

@@ -1,0 +1,134 @@
+"""What a rule reports: a frozen ``Finding``, the ``EmitRequest`` it carries for the config
+emitters, the ``Emitted`` outcome of ``--emit``, and the one serializer every renderer and
+the gate use (``finding_dict``; fields in docs/json.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class EmitRequest:
+    """What a rule's ``emit:`` block asks of the config emitters: ``kind`` (gemm | launch |
+    overlap | advice), its ``params``, and ``row``: the plain values of the table row that
+    spoke for the finding (m, n, k, median_ns, ops, launches, ...), read by the emitters."""
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """The outcome of ``--emit`` for one finding: the files written (absolute or as given),
+    or what a config still lacks (``missing``); for GEMM scripts also the chosen ``knobs``
+    and the equivalent ``cutlass_profiler`` command."""
+
+    config: tuple[str, ...] = ()
+    missing: str | None = None
+    knobs: dict[str, Any] | None = None
+    cutlass_profiler: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: a rule fired at a (kernel, range, device). Times in ns;
+    ``est_savings_ns`` is an estimate (an upper bound under the rule's model); ``at_ns``/
+    ``at_rel_ns``: where its worst instance starts (trace clock / from the first GPU op);
+    ``gemm_by``/``confidence``/``confirm``: how a GEMM rule's kernel is known to be a GEMM;
+    ``rank``: the trace (rank) holding the device when several traces were analysed as one
+    job; ``emitted``: set by ``with_emitted`` after ``--emit``. Read-only: the dict and list
+    values are shared with the rule and must not be changed."""
+
+    rule: str
+    title: str
+    strategy: str
+    explains: tuple[str, ...]
+    severity: str
+    kernel: str | None
+    region: str | None
+    device: int
+    est_savings_ns: int
+    at_ns: int | None
+    at_rel_ns: int | None
+    summary: str
+    gemm_by: str | None
+    confidence: str
+    confirm: str | None
+    evidence: dict[str, Any]
+    rationale: str
+    watch_for: str
+    references: tuple[str, ...]
+    emit: EmitRequest | None = None
+    rank: int | None = None
+    emitted: Emitted | None = None
+
+    @property
+    def key(self) -> tuple:
+        """(rule, kernel, range, device): one finding per key."""
+        return (self.rule, self.kernel, self.region, self.device)
+
+    def location(self) -> list[str]:
+        """Where it applies, as the parts it has: kernel, ``range NAME``, ``device N``."""
+        parts = [x for x in (self.kernel, self.region and f"range {self.region}") if x]
+        return parts + [f"device {self.device}"]
+
+    @property
+    def config(self) -> tuple[str, ...]:
+        """The files ``--emit`` wrote for it (empty without --emit or when none could be)."""
+        return self.emitted.config if self.emitted else ()
+
+    @property
+    def missing(self) -> str | None:
+        """What its config lacks (e.g. the GEMM shape), when --emit could not write one."""
+        return self.emitted.missing if self.emitted else None
+
+    def with_emitted(self, emitted: Emitted | None) -> Finding:
+        return replace(self, emitted=emitted)
+
+    def with_rank(self, rank: int | None) -> Finding:
+        return replace(self, rank=rank)
+
+
+def finding_dict(f: Finding, config: list[str] | None = None) -> dict[str, Any]:
+    """The plain dict of a finding (the JSON document's, the report's and the gate's):
+    ``confirm`` only for unconfirmed GEMMs, ``rank`` only in a many-trace analysis, the
+    ``--emit`` outcome (missing, knobs, cutlass_profiler, config) only after --emit.
+    ``config``: the config paths to show instead of the written ones (e.g. relative)."""
+    out: dict[str, Any] = {
+        "rule": f.rule,
+        "title": f.title,
+        "strategy": f.strategy,
+        "explains": list(f.explains),
+        "severity": f.severity,
+        "kernel": f.kernel,
+        "region": f.region,
+        "device": f.device,
+        "est_savings_ns": f.est_savings_ns,
+        "at_ns": f.at_ns,
+        "at_rel_ns": f.at_rel_ns,
+        "summary": f.summary,
+        "gemm_by": f.gemm_by,
+        "confidence": f.confidence,
+    }
+    if f.confirm is not None:
+        out["confirm"] = f.confirm
+    out.update(
+        evidence=f.evidence,
+        rationale=f.rationale,
+        watch_for=f.watch_for,
+        references=list(f.references),
+    )
+    if f.rank is not None:
+        out["rank"] = f.rank
+    e = f.emitted
+    if e is not None:
+        if e.missing is not None:
+            out["missing"] = e.missing
+        if e.knobs is not None:
+            out["knobs"] = e.knobs
+            out["cutlass_profiler"] = e.cutlass_profiler
+        paths = list(e.config) if config is None else config
+        out["config"] = paths or None
+    return out
