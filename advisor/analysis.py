@@ -32,6 +32,7 @@ from advisor.metrics.gaps import (
     stream_summary,
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
+from advisor.metrics.keys import pack
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
@@ -322,17 +323,9 @@ def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.
     """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
     (keys packed into one int64 per row, then a sorted search: no table merge; the op
     arrays are updated in place, so the memory is two arrays of the op count)."""
-    packed = np.zeros(len(ops), dtype=np.int64)
-    packed_win = np.zeros(len(windows), dtype=np.int64)
-    for col in keys:
-        a = ops[col].to_numpy()
-        b = windows[col].to_numpy(np.int64)
-        lo = min(int(a.min(initial=0)), int(b.min(initial=0)))
-        radix = max(int(a.max(initial=0)), int(b.max(initial=0))) - lo + 1
-        packed *= radix
-        packed += a
-        packed -= lo
-        packed_win = packed_win * radix + (b - lo)
+    packed, packed_win = pack(
+        [ops[c].to_numpy() for c in keys], [windows[c].to_numpy() for c in keys]
+    ).keys
     order = np.argsort(packed_win, kind="stable")
     sorted_win = packed_win[order]
     pos = np.searchsorted(sorted_win, packed)

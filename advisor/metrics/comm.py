@@ -15,6 +15,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics import intervals as iv
+from advisor.metrics.keys import pack_one
 
 OP_CLASSES = ("comm", "compute", "memory")
 
@@ -95,7 +96,7 @@ def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:
 
     Comm and compute queued on one stream execute in order and can never overlap.
     """
-    key = ops["device"].to_numpy(np.int64) * (1 << 32) + ops["stream"].to_numpy(np.int64)
+    key = pack_one(ops["device"].to_numpy(), ops["stream"].to_numpy())
     compute_streams = np.unique(key[op_class.eq("compute").to_numpy()])
     return op_class.eq("comm") & np.isin(key, compute_streams)
 

@@ -27,6 +27,7 @@ from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
+from advisor.metrics.keys import pack
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -36,8 +37,6 @@ OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
 # node-to-node gaps (264 of 495 pairs; the rest ran back to back). Used to estimate what a
 # launch sequence would cost if it ran from one graph.
 GRAPH_NODE_GAP_NS = 256
-# Largest (run id x value range) product packed into one int64 for sorting within runs.
-PACK_LIMIT = 2**62
 # A gap longer than this ends a launch sequence (it is host work, not launch cost).
 SEQUENCE_BREAK_NS = 1_000_000
 
@@ -163,10 +162,9 @@ def _key(pid, correlation) -> np.ndarray:
 
 def _keys(*pairs) -> list[np.ndarray]:
     """int64 keys of (process, correlation id) arrays, equal across all the arrays exactly
-    when the pairs are; -1 where the correlation is missing. Packed as pid << 32 | id when
-    every id fits in 32 bits and every pid in 31 (the usual case: sorting the keys keeps the
-    export's order); otherwise the distinct pairs are numbered (64-bit rocprof ids, where
-    packing would collide)."""
+    when the pairs are, sorting as the pairs (so as the export's order); -1 where the
+    correlation is missing. Packed by metrics/keys.pack (64-bit rocprof ids that do not fit
+    are numbered instead)."""
     pids, corrs, missing = [], [], []
     for pid, correlation in pairs:
         corr = np.asarray(correlation)
@@ -176,17 +174,7 @@ def _keys(*pairs) -> list[np.ndarray]:
         pids.append(np.asarray(pid, dtype=np.int64))
         corrs.append(np.where(gone, 0, corr).astype(np.int64))
         missing.append(gone)
-    known = [c[~m] for c, m in zip(corrs, missing, strict=True)]
-    kp = [p_[~m] for p_, m in zip(pids, missing, strict=True)]
-    fits = all((c.size == 0 or (c.min() >= 0 and c.max() < 1 << 32)) for c in known) and all(
-        (x.size == 0 or (x.min() >= 0 and x.max() < 1 << 31)) for x in kp
-    )
-    if fits:
-        out = [(p_ << 32) + c for p_, c in zip(pids, corrs, strict=True)]
-    else:
-        both = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(corrs)])
-        codes = pd.factorize(both)[0].astype(np.int64)
-        out = np.split(codes, np.cumsum([len(x) for x in pids])[:-1])
+    out = pack(*zip(pids, corrs, strict=True)).keys
     for key, gone in zip(out, missing, strict=True):
         key[gone] = -1
     return list(out)
@@ -410,17 +398,13 @@ def _sorted_in_runs(run: np.ndarray, values: np.ndarray) -> np.ndarray:
     such (several times faster than a lexsort); others take the lexsort."""
     if len(values) == 0:
         return values
-    lo, hi = values.min(), values.max()
-    span = hi - lo + 1
-    whole = span * (int(run[-1]) + 1) < PACK_LIMIT and bool((values == np.floor(values)).all())
-    if not whole:
+    whole = bool((values == np.floor(values)).all())
+    packed = pack((run, values), fallback=None) if whole else None
+    if packed is None:
         return values[np.lexsort((values, run))]
-    packed = run.astype(np.int64)
-    packed *= int(span)
-    packed += (values - lo).astype(np.int64)
-    packed.sort()
-    packed %= int(span)
-    return packed.astype(np.float64) + lo
+    (keys,) = packed.keys
+    keys.sort()
+    return packed.column(1, keys).astype(np.float64)
 
 
 def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -432,23 +416,20 @@ def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> n
     counts = np.add.reduceat(~known, first).astype(np.int64)  # each op without a key
     if not known.any():
         return counts
-    pid, corr = keys[known] >> 32, keys[known] & 0xFFFFFFFF
-    proc = np.zeros(len(pid), dtype=np.int64) if pid.min() == pid.max() else pd.factorize(pid)[0]
-    low = int(corr.min())
-    span = int(corr.max()) - low + 1
-    total = (int(proc.max()) + 1) * span  # distinct (process, correlation) codes
-    if total * (int(run[-1]) + 1) >= PACK_LIMIT:  # each op without a key as a key of its own
+    runs, known_keys = run[known], keys[known]
+    packed = pack((runs, known_keys), fallback=None)
+    if packed is None:  # keys spread too wide: number them first
+        packed = pack((runs, pd.factorize(known_keys)[0]), fallback=None)
+    if packed is None:  # each op without a key as a key of its own
         alone = np.flatnonzero(~known)
         keys = keys.copy()
         keys[alone] = -1 - alone
         return distinct_in_runs(keys[np.lexsort((keys, run))], first)
-    run = run[known]
-    packed = run.astype(np.int64) * total
-    packed += proc * span + (corr - low)
-    packed.sort()
-    new = np.ones(len(packed), dtype=bool)
-    np.not_equal(packed[1:], packed[:-1], out=new[1:])
-    return counts + np.bincount(packed[new] // total, minlength=len(first))
+    (both,) = packed.keys
+    both.sort()
+    new = np.ones(len(both), dtype=bool)
+    np.not_equal(both[1:], both[:-1], out=new[1:])
+    return counts + np.bincount(packed.column(0, both[new]), minlength=len(first))
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:

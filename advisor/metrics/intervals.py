@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.metrics.keys import pack_one
+
 Segments = tuple[np.ndarray, np.ndarray]
 
 
@@ -89,16 +91,9 @@ def grouped_order(*keys) -> np.ndarray:
     order (as ``np.lexsort`` of the keys, last key primary, rows keeping their order within
     a group). With few distinct key combinations (the usual case: devices, streams) the
     combinations get small codes and a radix sort orders them in linear time."""
-    packed = np.zeros(len(keys[0]), dtype=np.int64)
-    for k in reversed(keys):  # the last key is the primary one
-        k = np.asarray(k)
-        lo, hi = (int(k.min()), int(k.max())) if len(k) else (0, 0)
-        radix = hi - lo + 1
-        if int(packed.max(initial=0)) >= 2**62 // radix:  # too many combinations to pack
-            return np.lexsort(keys)
-        packed *= radix
-        packed += k
-        packed -= lo
+    packed = pack_one(*reversed(keys), fallback=None)  # the last key is the primary one
+    if packed is None:  # too many combinations to pack
+        return np.lexsort(keys)
     codes, uniques = pd.factorize(packed, sort=True)
     if len(uniques) <= np.iinfo(np.int16).max:
         codes = codes.astype(np.int16)  # numpy sorts 16-bit integers by radix

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
+from advisor.metrics.keys import pack_one
 
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
@@ -114,8 +115,7 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     device = ops["device"].to_numpy()[rows].astype(np.int64)
     corr = ops["correlation"].to_numpy(np.float64)[rows]
     # ops of one (range, device) made contiguous, by correlation id within it
-    lo = device.min()
-    key = range_id * (device.max() - lo + 1) + (device - lo)
+    key = pack_one(range_id, device)
     order = np.lexsort((corr, key))
     key, corr = key[order], corr[order]
     first = run_heads(key)

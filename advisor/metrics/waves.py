@@ -17,6 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import row_groups
+from advisor.metrics.keys import pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -189,9 +190,8 @@ def _launch_groups(launches: pd.DataFrame, by) -> tuple[np.ndarray, np.ndarray]:
     per_config[config[one]] = row_groups(reps.assign(smem_per_block=_smem_per_block(reps)),
                                          GROUP_KEYS)  # fmt: skip
     key = per_config[config]
-    for col in by:  # codes >= -1 (NaN): key * (max + 2) + code + 1 stays below 2^62
-        codes = pd.factorize(launches[col])[0]
-        key = pd.factorize(key * (int(codes.max(initial=0)) + 2) + (codes + 1))[0]
+    for col in by:  # (codes: -1 for NaN)
+        key = pd.factorize(pack_one(key, pd.factorize(launches[col])[0]))[0]
     group = pd.factorize(key)[0]
     first = np.flatnonzero(~pd.Series(group).duplicated().to_numpy())
     return group, first

@@ -206,6 +206,7 @@ def test_stream_summary_does_not_depend_on_row_order(rows):
 )
 def test_distinct_launches_per_run_match_brute_force(rows, packed):
     from advisor.metrics import gaps
+    from advisor.metrics import keys as keys_module
 
     rows = sorted(rows, key=lambda r: r[0])  # runs contiguous and ascending
     run = np.unique([r[0] for r in rows], return_inverse=True)[1].astype(np.int32)  # 0, 1, ..
@@ -213,12 +214,12 @@ def test_distinct_launches_per_run_match_brute_force(rows, packed):
     corr[corr < 0] = np.nan  # no launch id: counts alone
     keys = gaps._key(np.array([r[1] for r in rows]), corr)
     first = iv.run_heads(run)
-    limit = gaps.PACK_LIMIT
-    gaps.PACK_LIMIT = 2**62 if packed else 0  # 0: the lexsort path
+    limit = keys_module.PACK_LIMIT
+    keys_module.PACK_LIMIT = 2**62 if packed else 0  # 0: nothing packs, the lexsort path
     try:
         got = gaps._distinct_per_run(run, keys, first)
     finally:
-        gaps.PACK_LIMIT = limit
+        keys_module.PACK_LIMIT = limit
     for i, at in enumerate(first):
         mine = [(p, c) for (_, p, c), r in zip(rows, run, strict=True) if r == run[at]]
         want = len({(p, c) for p, c in mine if c >= 0}) + sum(c < 0 for _, c in mine)

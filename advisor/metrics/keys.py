@@ -1,0 +1,85 @@
+"""Composite integer keys packed into one int64 per row: the one place that does it.
+
+``pack`` turns k integer key columns into one int64 per row that is equal exactly when the
+rows' keys are equal and that sorts as the key tuples do (first column primary), across
+several tables at once (e.g. ops and the windows they are looked up in). Each column is
+offset by its minimum and scaled by the ranges of the columns after it (a mixed-radix
+number); this fits when the product of the columns' ranges stays below ``PACK_LIMIT``. When
+it does not (64-bit correlation ids, many processes), ``fallback`` decides: the default
+numbers the distinct key tuples in sorted order (exact and ordered, a hash-sort slower);
+``fallback=None`` returns None so that the caller takes its own path (e.g. a lexsort).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+PACK_LIMIT = 1 << 62  # packed keys stay below this (room for one more sign-safe step)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Packed keys per table; ``lows``/``radices`` per column (None after the fallback),
+    so that ``column(i, key)`` recovers a column from a packed (e.g. sorted) key."""
+
+    keys: list[np.ndarray]
+    lows: tuple[int, ...] | None
+    radices: tuple[int, ...] | None
+
+    def column(self, i: int, key: np.ndarray) -> np.ndarray:
+        """Column ``i`` of packed ``key`` values (only for arithmetic packing)."""
+        if self.radices is None:
+            raise ValueError("keys were numbered by the fallback: columns cannot be recovered")
+        below = int(np.prod(self.radices[i + 1 :], dtype=object))
+        return (key // below) % self.radices[i] + self.lows[i]
+
+
+Fallback = Callable[[list[list[np.ndarray]]], list[np.ndarray]]
+
+
+def number_tuples(tables: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """The default fallback: the distinct key tuples of all tables numbered 0, 1, ... in
+    sorted tuple order (so the numbers sort as the tuples do)."""
+    columns = [np.concatenate([t[i] for t in tables]) for i in range(len(tables[0]))]
+    codes = pd.factorize(pd.MultiIndex.from_arrays(columns), sort=True)[0].astype(np.int64)
+    return np.split(codes, np.cumsum([len(t[0]) for t in tables])[:-1])
+
+
+def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuples) -> Packed | None:
+    """One int64 key per row of each table (a sequence of equally long integer columns; every
+    table has the same columns in the same order). Equal keys <=> equal tuples, across the
+    tables; keys sort as the tuples. When the ranges' product reaches PACK_LIMIT:
+    ``fallback(tables)`` numbers them (Packed without lows/radices), or None when
+    ``fallback`` is None."""
+    cols = [[np.asarray(c, dtype=np.int64) for c in t] for t in tables]
+    width = len(cols[0])
+    lows, radices = [], []
+    for i in range(width):
+        parts = [t[i] for t in cols if len(t[i])]
+        lo = min((int(p.min()) for p in parts), default=0)
+        hi = max((int(p.max()) for p in parts), default=0)
+        lows.append(lo)
+        radices.append(hi - lo + 1)
+    if int(np.prod(radices, dtype=object)) >= PACK_LIMIT:
+        if fallback is None:
+            return None
+        return Packed(fallback(cols), None, None)
+    keys = []
+    for t in cols:
+        packed = np.zeros(len(t[0]), dtype=np.int64)
+        for c, lo, radix in zip(t, lows, radices, strict=True):
+            packed *= radix
+            packed += c
+            packed -= lo
+        keys.append(packed)
+    return Packed(keys, tuple(lows), tuple(radices))
+
+
+def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) -> np.ndarray | None:
+    """``pack`` of one table: its keys (None when it does not fit and fallback is None)."""
+    packed = pack(columns, fallback=fallback)
+    return None if packed is None else packed.keys[0]

@@ -1,0 +1,74 @@
+"""metrics/keys.py: packed composite keys, both ways (arithmetic packing and the fallback),
+against the key tuples themselves; and the gap metrics that sort within runs by them."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.metrics import gaps
+from advisor.metrics.keys import PACK_LIMIT, pack, pack_one
+
+SETTINGS = settings(max_examples=200, deadline=None)
+# small values pack arithmetically; with 2**40 and -2**40 in a column the ranges' product
+# of three columns passes 2**62 and the fallback numbers the tuples
+VALUES = st.sampled_from([-3, 0, 1, 2, 7, 2**31, 2**40, -(2**40)])
+ROWS = st.lists(st.tuples(VALUES, VALUES, VALUES), min_size=1, max_size=25)
+
+
+def test_by_hand():
+    # column 0 in [0, 1] (radix 2), column 1 in [5, 7] (radix 3): key = c0 * 3 + (c1 - 5)
+    p = pack((np.array([0, 1, 1]), np.array([5, 7, 6])))
+    assert p.lows == (0, 5) and p.radices == (2, 3)
+    assert p.keys[0].tolist() == [0, 5, 4]
+    assert p.column(0, p.keys[0]).tolist() == [0, 1, 1]
+    assert p.column(1, p.keys[0]).tolist() == [5, 7, 6]
+
+
+def test_two_tables_share_one_packing():
+    # ops (device, stream) looked up among windows: the ranges are taken over both tables
+    ops = (np.array([0, 3]), np.array([10, 12]))
+    windows = (np.array([3, 1]), np.array([12, 11]))
+    a, b = pack(ops, windows).keys
+    assert a[1] == b[0] and len(set(a) | set(b)) == 3
+
+
+def test_overflow_takes_the_fallback_or_returns_none():
+    big = (np.array([0, 2**40]), np.array([0, 2**40]), np.array([0, 1]))
+    assert pack_one(*big, fallback=None) is None  # (2**40+1)^2 * 2 >= 2**62
+    p = pack(big)
+    assert p.radices is None and p.keys[0].tolist() == [0, 1]
+    with pytest.raises(ValueError):
+        p.column(0, p.keys[0])
+    assert pack_one(np.array([0, 2**61])) is not None and PACK_LIMIT == 2**62
+
+
+@SETTINGS
+@given(ROWS, st.integers(0, 25))
+def test_keys_equal_and_sort_as_the_tuples(rows, cut):
+    cut = min(cut, len(rows))
+    cols = [np.array([r[i] for r in rows], dtype=np.int64) for i in range(3)]
+    tables = [tuple(c[:cut] for c in cols), tuple(c[cut:] for c in cols)]
+    keys = np.concatenate(pack(*tables).keys)
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            assert (keys[i] == keys[j]) == (rows[i] == rows[j])
+            assert (keys[i] < keys[j]) == (rows[i] < rows[j])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 3), VALUES), min_size=1, max_size=25))
+def test_sorted_and_distinct_within_runs_against_brute_force(rows):
+    # runs 0..R-1 ascending; values and keys that pack and that do not (2**40 spans)
+    rows = sorted(rows, key=lambda r: r[0])
+    run = np.array([r[0] for r in rows], dtype=np.int64)
+    _, run = np.unique(run, return_inverse=True)  # contiguous run ids 0, 1, ...
+    values = np.array([r[1] for r in rows], dtype=np.float64)
+    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    want_sorted = np.concatenate([np.sort(values[run == r]) for r in range(run.max() + 1)])
+    assert np.array_equal(gaps._sorted_in_runs(run, values), want_sorted)
+    keys = np.where(values < 0, -1, np.abs(values)).astype(np.int64)  # -1: no launch key
+    got = gaps._distinct_per_run(run, keys, first)
+    for r in range(run.max() + 1):
+        mine = keys[run == r]
+        assert got[r] == len(set(mine[mine >= 0].tolist())) + int((mine < 0).sum())
