@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from advisor.data import gpu_facts
 from advisor.trace.model import GpuSpec
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, relative efficiency of the tile)
@@ -42,14 +43,16 @@ class Problem:
 
     @property
     def per_sm_flops(self) -> float:
-        """FLOP/ns one SM sustains (datasheet dense 16-bit rate / SMs; H100-class default)."""
-        tflops = self.gpu.dense_fp16_tflops or 989.0
+        """FLOP/ns one SM sustains (datasheet dense 16-bit rate / SMs; for a GPU without
+        one, gpus.yaml's cost_model_fallback)."""
+        tflops = self.gpu.dense_fp16_tflops or gpu_facts("cost_model_fallback")["dense_fp16_tflops"]
         return tflops * 1e12 / self.gpu.sm_count / 1e9
 
     @property
     def bandwidth(self) -> float:
-        """Memory bandwidth in B/ns (GB/s); 3350 when unknown."""
-        return float(self.gpu.memory_bandwidth_gbs or 3350.0)
+        """Memory bandwidth in B/ns (GB/s); gpus.yaml's cost_model_fallback when unknown."""
+        fallback = gpu_facts("cost_model_fallback")["memory_bandwidth_gbs"]
+        return float(self.gpu.memory_bandwidth_gbs or fallback)
 
 
 def ctas_per_sm(bm: int, bn: int, bk: int, warps: int, stages: int, gpu: GpuSpec) -> int:

@@ -1,4 +1,5 @@
-"""Package data: built-in GPU facts and name-classification patterns (YAML)."""
+"""Package data: built-in GPU facts, name-classification patterns, thresholds and gate
+defaults (YAML); the accessors that read them."""
 
 from __future__ import annotations
 
@@ -25,6 +26,25 @@ def pattern(category: str) -> re.Pattern[str]:
     """One case-insensitive regex matching any pattern of a classify.yaml category."""
     parts = load_yaml("classify.yaml")[category]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+@cache
+def regex(name: str) -> re.Pattern[str]:
+    """One regex of classify.yaml's ``regexes`` section, compiled as written."""
+    return re.compile(load_yaml("classify.yaml")["regexes"][name])
+
+
+@cache
+def regex_list(category: str) -> tuple[re.Pattern[str], ...]:
+    """The regexes of a classify.yaml list, each compiled as written, in order."""
+    return tuple(re.compile(p) for p in load_yaml("classify.yaml")[category])
+
+
+@cache
+def gpu_facts(section: str) -> dict:
+    """One section of gpus.yaml besides the table (defaults, nsys_fallback, cdna,
+    cost_model_fallback)."""
+    return dict(load_yaml("gpus.yaml")[section])
 
 
 def _matches(values: pd.Series, patterns: list[re.Pattern[str]]) -> list[np.ndarray]:

@@ -1,15 +1,17 @@
-"""Gate thresholds: the defaults (``DEFAULT_CONFIG``, each number's measurement in
+"""Gate thresholds: the defaults (advisor/data/gate.yaml, each number's measurement in
 docs/gate.md) overridden key by key by a user's ``gate.yaml``."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.data import load_yaml
 from advisor.errors import AdvisorInputError
-from advisor.user_yaml import load_packaged_yaml, load_user_yaml
+from advisor.user_yaml import load_user_yaml
 
 # metric -> True when a larger value is worse
 TIME_METRICS = {
@@ -26,36 +28,6 @@ COUNTS = {"launches": True, "sync_gaps": True}  # per range instance
 RANGE = {**OVERALL, **COUNTS}
 KERNEL = {"median_ns": True}
 ALL_METRICS = {**RANGE, **KERNEL}
-
-DEFAULT_CONFIG = """
-# advisor gate thresholds (docs/gate.md). A metric regresses when the candidate is worse
-# than the baseline by more than its tolerance, max(rel * baseline, abs), AND the change is
-# significant: the rank test's p <= alpha and the bootstrap confidence interval of the
-# ratio (candidate / baseline) lies wholly beyond the tolerance. abs is in the metric's
-# unit (ns, a count, or a ratio for overlap_ratio); values are per range instance for
-# ranges, per launch for kernels, steady-state totals for the whole trace.
-alpha: 0.05                # one-sided significance level of the rank test
-confidence: 0.95           # two-sided level of the bootstrap confidence interval
-noise_floor: 0.02          # least relative tolerance when one value per side is compared
-fail_on_new_findings: high # a new finding of this severity or above fails (or: none)
-metrics:
-  # device-side times: kernels' GPU time is tight (0.5 % spread between identical runs)
-  median_ns:          {rel: 0.03, abs: 500}      # per kernel: median launch time
-  gpu_busy_ns:        {rel: 0.03, abs: 5000}
-  tail_idle_ns:       {rel: 0.10, abs: 5000}
-  underfill_idle_ns:  {rel: 0.10, abs: 5000}
-  # host-side times: identical processes differed up to 1.94x on the H200 machine
-  launch_overhead_ns: {rel: 1.2, abs: 20000}
-  sync_idle_ns:       {rel: 1.2, abs: 20000}
-  exposed_comm_ns:    {rel: 0.10, abs: 20000}
-  overlap_ratio:      {rel: 0.0, abs: 0.05}
-  # a span mixes both: rel "parts" weighs the rel of gpu_busy_ns by the baseline's busy
-  # time and the rel of launch_overhead_ns by its idle time
-  span_ns:            {rel: parts, abs: 20000}
-  # counts per range instance are exact: any rise of the median fails
-  launches:           {rel: 0.0, abs: 0.5}
-  sync_gaps:          {rel: 0.0, abs: 0.5}
-"""
 
 
 class Threshold(BaseModel):
@@ -97,7 +69,7 @@ class GateConfig(BaseModel):
 
 def load_config(path: str | Path | None = None) -> GateConfig:
     """The defaults, overridden key by key by a YAML file (errors name file and field)."""
-    base = load_packaged_yaml(DEFAULT_CONFIG)
+    base = copy.deepcopy(load_yaml("gate.yaml"))
     if path is not None:
         p = Path(path)
         try:

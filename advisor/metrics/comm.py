@@ -23,9 +23,11 @@ OP_CLASSES = ("comm", "compute", "memory")
 def classify_ops(ops: pd.DataFrame) -> pd.Series:
     """Per op (categorical): 'comm', 'compute' or 'memory' (copies, memsets and copy/fill
     kernels such as __amd_rocclr_*, unless peer-to-peer)."""
-    blit, named_comm = names_in(ops["name"], "memory_kernels", "comm_kernels")
+    blit, named_comm, peer_copy = names_in(
+        ops["name"], "memory_kernels", "comm_kernels", "peer_copy_ops"
+    )
     is_kernel = ops["kind"].isin(["kernel", "graph"]).to_numpy() & ~blit
-    comm = (is_kernel & named_comm) | ops["name"].eq("memcpy PtoP").to_numpy()
+    comm = (is_kernel & named_comm) | peer_copy
     codes = np.select([comm, is_kernel], [0, 1], default=2).astype(np.int8)
     return pd.Series(pd.Categorical.from_codes(codes, OP_CLASSES), index=ops.index)
 

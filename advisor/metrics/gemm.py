@@ -22,23 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from advisor.data import text_matches
+from advisor.data import regex, regex_list, text_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics.regions import open_range_at
 
-# matrix-multiply ops (PyTorch op names in NVTX/annotation range texts) and their sizes
-_OP = re.compile(
-    r"^aten::(?P<op>mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|_grouped_mm"
-    r"|_scaled_grouped_mm)\b"
-)
-_SIZES = re.compile(r"sizes = (?P<sizes>\[.*?\]\])")
 TILES = (16, 32, 64, 128, 256, 512)  # power-of-two output tiles tried against a grid
-_TILE_NAME = [
-    re.compile(r"tilesize(\d+)x(\d+)x(\d+)"),
-    re.compile(r"nvjet_[a-z0-9]+_[a-z]+_(\d+)x(\d+)_(\d+)x\d+"),
-    re.compile(r"(?<![\dx])(\d{2,3})x(\d{2,3})x(\d{2,3})(?![\dx])"),
-    re.compile(r"(?<![\dx])(\d{2,3})x(\d{2,3})(?![\dx])"),
-]
 
 
 @dataclass(frozen=True)
@@ -110,8 +98,8 @@ def nvtx_shapes(nvtx: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     codes, texts = pd.factorize(nvtx["text"])  # each distinct text parsed once
     texts = pd.Series(texts, dtype=object)
-    ops = texts.str.extract(_OP)["op"]
-    sizes = texts.str.extract(_SIZES)["sizes"].where(ops.notna())
+    ops = texts.str.extract(regex("gemm_op"))["op"]
+    sizes = texts.str.extract(regex("gemm_op_sizes"))["sizes"].where(ops.notna())
     parsed = {}
     for op, size in (
         pd.DataFrame({"op": ops, "s": sizes}).dropna().drop_duplicates().itertuples(index=False)
@@ -160,7 +148,7 @@ def tile_from_name(names: pd.Series) -> pd.DataFrame:
     uniq = pd.unique(names.dropna())
     found = {}
     for name in uniq:
-        for rx in _TILE_NAME:
+        for rx in regex_list("tile_names"):
             m = rx.search(str(name))
             if m:
                 g = [int(x) for x in m.groups()]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.data import gpu_facts
+
 REG_ALLOC_UNIT = 256  # registers per warp are allocated in units of 256
 SMEM_ALLOC_UNIT = 128  # bytes
 SUB_PARTITIONS = 4
@@ -64,35 +66,38 @@ def ctas_per_sm(
 
 
 CDNA_LIMITERS = np.array(["waves", "vgprs", "sgprs", "lds", "workgroups"])
-CDNA_VGPRS_PER_LANE = 512  # unified arch + accum VGPRs per SIMD lane (gfx90a/gfx942/gfx950)
-CDNA_SGPRS = 800
-CDNA_BARRIERS = 16  # multi-wave workgroups per CU (one barrier each)
 
 
 def cdna_workgroups_per_cu(
-    threads, vgprs, sgprs, lds, *, wave_size, max_waves_per_cu, lds_per_cu, max_workgroups
-) -> tuple[np.ndarray, np.ndarray]:
-    """Resident workgroups per CU on AMD CDNA (4 SIMDs per CU), element-wise.
+    threads, vgprs, sgprs, lds, *, wave_size, max_waves_per_cu, lds_per_cu, max_workgroups,
+    simds_per_cu=None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Resident workgroups per CU on AMD CDNA, element-wise (S SIMDs per CU: the trace's, else
+    gpus.yaml's cdna section, 4; so are the VGPR, SGPR and barrier constants).
 
     waves/SIMD = min(max, floor(512 / align8(arch + accum VGPRs)), floor(800 / align16(SGPRs)));
-    workgroups = min(floor(4 * waves/SIMD * 64 / align64(threads)), floor(LDS per CU / LDS),
+    workgroups = min(floor(S * waves/SIMD * 64 / align64(threads)), floor(LDS per CU / LDS),
     16 if a workgroup has several waves (barriers) else the workgroup limit).
     vgprs < 0 means unknown: the result is NaN.
     """
+    cdna = gpu_facts("cdna")
+    simds = simds_per_cu or cdna["simds_per_cu"]
     threads = np.asarray(threads, dtype=np.float64)
     vgprs = np.asarray(vgprs, dtype=np.float64)
     sgprs = np.nan_to_num(np.asarray(sgprs, dtype=np.float64), nan=0.0)
     lds = np.asarray(lds, dtype=np.float64)
-    cap = max_waves_per_cu // 4  # waves per SIMD the hardware allows
-    by_vgpr = np.where(vgprs > 0, CDNA_VGPRS_PER_LANE // np.maximum(np.ceil(vgprs / 8) * 8, 8), cap)
-    by_sgpr = np.where(sgprs > 0, CDNA_SGPRS // np.maximum(np.ceil(sgprs / 16) * 16, 16), cap)
+    cap = max_waves_per_cu // simds  # waves per SIMD the hardware allows
+    vgpr_file, sgpr_file = cdna["vgprs_per_lane"], cdna["sgprs_per_simd"]
+    by_vgpr = np.where(vgprs > 0, vgpr_file // np.maximum(np.ceil(vgprs / 8) * 8, 8), cap)
+    by_sgpr = np.where(sgprs > 0, sgpr_file // np.maximum(np.ceil(sgprs / 16) * 16, 16), cap)
     aligned = np.maximum(np.ceil(threads / wave_size) * wave_size, wave_size)
 
     def workgroups(waves_per_simd):
-        return np.floor(4 * np.minimum(waves_per_simd, cap) * wave_size / aligned)
+        return np.floor(simds * np.minimum(waves_per_simd, cap) * wave_size / aligned)
 
     lds_limit = np.where(lds > 0, np.floor(lds_per_cu / np.maximum(lds, 1)), 1 << 30)
-    wg_limit = np.where(aligned > wave_size, min(CDNA_BARRIERS, max_workgroups), max_workgroups)
+    barriers = cdna["barriers_per_cu"]
+    wg_limit = np.where(aligned > wave_size, min(barriers, max_workgroups), max_workgroups)
     limits = np.stack(
         np.broadcast_arrays(
             workgroups(cap), workgroups(by_vgpr), workgroups(by_sgpr), lds_limit, wg_limit
@@ -146,6 +151,7 @@ def _occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
                 max_waves_per_cu=spec.max_warps_per_sm,
                 lds_per_cu=spec.shared_mem_per_sm,
                 max_workgroups=spec.max_blocks_per_sm,
+                simds_per_cu=spec.simds_per_cu,
             )
         else:
             carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)

@@ -11,11 +11,10 @@ runs from the first start to the last end of its ops there.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
+from advisor.data import regex
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import pack_one
 
@@ -24,22 +23,14 @@ WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_en
                "launches"]  # fmt: skip
 
 
-# PyTorch emit_nvtx decorations that make every op's range text unique
-_TORCH_DECORATION = re.compile(r",\s*(seq|op_id) = \d+|,\s*(sizes|input_op_ids) = \[.*$")
-
-
-# a trailing step/instance number: train_step_3, ProfilerStep#7, "step 12", iter-4
-_STEP_NUMBER = re.compile(r"[\s_#:.-]*\d+$")
-
-
 def range_name(text: pd.Series) -> pd.Series:
     """Range names for grouping: PyTorch's ``seq = N``, ``op_id = N``, ``sizes = [...]``
     decorations removed (``aten::mm, seq = 3, op_id = 7, sizes = [...]`` -> ``aten::mm``)
     and a trailing step number removed (``train_step_3`` -> ``train_step``,
     ``ProfilerStep#7`` -> ``ProfilerStep``), so the instances of a repeated range (training
     steps, layers) are one range with many instances. A name that is only a number stays."""
-    name = text.str.replace(_TORCH_DECORATION, "", regex=True).str.strip()
-    family = name.str.replace(_STEP_NUMBER, "", regex=True)
+    name = text.str.replace(regex("torch_decoration"), "", regex=True).str.strip()
+    family = name.str.replace(regex("step_number"), "", regex=True)
     return family.where(family != "", name)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.data import builtin_rules_dir
+from advisor.data import builtin_rules_dir, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.plain import plain
 from advisor.render.units import fmt_ns, fmt_pct
@@ -35,7 +35,6 @@ from advisor.rules.finding import EmitRequest, Finding
 from advisor.rules.tables import SCOPES
 from advisor.user_yaml import load_packaged_yaml, load_user_yaml
 
-SEVERITY_SHARES = ((0.10, "high"), (0.02, "medium"))  # est. savings / steady-state span
 # where a finding points, per scope: (kernel column, region column)
 LOCATION = {
     "kernels": ("name", "region"),
@@ -273,8 +272,9 @@ def _severity(rule: Rule, savings: float, span: float) -> str:
     if rule.spec.severity != "auto":
         return rule.spec.severity
     share = savings / span if span > 0 else 0.0
-    for floor, label in SEVERITY_SHARES:
-        if share >= floor:
+    floors = load_yaml("thresholds.yaml")["severity_shares"]  # (data/thresholds.yaml)
+    for label in ("high", "medium"):
+        if share >= floors[label]:
             return label
     return "low"
 

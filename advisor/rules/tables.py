@@ -11,7 +11,7 @@ import pandas as pd
 
 from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
-from advisor.data import load_yaml, names_in
+from advisor.data import load_yaml, name_matches, names_in
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
@@ -283,7 +283,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
     # gaps behind a blocking copy call (the text is matched on the few sync gaps only)
     synced = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
     calls = pd.Series(ops["sync_call"].to_numpy(object)[synced], dtype=object)
-    rows = synced[calls.fillna("").str.contains("Memcpy", regex=False).to_numpy(bool)]
+    rows = synced[name_matches(calls, "copy_sync_calls").to_numpy(bool)]
     sync_copy = pd.DataFrame(
         {
             "gap_ns": ops["gap_ns"].to_numpy()[rows],

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.data import load_yaml
+from advisor.data import gpu_facts, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.trace.model import GpuSpec
 from advisor.user_yaml import load_user_yaml
@@ -32,6 +32,38 @@ def match_gpu(name: str) -> GpuSpec | None:
             spec = {k: v for k, v in row.items() if k in _FIELDS}
             return GpuSpec(**spec)
     return None
+
+
+def cdna_spec(name: str, gfx, cus: int, simds, waves, lds_kb, wave, source: str) -> GpuSpec:
+    """The GpuSpec of an AMD CDNA agent record (rocprof agent_info, rocprofv3 JSON agents,
+    rocpd agents): what the record leaves out (None or 0) comes from gpus.yaml's ``cdna``
+    section; clock, bandwidth, peak rate and the workgroup limit from the built-in entry of
+    its name or gfx target, when there is one."""
+    cdna = gpu_facts("cdna")
+    gfx = int(gfx or 0)
+    target = f"gfx{gfx // 10000}{(gfx // 100) % 100:x}{gfx % 100:x}" if gfx else "gfx?"
+    base = match_gpu(name) or match_gpu(target)
+    lds = int(lds_kb or cdna["lds_kb"]) * 1024
+    simds = int(simds or cdna["simds_per_cu"])
+    return GpuSpec(
+        name=name,
+        vendor="amd",
+        sm_count=cus,
+        compute_capability=target,
+        warp_size=int(wave or cdna["wave_front_size"]),
+        max_warps_per_sm=int(simds or cdna["simds_per_cu"])
+        * int(waves or cdna["max_waves_per_simd"]),
+        max_blocks_per_sm=base.max_blocks_per_sm if base else cdna["max_workgroups_per_cu"],
+        registers_per_sm=cdna["vgprs_per_lane"],
+        shared_mem_per_sm=lds,
+        max_shared_mem_per_block=lds,
+        reserved_shared_mem_per_block=0,
+        clock_mhz=base.clock_mhz if base else None,
+        memory_bandwidth_gbs=base.memory_bandwidth_gbs if base else None,
+        dense_fp16_tflops=base.dense_fp16_tflops if base else None,
+        simds_per_cu=simds,
+        source=source,
+    )
 
 
 def gpu_from_option(value: str) -> GpuSpec:

@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from advisor.data import regex
 from advisor.errors import AdvisorInputError
-from advisor.metrics.gemm import _OP
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace
 
@@ -352,8 +352,9 @@ class _Collector:
             self.parts["memcpy"].append(_copies(by_cat["gpu_memcpy"]))
         if by_cat.get("gpu_memset"):
             self.parts["memset"].append(_sets(by_cat["gpu_memset"]))
+        gemm_op = regex("gemm_op")
         ranges = by_cat.get("user_annotation", []) + [
-            e for e in by_cat.get("cpu_op", []) if _OP.match(e.name)
+            e for e in by_cat.get("cpu_op", []) if gemm_op.match(e.name)
         ]
         if ranges:
             self.parts["nvtx"].append(_ranges(ranges))

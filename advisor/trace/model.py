@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from advisor.data import gpu_facts
+
 # Column contracts, one per table: name -> meaning (units).
 COLUMNS: dict[str, dict[str, str]] = {
     "kernels": {
@@ -93,6 +95,9 @@ COLUMNS: dict[str, dict[str, str]] = {
 }
 
 
+_DEFAULTS = gpu_facts("defaults")
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """Facts about one device that occupancy and wave metrics need.
@@ -105,17 +110,19 @@ class GpuSpec:
     vendor: str
     sm_count: int
     compute_capability: str
-    warp_size: int = 32
-    max_warps_per_sm: int = 64
-    max_blocks_per_sm: int = 32
-    registers_per_sm: int = 65536
-    shared_mem_per_sm: int = 233472
-    max_shared_mem_per_block: int = 232448
-    reserved_shared_mem_per_block: int = 1024
+    # facts nobody gave: gpus.yaml's "defaults" (Hopper's per-SM limits)
+    warp_size: int = _DEFAULTS["warp_size"]
+    max_warps_per_sm: int = _DEFAULTS["max_warps_per_sm"]
+    max_blocks_per_sm: int = _DEFAULTS["max_blocks_per_sm"]
+    registers_per_sm: int = _DEFAULTS["registers_per_sm"]
+    shared_mem_per_sm: int = _DEFAULTS["shared_mem_per_sm"]
+    max_shared_mem_per_block: int = _DEFAULTS["max_shared_mem_per_block"]
+    reserved_shared_mem_per_block: int = _DEFAULTS["reserved_shared_mem_per_block"]
     clock_mhz: float | None = None
     memory_bandwidth_gbs: float | None = None
     dense_fp16_tflops: float | None = None  # datasheet, dense FP16/BF16 matrix rate
     source: str = "trace"  # "trace", "built-in table (matched 'NAME')", "--gpu NAME"
+    simds_per_cu: int | None = None  # AMD: SIMDs per CU when the trace says (else gpus.yaml)
 
     @property
     def cc_major(self) -> int | None:
@@ -124,7 +131,11 @@ class GpuSpec:
         return int(head) if head.isdigit() else None
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Every fact; ``simds_per_cu`` only where known (AMD agents)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if out["simds_per_cu"] is None:
+            del out["simds_per_cu"]
+        return out
 
 
 def empty_table(table: str) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from advisor.data import names_in
+from advisor.data import gpu_facts, names_in
 from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
 from advisor.trace.gpus import match_gpu
@@ -389,6 +389,7 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     if not r.has("TARGET_INFO_GPU"):
         return {}, notes
     rows = r.frame("SELECT * FROM TARGET_INFO_GPU").to_dict("records")
+    fallback = gpu_facts("nsys_fallback")
     specs: dict[int, GpuSpec] = {}
     for row in rows:
         name = str(row.get("name") or "unknown GPU")
@@ -405,11 +406,12 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
         cc = f"{int(major)}.{int(minor)}" if major is not None else None
         cc = cc or (base.compute_capability if base else "0.0")
 
-        def pick(key: str, fallback: str, default: int, row=row, base=base) -> int:
+        def pick(key: str, fact: str, row=row, base=base) -> int:
+            """The row's value, else the built-in entry's, else gpus.yaml's nsys_fallback."""
             value = row.get(key)
             if value:
                 return int(value)
-            return int(getattr(base, fallback)) if base else default
+            return int(getattr(base, fact)) if base else int(fallback[fact])
 
         clock = row.get("clockRate")
         bandwidth = row.get("memoryBandwidth")
@@ -418,15 +420,15 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
             vendor="nvidia",
             sm_count=sms,
             compute_capability=cc,
-            warp_size=pick("threadsPerWarp", "warp_size", 32),
-            max_warps_per_sm=pick("maxWarpsPerSm", "max_warps_per_sm", 64),
-            max_blocks_per_sm=pick("maxBlocksPerSm", "max_blocks_per_sm", 32),
-            registers_per_sm=pick("maxRegistersPerSm", "registers_per_sm", 65536),
-            shared_mem_per_sm=pick("maxShmemPerSm", "shared_mem_per_sm", 0),
-            max_shared_mem_per_block=pick(
-                "maxShmemPerBlockOptin", "max_shared_mem_per_block", 49152
-            ),
-            reserved_shared_mem_per_block=1024 if int(cc.split(".")[0]) >= 8 else 0,
+            warp_size=pick("threadsPerWarp", "warp_size"),
+            max_warps_per_sm=pick("maxWarpsPerSm", "max_warps_per_sm"),
+            max_blocks_per_sm=pick("maxBlocksPerSm", "max_blocks_per_sm"),
+            registers_per_sm=pick("maxRegistersPerSm", "registers_per_sm"),
+            shared_mem_per_sm=pick("maxShmemPerSm", "shared_mem_per_sm"),
+            max_shared_mem_per_block=pick("maxShmemPerBlockOptin", "max_shared_mem_per_block"),
+            reserved_shared_mem_per_block=fallback["reserved_shared_mem_per_block"]
+            if int(cc.split(".")[0]) >= fallback["reserved_from_cc_major"]
+            else 0,
             clock_mhz=float(clock) / 1e6 if clock else None,
             memory_bandwidth_gbs=float(bandwidth) / 1e9 if bandwidth else None,
             dense_fp16_tflops=base.dense_fp16_tflops if base else None,

@@ -38,8 +38,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
+from advisor.trace.gpus import cdna_spec
 from advisor.trace.model import Trace, empty_table
-from advisor.trace.rocprof import _cdna_spec, dispatches_to_kernels
+from advisor.trace.rocprof import dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
 API_CATEGORY = re.compile(r"^(HIP_|RCCL_API)")  # HIP runtime/compiler API, RCCL API
@@ -320,14 +321,14 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
             facts = {}
         if not isinstance(facts, dict) or not facts.get("cu_count"):
             continue  # no properties: the built-in table may still know the product name
-        out.specs[device] = _cdna_spec(
+        out.specs[device] = cdna_spec(
             name=row.product_name or facts.get("product_name") or row.name or "AMD GPU",
-            gfx=int(facts.get("gfx_target_version") or 0),
+            gfx=facts.get("gfx_target_version"),
             cus=int(facts["cu_count"]),
-            simds=int(facts.get("simd_per_cu") or 4),
-            waves=int(facts.get("max_waves_per_simd") or 8),
-            lds_kb=int(facts.get("lds_size_in_kb") or 64),
-            wave=int(facts.get("wave_front_size") or 64),
+            simds=facts.get("simd_per_cu"),
+            waves=facts.get("max_waves_per_simd"),
+            lds_kb=facts.get("lds_size_in_kb"),
+            wave=facts.get("wave_front_size"),
             source="trace (rocpd agents)",
         )
     return out

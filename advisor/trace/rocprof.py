@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
-from advisor.trace.gpus import match_gpu
+from advisor.trace.gpus import cdna_spec
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
 # normalized column -> header names used by the rocprof versions (first present wins)
@@ -190,39 +190,17 @@ def agents_to_gpus(raw: pd.DataFrame) -> dict[int, GpuSpec]:
     specs = {}
     gpu_rows = raw[raw["Agent_Type"].str.upper().str.contains("GPU")]
     for _, row in gpu_rows.iterrows():
-        specs[int(row["Node_Id"])] = _cdna_spec(
+        specs[int(row["Node_Id"])] = cdna_spec(
             name=row.get("Product_Name") or row.get("Name") or "AMD GPU",
-            gfx=int(row["Gfx_Target_Version"] or 0),
+            gfx=row["Gfx_Target_Version"],
             cus=int(row["Cu_Count"]),
-            simds=int(row["Simd_Per_Cu"] or 4),
-            waves=int(row["Max_Waves_Per_Simd"] or 8),
-            lds_kb=int(row.get("Lds_Size_In_Kb") or 64),
-            wave=int(row["Wave_Front_Size"] or 64),
+            simds=row["Simd_Per_Cu"],
+            waves=row["Max_Waves_Per_Simd"],
+            lds_kb=row.get("Lds_Size_In_Kb"),
+            wave=row["Wave_Front_Size"],
             source="trace (agent_info)",
         )
     return specs
-
-
-def _cdna_spec(name, gfx, cus, simds, waves, lds_kb, wave, source) -> GpuSpec:
-    target = f"gfx{gfx // 10000}{(gfx // 100) % 100:x}{gfx % 100:x}" if gfx else "gfx?"
-    base = match_gpu(name) or match_gpu(target)
-    return GpuSpec(
-        name=name,
-        vendor="amd",
-        sm_count=cus,
-        compute_capability=target,
-        warp_size=wave,
-        max_warps_per_sm=simds * waves,
-        max_blocks_per_sm=base.max_blocks_per_sm if base else 32,
-        registers_per_sm=512,  # unified VGPRs per SIMD lane on CDNA2/3
-        shared_mem_per_sm=lds_kb * 1024,
-        max_shared_mem_per_block=lds_kb * 1024,
-        reserved_shared_mem_per_block=0,
-        clock_mhz=base.clock_mhz if base else None,
-        memory_bandwidth_gbs=base.memory_bandwidth_gbs if base else None,
-        dense_fp16_tflops=base.dense_fp16_tflops if base else None,
-        source=source,
-    )
 
 
 _KD = r"\s*(\[clone \.kd\]|\(\.kd\)|\.kd)$"  # the code-object suffix of AMD kernel names
@@ -491,14 +469,14 @@ def read_rocprof_json(path: str | Path) -> Trace:
     )  # fmt: skip
     for a in agents.values():
         if a.get("type") == 2:  # GPU agent
-            trace.gpus[int(node[a["id"]["handle"]])] = _cdna_spec(
+            trace.gpus[int(node[a["id"]["handle"]])] = cdna_spec(
                 name=a.get("product_name") or a.get("name", "AMD GPU"),
-                gfx=int(a.get("gfx_target_version", 0)),
+                gfx=a.get("gfx_target_version"),
                 cus=int(a["cu_count"]),
-                simds=int(a.get("simd_per_cu", 4)),
-                waves=int(a.get("max_waves_per_simd", 8)),
-                lds_kb=int(a.get("lds_size_in_kb", 64)),
-                wave=int(a.get("wave_front_size", 64)),
+                simds=a.get("simd_per_cu"),
+                waves=a.get("max_waves_per_simd"),
+                lds_kb=a.get("lds_size_in_kb"),
+                wave=a.get("wave_front_size"),
                 source="trace (rocprofv3 agents)",
             )
     if not tool["buffer_records"].get("hip_api"):

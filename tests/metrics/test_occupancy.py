@@ -128,3 +128,17 @@ def test_cdna_partial_single_wave_on_mi300x():
     assert w.ctas_per_sm == 1 and w.slots == 304
     assert round(w.waves, 3) == 0.842 and w.underfilled
     assert w.underfill_idle_ns == pytest.approx(1000 * (1 - 256 / 304))
+
+
+def test_cdna_simds_per_cu_from_the_agent_record():
+    # 256 threads = 4 waves of 64; 128 VGPRs -> 512 // 128 = 4 waves per SIMD.
+    # 4 SIMDs (gpus.yaml's default): floor(4 SIMDs * 4 waves * 64 / 256) = 4 workgroups;
+    # an agent record of 2 SIMDs per CU (16 waves per CU): floor(2 * 4 * 64 / 256) = 2.
+    from advisor.metrics.occupancy import cdna_workgroups_per_cu
+
+    common = dict(wave_size=64, lds_per_cu=65536, max_workgroups=32)
+    four, why = cdna_workgroups_per_cu([256], [128], [0], [0], max_waves_per_cu=32, **common)
+    two, _ = cdna_workgroups_per_cu(
+        [256], [128], [0], [0], max_waves_per_cu=16, simds_per_cu=2, **common
+    )
+    assert (four[0], why[0], two[0]) == (4, "vgprs", 2)

@@ -50,7 +50,7 @@ def test_hand_built_database(hand):
     g = t.gpus[2]
     assert (g.name, g.sm_count, g.max_warps_per_sm, g.warp_size, g.compute_capability) == (
         "AMD Instinct MI300X", 304, 32, 64, "gfx942")  # fmt: skip
-    assert g.source == "trace (rocpd agents)"
+    assert g.source == "trace (rocpd agents)" and g.simds_per_cu == 4  # the agent's record
     assert not t.warnings
 
 
