@@ -19,6 +19,7 @@ from rich.console import Console
 from advisor import __version__, pipeline
 from advisor.configs.emit import emit_into
 from advisor.errors import AdvisorInputError
+from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir, check_output_file
 from advisor.render import json as json_render
@@ -200,7 +201,9 @@ def analyze(
         rule_set = options.check().rules()  # bad options fail here, before any trace is read
         if len(paths) == 1:
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
-                result, findings = pipeline.run(paths[0], options, rule_set, step=bar.advance)
+                result, findings = pipeline.run(
+                    paths[0], options, rule_set, bar.advance, advise_huge_pages
+                )
         else:
             job = _analyze_ranks(paths, options, rule_set)
             result, findings, ranks, errors = job.analysis, job.findings, job.ranks, job.errors
@@ -231,7 +234,7 @@ def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
             bar.advance(f"reading {n} traces" if i < n else "analysing the ranks as one job")
 
         try:
-            return analyze_ranks(paths, options, rule_set, on_read=read, step=bar.advance)
+            return analyze_ranks(paths, options, rule_set, read, bar.advance, advise_huge_pages)
         except NoTraceRead as exc:
             for err in exc.errors:
                 typer.echo(f"advisor: error: {err}", err=True)
@@ -356,7 +359,9 @@ def gate(
         _calibrate(calibrate, output, cfg, options)
         return
     with _input_errors():
-        result = run_gate(candidate, cfg, options, baseline, baseline_name, store)
+        result = run_gate(
+            candidate, cfg, options, baseline, baseline_name, store, advise_huge_pages
+        )
     if format is GateFormat.json:
         _out(gate_render.as_json(result))
     elif format is GateFormat.markdown:
@@ -381,7 +386,7 @@ def _calibrate(traces, output, cfg, options: AnalysisOptions) -> None:
 
     with _input_errors():
         check_output_file(output, traces, "gate config")
-        noise = calibrate(metric_sets(traces, options), cfg)
+        noise = calibrate(metric_sets(traces, options, advise_huge_pages), cfg)
         written = write_text(config_yaml(noise, cfg, traces), output, "gate config")
     gate_render.noise_table(noise, _console())
     for line in calibration_warnings(traces):
@@ -412,7 +417,9 @@ def baseline_save(
     with _input_errors():
         if store:
             check_output_file(store, traces, "baseline store")
-        sets = metric_sets(traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check())
+        sets = metric_sets(
+            traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check(), advise_huge_pages
+        )
         path = baselines.save(name, sets, Path(store) if store else None)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
 
@@ -481,10 +488,12 @@ def report(
             gemms=tuple(gemm or ()),
         ).check()  # fmt: skip
         if len(traces) == 2:
-            result, base, cand = compare_two(*traces, load_gate_config(config), options)
+            result, base, cand = compare_two(
+                *traces, load_gate_config(config), options, advise_huge_pages
+            )
             written = [write_text(markdown.diff_report(result, base, cand), output)]
         else:
-            analysis, findings = pipeline.run(traces[0], options)
+            analysis, findings = pipeline.run(traces[0], options, memory_advice=advise_huge_pages)
             if emit_dir:
                 findings = emit_into(findings, analysis.trace.gpus, emit_dir)
             written = write_report(analysis, findings, output, assets)
@@ -566,7 +575,8 @@ def main() -> None:
 
 def entry() -> None:
     """Console entry point: ``main()``, then leave without tearing down the analysis (on a
-    million-kernel trace Python spends 0.2-0.3 s freeing tables the OS frees at once).
+    million-kernel trace Python spends a noticeable part of a second freeing tables the OS
+    frees at once; docs/scaling.md).
     Output is flushed first; the exit code is main's."""
     code = 0
     try:

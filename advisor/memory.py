@@ -9,9 +9,9 @@ numpy asks the kernel for transparent huge pages on every array of 4 MB or more.
 pays off only when large arrays come and go many times: glibc serves arrays above 32 MB
 (int64 columns of more than 4M rows) from fresh mappings on each allocation, and faulting
 those in 2 MB at a time instead of 4 kB is several times cheaper. Below that size arrays
-are reused from the heap, and huge pages only add first-touch cost. Measured on the
-2-core development VM, cold runs of ``advisor analyze``: 1M kernels 2.9 s without vs
-3.4 s with huge pages, 3M kernels 6.8 s vs 7.8 s, 10M kernels 39 s vs 28 s.
+are reused from the heap, and huge pages only add first-touch cost (measurements:
+docs/scaling.md, "Memory policy"). These are process policies: only the console entry
+sets them (launch.py, and the CLI's ``memory_advice`` passed to the pipeline).
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ _M_ARENA_MAX = -8  # glibc mallopt parameter
 def share_one_heap() -> None:
     """Make every thread allocate from glibc's main arena (glibc only). Reader threads
     stream Arrow batches; in arenas of their own the freed batches would stay there, out
-    of reach of the analysis that follows in the main thread (1M kernels: peak about
-    590 MB with per-thread arenas, 545 MB with one). Call before any thread starts
-    (advisor.launch does, first thing)."""
+    of reach of the analysis that follows in the main thread (docs/scaling.md). Call
+    before any thread starts (advisor.launch does, first thing)."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_ARENA_MAX, 1)

@@ -39,12 +39,13 @@ class RankLoad:
     devices: dict[int, int] = field(default_factory=dict)  # its device id -> merged id
 
 
-def load_one(path: str, gpu) -> RankLoad:
-    """Read one trace (bad input becomes the load's ``error``)."""
+def load_one(path: str, gpu, cores: int | None = None) -> RankLoad:
+    """Read one trace with ``cores`` for its reader (bad input becomes the load's
+    ``error``)."""
     from advisor.trace.load import load_trace
 
     try:
-        return RankLoad(path=path, trace=load_trace(path, gpu=gpu))
+        return RankLoad(path=path, trace=load_trace(path, gpu=gpu, cores=cores))
     except AdvisorInputError as exc:
         return RankLoad(path=path, error=str(exc))
     except Exception as exc:  # a bug on one trace must not lose the other ranks
@@ -66,21 +67,12 @@ def load_ranks(
             loads.append(load_one(p, options.gpu_override))
             notify(loads[-1])
         return loads
-    threads = max(1, (os.cpu_count() or 1) // jobs)  # cores per worker for its reads
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_set_read_threads,
-                             initargs=(threads,)) as pool:  # fmt: skip
-        futures = [pool.submit(load_one, p, options.gpu_override) for p in paths]
+    cores = max(1, (os.cpu_count() or 1) // jobs)  # per worker for its reads
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(load_one, p, options.gpu_override, cores) for p in paths]
         for future in as_completed(futures):
             notify(future.result())
         return [f.result() for f in futures]
-
-
-def _set_read_threads(threads: int) -> None:
-    """Worker start-up: share the cores among the workers' concurrent trace reads."""
-    from advisor.trace import kineto, nsys
-
-    nsys.READ_THREADS = threads
-    kineto.READ_PROCESSES = threads  # (1 in a busy pool: no processes of its own)
 
 
 def merge_traces(loads: list[RankLoad]) -> Trace:
@@ -171,10 +163,12 @@ def analyze_ranks(
     rules=None,
     on_read: Callable[[RankLoad], None] | None = None,
     step: Callable[[str | None], None] | None = None,
+    memory_advice: Callable[[int], None] | None = None,
 ) -> RanksResult:
     """Read every trace (``on_read`` after each), merge the readable ones into one Trace and
     analyse it with ``options`` (``step``: pipeline progress). NoTraceRead when none could
-    be read; the errors of the others are in the result, the rest is analysed."""
+    be read; the errors of the others are in the result, the rest is analysed.
+    ``memory_advice``: pipeline.MemoryAdvice."""
     from advisor import pipeline
 
     loads = load_ranks(paths, options, on_done=on_read)
@@ -182,7 +176,7 @@ def analyze_ranks(
     if len(errors) == len(loads):
         raise NoTraceRead(errors)
     trace = merge_traces(loads)
-    analysis, findings = pipeline.run_trace(trace, options, rules, step=step)
+    analysis, findings = pipeline.run_trace(trace, options, rules, step, memory_advice)
     rows = rank_rows(loads)
     rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
     findings = [f.with_rank(rank_of.get(f.device)) for f in findings]

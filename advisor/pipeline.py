@@ -7,7 +7,6 @@ from collections.abc import Callable
 from advisor.analysis import Analysis, analyze
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
-from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.rules.finding import Finding
@@ -15,6 +14,13 @@ from advisor.trace.load import load_trace
 from advisor.trace.model import Trace
 
 Step = Callable[[str | None], None]
+# process memory policy, called with 0 before a read and with the table rows before an
+# analysis (the console passes memory.advise_huge_pages; the library sets no policy itself)
+MemoryAdvice = Callable[[int], None]
+
+
+def _no_advice(_: int) -> None:
+    return None
 
 
 def run(
@@ -22,19 +28,20 @@ def run(
     options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
     step: Step | None = None,
+    memory_advice: MemoryAdvice | None = None,
 ) -> tuple[Analysis, list[Finding]]:
     """Load ``path``, analyze it with ``options`` (--gpu, --shape, --gemm), narrow it to the
     options' range/device (Analysis.select) and apply ``rules`` (default: the options'
     rules). ``step`` is called after each stage with the name of the next one (None at the
-    end), for progress display.
+    end), for progress display; ``memory_advice``: see MemoryAdvice.
 
     Raises AdvisorInputError when the device ran no GPU work or the range matches no
     top-level NVTX range.
     """
     options = options or AnalysisOptions()
-    advise_huge_pages(0)  # reading touches each page about once: small pages
+    (memory_advice or _no_advice)(0)  # reading touches each page about once
     trace = load_trace(path, gpu=options.gpu_override)
-    return run_trace(trace, options, rules, step)
+    return run_trace(trace, options, rules, step, memory_advice)
 
 
 def run_trace(
@@ -42,11 +49,12 @@ def run_trace(
     options: AnalysisOptions | None = None,
     rules: list[Rule] | None = None,
     step: Step | None = None,
+    memory_advice: MemoryAdvice | None = None,
 ) -> tuple[Analysis, list[Finding]]:
     """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
     options = options or AnalysisOptions()
     step = step or (lambda _: None)
-    advise_huge_pages(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
+    (memory_advice or _no_advice)(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
     step("computing metrics")
     # (release_api: this trace is ours alone)
     a = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)

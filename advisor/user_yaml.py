@@ -31,14 +31,14 @@ def load_user_yaml(text: str, source: str, what: str):
     except RecursionError:
         raise AdvisorInputError(source, f"{what} is nested too deeply") from None
     except yaml.YAMLError as exc:
-        raise AdvisorInputError(source, f"{what} is not valid YAML{_where(exc)}") from None
+        raise AdvisorInputError(source, f"{what} is not valid YAML{_error_position(exc)}") from None
     if node is None:
         return None
     _check_size(node, source, what)
     try:
         return yaml.SafeLoader("").construct_document(node)
     except yaml.YAMLError as exc:
-        raise AdvisorInputError(source, f"{what} is not valid YAML{_where(exc)}") from None
+        raise AdvisorInputError(source, f"{what} is not valid YAML{_error_position(exc)}") from None
 
 
 def load_packaged_yaml(text: str):
@@ -68,7 +68,7 @@ def _check_size(root: yaml.Node, source: str, what: str) -> None:
                 stack.append((value, depth + 1))
 
 
-def _where(exc: yaml.YAMLError) -> str:
+def _error_position(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
     problem = getattr(exc, "problem", None)

@@ -97,7 +97,7 @@ def _slug(text: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text or "all")[:40].strip("_") or "all"
 
 
-def _where(f: Finding) -> str:
+def _location_text(f: Finding) -> str:
     return ", ".join(f.location())
 
 
@@ -105,7 +105,7 @@ def _docstring(title: str, f: Finding, run: list[str]) -> str:
     """Module docstring of an emitted script, wrapped to 96 columns."""
     paras = [
         title,
-        f"Where: {_where(f)}",
+        f"Where: {_location_text(f)}",
         f"Finding ({f.rule}): {f.summary}",
         f"Estimated savings: {fmt_ns(f.est_savings_ns)} (an estimate).",
     ]
@@ -205,7 +205,7 @@ def _launch_files(f: Finding, stem: str) -> Made:
 def _note_files(f: Finding, stem: str) -> Made:
     row = f.emit.row
     values = dict(
-        where=_where(f),
+        where=_location_text(f),
         summary=f.summary,
         savings=fmt_ns(f.est_savings_ns),
         watch_for=f.watch_for,

@@ -55,7 +55,7 @@ class Problem:
         return float(self.gpu.memory_bandwidth_gbs or fallback)
 
 
-def ctas_per_sm(bm: int, bn: int, bk: int, warps: int, stages: int, gpu: GpuSpec) -> int:
+def tile_ctas_per_sm(bm: int, bn: int, bk: int, warps: int, stages: int, gpu: GpuSpec) -> int:
     """Resident CTAs of a candidate: shared memory, warps and block limits."""
     smem = stages * (bm + bn) * bk * ELEMENT_BYTES + gpu.reserved_shared_mem_per_block
     if smem > gpu.max_shared_mem_per_block + gpu.reserved_shared_mem_per_block:
@@ -71,7 +71,7 @@ def _launch_ns(ctas: int, iters: float, slots: int, per_sm: int, t_iter: float) 
 
 def _base(p: Problem, cand) -> dict | None:
     bm, bn, bk, warps, stages, eff = cand
-    c = ctas_per_sm(bm, bn, bk, warps, stages, p.gpu)
+    c = tile_ctas_per_sm(bm, bn, bk, warps, stages, p.gpu)
     if c == 0:
         return None
     tiles = math.ceil(p.m / bm) * math.ceil(p.n / bn)

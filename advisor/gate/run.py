@@ -13,14 +13,18 @@ from advisor.gate.compare import GateResult, compare
 from advisor.gate.config import GateConfig
 from advisor.gate.digest import metric_set
 from advisor.options import AnalysisOptions
+from advisor.pipeline import MemoryAdvice
 
 
-def metric_sets(paths: list[str], options: AnalysisOptions) -> list[dict]:
-    """The metric set of each trace (each analysed on its own, with the options' rules)."""
+def metric_sets(
+    paths: list[str], options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
+) -> list[dict]:
+    """The metric set of each trace (each analysed on its own, with the options' rules;
+    ``memory_advice``: pipeline.MemoryAdvice)."""
     rule_set = options.rules()
     sets = []
     for path in paths:
-        analysis, findings = pipeline.run(path, options, rule_set)
+        analysis, findings = pipeline.run(path, options, rule_set, None, memory_advice)
         sets.append(metric_set(analysis, findings))
     return sets
 
@@ -32,6 +36,7 @@ def run_gate(
     baseline: list[str] | None = None,
     baseline_name: str | None = None,
     store: str | None = None,
+    memory_advice: MemoryAdvice | None = None,
 ) -> GateResult:
     """Candidates against baseline traces or the baseline saved as ``baseline_name`` (in
     ``store``, default the user's store). AdvisorInputError on a usage mistake or bad input."""
@@ -44,16 +49,20 @@ def run_gate(
     if baseline_name:
         base = baselines.load(baseline_name, Path(store) if store else None)
     else:
-        base = metric_sets(baseline, options)
-    return compare(base, metric_sets(candidates, options), cfg)
+        base = metric_sets(baseline, options, memory_advice)
+    return compare(base, metric_sets(candidates, options, memory_advice), cfg)
 
 
 def compare_two(
-    baseline: str, candidate: str, cfg: GateConfig, options: AnalysisOptions
+    baseline: str,
+    candidate: str,
+    cfg: GateConfig,
+    options: AnalysisOptions,
+    memory_advice: MemoryAdvice | None = None,
 ) -> tuple[GateResult, Analysis, Analysis]:
     """Two traces compared as ``advisor report BASELINE CANDIDATE`` shows them: the gate
     result and both analyses (for their summaries)."""
     rule_set = options.rules()
-    runs = [pipeline.run(t, options, rule_set) for t in (baseline, candidate)]
+    runs = [pipeline.run(t, options, rule_set, None, memory_advice) for t in (baseline, candidate)]
     sets = [metric_set(a, f) for a, f in runs]
     return compare(sets[:1], sets[1:], cfg), runs[0][0], runs[1][0]

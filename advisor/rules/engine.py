@@ -155,7 +155,7 @@ def _template_fields(message: str) -> list[str]:
     return names
 
 
-def _where(rule_id: str, fld: str) -> str:
+def _field_of(rule_id: str, fld: str) -> str:
     return f"rule {rule_id!r}: field {fld!r}"
 
 
@@ -190,7 +190,7 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
         except ValidationError as exc:
             err = exc.errors()[0]
             fld = ".".join(str(p) for p in err["loc"]) or "(rule)"
-            raise AdvisorInputError(source, f"{_where(rid, fld)}: {err['msg']}") from None
+            raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {err['msg']}") from None
         known = set(SCOPES[spec.scope])
         conds = [spec.when] if isinstance(spec.when, str) else spec.when
         try:
@@ -210,7 +210,7 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
             if unknown:
                 raise ExprError(f"unknown metric {unknown[0]!r} in the template")
         except (ExprError, ValueError) as exc:
-            raise AdvisorInputError(source, f"{_where(spec.id, fld)}: {exc}") from None
+            raise AdvisorInputError(source, f"{_field_of(spec.id, fld)}: {exc}") from None
         rules.append(Rule(spec=spec, when=when, savings=savings, source=source, fields=fields))
     return rules
 

@@ -132,11 +132,12 @@ def read_head(path: Path, size: int = 65536) -> bytes:
         raise AdvisorInputError(str(path), f"cannot read: {exc}") from None
 
 
-def read_kineto(path: str | Path) -> Trace:
-    """Read one Kineto JSON trace (optionally gzip) into a Trace."""
+def read_kineto(path: str | Path, processes: int | None = None) -> Trace:
+    """Read one Kineto JSON trace (optionally gzip) into a Trace; ``processes``: how many
+    processes a large uncompressed trace may be read by (default READ_PROCESSES)."""
     p = Path(path)
     with _no_gc():  # (millions of short-lived objects, none in a cycle: no collections)
-        return _read_kineto(p)
+        return _read_kineto(p, processes or READ_PROCESSES)
 
 
 @contextlib.contextmanager
@@ -150,13 +151,14 @@ def _no_gc():
             gc.enable()
 
 
-def _read_kineto(p: Path) -> Trace:
+def _read_kineto(p: Path, processes: int) -> Trace:
     collect = _Collector()
     try:
         with open(p, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
         size = p.stat().st_size
-        read = _read_parallel(p, size) if not gz and size >= PARALLEL_MIN_BYTES else None
+        big = not gz and size >= PARALLEL_MIN_BYTES
+        read = _read_parallel(p, size, processes) if big else None
         if read is None:
             with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
                 docs = _stream(fh, collect)
@@ -268,7 +270,7 @@ def _feed(fh, buf: bytearray, collect: _Collector, remaining: int | None) -> Doc
 
 PARALLEL_MIN_BYTES = 192 << 20  # uncompressed traces this large are read by several processes
 SPAN_MIN_BYTES = 96 << 20  # at least this much of the file per process
-READ_PROCESSES = min(os.cpu_count() or 1, 4)  # (the many-trace workers set 1)
+READ_PROCESSES = min(os.cpu_count() or 1, 4)  # default (the many-trace workers pass fewer)
 
 
 def _next_cut(fh, offset: int) -> int | None:
@@ -299,7 +301,7 @@ def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document 
     return collect.tables(), tail
 
 
-def _read_parallel(p: Path, size: int) -> tuple[list[Document], dict] | None:
+def _read_parallel(p: Path, size: int, processes: int) -> tuple[list[Document], dict] | None:
     """Read an uncompressed Kineto trace in spans cut between events, one process per span
     (events are decoded where they are read; only the tables travel back). None when the
     document is not laid out as Kineto writes it (then it is read in one process)."""
@@ -308,7 +310,7 @@ def _read_parallel(p: Path, size: int) -> tuple[list[Document], dict] | None:
         if bracket < 0 or _BOUNDARY not in first[bracket:]:
             return None
         head = _DOCUMENT.decode(first[:at] + b'"traceEvents": []}')
-        workers = max(1, min(READ_PROCESSES, size // SPAN_MIN_BYTES))
+        workers = max(1, min(processes, size // SPAN_MIN_BYTES))
         starts = [bracket]
         for i in range(1, workers):
             cut = _next_cut(fh, max(size * i // workers, starts[-1] + 1))

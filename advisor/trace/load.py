@@ -32,19 +32,22 @@ def check_readable_file(path: Path) -> None:
         raise AdvisorInputError(str(path), "empty file (0 bytes)")
 
 
-def load_trace(path: str | Path, gpu: str | GpuSpec | None = None) -> Trace:
+def load_trace(
+    path: str | Path, gpu: str | GpuSpec | None = None, cores: int | None = None
+) -> Trace:
     """Read ``path`` into a Trace and attach a GpuSpec to every active device.
 
     GPU facts come from the trace; ``gpu`` (a --gpu name, or a GpuSpec from --gpu-spec)
     overrides them, with a warning where it contradicts the trace's own facts; ``gpu='none'``
-    drops them (wave metrics are then left empty and a warning says so).
+    drops them (wave metrics are then left empty and a warning says so). ``cores``: how many
+    threads or processes the reader may use (default: the reader's own).
     """
     p = Path(path)
     if p.is_dir():
         trace = read_rocprof(p)
     else:
         check_readable_file(p)
-        trace = _read_file(p)
+        trace = _read_file(p, cores)
     drop_impossible_rows(trace)
     if trace.kernels.empty and trace.graphs.empty:
         raise AdvisorInputError(str(p), "no kernel with valid timestamps: no GPU work to analyze")
@@ -52,21 +55,21 @@ def load_trace(path: str | Path, gpu: str | GpuSpec | None = None) -> Trace:
     return trace
 
 
-def _read_file(p: Path) -> Trace:
+def _read_file(p: Path, cores: int | None) -> Trace:
     """Pick the reader from the file's content (SQLite header, JSON, CSV text)."""
     if is_report(p):  # an .nsys-rep: exported with nsys into the cache, then read
         export = export_report(p)
-        trace = read_nsys(export)
+        trace = read_nsys(export, cores)
         trace.path = str(p)
         trace.sources.append(f"{export} (nsys export)")
         return trace
     try:
         if looks_like_sqlite(p):
-            return read_rocpd(p) if is_rocpd(p) else read_nsys(p)
+            return read_rocpd(p) if is_rocpd(p) else read_nsys(p, cores)
         name = p.name.lower()
         if name.endswith((".json", ".json.gz")) or name.endswith(".json.gz"):
             if looks_like_kineto(read_head(p)):
-                return read_kineto(p)
+                return read_kineto(p, cores)
             return read_rocprof_json(p)
         with open(p, "rb") as fh:
             head = fh.read(4096)

@@ -71,7 +71,7 @@ SLICE_ROWS = 1_000_000
 BATCH_ROWS = 65_536  # rows per Arrow batch of a sliced read
 _BATCH_OPTION = "adbc.sqlite.query.batch_rows"
 # Arrow buffers come from the C allocator, so memory freed after conversion is reused by
-# numpy (Arrow's default mimalloc pool keeps it to itself: ~200 MB more peak at 1M kernels).
+# numpy (Arrow's default mimalloc pool keeps it to itself: a higher peak, docs/scaling.md).
 _POOL = pa.system_memory_pool()
 
 
@@ -88,8 +88,13 @@ def _ro_uri(path: Path) -> str:
 class _Reader:
     """Schema-aware column selection plus bulk reads for one open export."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, threads: int = READ_THREADS, strings: pd.Series | None = None
+    ) -> None:
+        """``threads``: connections a table scan may use at once; ``strings``: the export's
+        StringIds table when another reader of the same export has loaded it already."""
         self.path = path
+        self.threads = threads
         self.conn = sqlite3.connect(_ro_uri(path), uri=True)
         self.columns: dict[str, set[str]] = {}  # table -> its columns, in one query
         for table, column in self.conn.execute(
@@ -98,7 +103,7 @@ class _Reader:
         ):
             self.columns.setdefault(table, set()).add(column)
         self._adbc = None
-        self._strings: pd.Series | None = None
+        self._strings = strings
         try:
             import adbc_driver_sqlite.dbapi as adbc
 
@@ -121,7 +126,8 @@ class _Reader:
             return f"{prefix}.{column} AS {alias}"
         return f"NULL AS {alias}"
 
-    def _string_table(self) -> pd.Series:
+    def string_table(self) -> pd.Series:
+        """The export's StringIds as a Series id -> text (loaded once)."""
         if self._strings is None:
             table = self.frame("SELECT id, value FROM StringIds")
             self._strings = pd.Series(table["value"].to_numpy(object), index=table["id"])
@@ -129,7 +135,7 @@ class _Reader:
 
     def string_ids(self, categories: tuple[str, ...], strip: re.Pattern) -> list[int]:
         """Ids of the StringIds values (``strip`` removed) matching classify.yaml categories."""
-        table = self._string_table()
+        table = self.string_table()
         values = table.astype(str).str.replace(strip, "", regex=True)
         hit = np.logical_or.reduce(names_in(values, *categories))
         return [int(i) for i in table.index[hit]]
@@ -138,7 +144,7 @@ class _Reader:
         """StringIds values for an id column as a categorical Series (``strip`` removed from
         each value; ``missing`` where the id is NULL or unknown, NaN when ``missing`` is
         None). Each distinct id is looked up once; rows hold small integer codes."""
-        strings = self._string_table()
+        strings = self.string_table()
         codes, uniq = pd.factorize(_numeric(ids), use_na_sentinel=True)
         values = strings.reindex(uniq).to_numpy(object)
         if strip is not None:
@@ -174,7 +180,7 @@ class _Reader:
 
     def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
         """``SELECT select FROM table t [WHERE where]`` in rowid order, read as slices of
-        about SLICE_ROWS rows by READ_THREADS connections at once (SQLite decodes rows on
+        about SLICE_ROWS rows by ``threads`` connections at once (SQLite decodes rows on
         several cores). Each slice streams in BATCH_ROWS-row Arrow batches, each copied once
         into the numpy columns (trace.slices: preallocated for the whole table, or per slice
         when ``where`` filters; ``int32``/``float32`` columns narrowed where the values fit),
@@ -184,7 +190,7 @@ class _Reader:
         lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
         ).fetchone()
-        threads = min(READ_THREADS, os.cpu_count() or 1)
+        threads = min(self.threads, os.cpu_count() or 1)
 
         def whole() -> pd.DataFrame:
             df = self.frame(f"{sql} WHERE {where}" if where else sql)
@@ -316,12 +322,11 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     return api
 
 
-def _read_api_beside(path: Path, strings: pd.Series) -> pd.DataFrame:
+def _read_api_beside(path: Path, strings: pd.Series, threads: int) -> pd.DataFrame:
     """_read_api through a reader of its own (connections serve one thread), given the
     export's string table."""
-    side = _Reader(path)
+    side = _Reader(path, threads=threads, strings=strings)
     try:
-        side._strings = strings
         return _read_api(side)
     finally:
         side.close()
@@ -500,11 +505,12 @@ def _device_map(r: _Reader, specs: dict[int, GpuSpec], devices: list[int]) -> di
     return out
 
 
-def read_nsys(path: str | Path) -> Trace:
-    """Read one Nsight Systems SQLite export into a Trace (read-only)."""
+def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
+    """Read one Nsight Systems SQLite export into a Trace (read-only); ``threads``: the
+    connections it may read with at once (default READ_THREADS)."""
     p = Path(path)
     try:
-        r = _Reader(p)
+        r = _Reader(p, threads=threads or READ_THREADS)
     except sqlite3.Error as exc:
         raise AdvisorInputError(str(path), f"cannot open as SQLite: {exc}") from exc
     try:
@@ -530,8 +536,8 @@ def _read(r: _Reader, path: str) -> Trace:
     with ThreadPoolExecutor(1) as side:
         # the runtime API is read beside the kernels (its own connections) when reads may
         # use several cores: SQLite decodes both tables at once, no core idles between them
-        strings = r._string_table()  # (loaded here: a connection serves one thread)
-        api = side.submit(_read_api_beside, r.path, strings) if READ_THREADS > 1 else None
+        strings = r.string_table()  # (loaded here: a connection serves one thread)
+        api = side.submit(_read_api_beside, r.path, strings, r.threads) if r.threads > 1 else None
         kernels = _read_kernels(r) if r.has(KERNEL) else None
         if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
             raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")

@@ -10,9 +10,9 @@ H200 = match_gpu("H200")
 
 def test_ctas_per_sm_from_shared_memory():
     # 3 stages x (128 + 256) x 64 x 2 B = 147456 B (+1 KiB) -> 1 per SM, as in the trace
-    assert knobs.ctas_per_sm(128, 256, 64, 8, 3, H200) == 1
+    assert knobs.tile_ctas_per_sm(128, 256, 64, 8, 3, H200) == 1
     # 3 x (64 + 64) x 64 x 2 = 49152 (+1 KiB) -> 4 per SM (233472 // 50176)
-    assert knobs.ctas_per_sm(64, 64, 64, 4, 3, H200) == 4
+    assert knobs.tile_ctas_per_sm(64, 64, 64, 4, 3, H200) == 4
 
 
 def test_split_k_fills_the_gpu_with_enough_k_iterations():

@@ -1,0 +1,35 @@
+"""analysis.analyze leaves the Trace it is given as it was (its tables, GPU facts and
+warnings), unless the caller asks it to release the API rows."""
+
+import pandas as pd
+import pytest
+from conftest import H200_2GPU, H200_SINGLE, PUBLIC_ROCPROF, SAMPLES
+
+from advisor.analysis import analyze
+from advisor.trace.load import load_trace
+
+TABLES = ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [H200_SINGLE, H200_2GPU, SAMPLES / "kineto" / "h200_train_steps.pt.trace.json.gz",
+     PUBLIC_ROCPROF / "v3_json" / "tracelens__908_results.json.gz"],
+    ids=lambda p: p.name,
+)  # fmt: skip
+def test_analyze_does_not_change_its_trace(path):
+    trace = load_trace(path)
+    before = {name: getattr(trace, name).copy(deep=True) for name in TABLES}
+    gpus, warnings = dict(trace.gpus), list(trace.warnings)
+    a = analyze(trace)
+    a.select(None, None).kernel_table(by_region=True)
+    for name, table in before.items():
+        pd.testing.assert_frame_equal(getattr(trace, name), table, obj=name)
+    assert trace.gpus == gpus and trace.warnings == warnings
+
+
+def test_release_api_only_when_asked():
+    trace = load_trace(H200_SINGLE)
+    assert len(trace.api) > 0
+    analyze(trace, release_api=True)
+    assert trace.api.empty and list(trace.api.columns)  # emptied, its columns kept
