@@ -174,8 +174,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     work of one instance can overlap the next: nothing is counted twice); the per-op columns
     (tail, under-fill, comm waits, same-stream comm, sync gap count) summed over instances;
     ``window_ns`` (the union's length); ``recoverable_ns`` (the sum of RECOVERABLE: the idle
-    time the strategies address) and ``worst_start_ns`` (the start of the instance with the
-    most of it)."""
+    time the strategies address), ``worst_start_ns`` (the start of the instance with the
+    most of it) and ``overlap_ratio`` (overlap_ns / comm_ns, NaN without communication)."""
     r = regions.assign(window_ns=regions["end_ns"] - regions["start_ns"])
     r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
     groups = r.groupby(["name", "device"], as_index=False)
@@ -184,7 +184,9 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
         **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
     )
     if g.empty:
-        return g.assign(worst_start_ns=pd.Series(dtype="int64"), recoverable_ns=0.0)
+        return g.assign(
+            worst_start_ns=pd.Series(dtype="int64"), recoverable_ns=0.0, overlap_ratio=0.0
+        )
     # the instance with the most recoverable idle (the first on ties)
     worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
     g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
@@ -195,6 +197,7 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
         for col in [*CLIPPED_COLUMNS, "window_ns"]:
             g[col] = per_group[col].reindex(range(len(g))).fillna(0).to_numpy()
     g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
+    g["overlap_ratio"] = overlap_ratio(g["overlap_ns"], g["comm_ns"])
     return g
 
 

@@ -10,7 +10,6 @@ import sys
 from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
-from typing import NoReturn
 
 import typer
 import typer.core
@@ -97,19 +96,28 @@ def _console() -> Console:
     return _Console(width=160)
 
 
-def _fail(exc: AdvisorInputError) -> NoReturn:
-    """Bad input: one ``advisor: error:`` line on stderr, exit 2."""
-    typer.echo(f"advisor: error: {exc}", err=True)
-    raise typer.Exit(2)
+def _errors(lines: list, end: bool = True) -> None:
+    """One ``advisor: error:`` line on stderr per item; with ``end`` (and any item) the
+    command ends with exit 2."""
+    for line in lines:
+        typer.echo(f"advisor: error: {line}", err=True)
+    if end and lines:
+        raise typer.Exit(2)
 
 
 @contextmanager
 def _input_errors():
-    """Run the block; bad input inside it (AdvisorInputError) ends the command via _fail."""
+    """Run the block; bad input inside it ends the command: one error line per trace that
+    could not be read when none could (NoTraceRead), else the one AdvisorInputError line;
+    exit 2."""
+    from advisor.multi import NoTraceRead
+
     try:
         yield
+    except NoTraceRead as exc:
+        _errors(exc.errors)
     except AdvisorInputError as exc:
-        _fail(exc)
+        _errors([exc])
 
 
 def _expand(traces: list[str]) -> list[str]:
@@ -213,17 +221,14 @@ def analyze(
         _out(json_render.render(result, findings, ranks))
     else:
         terminal.render(result, findings, _console(), top=top, ranks=ranks)
-    for err in errors:
-        typer.echo(f"advisor: error: {err}", err=True)
-    if errors:
-        raise typer.Exit(2)
+    _errors(errors)  # the traces that could not be read, after the others' report
 
 
 def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
-    """Several traces, one per rank, analysed as one job (multi.py), with progress bars.
-    When none could be read, the errors are printed and the command exits 2 with nothing
-    on stdout."""
-    from advisor.multi import NoTraceRead, analyze_ranks
+    """Several traces, one per rank, analysed as one job (multi.py), with a progress bar.
+    When none could be read, NoTraceRead ends the command (_input_errors) with nothing on
+    stdout."""
+    from advisor.multi import analyze_ranks
 
     n = len(paths)
     with progress_bar(n + 2, f"reading {n} traces") as bar:  # then the pipeline's 2 steps
@@ -233,12 +238,7 @@ def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
             i = next(done)
             bar.advance(f"reading {n} traces" if i < n else "analysing the ranks as one job")
 
-        try:
-            return analyze_ranks(paths, options, rule_set, read, bar.advance, advise_huge_pages)
-        except NoTraceRead as exc:
-            for err in exc.errors:
-                typer.echo(f"advisor: error: {err}", err=True)
-            raise typer.Exit(2) from None
+        return analyze_ranks(paths, options, rule_set, read, bar.advance, advise_huge_pages)
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")

@@ -8,7 +8,11 @@ an Analysis, in ns and bytes; every column is defined in docs/json.md):
 - ``sync_stalls``: which blocking host calls the synchronization gaps waited in
   (cudaStreamSynchronize, cudaMemcpy, the copy behind PyTorch's ``.item()``, ...);
 - ``pipeline_stages``: the stages of a pipeline recognised from point-to-point kernels, their
-  bubble per step against the schedule's ideal (metrics/pipeline.py).
+  bubble per step against the schedule's ideal (metrics/pipeline.py);
+- ``collectives``: per collective kernel name, the skew of its instances across devices;
+- what the report's charts draw: ``timeline_cuts`` (idle stretches cut out of the
+  timeline), ``busy_shares`` (busy share per device and time bin), ``wave_kernels`` (the
+  kernel groups of the waves chart). The chart module only draws.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
+from advisor.metrics import intervals as iv
+from advisor.metrics.comm import device_segments
+from advisor.metrics.keys import pack
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
 from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
 
@@ -38,15 +45,14 @@ def top_kernels(a: Analysis) -> pd.DataFrame:
     names = ops["name"].array  # categorical: group by its integer codes, not by strings
     codes = names.codes[rows].astype(np.int64)
     device = ops["device"].to_numpy()[rows].astype(np.int64)
-    devices = np.unique(device)
-    key = codes * len(devices) + np.searchsorted(devices, device)
+    packed = pack((codes, device))  # (name code, device): sorted by name code, then device
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
-    g = pd.Series(took).groupby(key, sort=True)
+    g = pd.Series(took).groupby(packed.keys[0], sort=True)
     out = pd.DataFrame({"launches": g.size(), "total_ns": g.sum(), "median_ns": g.median()})
     keys = out.index.to_numpy()
     out = out.reset_index(drop=True)
-    out.insert(0, "device", devices[keys % len(devices)])
-    out.insert(0, "name", np.asarray(names.categories, dtype=object)[keys // len(devices)])
+    out.insert(0, "device", packed.column(1, keys))
+    out.insert(0, "name", np.asarray(names.categories, dtype=object)[packed.column(0, keys)])
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
     per_device = out.groupby("device")["total_ns"].transform("sum")
     out["share"] = out["total_ns"] / per_device
@@ -162,3 +168,83 @@ def _stages(a: Analysis) -> pd.DataFrame:
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
     t.insert(0, "name", family)
     return t
+
+
+COLLECTIVE_COLUMNS = ["name", "instances", "median_skew_ns", "max_skew_ns",
+                      "most_often_last_device"]  # fmt: skip
+
+
+def collectives(a: Analysis) -> pd.DataFrame:
+    """Per collective kernel name (metrics/comm.collective_skew's instances): instances,
+    median_skew_ns, max_skew_ns (last arrival - first, per instance) and the device most
+    often last; integers, largest max_skew_ns first."""
+    coll = a.collectives
+    if coll.empty:
+        return pd.DataFrame(columns=COLLECTIVE_COLUMNS)
+    per = coll.groupby("instance").agg(
+        name=("name", "first"), skew_ns=("skew_ns", "first"), last=("last_device", "first")
+    )
+    g = per.groupby("name").agg(
+        instances=("skew_ns", "size"),
+        median_skew_ns=("skew_ns", "median"),
+        max_skew_ns=("skew_ns", "max"),
+        most_often_last_device=("last", lambda s: s.mode().iloc[0]),
+    )
+    g = g.sort_values("max_skew_ns", ascending=False).astype(np.int64)
+    return g.rename_axis("name").reset_index()[COLLECTIVE_COLUMNS]
+
+
+CUT_SHARE = 0.02  # start-up gaps longer than this share of the steady time are cut out
+LONG_IDLE = 0.25  # an all-devices-idle stretch longer than this share of the span is cut too
+
+
+def timeline_cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
+    """Idle time to cut out of the timeline, in time order: the parts of start-up gaps (any
+    device) during which no device runs anything, each longer than CUT_SHARE of the time
+    that remains, and any stretch with every device idle for more than LONG_IDLE of the
+    span, whatever its cause (drawn to scale it would squeeze everything else)."""
+    ops = a.ops
+    busy_s, busy_e = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
+    idle_s, idle_e = busy_e[:-1], busy_s[1:]  # when the whole machine idles
+    long = (idle_e - idle_s) > LONG_IDLE * (t1 - t0)
+    rows = np.flatnonzero(ops["cause"].eq("startup").to_numpy())
+    gap_end = ops["start"].to_numpy()[rows]
+    gap_start = gap_end - ops["gap_ns"].to_numpy()[rows]
+    pieces = list(zip(idle_s[long].tolist(), idle_e[long].tolist(), strict=True))
+    for b, e in zip(gap_start.tolist(), gap_end.tolist(), strict=True):
+        first = np.searchsorted(idle_e, b, side="right")
+        last = np.searchsorted(idle_s, e, side="left")
+        for i in range(first, last):
+            lo, hi = max(b, int(idle_s[i])), min(e, int(idle_e[i]))
+            if hi > lo:
+                pieces.append((lo, hi))
+    if not pieces:
+        return []
+    merged = list(zip(*iv.union([p[0] for p in pieces], [p[1] for p in pieces]), strict=True))
+    cut = []
+    for _ in range(2):  # the steady time shrinks as gaps are cut: settle the threshold
+        steady = (t1 - t0) - sum(e - b for b, e in cut)
+        cut = [(int(b), int(e)) for b, e in merged if e - b > CUT_SHARE * max(steady, 1)]
+    return cut
+
+
+def busy_shares(a: Analysis, edges: np.ndarray) -> dict[int, np.ndarray]:
+    """Per device: the share (0..1) of each time bin [edges[i], edges[i+1]) (trace ns) in
+    which it ran any op."""
+    segments = device_segments(a.ops, np.ones(len(a.ops), dtype=bool))
+    none = (np.array([], np.int64), np.array([], np.int64))
+    lo, hi = edges[:-1], edges[1:]
+    return {
+        int(d): iv.covered_in_windows(segments.get(int(d), none), lo, hi) / np.maximum(hi - lo, 1)
+        for d in sorted(a.ops["device"].unique())
+    }
+
+
+def wave_kernels(a: Analysis, top: int = 12):
+    """The kernel groups the waves chart draws: most GPU time first, only those that
+    quantize by grid (not communication or persistent kernels) and have GPU facts."""
+    k = a.kernel_table()
+    if k.empty:
+        return k
+    k = k[k["waves"].notna() & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)]
+    return k.sort_values("total_ns", ascending=False).head(top)

@@ -23,10 +23,10 @@ from string import Template
 
 from advisor.configs import knobs
 from advisor.errors import AdvisorInputError
-from advisor.render.units import fmt_ns
 from advisor.rules.finding import Emitted, Finding
 from advisor.staged import place, staging
 from advisor.trace.model import GpuSpec
+from advisor.units import fmt_ns
 
 TEMPLATE_PACKAGE = "advisor.configs.templates"
 GEMM_TEMPLATES = {

@@ -47,6 +47,13 @@ def gpu_facts(section: str) -> dict:
     return dict(load_yaml("gpus.yaml")[section])
 
 
+@cache
+def gate_metrics() -> dict[str, dict[str, bool]]:
+    """gate_metrics.yaml: per group (time, ratio, counts, kernel) metric -> True when a
+    larger value is worse."""
+    return {group: dict(m) for group, m in load_yaml("gate_metrics.yaml").items()}
+
+
 def _matches(values: pd.Series, patterns: list[re.Pattern[str]]) -> list[np.ndarray]:
     """One boolean array per pattern: which values it finds a match in. The values are
     factorized once and each regex runs once per distinct value (traces repeat a few names

@@ -11,7 +11,7 @@ from advisor.errors import AdvisorInputError
 from advisor.gate.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
 from advisor.gate.digest import VERSION
 from advisor.gate.stats import Judgement, judge, side_value
-from advisor.render.units import fmt_ns, fmt_pct
+from advisor.units import fmt_ns, fmt_pct
 
 SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
 QUALITY_NOTES = 3  # data-quality warnings shown per trace

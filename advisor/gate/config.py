@@ -9,24 +9,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.data import load_yaml
+from advisor.data import gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.user_yaml import load_user_yaml
 
-# metric -> True when a larger value is worse
-TIME_METRICS = {
-    "span_ns": True,
-    "gpu_busy_ns": True,
-    "tail_idle_ns": True,
-    "underfill_idle_ns": True,
-    "launch_overhead_ns": True,
-    "sync_idle_ns": True,
-    "exposed_comm_ns": True,
-}
-OVERALL = {**TIME_METRICS, "overlap_ratio": False}
-COUNTS = {"launches": True, "sync_gaps": True}  # per range instance
+# metric -> True when a larger value is worse (data/gate_metrics.yaml)
+TIME_METRICS = gate_metrics()["time"]
+OVERALL = {**TIME_METRICS, **gate_metrics()["ratio"]}
+COUNTS = gate_metrics()["counts"]  # per range instance
 RANGE = {**OVERALL, **COUNTS}
-KERNEL = {"median_ns": True}
+KERNEL = gate_metrics()["kernel"]
 ALL_METRICS = {**RANGE, **KERNEL}
 
 

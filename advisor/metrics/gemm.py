@@ -178,6 +178,28 @@ def tile_from_grid(m, n, grid_x, grid_y) -> tuple[np.ndarray, np.ndarray]:
     return outs[0], outs[1]
 
 
+def add_tile_columns(k: pd.DataFrame) -> None:
+    """Add a kernel-group table's GEMM quantities (columns m, n, k, batch, grid_x/y, name,
+    launches, total_ns, peak_tflops in): tile_m/tile_n/tile_k and tile_source (the tile
+    read from the name, else the power-of-two tile its grid implies), tiles (output tiles
+    per launch: batch * ceil(m / tile_m) * ceil(n / tile_n)), k_iters (ceil(k / tile_k)),
+    tflops (2*M*N*K*batch per launch over its time, TFLOP/s) and tflops_fraction (of
+    peak_tflops). NaN where a shape or tile is unknown."""
+    named = tile_from_name(k["name"])
+    gm, gn = tile_from_grid(k["m"], k["n"], k["grid_x"], k["grid_y"])
+    k["tile_m"] = named["tile_m"].fillna(pd.Series(gm, index=k.index))
+    k["tile_n"] = named["tile_n"].fillna(pd.Series(gn, index=k.index))
+    k["tile_k"] = named["tile_k"]
+    k["tile_source"] = np.where(
+        named["tile_m"].notna(), "name", np.where(k["tile_m"].notna(), "grid", None)
+    )
+    k["tiles"] = k["batch"] * np.ceil(k["m"] / k["tile_m"]) * np.ceil(k["n"] / k["tile_n"])
+    k["k_iters"] = np.ceil(k["k"] / k["tile_k"])
+    flops = 2.0 * k["batch"] * k["m"] * k["n"] * k["k"] * k["launches"]
+    k["tflops"] = flops / k["total_ns"] / 1e3
+    k["tflops_fraction"] = k["tflops"] / k["peak_tflops"]
+
+
 def grid_fits(m: float, n: float, grid: tuple[int, int, int], tile=None) -> bool:
     """Whether an M x N output tiled by some power-of-two tile (or the named ``tile``)
     gives this grid: (ceil(M/tm), ceil(N/tn)) as x/y either way round, or their product as

@@ -18,9 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from advisor import views  # noqa: E402
 from advisor.analysis import Analysis  # noqa: E402
-from advisor.metrics import intervals as iv  # noqa: E402
-from advisor.metrics.comm import device_segments  # noqa: E402
 
 CAUSE_COLORS = {
     "startup": "#bbbbbb",
@@ -31,6 +30,7 @@ CAUSE_COLORS = {
     "unattributed": "#9467bd",
 }
 BINS = 400  # time bins of the timeline
+CUT_WIDTH = 0.015  # drawn width of a cut (views.timeline_cuts), as a share of the steady time
 
 
 def _save(fig, path: Path) -> Path:
@@ -38,41 +38,6 @@ def _save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-CUT_SHARE = 0.02  # start-up gaps longer than this share of the steady time are cut out
-CUT_WIDTH = 0.015  # drawn width of a cut, as a share of the steady time
-LONG_IDLE = 0.25  # an all-devices-idle stretch longer than this share of the span is cut too
-
-
-def _cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
-    """Idle time to cut out of the timeline, in time order: the parts of start-up gaps (any
-    device) during which no device runs anything, each longer than CUT_SHARE of the time
-    that remains, and any stretch with every device idle for more than LONG_IDLE of the
-    span, whatever its cause (drawn to scale it would squeeze everything else)."""
-    ops = a.ops
-    busy_s, busy_e = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
-    idle_s, idle_e = busy_e[:-1], busy_s[1:]  # when the whole machine idles
-    long = (idle_e - idle_s) > LONG_IDLE * (t1 - t0)
-    rows = np.flatnonzero(ops["cause"].eq("startup").to_numpy())
-    gap_end = ops["start"].to_numpy()[rows]
-    gap_start = gap_end - ops["gap_ns"].to_numpy()[rows]
-    pieces = list(zip(idle_s[long].tolist(), idle_e[long].tolist(), strict=True))
-    for b, e in zip(gap_start.tolist(), gap_end.tolist(), strict=True):
-        first = np.searchsorted(idle_e, b, side="right")
-        last = np.searchsorted(idle_s, e, side="left")
-        for i in range(first, last):
-            lo, hi = max(b, int(idle_s[i])), min(e, int(idle_e[i]))
-            if hi > lo:
-                pieces.append((lo, hi))
-    if not pieces:
-        return []
-    merged = list(zip(*iv.union([p[0] for p in pieces], [p[1] for p in pieces]), strict=True))
-    cut = []
-    for _ in range(2):  # the steady time shrinks as gaps are cut: settle the threshold
-        steady = (t1 - t0) - sum(e - b for b, e in cut)
-        cut = [(int(b), int(e)) for b, e in merged if e - b > CUT_SHARE * max(steady, 1)]
-    return cut
 
 
 def _axis(t0: int, t1: int, cuts: list[tuple[int, int]]):
@@ -109,16 +74,13 @@ def timeline(a: Analysis, path: Path) -> Path | None:
     fig, axes = plt.subplots(len(devices), 1, figsize=(11, 1.9 * len(devices) + 1.2),
                              squeeze=False, sharex=True)  # fmt: skip
     t0, t1 = int(a.ops["start"].min()), int(a.ops["end"].max())
-    cuts = _cuts(a, t0, t1)
+    cuts = views.timeline_cuts(a, t0, t1)
     to_x, to_t, width = _axis(t0, t1, cuts)
     xs = np.linspace(0.0, width, BINS + 1)
     edges = to_t(xs)
-    segments = device_segments(a.ops, np.ones(len(a.ops), dtype=bool))
-    none = (np.array([], np.int64), np.array([], np.int64))
+    shares = views.busy_shares(a, edges)
     for ax, device in zip(axes[:, 0], devices, strict=True):
-        seg = segments.get(int(device), none)
-        lo, hi = edges[:-1], edges[1:]
-        busy = iv.covered_in_windows(seg, lo, hi) / np.maximum(hi - lo, 1)
+        busy = shares[int(device)]
         ax.fill_between(xs[:-1], busy, step="post", color="#1f77b4", alpha=0.85,
                         label="GPU busy share")  # fmt: skip
         regions = a.regions[a.regions["device"] == device]
@@ -143,21 +105,11 @@ def timeline(a: Analysis, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def wave_rows(a: Analysis, top: int = 12):
-    """The kernel groups the waves chart draws: most GPU time first, only those that
-    quantize by grid (not communication or persistent kernels) and have GPU facts."""
-    k = a.kernel_table()
-    if k.empty:
-        return k
-    k = k[k["waves"].notna() & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)]
-    return k.sort_values("total_ns", ascending=False).head(top)
-
-
 def waves(a: Analysis, path: Path, top: int = 12) -> Path | None:
     """Waves per launch and the empty slots of its last wave for the kernels with the most
     GPU time that quantize by grid (communication and persistent kernels loop over their
     work themselves: a partial last wave of their grid is not idle, so they are left out)."""
-    k = wave_rows(a, top)
+    k = views.wave_kernels(a, top)
     if k.empty:
         return None
     fig, ax = plt.subplots(figsize=(11, 0.45 * max(len(k), 2) + 1.6))

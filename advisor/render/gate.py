@@ -12,7 +12,7 @@ from advisor.gate.compare import fmt_value as _fmt
 from advisor.gate.config import COUNTS
 from advisor.render.fit import Col, fitted_table
 from advisor.render.json import json_text
-from advisor.render.units import fmt_ns
+from advisor.units import fmt_ns
 
 ORDER = {"regression": 0, "new finding": 1, "improvement": 2, "not significant": 3,
          "only in baseline": 4, "only in candidate": 5, "unchanged": 6}  # fmt: skip

@@ -75,24 +75,6 @@ def region_rows(regions: pd.DataFrame) -> list[dict]:
     return [dict(zip(REGION_KEYS, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
-def collective_rows(coll: pd.DataFrame) -> list[dict]:
-    if coll.empty:
-        return []
-    per = coll.groupby("instance").agg(
-        name=("name", "first"), skew_ns=("skew_ns", "first"), last=("last_device", "first")
-    )
-    g = per.groupby("name").agg(
-        instances=("skew_ns", "size"),
-        median_skew_ns=("skew_ns", "median"),
-        max_skew_ns=("skew_ns", "max"),
-        most_often_last_device=("last", lambda s: s.mode().iloc[0]),
-    )
-    return [
-        {"name": name, **{k: int(v) for k, v in rec.items()}}
-        for name, rec in g.sort_values("max_skew_ns", ascending=False).iterrows()
-    ]
-
-
 def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> dict:
     """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
     one, when several were given)."""
@@ -118,7 +100,7 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
             "launch_gaps": a.gaps.to_dict("records"),
             "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
-            "collectives": collective_rows(a.collectives),
+            "collectives": views.collectives(a).to_dict("records"),
             "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
             "copies": views.copies(a).to_dict("records"),
             "sync_stalls": views.sync_stalls(a).to_dict("records"),

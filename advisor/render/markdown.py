@@ -10,8 +10,8 @@ from advisor.gate import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
 from advisor.render.fit import shorten_middle
-from advisor.render.units import fmt_ns
 from advisor.rules.finding import Finding
+from advisor.units import fmt_ns
 
 
 def _cell(text) -> str:

@@ -12,7 +12,7 @@ from advisor import views
 from advisor.analysis import Analysis
 from advisor.data import load_yaml
 from advisor.render.fit import Col
-from advisor.render.units import fmt_ns, fmt_pct
+from advisor.units import fmt_ns, fmt_pct
 
 
 @dataclass
@@ -154,7 +154,7 @@ def regions(a: Analysis, top: int) -> Section:
     rows = [[x.name, str(x.device), _count(x.instances), fmt_ns(x.gpu_busy_ns),
              fmt_ns(x.idle_ns), fmt_ns(x.tail_idle_ns), fmt_ns(x.underfill_idle_ns),
              fmt_ns(x.launch_overhead_ns), fmt_ns(x.sync_idle_ns), fmt_ns(x.exposed_comm_ns),
-             fmt_pct(x.overlap_ns / x.comm_ns) if x.comm_ns else "-"]
+             fmt_pct(x.overlap_ratio)]
             for x in g.head(top).itertuples()]  # fmt: skip
     return Section("Top-level NVTX ranges on the GPU (worst first)", cols, rows)
 

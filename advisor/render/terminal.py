@@ -10,8 +10,8 @@ from advisor.analysis import Analysis
 from advisor.render import sections
 from advisor.render.fit import fitted_table
 from advisor.render.tables import titled_table
-from advisor.render.units import fmt_ns
 from advisor.rules.finding import Finding
+from advisor.units import fmt_ns
 
 
 def _header(a: Analysis) -> Group:

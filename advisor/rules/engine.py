@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.data import builtin_rules_dir, load_yaml
+from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.plain import plain
-from advisor.render.units import fmt_ns, fmt_pct
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.finding import EmitRequest, Finding
 from advisor.rules.tables import SCOPES
+from advisor.units import fmt_ns, fmt_pct
 from advisor.user_yaml import load_packaged_yaml, load_user_yaml
 
 # where a finding points, per scope: (kernel column, region column)
@@ -82,9 +82,8 @@ class RuleSpec(BaseModel):
 
     @model_validator(mode="after")
     def _known_gate_metrics(self) -> RuleSpec:
-        from advisor.gate.config import ALL_METRICS
-
-        unknown = [m for m in self.explains if m not in ALL_METRICS]
+        known = {m for group in gate_metrics().values() for m in group}
+        unknown = [m for m in self.explains if m not in known]
         if unknown:
             raise ValueError(f"explains: unknown gate metric {unknown[0]!r}")
         return self

@@ -15,7 +15,7 @@ from advisor.data import load_yaml, name_matches, names_in
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
-from advisor.metrics.gemm import tile_from_grid, tile_from_name
+from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
 
 _WINDOW_DOC = {
@@ -241,19 +241,7 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["gemm"] = k["gemm_by"] != ""
     k["memory"] = memory
     k["gemm_guess"] = _gemm_guess(k)
-    named = tile_from_name(k["name"])
-    gm, gn = tile_from_grid(k["m"], k["n"], k["grid_x"], k["grid_y"])
-    k["tile_m"] = named["tile_m"].fillna(pd.Series(gm, index=k.index))
-    k["tile_n"] = named["tile_n"].fillna(pd.Series(gn, index=k.index))
-    k["tile_k"] = named["tile_k"]
-    k["tile_source"] = np.where(
-        named["tile_m"].notna(), "name", np.where(k["tile_m"].notna(), "grid", None)
-    )
-    k["tiles"] = k["batch"] * np.ceil(k["m"] / k["tile_m"]) * np.ceil(k["n"] / k["tile_n"])
-    k["k_iters"] = np.ceil(k["k"] / k["tile_k"])
-    flops = 2.0 * k["batch"] * k["m"] * k["n"] * k["k"] * k["launches"]
-    k["tflops"] = flops / k["total_ns"] / 1e3
-    k["tflops_fraction"] = k["tflops"] / k["peak_tflops"]
+    add_tile_columns(k)
     return _at(k, k["worst_start_ns"], a.origin_ns)
 
 

@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -119,3 +120,25 @@ def test_shape_option_parsing():
     for bad in ("tail_gemm=896x4864", "=1x2x3", "x=0x1x1", "x=1x1x99999999", "[=1x1x1"):
         with pytest.raises(AdvisorInputError):
             ShapeOption.parse(bad)
+
+
+def test_tile_columns_by_hand():
+    # 896 x 4864 x 8192, 2 launches in 1 ms: 2 * 896 * 4864 * 8192 * 2 = 142.81e9 FLOP
+    # -> 142.81 TFLOP/s, 14.44 % of 989. No tile in the first name: the grid 7 x 38 gives
+    # 128 x 128 (ceil(896/128) = 7, ceil(4864/128) = 38) -> 266 tiles, K tile unknown. The
+    # second name says 128x256x64: ceil(896/128) * ceil(4864/256) = 7 * 19 = 133 tiles,
+    # 8192 / 64 = 128 K iterations.
+    from advisor.metrics.gemm import add_tile_columns
+
+    k = pd.DataFrame({
+        "name": ["tiled_gemm", "cutlass_tilesize128x256x64_gemm"], "m": 896.0, "n": 4864.0,
+        "k": 8192.0, "batch": 1.0, "grid_x": [7, 7], "grid_y": [38, 19], "launches": 2,
+        "total_ns": 1e6, "peak_tflops": 989.0,
+    })  # fmt: skip
+    add_tile_columns(k)
+    assert k[["tile_m", "tile_n"]].values.tolist() == [[128, 128], [128, 256]]
+    assert k["tile_source"].tolist() == ["grid", "name"]
+    assert k["tiles"].tolist() == [266, 133]
+    assert np.isnan(k["k_iters"][0]) and k["k_iters"][1] == 128
+    assert k["tflops"].round(2).tolist() == [142.81, 142.81]
+    assert round(k["tflops_fraction"][0], 4) == 0.1444

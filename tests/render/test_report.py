@@ -6,6 +6,7 @@ import sys
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, analysis_of
 
+from advisor import views
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.render.markdown import report
@@ -84,14 +85,12 @@ def test_cli_report_and_diff(tmp_path):
 
 
 def test_charts_draw_what_is_there(tmp_path, single, two_gpu):
-    from advisor.render import charts
-
     # no communication: no comm chart (and the report links none)
     written = write_report(single, find(single), tmp_path / "one.md")
     assert [p.name for p in written[1:]] == ["timeline.png", "waves.png", "gaps.png"]
     assert "comm.png" not in written[0].read_text()
     # the waves chart leaves out NCCL and persistent kernels (their grids do not quantize)
-    rows = charts.wave_rows(two_gpu, top=50)
+    rows = views.wave_kernels(two_gpu, top=50)
     assert not rows["comm"].any() and not rows["persistent"].any()
     assert two_gpu.kernel_table()["comm"].any()  # (there were NCCL kernels to leave out)
 
@@ -100,7 +99,7 @@ def test_timeline_cuts_start_up(single):
     from advisor.render import charts
 
     t0, t1 = int(single.ops["start"].min()), int(single.ops["end"].max())
-    cuts = charts._cuts(single, t0, t1)
+    cuts = views.timeline_cuts(single, t0, t1)
     # 2.83 s of the 2.88 s window is start-up idle: most of it is cut, and no cut hides work
     assert sum(e - b for b, e in cuts) > 2.7e9
     ops = single.ops

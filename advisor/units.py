@@ -6,7 +6,7 @@ import math
 
 
 def fmt_ns(ns: float | None) -> str:
-    """'812 ns', '4.56 us', '12.3 ms', '2.83 s'; '-' for missing."""
+    """'812 ns', '4.56 us', '12.30 ms', '2.83 s'; '-' for missing."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "-"
     a = abs(ns)
