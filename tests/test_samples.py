@@ -101,7 +101,7 @@ def test_findings_on_single_gpu_sample(single):
     by = {(x.strategy, x.region) for x in f}
     assert ("stream_k", "tail_gemm") in by
     assert ("split_k", "underfilled_long_k") in by
-    assert ("persistent", "tiny_kernels_eager") in by
+    assert ("cuda_graph", "tiny_kernels_eager") in by  # the chain: a CUDA-graph script
     assert ("remove_sync", "sync_in_loop") in by
     assert not any(x.region == "full_wave_gemm" for x in f)
     assert not any(x.region == "tiny_kernels_graph" for x in f)

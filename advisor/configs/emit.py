@@ -10,6 +10,7 @@ the findings as they are and returns what it wrote for each (``Emitted``).
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import pprint
@@ -22,6 +23,7 @@ from pathlib import Path
 from string import Template
 
 from advisor.configs import knobs
+from advisor.data import gpu_facts
 from advisor.errors import AdvisorInputError
 from advisor.rules.finding import Emitted, Finding
 from advisor.staged import place, staging
@@ -77,15 +79,6 @@ model = parallelize_module(model, tp_mesh, plan)  # ColwiseParallel / RowwisePar
 model = torch.compile(model)
 # Megatron-LM / TransformerEngine: --sequence-parallel --tp-comm-overlap
 ```""",
-    "persistent": """```python
-# grid-stride (persistent) loop: grid = SMs x CTAs/SM, every CTA walks the whole range
-@triton.jit
-def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, NUM_PROGS: tl.constexpr):
-    for start in range(tl.program_id(0) * BLOCK, n, NUM_PROGS * BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        mask = offs < n
-        tl.store(y_ptr + offs, f(tl.load(x_ptr + offs, mask=mask)), mask=mask)
-```""",
 }
 
 
@@ -140,6 +133,40 @@ def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
 Made = tuple[dict[str, str], Emitted]  # (file name -> text, what it means for the finding)
 
 
+PLANNER_FACTS = {  # GpuSpec fields the planner reads, with their types
+    "name": "str", "sm_count": "int", "compute_capability": "str", "max_warps_per_sm": "int",
+    "max_blocks_per_sm": "int", "shared_mem_per_sm": "int", "max_shared_mem_per_block": "int",
+    "reserved_shared_mem_per_block": "int", "dense_fp16_tflops": "float | None",
+    "memory_bandwidth_gbs": "float | None",
+}  # fmt: skip
+
+
+def planner_section(gpu: GpuSpec) -> str:
+    """advisor's knob planner (configs/knobs.py, verbatim but for its imports) for an emitted
+    script: the GPU's facts as GPU, so --m/--n/--k re-plan the way advisor would."""
+    source = inspect.getsource(knobs)
+    body = source.split("from advisor.trace.model import GpuSpec\n", 1)[1]
+    facts = {k: getattr(gpu, k) for k in PLANNER_FACTS}
+    fallback = {k: gpu_facts("cost_model_fallback")[k]
+                for k in ("dense_fp16_tflops", "memory_bandwidth_gbs")}  # fmt: skip
+    return (
+        "# ---- planner: advisor/configs/knobs.py (the same search advisor ran) ----------------\n"
+        "import math  # noqa: E402\n"
+        "from dataclasses import dataclass  # noqa: E402\n\n\n"
+        "@dataclass(frozen=True)\n"
+        "class GpuSpec:\n"
+        '    """The GPU facts the planner reads (advisor.trace.model.GpuSpec\'s)."""\n\n'
+        + "".join(f"    {k}: {kind}\n" for k, kind in PLANNER_FACTS.items())
+        + "\n    @property\n    def cc_major(self) -> int | None:\n"
+        '        head = self.compute_capability.split(".")[0]\n'
+        "        return int(head) if head.isdigit() else None\n\n\n"
+        f"GPU = GpuSpec(**{pprint.pformat(facts, sort_dicts=False, width=88)})\n\n\n"
+        "def gpu_facts(_section: str) -> dict:\n"
+        '    """gpus.yaml\'s cost_model_fallback: rates for a GPU without datasheet numbers."""\n'
+        f"    return {fallback!r}\n\n" + body
+    )
+
+
 def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
     row = f.emit.row
     if row.get("m") is None or (isinstance(row.get("m"), float) and math.isnan(row["m"])):
@@ -171,7 +198,7 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
     script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f.strategy])
-    script += "\n\n" + _template("harness.py")
+    script += "\n\n" + planner_section(gpu) + "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
     record = {
         "finding": {k: getattr(f, k) for k in ("rule", "strategy", "kernel", "region", "device")},
@@ -200,6 +227,48 @@ def _launch_files(f: Finding, stem: str) -> Made:
     )
     head += f"import torch\n\nCONFIG = {pprint.pformat(cfg, sort_dicts=False)}\n\n"
     return {f"{stem}.py": head + _template("launch_graph.py")}, Emitted()
+
+
+def _power_of_two_at_most(x: int, top: int) -> int:
+    return 1 << max(0, min(int(x), top).bit_length() - 1)
+
+
+def _grid_stride_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
+    """A persistent grid-stride script for a non-GEMM kernel's wave tail: the traced grid
+    and slots, a stand-in workload (templates/grid_stride.py says how to port it)."""
+    row = f.emit.row
+    threads = int(row.get("block_threads") or 256)
+    warps = _power_of_two_at_most(max(1, threads // gpu.warp_size), 32)
+    block = _power_of_two_at_most(4 * warps * gpu.warp_size, 4096)  # 4 elements per thread
+    slots = int(row.get("slots") or gpu.sm_count)
+    cfg = {
+        "strategy": f.strategy,
+        "TRACE_GRID": int(row["grid_blocks"]),
+        "SLOTS": slots,
+        "NUM_PROGS": slots,
+        "num_warps": warps,
+        "BLOCK": block,
+        "PER_CTA": 16 * block,
+        "WORK": 32,
+        "trace_kernel_ns": row.get("median_ns"),
+        "trace_waves": row.get("waves"),
+        "gpu": gpu.name,
+    }
+    head = _docstring(
+        "Persistent grid-stride kernel for a non-GEMM wave tail, emitted by advisor.",
+        f,
+        [
+            "Run (numerics of both versions vs float64; times both):",
+            f"    python {stem}.py --check --bench",
+            "On the CPU (Triton's interpreter, numerics only):",
+            f"    TRITON_INTERPRET=1 python {stem}.py --check --n 1000 --set TRACE_GRID=7",
+        ],
+    )
+    head += (
+        "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
+        f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
+    )
+    return {f"{stem}.py": head + _template("grid_stride.py")}, Emitted(knobs=cfg)
 
 
 def _note_files(f: Finding, stem: str) -> Made:
@@ -277,6 +346,10 @@ def _configs_of(f: Finding, rank: int, gpus: dict[int, GpuSpec]) -> Made:
         return {}, Emitted(missing="GPU facts (SMs, shared memory) for the device: pass --gpu NAME")
     if kind == "launch":
         return _launch_files(f, stem)
+    if kind == "grid_stride" and gpu is not None:
+        return _grid_stride_files(f, gpu, stem)
+    if kind == "grid_stride":
+        return {}, Emitted(missing="GPU facts (SMs, CTAs per SM) for the device: pass --gpu NAME")
     if kind in ("overlap", "advice"):
         return _note_files(f, stem)
     return {}, Emitted()

@@ -48,7 +48,7 @@ LOCATION = {
 
 class EmitSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["gemm", "launch", "overlap", "advice"]
+    kind: Literal["gemm", "launch", "grid_stride", "overlap", "advice"]
     params: dict = Field(default_factory=dict)
 
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_sample_findings_get_configs(sample_emit):
     assert warm.config == () and "--shape" in warm.missing
     assert finding_dict(warm)["config"] is None  # the JSON document says null
     # launch and sync findings get their own files
-    assert by[("persistent", "tiny_kernels_eager")].config[0].endswith(".py")
+    assert by[("cuda_graph", "tiny_kernels_eager")].config[0].endswith(".py")
     assert by[("remove_sync", "sync_in_loop")].config[0].endswith(".md")
     assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
 
@@ -263,3 +264,104 @@ def test_unwritable_emit_dir_leaves_nothing(tmp_path):
     with pytest.raises(AdvisorInputError, match="cannot write the emit folder"):
         emit([synthetic("split_k")], {0: H200}, blocker / "sub")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def _grid_stride_emit(tmp_path):
+    # wave-tail-kernel: 160 CTAs of 256 threads over 132 slots (1.21 waves)
+    f = replace(
+        synthetic("persistent"),
+        rule="wave-tail-kernel",
+        emit=EmitRequest(
+            "grid_stride",
+            row={
+                "grid_blocks": 160,
+                "slots": 132,
+                "block_threads": 256,
+                "median_ns": 50000.0,
+                "waves": 1.2121,
+            },
+        ),  # fmt: skip
+    )
+    (done,) = emit([f], {0: H200}, tmp_path)
+    return Path(done.config[0]), done.knobs
+
+
+def test_grid_stride_knobs_from_the_traced_launch(tmp_path):
+    # the traced grid and slots; 256 threads -> 8 warps, blocks of 4 elements per thread
+    _, knobs = _grid_stride_emit(tmp_path)
+    assert (knobs["TRACE_GRID"], knobs["SLOTS"], knobs["NUM_PROGS"]) == (160, 132, 132)
+    assert (knobs["num_warps"], knobs["BLOCK"], knobs["PER_CTA"]) == (8, 1024, 16384)
+
+
+@needs_kernels
+def test_grid_stride_script_is_correct_under_the_interpreter(tmp_path):
+    # both versions against float64 torch at odd sizes: 7 pieces of 160 elements over
+    # n = 1000, blocks of 64, 3 programs; a loop that skips blocks fails the check
+    script, _ = _grid_stride_emit(tmp_path)
+    args = ["--check", "--n", "1000", "--set", "PER_CTA=160", "--set", "BLOCK=64",
+            "--set", "NUM_PROGS=3", "--set", "WORK=3"]  # fmt: skip
+    proc = run_script(script, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = [line for line in proc.stdout.splitlines() if line.startswith("check")]
+    assert len(checks) == 4 and all(line.endswith(" ok") for line in checks), proc.stdout
+    broken = tmp_path / "broken.py"
+    loop = "range(tl.program_id(0), blocks, NUM_PROGS)"
+    broken.write_text(script.read_text().replace(loop, loop.replace("PROGS)", "PROGS + 1)")))
+    assert run_script(broken, *args).returncode == 1
+
+
+ODD_SIZES = [("7", "5", "3"), ("33", "257", "1000")]
+
+
+@needs_kernels
+@pytest.mark.parametrize("strategy", ["split_k", "stream_k", "persistent", "warp_specialization"])
+@pytest.mark.parametrize("size", ODD_SIZES, ids=lambda s: "x".join(s))
+def test_scripts_replan_at_odd_sizes_under_the_interpreter(synthetic_emit, strategy, size):
+    # no --set: the script re-plans its knobs for the size with advisor's planner and
+    # stays right where M, N and K are not multiples of its tiles
+    m, n, k = size
+    proc = run_script(synthetic_emit[strategy], "--check", "--m", m, "--n", n, "--k", k)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"re-planned for M={m} N={n} K={k}" in proc.stdout
+    checks = [line for line in proc.stdout.splitlines() if line.startswith("check")]
+    assert len(checks) == 2 and all(line.endswith(" ok") for line in checks), proc.stdout
+
+
+def _script_module(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_kernels
+def test_script_planner_is_advisors(synthetic_emit, monkeypatch):
+    # the script's re-plan gives the knobs advisor's own planner chooses, at other sizes
+    from advisor.configs import knobs
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for strategy in ("split_k", "stream_k"):
+        script = _script_module(synthetic_emit[strategy])
+        for m, n, k in [(256, 256, 262144), (896, 4864, 8192), (1000, 600, 50000)]:
+            want = knobs.CHOOSERS[strategy](knobs.Problem(m, n, k, H200))
+            got = script.replan(m, n, k)
+            assert got and all(got[key] == want[key] for key in got), (strategy, got, want)
+
+
+@needs_kernels
+def test_tune_candidates_fit_and_start_with_the_chosen(synthetic_emit, monkeypatch):
+    # Stream-K waits on its CTAs: every candidate's NUM_PROGS must be resident at once
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for strategy in ("split_k", "stream_k"):
+        script = _script_module(synthetic_emit[strategy])
+        cands = script.tune_candidates(script.CONFIG)
+        assert cands[0] == script.CONFIG and len(cands) > 10
+        for c in cands:
+            resident = script._resident(c)
+            assert resident > 0
+            if "NUM_PROGS" in c:
+                assert c["NUM_PROGS"] <= resident
+        if strategy == "split_k":  # SPLITS halved and doubled are tried
+            assert {c["SPLITS"] for c in cands} >= {script.CONFIG["SPLITS"] * 2}

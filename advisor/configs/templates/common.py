@@ -16,24 +16,30 @@ def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 def _mac(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
          it_lo, it_hi, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
          EVEN_K: tl.constexpr):
-    """fp32 accumulator of tile (pid_m, pid_n) over K-iterations [it_lo, it_hi)."""
+    """fp32 accumulator of tile (pid_m, pid_n) over K-iterations [it_lo, it_hi). Rows and
+    columns past M/N are wrapped once per tile (the store masks them); K is masked only in
+    the last iteration when BK does not divide it."""
     rm = (pid_m * BM + tl.arange(0, BM)) % M  # wrap rows/cols: loads stay in bounds,
     rn = (pid_n * BN + tl.arange(0, BN)) % N  # the store masks them out
     rm = tl.max_contiguous(tl.multiple_of(rm, BM), BM)
     rn = tl.max_contiguous(tl.multiple_of(rn, BN), BN)
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for it in range(it_lo, it_hi):
+    # whole K-iterations load unmasked; only the last, partial one (K % BK != 0) is masked
+    full_hi = it_hi if EVEN_K else tl.minimum(it_hi, K // BK)
+    for it in range(it_lo, full_hi):
         kk = it * BK + rk
-        a_ptrs = a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak
-        b_ptrs = b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
+        a = tl.load(a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak)
+        b = tl.load(b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn)
+        acc = tl.dot(a, b, acc)
+    if not EVEN_K:
+        for it in range(tl.maximum(it_lo, full_hi), it_hi):
+            kk = it * BK + rk
+            a_ptrs = a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak
+            b_ptrs = b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn
             a = tl.load(a_ptrs, mask=kk[None, :] < K, other=0.0)
             b = tl.load(b_ptrs, mask=kk[:, None] < K, other=0.0)
-        acc = tl.dot(a, b, acc)
+            acc = tl.dot(a, b, acc)
     return acc
 
 
