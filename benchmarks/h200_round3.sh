@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Issue 15 measurements on an H200 (run by the device tool from the repository root).
+#
+#   bash benchmarks/h200_round3.sh tail|tune|table OUT
+#
+# tail:  capture sample_traces/workloads/wave_tail.py (torch.profiler), analyse it, emit,
+#        run the grid-stride script (--check --bench)
+# tune:  emit the GEMM scripts of sample_traces/h200_scheduling.sqlite and run --tune and
+#        --bench on the split-K and Stream-K ones
+# table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS)
+set -euo pipefail
+what=${1:?tail|tune|table}
+out=${2:?OUT}
+mkdir -p "$out"
+deps=/tmp/deps
+[ -d $deps ] || pip install -q --no-index --find-links .gpu-wheels --target $deps \
+  msgspec orjson adbc-driver-sqlite sqlite-utils pydantic > /dev/null 2>&1
+export PYTHONPATH=$deps:$PWD PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/$what.gpu.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
+  | tee -a "$out/$what.gpu.txt"
+emit_gemms() {
+  rm -rf /tmp/emit_s
+  python3 -m advisor analyze sample_traces/h200_scheduling.sqlite \
+    --shape tail_gemm=896x4864x8192 --shape underfilled=256x256x65536 --emit /tmp/emit_s \
+    --format json > /tmp/emit_s.json
+}
+case $what in
+tail)
+  python3 sample_traces/workloads/wave_tail.py "$out/h200_wave_tail.facts.json" /tmp/wt.json
+  gzip -9 -c /tmp/wt.json > "$out/h200_wave_tail.pt.trace.json.gz"
+  rm -rf /tmp/emit_wt
+  python3 -m advisor analyze "$out/h200_wave_tail.pt.trace.json.gz" --emit /tmp/emit_wt \
+    --format json > "$out/h200_wave_tail.analysis.json"
+  COLUMNS=120 python3 -m advisor analyze "$out/h200_wave_tail.pt.trace.json.gz" \
+    > "$out/h200_wave_tail.terminal.txt"
+  ls /tmp/emit_wt
+  for s in /tmp/emit_wt/*_persistent_*.py; do
+    echo "== $s"; python3 "$s" --check --bench 2>&1 | tee -a "$out/tail_bench.txt"
+    cp "$s" "$out/"
+  done
+  ;;
+tune)
+  emit_gemms
+  for s in /tmp/emit_s/*_stream_k_*.py /tmp/emit_s/*_split_k_*.py; do
+    echo "== $s" | tee -a "$out/tune.txt"
+    timeout 280 python3 "$s" --tune 2>&1 | tee -a "$out/tune.txt" || echo "tune rc $?" | tee -a "$out/tune.txt"
+  done
+  ;;
+table)
+  emit_gemms
+  python3 benchmarks/replan_table.py /tmp/emit_s --out "$out/replan_rows.json" | tee "$out/replan_table.md"
+  ;;
+esac

@@ -1,0 +1,105 @@
+"""Single-GPU workload: a non-GEMM Triton kernel whose grid ends in a partial wave
+(held-out capture for issue 15's persistent grid-stride advice), profiled with
+torch.profiler (Kineto JSON).
+
+    python3 wave_tail.py FACTS.json TRACE_OUT.json
+
+``rowwise_poly_norm`` normalizes rows of a (ROWS x 4096) fp32 tensor after a polynomial
+(a stand-in for a fused activation + norm): one CTA per block of ROWS_PER_CTA rows, each
+row read once, 96 multiply-adds per element (compute-bound). The grid is sized from the
+compiled kernel's occupancy (advisor's own CTAs/SM formula on its registers and warps) to
+1.25 waves, so 3/8 of the second wave's slots idle. 40 launches inside ``tail_step``
+ranges (record_function), after a warm-up outside the profiler.
+
+FACTS.json: the grid, CTAs/SM, waves, registers and the median kernel time (CUDA events).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+COLS = 4096
+ROWS_PER_CTA = 8
+WAVES = 1.25
+LAUNCHES = 40
+
+
+@triton.jit
+def rowwise_poly_norm(x_ptr, y_ptr, rows, COLS: tl.constexpr, ROWS_PER_CTA: tl.constexpr):
+    cols = tl.arange(0, COLS)
+    for r in range(ROWS_PER_CTA):
+        row = tl.program_id(0) * ROWS_PER_CTA + r
+        if row < rows:
+            x = tl.load(x_ptr + row * COLS + cols)
+            y = x
+            for _ in range(96):
+                y = y * 0.999 + x * 0.001
+            inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
+            tl.store(y_ptr + row * COLS + cols, y * inv)
+
+
+def main() -> None:
+    facts_path, trace_path = sys.argv[1], sys.argv[2]
+    sys.path.insert(0, ".")  # (run from the repository root: advisor's occupancy formula)
+    from advisor.metrics.occupancy import ctas_per_sm
+    from advisor.trace.gpus import match_gpu
+
+    props = torch.cuda.get_device_properties(0)
+    probe_x = torch.randn(ROWS_PER_CTA, COLS, device="cuda")
+    kernel = rowwise_poly_norm[(1,)](probe_x, torch.empty_like(probe_x), ROWS_PER_CTA,
+                                     COLS=COLS, ROWS_PER_CTA=ROWS_PER_CTA, num_warps=8)  # fmt: skip
+    regs, smem = kernel.n_regs, kernel.metadata.shared
+    spec = match_gpu(props.name) or match_gpu("H200")
+    ctas, limiter = ctas_per_sm(
+        256, regs, smem, spec.shared_mem_per_sm, warp_size=32,
+        max_warps_per_sm=spec.max_warps_per_sm, max_blocks_per_sm=spec.max_blocks_per_sm,
+        registers_per_sm=spec.registers_per_sm,
+        reserved_smem_per_block=spec.reserved_shared_mem_per_block,
+    )  # fmt: skip
+    slots = int(ctas) * props.multi_processor_count
+    grid = int(WAVES * slots)
+    rows = grid * ROWS_PER_CTA
+    x = torch.randn(rows, COLS, device="cuda")
+    y = torch.empty_like(x)
+
+    def launch() -> None:
+        rowwise_poly_norm[(grid,)](x, y, rows, COLS=COLS, ROWS_PER_CTA=ROWS_PER_CTA,
+                                   num_warps=8)  # fmt: skip
+
+    for _ in range(5):
+        launch()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e6)
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(LAUNCHES // 4):
+            with record_function("tail_step"):
+                for _ in range(4):
+                    launch()
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(trace_path)
+    times.sort()
+    facts = {"gpu": props.name, "sms": props.multi_processor_count, "registers": regs,
+             "shared_mem": smem, "ctas_per_sm": int(ctas), "limiter": str(limiter),
+             "slots": slots, "grid": grid, "waves": grid / slots, "rows": rows,
+             "median_kernel_ns": times[len(times) // 2]}  # fmt: skip
+    with open(facts_path, "w") as fh:
+        json.dump(facts, fh, indent=2)
+    print(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main()
