@@ -44,7 +44,7 @@ tune)
   emit_gemms
   for s in /tmp/emit_s/*_stream_k_*.py /tmp/emit_s/*_split_k_*.py; do
     echo "== $s" | tee -a "$out/tune.txt"
-    timeout 280 python3 "$s" --tune 2>&1 | tee -a "$out/tune.txt" || echo "tune rc $?" | tee -a "$out/tune.txt"
+    timeout 240 python3 "$s" --tune 2>&1 | tee -a "$out/tune.txt" || echo "tune rc $?" | tee -a "$out/tune.txt"
   done
   ;;
 table)

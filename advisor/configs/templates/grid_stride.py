@@ -6,10 +6,13 @@
 # elements with a stride of NUM_PROGS: the work is cut finer than the grid, so the GPU
 # finishes within one block's time of perfect balance.
 #
-# This script runs both on a stand-in workload of the traced shape: TRACE_GRID pieces of
-# PER_CTA float32 elements, each element put through WORK multiply-adds (`_body`). To apply
-# it, move your kernel's per-element (or per-row) work into `_body` and its indexing into
-# the loop of `grid_stride`; keep the loop covering every block exactly once.
+# This script runs both on a stand-in workload of the traced shape: pieces of PER_CTA
+# float32 elements, each element put through WORK multiply-adds (`_body`). The stand-in
+# compiles to its own register count, so on the GPU --bench sizes it by its own occupancy:
+# as many pieces as keep the traced number of waves (TRACE_GRID / SLOTS), and NUM_PROGS =
+# SMs x its resident CTAs. To apply it, move your kernel's per-element (or per-row) work
+# into `_body` and its indexing into the loop of `grid_stride`; keep the loop covering
+# every block exactly once.
 import argparse  # noqa: E402
 import sys  # noqa: E402
 
@@ -96,34 +99,61 @@ def _check(n: int, device: str) -> bool:
     return ok
 
 
-def _bench(n: int, rounds: int = 3) -> None:
+def resident_slots(kernel, cfg: dict) -> int:
+    """SMs x resident CTAs of a compiled kernel: the CUDA occupancy limits of warps,
+    registers (allocated per warp in units of 256) and blocks (GPU facts in CONFIG)."""
+    warps = cfg["num_warps"]
+    per_warp = -(-max(kernel.n_regs, 1) * 32 // 256) * 256
+    by_regs = (cfg["REGISTERS_PER_SM"] // per_warp) // warps
+    resident = min(cfg["MAX_WARPS_PER_SM"] // warps, by_regs, cfg["MAX_BLOCKS_PER_SM"])
+    return max(resident, 1) * cfg["SMS"]
+
+
+def _stand_in_sizes(cfg: dict) -> tuple[int, int]:
+    """(elements, programs) of the stand-in on this GPU: pieces that keep the traced waves
+    over its own slots, and its own slots for the persistent loop."""
+    x = torch.zeros(cfg["BLOCK"], device="cuda")
+    traced = one_cta_per_piece[(1,)](x, x, x.numel(), PER_CTA=cfg["BLOCK"], BLOCK=cfg["BLOCK"],
+                                     WORK=cfg["WORK"], num_warps=cfg["num_warps"])  # fmt: skip
+    persistent = grid_stride[(1,)](x, x, x.numel(), BLOCK=cfg["BLOCK"], WORK=cfg["WORK"],
+                                   NUM_PROGS=1, num_warps=cfg["num_warps"])  # fmt: skip
+    waves = cfg["TRACE_GRID"] / cfg["SLOTS"]
+    pieces = max(1, round(waves * resident_slots(traced, cfg)))
+    return pieces * cfg["PER_CTA"], resident_slots(persistent, cfg)
+
+
+def _bench(n: int | None, rounds: int = 3) -> None:
     import statistics
 
     import triton.testing
 
+    sized, progs = _stand_in_sizes(CONFIG)
+    n = n or sized
+    cfg = {**CONFIG, "NUM_PROGS": progs}
     x = torch.randn(n, device="cuda")
     runs = {"traced": [], "persistent": []}
     for _ in range(rounds):
         runs["traced"].append(triton.testing.do_bench(
-            lambda: run_traced(x, CONFIG), warmup=50, rep=300, return_mode="median"))
+            lambda: run_traced(x, cfg), warmup=50, rep=300, return_mode="median"))
         runs["persistent"].append(triton.testing.do_bench(
-            lambda: run_persistent(x, CONFIG), warmup=50, rep=300, return_mode="median"))
+            lambda: run_persistent(x, cfg), warmup=50, rep=300, return_mode="median"))
     traced, persistent = (statistics.median(runs[k]) for k in ("traced", "persistent"))
-    pieces = triton.cdiv(n, CONFIG["PER_CTA"])
-    waves = pieces / CONFIG["SLOTS"]
-    print(f"bench n={n} WORK={CONFIG['WORK']} (median of {rounds} do_bench medians, ms):")
-    print(f"  one CTA per piece  {traced:8.4f} ms  ({pieces} CTAs = {waves:.3f} waves of "
-          f"{CONFIG['SLOTS']} slots)")
-    print(f"  grid-stride        {persistent:8.4f} ms  ({min(CONFIG['NUM_PROGS'], pieces)} "
-          f"programs, blocks of {CONFIG['BLOCK']})  -> speed-up {traced / persistent:.2f}x")
+    pieces = triton.cdiv(n, cfg["PER_CTA"])
+    print(f"bench n={n} WORK={cfg['WORK']} (median of {rounds} do_bench medians, ms); the "
+          f"traced kernel: {cfg['TRACE_GRID']} CTAs over {cfg['SLOTS']} slots = "
+          f"{cfg['TRACE_GRID'] / cfg['SLOTS']:.3f} waves")
+    print(f"  one CTA per piece  {traced:8.4f} ms  ({pieces} CTAs of the stand-in)")
+    print(f"  grid-stride        {persistent:8.4f} ms  ({min(progs, pieces)} programs = its "
+          f"resident CTAs, blocks of {cfg['BLOCK']})  -> speed-up {traced / persistent:.2f}x")
     spread = {k: max(v) - min(v) for k, v in runs.items()}
     print(f"  spread: {spread['traced']:.4f} / {spread['persistent']:.4f} ms")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description="grid-stride (persistent) kernel emitted by advisor")
-    p.add_argument("--n", type=int, default=CONFIG["TRACE_GRID"] * CONFIG["PER_CTA"],
-                   help="elements (default: the traced grid x PER_CTA)")  # fmt: skip
+    p.add_argument("--n", type=int, default=None,
+                   help="elements (default: --check the traced grid x PER_CTA; --bench as "
+                   "many pieces as keep the traced waves on the stand-in's occupancy)")
     p.add_argument("--check", action="store_true", help="compare both with float64 torch")
     p.add_argument("--bench", action="store_true", help="time both with do_bench")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=INT",
@@ -137,7 +167,7 @@ def main() -> None:
     device = _device()
     if not (args.check or args.bench):
         args.check = True
-    if args.check and not _check(args.n, device):
+    if args.check and not _check(args.n or CONFIG["TRACE_GRID"] * CONFIG["PER_CTA"], device):
         sys.exit(1)
     if args.bench:
         if device != "cuda":
