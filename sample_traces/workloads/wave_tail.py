@@ -11,7 +11,8 @@ compiled kernel's occupancy (advisor's own CTAs/SM formula on its registers and 
 1.25 waves, so 3/8 of the second wave's slots idle. 40 launches inside ``tail_step``
 ranges (record_function), after a warm-up outside the profiler.
 
-FACTS.json: the grid, CTAs/SM, waves, registers and the median kernel time (CUDA events).
+FACTS.json: the grid, CTAs/SM, waves, registers and the median kernel time (CUDA events);
+``study``: the kernel at 1, 1.25 and 2 waves and as a persistent row loop (do_bench, ms).
 """
 
 from __future__ import annotations
@@ -41,6 +42,46 @@ def rowwise_poly_norm(x_ptr, y_ptr, rows, COLS: tl.constexpr, ROWS_PER_CTA: tl.c
                 y = y * 0.999 + x * 0.001
             inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
             tl.store(y_ptr + row * COLS + cols, y * inv)
+
+
+@triton.jit
+def rowwise_poly_norm_persistent(x_ptr, y_ptr, rows, COLS: tl.constexpr,
+                                 NUM_PROGS: tl.constexpr):  # fmt: skip
+    """The same rows, as the advice has it: NUM_PROGS programs walk the rows by a stride."""
+    cols = tl.arange(0, COLS)
+    for row in range(tl.program_id(0), rows, NUM_PROGS):
+        x = tl.load(x_ptr + row * COLS + cols)
+        y = x
+        for _ in range(96):
+            y = y * 0.999 + x * 0.001
+        inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
+        tl.store(y_ptr + row * COLS + cols, y * inv)
+
+
+def study(x, grid: int, slots: int) -> dict:
+    """The traced kernel at 1, 1.25 and 2 waves and as a persistent row loop over the same
+    rows (do_bench medians, ms): what the tail really costs this kernel."""
+    import triton.testing
+
+    def traced(g: int):
+        rows = g * ROWS_PER_CTA
+        y = torch.empty_like(x[:rows])
+        return lambda: rowwise_poly_norm[(g,)](x[:rows], y, rows, COLS=COLS,
+                                               ROWS_PER_CTA=ROWS_PER_CTA, num_warps=8)  # fmt: skip
+
+    def persistent(progs: int):
+        rows = grid * ROWS_PER_CTA
+        y = torch.empty_like(x[:rows])
+        kernel = rowwise_poly_norm_persistent[(progs,)]
+        return lambda: kernel(x[:rows], y, rows, COLS=COLS, NUM_PROGS=progs, num_warps=8)
+
+    def ms(fn) -> float:
+        return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+    out = {f"traced_{g}_ctas_ms": ms(traced(g)) for g in (slots, grid, 2 * slots)}
+    for progs in (slots, 2 * slots, grid * ROWS_PER_CTA // 4):
+        out[f"persistent_{progs}_programs_ms"] = ms(persistent(progs))
+    return out
 
 
 def main() -> None:
@@ -92,10 +133,12 @@ def main() -> None:
             torch.cuda.synchronize()
     prof.export_chrome_trace(trace_path)
     times.sort()
+    big = torch.randn(2 * slots * ROWS_PER_CTA, COLS, device="cuda")
     facts = {"gpu": props.name, "sms": props.multi_processor_count, "registers": regs,
              "shared_mem": smem, "ctas_per_sm": int(ctas), "limiter": str(limiter),
              "slots": slots, "grid": grid, "waves": grid / slots, "rows": rows,
-             "median_kernel_ns": times[len(times) // 2]}  # fmt: skip
+             "median_kernel_ns": times[len(times) // 2],
+             "study": study(big, grid, slots)}  # fmt: skip
     with open(facts_path, "w") as fh:
         json.dump(facts, fh, indent=2)
     print(json.dumps(facts))
