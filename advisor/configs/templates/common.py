@@ -57,16 +57,5 @@ def _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM: tl.con
         tl.store(ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-def _align(*strides: int) -> int:
-    """The largest of 16, 8, 4, 2 elements that divides every row stride (1: none). Triton
-    only knows an integer argument's divisibility by 16; a row stride of, say, 9000
-    bf16 elements (16-byte rows) is declared with tl.multiple_of(stride, 8), else its loads
-    are not vectorized (measured on an H200: 0.28x cuBLAS at K = 9000, 0.94x at 9024)."""
-    for align in (16, 8, 4, 2):
-        if all(s % align == 0 for s in strides):
-            return align
-    return 1
-
-
 def _tiles(m: int, n: int, cfg: dict) -> tuple[int, int]:
     return triton.cdiv(m, cfg["BLOCK_M"]), triton.cdiv(n, cfg["BLOCK_N"])

@@ -6,11 +6,7 @@
 def persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
                       stride_bn, stride_cm, stride_cn, tiles_m, tiles_n, NUM_PROGS,
                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                      GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, ALIGN: tl.constexpr):
-    if ALIGN > 1:  # row strides in multiples of ALIGN elements (_align): vector loads
-        stride_am = tl.multiple_of(stride_am, ALIGN)
-        stride_bk = tl.multiple_of(stride_bk, ALIGN)
-        stride_cm = tl.multiple_of(stride_cm, ALIGN)
+                      GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
     k_iters = tl.cdiv(K, BK)
     for tile in range(tl.program_id(0), tiles_m * tiles_n, NUM_PROGS):
         pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
@@ -29,6 +25,5 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
         c.stride(1), tiles_m, tiles_n, progs, BM=cfg["BLOCK_M"], BN=cfg["BLOCK_N"],
         BK=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"], EVEN_K=k % cfg["BLOCK_K"] == 0,
-        ALIGN=_align(a.stride(0), b.stride(0), c.stride(0)),
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return c

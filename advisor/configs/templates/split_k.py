@@ -8,11 +8,7 @@
 def split_k_kernel(a_ptr, b_ptr, p_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                    stride_ps, stride_pm, stride_pn, tiles_m, tiles_n, iters_per_split,
                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                   EVEN_K: tl.constexpr, ATOMIC: tl.constexpr, ALIGN: tl.constexpr):
-    if ALIGN > 1:  # row strides in multiples of ALIGN elements (_align): vector loads
-        stride_am = tl.multiple_of(stride_am, ALIGN)
-        stride_bk = tl.multiple_of(stride_bk, ALIGN)
-        stride_pm = tl.multiple_of(stride_pm, ALIGN)
+                   EVEN_K: tl.constexpr, ATOMIC: tl.constexpr):
     pid_m, pid_n = _tile_coords(tl.program_id(0), tiles_m, tiles_n, GROUP_M)
     split = tl.program_id(1)
     lo = split * iters_per_split
@@ -56,7 +52,6 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         a, b, part, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
         part.stride(0), part.stride(1), part.stride(2), tiles_m, tiles_n, per_split,
         BM=bm, BN=bn, BK=bk, GROUP_M=cfg["GROUP_M"], EVEN_K=k % bk == 0, ATOMIC=atomic,
-        ALIGN=_align(a.stride(0), b.stride(0), part.stride(1)),
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
     block = 1024

@@ -20,11 +20,7 @@ def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, flag_ptr, M, N, K, stride_am, s
                     stride_bk, stride_bn, stride_cm, stride_cn, tiles_m, tiles_n, dp_tiles,
                     iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                    GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, ALIGN: tl.constexpr):
-    if ALIGN > 1:  # row strides in multiples of ALIGN elements (_align): vector loads
-        stride_am = tl.multiple_of(stride_am, ALIGN)
-        stride_bk = tl.multiple_of(stride_bk, ALIGN)
-        stride_cm = tl.multiple_of(stride_cm, ALIGN)
+                    GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
     pid = tl.program_id(0)
     for tile in range(pid, dp_tiles, NUM_PROGS):  # data-parallel full waves
         pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
@@ -89,7 +85,6 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         c.stride(0), c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"],
         p["iters_per_tile"], p["iters_per_prog"], p["extra_iters"], p["progs"],
         BM=bm, BN=bn, BK=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],
-        EVEN_K=k % cfg["BLOCK_K"] == 0, ALIGN=_align(a.stride(0), b.stride(0), c.stride(0)),
-        num_warps=cfg["num_warps"],
+        EVEN_K=k % cfg["BLOCK_K"] == 0, num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"])
     return c
