@@ -72,6 +72,8 @@ def rows_for(script: Path, family: str) -> list[dict]:
 
     mod = _module(script)
     out = []
+    warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    _median_ms(lambda: warm @ warm)  # a warm GPU first: cold clocks slow the first rows
     for m, n, k, dt in SHAPES[family]:
         dtype, tol = getattr(torch, DTYPES[dt][0]), DTYPES[dt][1]
         cfg = {**mod.CONFIG, **mod.replan(m, n, k)}

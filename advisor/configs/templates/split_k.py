@@ -34,6 +34,7 @@ def split_k_reduce(p_ptr, c_ptr, numel, splits, stride_ps, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, total.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@padded
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]

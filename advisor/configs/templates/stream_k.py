@@ -71,6 +71,7 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
                 iters_per_prog=sk_iters // progs, extra_iters=sk_iters % progs)
 
 
+@padded
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
