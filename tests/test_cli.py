@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, ROOT
@@ -56,15 +57,20 @@ REQUIRED = {
         "evidence",
     },
 }
+# the strategies docs/json.md lists (test_every_rule_strategy_is_documented keeps them true)
 STRATEGIES = {
-    "split_k",
-    "stream_k",
-    "persistent",
-    "warp_specialization",
-    "comm_overlap",
-    "remove_sync",
-    "load_balance",
-}
+    "split_k", "stream_k", "tile_reshape", "persistent", "warp_specialization", "cuda_graph",
+    "comm_overlap", "remove_sync", "async_copy", "load_balance", "tp_overlap",
+    "pipeline_schedule", "input_pipeline",
+}  # fmt: skip
+
+
+def test_every_rule_strategy_is_documented():
+    from advisor.rules.engine import load_rules
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "json.md").read_text()
+    used = {r.spec.strategy for r in load_rules()}
+    assert used <= STRATEGIES and all(f"`{s}`" in doc for s in STRATEGIES), used - STRATEGIES
 
 
 def cli(*args):
