@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
 from advisor.rules.finding import Finding
@@ -151,7 +152,7 @@ class RanksResult:
     ``rank`` of its device), one row per trace (rank_rows) and the unreadable traces'
     one-line errors."""
 
-    analysis: object  # advisor.analysis.Analysis
+    analysis: Analysis
     findings: list[Finding]
     ranks: list[dict]
     errors: list[str]

@@ -21,7 +21,7 @@ ALLOWED = {
     "findings": {"analysis", "rules"},
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "options", "rules", "trace"},
-    "multi": {"options", "pipeline", "rules", "trace"},
+    "multi": {"analysis", "options", "pipeline", "rules", "trace"},
     "configs": {"rules", "trace"},
     "baselines": set(),
     "gate": {"analysis", "baselines", "instances", "metrics", "options", "pipeline", "rules"},
