@@ -265,7 +265,7 @@ def _grid_stride_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
             "Run (numerics of both versions vs float64; times both):",
             f"    python {stem}.py --check --bench",
             "On the CPU (Triton's interpreter, numerics only):",
-            f"    TRITON_INTERPRET=1 python {stem}.py --check --n 1000 --set TRACE_GRID=7",
+            f"    TRITON_INTERPRET=1 python {stem}.py --check --n 1000 --set BLOCK=64",
         ],
     )
     head += (

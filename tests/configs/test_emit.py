@@ -77,9 +77,8 @@ def test_sample_findings_get_configs(sample_emit):
     assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
 
 
-def test_emitted_scripts_are_lint_clean(sample_emit):
-    out, _ = sample_emit
-    proc = subprocess.run(
+def _lint(folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -89,11 +88,16 @@ def test_emitted_scripts_are_lint_clean(sample_emit):
             "E,F,W",
             "--line-length",
             "100",
-            str(out),
+            str(folder),
         ],
         capture_output=True,
         text=True,
     )
+
+
+def test_emitted_scripts_are_lint_clean(sample_emit):
+    out, _ = sample_emit
+    proc = _lint(out)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -290,6 +294,8 @@ def test_grid_stride_knobs_from_the_traced_launch(tmp_path):
     # the traced grid and slots; 256 threads -> 8 warps, blocks of 4 elements per thread
     _, knobs = _grid_stride_emit(tmp_path)
     assert (knobs["TRACE_GRID"], knobs["SLOTS"], knobs["NUM_PROGS"]) == (160, 132, 132)
+    proc = _lint(tmp_path)
+    assert proc.returncode == 0, proc.stdout
     assert (knobs["num_warps"], knobs["BLOCK"], knobs["PER_CTA"]) == (8, 1024, 16384)
 
 
