@@ -8,8 +8,9 @@
 # tune:  emit the GEMM scripts of sample_traces/h200_scheduling.sqlite and run --tune and
 #        --bench on the split-K and Stream-K ones
 # table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS)
+# misses: --tune at the 4 shapes below 0.7x cuBLAS
 set -euo pipefail
-what=${1:?tail|tune|table}
+what=${1:?tail|tune|table|misses}
 out=${2:?OUT}
 mkdir -p "$out"
 deps=/tmp/deps
@@ -52,3 +53,14 @@ table)
   python3 benchmarks/replan_table.py /tmp/emit_s --out "$out/replan_rows.json" | tee "$out/replan_table.md"
   ;;
 esac
+# misses: --tune at the shapes where the re-planned knobs ran below 0.7x cuBLAS
+if [ "$what" = misses ]; then
+  emit_gemms
+  s=$(ls /tmp/emit_s/*_split_k_*.py); t=$(ls /tmp/emit_s/*_stream_k_*.py)
+  for args in "$s 1000 600 50000" "$s 128 128 131072" "$t 1000 3000 5000" "$t 2304 2304 9000"; do
+    set -- $args
+    echo "== $1 --m $2 --n $3 --k $4" | tee -a "$out/misses.txt"
+    timeout 130 python3 "$1" --m "$2" --n "$3" --k "$4" --tune 2>&1 \
+      | grep -E "re-planned|\(chosen\)|re-timed|winner|^\{" | tee -a "$out/misses.txt" || true
+  done
+fi
