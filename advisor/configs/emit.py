@@ -198,7 +198,8 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
     script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f.strategy])
-    script += "\n\n" + planner_section(gpu) + "\n\n" + _template("harness.py")
+    script += "\n\n" + planner_section(gpu) + "\n\n" + _template("script_cli.py")
+    script += "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
     record = {
         "finding": {k: getattr(f, k) for k in ("rule", "strategy", "kernel", "region", "device")},
@@ -272,7 +273,8 @@ def _grid_stride_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
-    return {f"{stem}.py": head + _template("grid_stride.py")}, Emitted(knobs=cfg)
+    script = head + _template("script_cli.py") + "\n\n" + _template("grid_stride.py")
+    return {f"{stem}.py": script}, Emitted(knobs=cfg)
 
 
 def _note_files(f: Finding, stem: str) -> Made:

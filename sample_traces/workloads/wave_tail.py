@@ -31,31 +31,31 @@ LAUNCHES = 40
 
 
 @triton.jit
-def rowwise_poly_norm(x_ptr, y_ptr, rows, COLS: tl.constexpr, ROWS_PER_CTA: tl.constexpr):
+def _poly_norm_row(x_ptr, y_ptr, row, COLS: tl.constexpr):
+    """One row: 96 multiply-adds per element, then scaled to unit RMS."""
     cols = tl.arange(0, COLS)
+    x = tl.load(x_ptr + row * COLS + cols)
+    y = x
+    for _ in range(96):
+        y = y * 0.999 + x * 0.001
+    inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
+    tl.store(y_ptr + row * COLS + cols, y * inv)
+
+
+@triton.jit
+def rowwise_poly_norm(x_ptr, y_ptr, rows, COLS: tl.constexpr, ROWS_PER_CTA: tl.constexpr):
     for r in range(ROWS_PER_CTA):
         row = tl.program_id(0) * ROWS_PER_CTA + r
         if row < rows:
-            x = tl.load(x_ptr + row * COLS + cols)
-            y = x
-            for _ in range(96):
-                y = y * 0.999 + x * 0.001
-            inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
-            tl.store(y_ptr + row * COLS + cols, y * inv)
+            _poly_norm_row(x_ptr, y_ptr, row, COLS)
 
 
 @triton.jit
 def rowwise_poly_norm_persistent(x_ptr, y_ptr, rows, COLS: tl.constexpr,
                                  NUM_PROGS: tl.constexpr):  # fmt: skip
     """The same rows, as the advice has it: NUM_PROGS programs walk the rows by a stride."""
-    cols = tl.arange(0, COLS)
     for row in range(tl.program_id(0), rows, NUM_PROGS):
-        x = tl.load(x_ptr + row * COLS + cols)
-        y = x
-        for _ in range(96):
-            y = y * 0.999 + x * 0.001
-        inv = 1.0 / tl.sqrt(tl.sum(y * y, axis=0) / COLS + 1e-6)
-        tl.store(y_ptr + row * COLS + cols, y * inv)
+        _poly_norm_row(x_ptr, y_ptr, row, COLS)
 
 
 def study(x, grid: int, slots: int) -> dict:

@@ -13,10 +13,6 @@
 # SMs x its resident CTAs. To apply it, move your kernel's per-element (or per-row) work
 # into `_body` and its indexing into the loop of `grid_stride`; keep the loop covering
 # every block exactly once.
-import argparse  # noqa: E402
-import sys  # noqa: E402
-
-
 @triton.jit
 def _body(x, WORK: tl.constexpr):
     y = x
@@ -73,14 +69,6 @@ def reference(x: torch.Tensor, work: int) -> torch.Tensor:
     for _ in range(work):
         y = y * 0.999 + 0.001
     return y
-
-
-def _device() -> str:
-    if torch.cuda.is_available():
-        return "cuda"
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return "cpu"  # Triton's interpreter: numerics only, no timing
-    sys.exit("needs a CUDA GPU (or TRITON_INTERPRET=1 to check numerics on the CPU)")
 
 
 def _check(n: int, device: str) -> bool:
@@ -159,11 +147,7 @@ def main() -> None:
     p.add_argument("--set", action="append", default=[], metavar="KNOB=INT",
                    help="override a knob of CONFIG, e.g. --set WORK=64 (repeatable)")
     args = p.parse_args()
-    for item in args.set:
-        key, _, value = item.partition("=")
-        if key not in CONFIG or not value.lstrip("-").isdigit():
-            sys.exit(f"--set {item!r}: expected KNOB=INT with KNOB one of {sorted(CONFIG)}")
-        CONFIG[key] = int(value)
+    _apply_sets(args.set)
     device = _device()
     if not (args.check or args.bench):
         args.check = True

@@ -2,9 +2,7 @@
 # The strategy part above defines `gemm(a, b, cfg) -> c`. CONFIG holds the knobs chosen by
 # advisor for the trace's shape; --m/--n/--k re-run advisor's planner (the section above)
 # for another size (--keep-knobs: reuse CONFIG as it is); --tune searches around the knobs.
-import argparse  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M", "SPLITS",
          "NUM_PROGS")  # fmt: skip
@@ -52,14 +50,6 @@ def tune_candidates(cfg: dict) -> list[dict]:
             if splits >= 1:
                 add(SPLITS=splits)
     return out
-
-
-def _device() -> str:
-    if torch.cuda.is_available():
-        return "cuda"
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return "cpu"  # Triton's interpreter: numerics only, no timing
-    sys.exit("needs a CUDA GPU (or TRITON_INTERPRET=1 to check numerics on the CPU)")
 
 
 def _inputs(m: int, n: int, k: int, dtype: torch.dtype, device: str, seed: int):
@@ -187,11 +177,7 @@ def main() -> None:
         CONFIG.update(new)
         print(f"re-planned for M={args.m} N={args.n} K={args.k}: "
               + (" ".join(f"{key}={v}" for key, v in changed.items()) or "same knobs"))
-    for item in args.set:
-        key, _, value = item.partition("=")
-        if key not in CONFIG or not value.lstrip("-").isdigit():
-            sys.exit(f"--set {item!r}: expected KNOB=INT with KNOB one of {sorted(CONFIG)}")
-        CONFIG[key] = int(value)
+    _apply_sets(args.set)
     device = _device()
     name = args.dtype or ("bf16" if device == "cuda" else "fp32")
     if device == "cpu" and name != "fp32":
