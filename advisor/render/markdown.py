@@ -123,8 +123,10 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
             "## Running the reference configs",
             "",
             "GEMM scripts: `python FILE.py --check --bench` on the GPU (`--m --n --k` for "
-            "another size, `TRITON_INTERPRET=1 ... --check` on a CPU); launch scripts: "
-            "`python FILE.py`; notes (`.md`): read them. See docs/configs.md.",
+            "another size, re-planned; `--tune` to search the knobs on your GPU; "
+            "`TRITON_INTERPRET=1 ... --check` on a CPU); grid-stride scripts: `--check "
+            "--bench`; launch scripts: `python FILE.py`; notes (`.md`): read them. See "
+            "docs/configs.md.",
             "",
         ]
     lines += ["Every number is defined in docs/metrics.md; times are device time.", ""]
