@@ -66,6 +66,21 @@ def cdna_spec(name: str, gfx, cus: int, simds, waves, lds_kb, wave, source: str)
     )
 
 
+def agent_spec(record: dict, name: str, source: str) -> GpuSpec:
+    """cdna_spec of a rocprofiler-sdk agent record (rocprofv3 JSON ``agents``, the rocpd
+    agent table's ``extdata``): the same lower-case fields in both."""
+    return cdna_spec(
+        name=name,
+        gfx=record.get("gfx_target_version"),
+        cus=int(record["cu_count"]),
+        simds=record.get("simd_per_cu"),
+        waves=record.get("max_waves_per_simd"),
+        lds_kb=record.get("lds_size_in_kb"),
+        wave=record.get("wave_front_size"),
+        source=source,
+    )
+
+
 def gpu_from_option(value: str) -> GpuSpec:
     """Resolve a ``--gpu NAME`` value; unknown names are bad input listing the known ones."""
     spec = match_gpu(value)

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
-from advisor.trace.gpus import cdna_spec
+from advisor.trace.gpus import agent_spec
 from advisor.trace.model import Trace, empty_table
 from advisor.trace.rocprof import dispatches_to_kernels
 
@@ -321,16 +321,8 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
             facts = {}
         if not isinstance(facts, dict) or not facts.get("cu_count"):
             continue  # no properties: the built-in table may still know the product name
-        out.specs[device] = cdna_spec(
-            name=row.product_name or facts.get("product_name") or row.name or "AMD GPU",
-            gfx=facts.get("gfx_target_version"),
-            cus=int(facts["cu_count"]),
-            simds=facts.get("simd_per_cu"),
-            waves=facts.get("max_waves_per_simd"),
-            lds_kb=facts.get("lds_size_in_kb"),
-            wave=facts.get("wave_front_size"),
-            source="trace (rocpd agents)",
-        )
+        name = row.product_name or facts.get("product_name") or row.name or "AMD GPU"
+        out.specs[device] = agent_spec(facts, name, "trace (rocpd agents)")
     return out
 
 

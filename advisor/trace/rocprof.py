@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
-from advisor.trace.gpus import cdna_spec
+from advisor.trace.gpus import agent_spec, cdna_spec
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
 # normalized column -> header names used by the rocprof versions (first present wins)
@@ -469,16 +469,9 @@ def read_rocprof_json(path: str | Path) -> Trace:
     )  # fmt: skip
     for a in agents.values():
         if a.get("type") == 2:  # GPU agent
-            trace.gpus[int(node[a["id"]["handle"]])] = cdna_spec(
-                name=a.get("product_name") or a.get("name", "AMD GPU"),
-                gfx=a.get("gfx_target_version"),
-                cus=int(a["cu_count"]),
-                simds=a.get("simd_per_cu"),
-                waves=a.get("max_waves_per_simd"),
-                lds_kb=a.get("lds_size_in_kb"),
-                wave=a.get("wave_front_size"),
-                source="trace (rocprofv3 agents)",
-            )
+            name = a.get("product_name") or a.get("name", "AMD GPU")
+            spec = agent_spec(a, name, "trace (rocprofv3 agents)")
+            trace.gpus[int(node[a["id"]["handle"]])] = spec
     if not tool["buffer_records"].get("hip_api"):
         trace.warnings.append(
             "no HIP API records in this JSON: idle gaps cannot be attributed to host causes"
