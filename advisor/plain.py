@@ -27,6 +27,11 @@ def plain(value):
     return value
 
 
+def plain_int(value) -> int | None:
+    """An integer field: None where there is no (valid) value (None or NaN)."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
+
+
 def plain_columns(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its categorical columns as plain object columns (for small result tables,
     so string operations and comparisons behave as on ordinary text)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import orjson
 import pandas as pd
@@ -11,16 +9,11 @@ import pandas as pd
 from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.metrics.regions import WINDOW_KEYS
-from advisor.plain import plain
+from advisor.plain import plain, plain_int
 from advisor.rules.finding import Finding, finding_dict
 
 SCHEMA_VERSION = 1
 TOP_KERNELS = 50  # rows of top_kernels in the document
-
-
-def _int(x) -> int | None:
-    """An integer field; None where the trace had no (valid) value."""
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else int(x)
 
 
 def kernel_rows(k: pd.DataFrame) -> list[dict]:
@@ -32,18 +25,18 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
                 "demangled": r.demangled,
                 "device": int(r.device),
                 "region": getattr(r, "region", None),
-                "grid": [_int(r.grid_x), _int(r.grid_y), _int(r.grid_z)],
+                "grid": [plain_int(r.grid_x), plain_int(r.grid_y), plain_int(r.grid_z)],
                 "grid_blocks": int(r.grid_blocks),
-                "block": [_int(r.block_x), _int(r.block_y), _int(r.block_z)],
+                "block": [plain_int(r.block_x), plain_int(r.block_y), plain_int(r.block_z)],
                 "block_threads": int(r.block_threads),
-                "registers_per_thread": _int(r.registers),
-                "shared_mem_per_block": _int(r.smem_per_block),
+                "registers_per_thread": plain_int(r.registers),
+                "shared_mem_per_block": plain_int(r.smem_per_block),
                 "launches": int(r.launches),
                 "total_ns": int(r.total_ns),
                 "median_ns": int(r.median_ns),
-                "ctas_per_sm": _int(r.ctas_per_sm),
+                "ctas_per_sm": plain_int(r.ctas_per_sm),
                 "occupancy_limiter": r.limiter,
-                "slots": _int(r.slots),
+                "slots": plain_int(r.slots),
                 "waves": r.waves,
                 "tail_fraction": r.tail_fraction,
                 "tail_idle_ns": int(round(r.tail_idle_ns)),

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
-from advisor.plain import plain
+from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.finding import EmitRequest, Finding
 from advisor.rules.tables import SCOPES
@@ -303,10 +303,6 @@ def _gemm_identity(rule: Rule, row: dict) -> dict:
     }
 
 
-def _int_or_none(value) -> int | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
-
-
 def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[Finding]:
     """Findings of every rule over its scope's table, merged per location, ranked.
 
@@ -379,8 +375,8 @@ def _finding(
         region=values.get(rcol) or None,
         device=device,
         est_savings_ns=est,
-        at_ns=_int_or_none(values.get("at_ns")),
-        at_rel_ns=_int_or_none(values.get("at_rel_ns")),
+        at_ns=plain_int(values.get("at_ns")),
+        at_rel_ns=plain_int(values.get("at_rel_ns")),
         summary=summary,
         **identity,
         evidence=evidence,
