@@ -112,16 +112,23 @@ class Analysis:
         """What the reader warned about, then what the trace lacks (each says what it limits)."""
         return [*self.trace.warnings, *self.notes]
 
-    def measure(self, windows: pd.DataFrame) -> pd.DataFrame:
-        """CLIPPED_COLUMNS and window_ns over any windows (device, start_ns, end_ns) of the
-        selection's ops: busy time, idle split by cause, comm/compute (clipped_metrics)."""
+    def _segments(self) -> tuple[dict, dict]:
+        """(class_segments, gap_segments) of the selection's ops, computed once."""
         if "segments" not in self._tables:
             self._tables["segments"] = (
                 class_segments(self.ops, self.ops["op_class"]),
                 gap_segments(self.ops),
             )
-        segments, gaps = self._tables["segments"]
-        return clipped_metrics(windows, segments, gaps)
+        return self._tables["segments"]
+
+    def measure(self, windows: pd.DataFrame) -> pd.DataFrame:
+        """CLIPPED_COLUMNS and window_ns over any windows (device, start_ns, end_ns) of the
+        selection's ops: busy time, idle split by cause, comm/compute (clipped_metrics)."""
+        return clipped_metrics(windows, *self._segments())
+
+    def busy_segments(self) -> dict[int, iv.Segments]:
+        """Per device: the merged intervals in which the selection's ops ran (ns)."""
+        return self._segments()[0]["busy"]
 
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device) of the selection (range_totals)."""

@@ -22,7 +22,6 @@ import pandas as pd
 
 from advisor.analysis import Analysis
 from advisor.metrics import intervals as iv
-from advisor.metrics.comm import device_segments
 from advisor.metrics.keys import pack
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
 from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
@@ -231,7 +230,7 @@ def timeline_cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
 def busy_shares(a: Analysis, edges: np.ndarray) -> dict[int, np.ndarray]:
     """Per device: the share (0..1) of each time bin [edges[i], edges[i+1]) (trace ns) in
     which it ran any op."""
-    segments = device_segments(a.ops, np.ones(len(a.ops), dtype=bool))
+    segments = a.busy_segments()
     none = (np.array([], np.int64), np.array([], np.int64))
     lo, hi = edges[:-1], edges[1:]
     return {
