@@ -48,11 +48,16 @@ class AnalysisOptions:
             raise AdvisorInputError(None, "give --gpu NAME or --gpu-spec FILE, not both")
         return gpu_from_file(self.gpu_spec) if self.gpu_spec else self.gpu
 
-    def rules(self):
-        """The rules in force: built-in plus --rules (AdvisorInputError on a bad file)."""
+    @cached_property
+    def _rule_set(self):
         from advisor.rules.engine import load_rules
 
         return load_rules(list(self.rule_paths))
+
+    def rules(self):
+        """The rules in force: built-in plus --rules (AdvisorInputError on a bad file), read
+        and compiled once per options object."""
+        return self._rule_set
 
     def check(self) -> AnalysisOptions:
         """Parse everything that can be wrong before any trace is read; returns self."""
