@@ -91,11 +91,10 @@ class Finding:
         return replace(self, rank=rank)
 
 
-def finding_dict(f: Finding, config: list[str] | None = None) -> dict[str, Any]:
+def finding_dict(f: Finding) -> dict[str, Any]:
     """The plain dict of a finding (the JSON document's, the report's and the gate's):
     ``confirm`` only for unconfirmed GEMMs, ``rank`` only in a many-trace analysis, the
-    ``--emit`` outcome (missing, knobs, cutlass_profiler, config) only after --emit.
-    ``config``: the config paths to show instead of the written ones (e.g. relative)."""
+    ``--emit`` outcome (missing, knobs, cutlass_profiler, config) only after --emit."""
     out: dict[str, Any] = {
         "rule": f.rule,
         "title": f.title,
@@ -129,6 +128,5 @@ def finding_dict(f: Finding, config: list[str] | None = None) -> dict[str, Any]:
         if e.knobs is not None:
             out["knobs"] = e.knobs
             out["cutlass_profiler"] = e.cutlass_profiler
-        paths = list(e.config) if config is None else config
-        out["config"] = paths or None
+        out["config"] = list(e.config) or None
     return out
