@@ -8,7 +8,7 @@ docs/metrics.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,7 +36,7 @@ from advisor.metrics.keys import pack
 from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
-from advisor.trace.quality import coverage_notes
+from advisor.trace.quality import coverage_counts, coverage_notes
 
 WINDOW_COLUMNS = [
     "gpu_busy_ns",
@@ -80,32 +80,51 @@ class Analysis:
     streams: pd.DataFrame  # per (device, stream): ops, busy, own gaps
     collectives: pd.DataFrame  # comm ops matched across devices
     notes: list[str] = field(default_factory=list)  # data-quality notes (quality.coverage_notes)
+    coverage: dict = field(default_factory=dict)  # what the notes count (coverage_counts)
     configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # waves.wave_configs
     shapes: pd.DataFrame = field(default_factory=pd.DataFrame)  # gemm.launch_shapes
     selection: dict = field(default_factory=dict)
     origin_ns: int = 0  # the trace's first GPU op start (ns): where relative times count from
     # per (range name, device): range_totals (union-measured), filtered with the regions
     totals: pd.DataFrame = field(default_factory=pd.DataFrame)
-    _tables: dict = field(default_factory=dict, repr=False)  # kernel_table cache
+    # True for a job merged from rank summaries (advisor/parts.py): ``ops`` holds only the
+    # communication ops, and the tables computed from every op are precomputed in _tables
+    from_parts: bool = False
+    _tables: dict = field(default_factory=dict, repr=False)  # kernel_table, derived() cache
 
-    def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
+    def kernel_table(self, by_region: bool = False, worst: bool | None = None) -> pd.DataFrame:
         """Kernel groups of the current selection (optionally split per region name), with
         the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown) and, for the
-        table the rules read, ``worst_start_ns``."""
-        if by_region in self._tables:
+        table the rules read, ``worst_start_ns`` (``worst``: whether to find it; default:
+        for the table the rules read)."""
+        if worst is None and by_region in self._tables:
             return self._tables[by_region].copy()
         if self.launches.empty:
             return self.launches
         by = ("region", "shape") if by_region else ("shape",)
         # the worst launch (where findings point) is wanted by the rules' table only: the
         # per-region one, or the whole one when the trace has no ranges
-        worst = by_region or self.regions.empty
+        explicit = worst is not None
+        worst = (by_region or self.regions.empty) if worst is None else worst
         groups = kernel_groups(self.launches, self.configs, by=by, worst=worst)
         at = groups.columns.get_loc("shape")
         shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
         groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
+        if explicit:
+            return groups
         self._tables[by_region] = groups
         return groups.copy()
+
+    def derived(self, key: str, compute: Callable[[Analysis], pd.DataFrame]) -> pd.DataFrame:
+        """The table ``key`` of this analysis, ``compute(self)`` once (cached). A job merged
+        from rank summaries holds its per-device tables precomputed (DERIVED_TABLES); any
+        other table needs every GPU op and is refused there (RuntimeError), never computed
+        from the communication ops alone."""
+        if key not in self._tables:
+            if self.from_parts:
+                raise RuntimeError(f"{key}: not in the rank summaries of a merged job")
+            self._tables[key] = compute(self)
+        return self._tables[key].copy()
 
     @property
     def warnings(self) -> list[str]:
@@ -114,6 +133,8 @@ class Analysis:
 
     def _segments(self) -> tuple[dict, dict]:
         """(class_segments, gap_segments) of the selection's ops, computed once."""
+        if self.from_parts:
+            raise RuntimeError("busy segments: not in the rank summaries of a merged job")
         if "segments" not in self._tables:
             self._tables["segments"] = (
                 class_segments(self.ops, self.ops["op_class"]),
@@ -154,6 +175,13 @@ class Analysis:
         t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
             t = {name: df[df["device"] == device] for name, df in t.items()}
+        if self.from_parts:  # (parts.merge_parts selected the ranges on each rank)
+            if range_text:
+                raise ValueError("a merged job's ranges are selected on its ranks")
+            tables = {k: v[v["device"] == device] if device is not None and "device" in v else v
+                      for k, v in self._tables.items() if k != "stages"}  # fmt: skip
+            return replace(self, **t, selection={**self.selection, "device": device},
+                           _tables=tables)  # fmt: skip
         if range_text:
             regions = t["regions"]
             regions = regions[regions["name"].str.contains(range_text, regex=False)]
@@ -377,6 +405,7 @@ def analyze(
         impossible = int(configs["impossible"].to_numpy()[of_launch].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[of_launch].sum())
 
+    coverage = coverage_counts(ops, impossible, api_traced, unrecorded)
     segments = class_segments(ops, op_class)
     gaps = gap_segments(ops)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
@@ -396,7 +425,8 @@ def analyze(
         gaps=gap_breakdown(ops),
         streams=stream_summary(ops),
         collectives=skew,
-        notes=[*coverage_notes(ops, impossible, api_traced, unrecorded), *shape_notes],
+        notes=[*coverage_notes(coverage), *shape_notes],
+        coverage=coverage,
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
         totals=range_totals(regions, segments, gaps),
         _tables={"segments": (segments, gaps)},  # (Analysis.measure reuses them)

@@ -57,6 +57,13 @@ app = typer.Typer(
 GPU_SPEC_OPTION = typer.Option(
     None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
 )
+DASK_OPTION = typer.Option(
+    None,
+    "--dask",
+    metavar="ADDRESS",
+    help="Analyse the traces on a Dask cluster: its scheduler (tcp://host:port), or 'local' "
+    "for one started here; workers read the traces by path (docs/scaling.md).",
+)
 
 
 class OutputFormat(str, Enum):
@@ -186,6 +193,7 @@ def analyze(
         min=1,
         help="Worker processes for several traces (default: cores).",
     ),
+    dask: str = DASK_OPTION,
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
@@ -201,20 +209,22 @@ def analyze(
         device=device,
         emit_dir=emit_dir,
         jobs=jobs,
+        dask=dask,
     )
     ranks, errors = None, []
     with _input_errors():
         if emit_dir:
             check_output_dir(emit_dir, paths, "emit folder")
         rule_set = options.check().rules()  # bad options fail here, before any trace is read
-        if len(paths) == 1:
+        if len(paths) == 1 and not dask:
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
                 result, findings = pipeline.run(
                     paths[0], options, rule_set, bar.advance, advise_huge_pages
                 )
         else:
             job = _analyze_ranks(paths, options, rule_set)
-            result, findings, ranks, errors = job.analysis, job.findings, job.ranks, job.errors
+            result, findings, errors = job.analysis, job.findings, job.errors
+            ranks = job.ranks if len(paths) > 1 else None
         if emit_dir:
             findings = emit_into(findings, result.trace.gpus, emit_dir)
     if format is OutputFormat.json:
@@ -225,20 +235,24 @@ def analyze(
 
 
 def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
-    """Several traces, one per rank, analysed as one job (multi.py), with a progress bar.
-    When none could be read, NoTraceRead ends the command (_input_errors) with nothing on
-    stdout."""
+    """Several traces, one per rank, analysed as one job (multi.py: here or on Dask), with a
+    progress bar over the ranks. When none could be read, NoTraceRead ends the command
+    (_input_errors) with nothing on stdout."""
+    from advisor.cluster import runner
     from advisor.multi import analyze_ranks
 
     n = len(paths)
-    with progress_bar(n + 2, f"reading {n} traces") as bar:  # then the pipeline's 2 steps
+    where = f" on {options.dask}" if options.dask else ""
+    with runner(options) as run, progress_bar(n + 1, f"analysing {n} traces{where}") as bar:
         done = iter(range(1, n + 1))
 
         def read(_) -> None:
             i = next(done)
-            bar.advance(f"reading {n} traces" if i < n else "analysing the ranks as one job")
+            bar.advance(f"{i}/{n} traces analysed{where}" if i < n else "merging the ranks")
 
-        return analyze_ranks(paths, options, rule_set, read, bar.advance, advise_huge_pages)
+        job = analyze_ranks(paths, options, rule_set, read, run)
+        bar.advance(None)
+        return job
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")
@@ -345,6 +359,7 @@ def gate(
         None, "--rules", metavar="PATH", help="Extra rule file or folder."
     ),
     top: int = typer.Option(30, "--top", metavar="N", min=1, help="Rows in the table/markdown."),
+    dask: str = DASK_OPTION,
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input.
     With --calibrate: measure the noise of repeated unchanged runs into a gate.yaml."""
@@ -354,7 +369,9 @@ def gate(
 
     with _input_errors():
         cfg = load_gate_config(config)
-        options = AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ())).check()
+        options = AnalysisOptions(
+            gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ()), dask=dask
+        ).check()
     if calibrate:
         _calibrate(calibrate, output, cfg, options)
         return
@@ -468,6 +485,7 @@ def report(
     config: str = typer.Option(
         None, "--config", metavar="FILE", help="Gate thresholds (diff reports)."
     ),
+    dask: str = DASK_OPTION,
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
     from advisor.gate import load_config as load_gate_config
@@ -485,7 +503,7 @@ def report(
             check_output_dir(emit_dir, traces, "emit folder")
         options = AnalysisOptions(
             gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
-            gemms=tuple(gemm or ()),
+            gemms=tuple(gemm or ()), dask=dask,
         ).check()  # fmt: skip
         if len(traces) == 2:
             result, base, cand = compare_two(
@@ -493,6 +511,9 @@ def report(
             )
             written = [write_text(markdown.diff_report(result, base, cand), output)]
         else:
+            if dask:  # (its charts are drawn from every GPU op of the trace)
+                typer.echo("advisor: note: a one-trace report is analysed here; --dask is "
+                           "for BASELINE CANDIDATE", err=True)  # fmt: skip
             analysis, findings = pipeline.run(traces[0], options, memory_advice=advise_huge_pages)
             if emit_dir:
                 findings = emit_into(findings, analysis.trace.gpus, emit_dir)

@@ -1,28 +1,34 @@
-"""Several traces of one job (one per rank) analysed as one: each trace is read (in worker
-processes), the traces are merged into one Trace whose devices are the ranks' devices, and
-that Trace is analysed like a single multi-device export. So per-rank files and one export
-holding the same processes give the same cross-rank waits, skew, stragglers and findings,
-and every option (--range, --device, --emit, --shape, --gemm, --rules) works the same.
+"""Several traces of one job (one per rank) analysed as one: each trace is read and analysed
+on its own and reduced to a RankPart (parts.py: in worker processes here, or on a Dask
+cluster: cluster.py), the parts are merged into one Analysis (the cross-rank waits, skew,
+stragglers and pipeline stages computed over all of them) and the rules run on that. So
+per-rank files and one export holding the same processes give the same analysis, and every
+option (--range, --device, --emit, --shape, --gemm, --rules) works the same.
 
 Device ids are kept when they are distinct across the traces (ranks profiled on their own
-GPUs) and renumbered in rank order when they collide (every rank's GPU is its device 0);
-process and thread ids are made distinct likewise. Timestamps of different traces are
-compared directly: right for ranks of one node (one clock), approximate across nodes.
+GPUs) and renumbered in rank order when they collide (every rank's GPU is its device 0).
+Timestamps of different traces are compared directly: right for ranks of one node (one
+clock), approximate across nodes.
+
+``merge_traces`` merges whole Traces into one instead (process and thread ids made
+distinct too): the reference the per-rank path is tested against, and a library entry for
+whoever wants one Trace of a job.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
+from advisor.cluster import DaskRunner, LocalRunner
+from advisor.cluster import runner as runner_for
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
+from advisor.parts import RankPart, device_maps, merge_parts, rank_rows
 from advisor.rules.finding import Finding
 from advisor.trace.model import Trace
 
@@ -53,36 +59,12 @@ def load_one(path: str, gpu, cores: int | None = None) -> RankLoad:
         return RankLoad(path=path, error=f"{path}: internal error: {type(exc).__name__}: {exc}")
 
 
-def load_ranks(
-    paths: list[str],
-    options: AnalysisOptions,
-    on_done: Callable[[RankLoad], None] | None = None,
-) -> list[RankLoad]:
-    """Read every path, in ``options.jobs`` worker processes (default: one per core);
-    results in the order of ``paths``; ``on_done`` is called as each trace is read."""
-    jobs = max(1, min(options.jobs or os.cpu_count() or 1, len(paths)))
-    notify = on_done or (lambda _: None)
-    if jobs == 1:
-        loads = []
-        for p in paths:
-            loads.append(load_one(p, options.gpu_override))
-            notify(loads[-1])
-        return loads
-    cores = max(1, (os.cpu_count() or 1) // jobs)  # per worker for its reads
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(load_one, p, options.gpu_override, cores) for p in paths]
-        for future in as_completed(futures):
-            notify(future.result())
-        return [f.result() for f in futures]
-
-
 def merge_traces(loads: list[RankLoad]) -> Trace:
     """One Trace of every successfully read rank (sets each load's ``devices`` map)."""
     ok = [x for x in loads if x.trace is not None]
     if not ok:
         raise AdvisorInputError(None, "no trace could be read")
-    ids = [d for x in ok for d in x.trace.devices]
-    renumber = len(ids) != len(set(ids))
+    maps = device_maps([x.trace.devices for x in ok])
     pids = [set(x.trace.kernels["pid"].dropna().astype(int)) for x in ok]
     shift_ids = sum(len(p) for p in pids) != len(set().union(*pids))
     first = ok[0].trace
@@ -93,14 +75,9 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
         path=", ".join(x.path for x in ok), format=first.format,
         producer_version=first.producer_version, kernels=first.kernels.iloc[:0],
     )  # fmt: skip
-    next_id = 0
-    for rank, x in enumerate(ok):
+    for rank, (x, device_map) in enumerate(zip(ok, maps, strict=True)):
         t = x.trace
-        if renumber:
-            x.devices = {d: next_id + i for i, d in enumerate(t.devices)}
-            next_id += len(t.devices)
-        else:
-            x.devices = {d: d for d in t.devices}
+        x.devices = device_map
         for name in parts:
             table = getattr(t, name)
             if table.empty:
@@ -116,26 +93,13 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
         for d, spec in t.gpus.items():
             if d in x.devices:
                 merged.gpus[x.devices[d]] = spec
-        merged.warnings += [f"rank {rank} ({x.path}): {w}" for w in t.warnings]
+        prefix = f"rank {rank} ({x.path}): " if len(ok) > 1 else ""
+        merged.warnings += [prefix + w for w in t.warnings]
         merged.sources += t.sources
     for name, tables in parts.items():
         if tables:
             setattr(merged, name, pd.concat(tables, ignore_index=True))
     return merged
-
-
-def rank_rows(loads: list[RankLoad]) -> list[dict]:
-    """One row per trace: rank, path, error, its devices (merged ids) and what they were."""
-    rows = []
-    rank = 0
-    for x in loads:
-        row = {"rank": None, "path": x.path, "error": x.error, "devices": [], "trace_devices": []}
-        if x.trace is not None:
-            row.update(rank=rank, devices=sorted(x.devices.values()),
-                       trace_devices=sorted(x.devices))  # fmt: skip
-            rank += 1
-        rows.append(row)
-    return rows
 
 
 class NoTraceRead(AdvisorInputError):
@@ -162,23 +126,25 @@ def analyze_ranks(
     paths: list[str],
     options: AnalysisOptions,
     rules=None,
-    on_read: Callable[[RankLoad], None] | None = None,
-    step: Callable[[str | None], None] | None = None,
-    memory_advice: Callable[[int], None] | None = None,
+    on_read: Callable[[RankPart], None] | None = None,
+    runner: LocalRunner | DaskRunner | None = None,
 ) -> RanksResult:
-    """Read every trace (``on_read`` after each), merge the readable ones into one Trace and
-    analyse it with ``options`` (``step``: pipeline progress). NoTraceRead when none could
-    be read; the errors of the others are in the result, the rest is analysed.
-    ``memory_advice``: pipeline.MemoryAdvice."""
-    from advisor import pipeline
+    """Analyse every trace into its part on ``runner`` (default: cluster.runner of the
+    options: local worker processes, or Dask; ``on_read`` after each), merge the readable
+    parts with the options' selection and apply ``rules`` (default: the options').
+    NoTraceRead when none could be read; the errors of the others are in the result, the
+    rest is analysed."""
+    from advisor.findings import find
 
-    loads = load_ranks(paths, options, on_done=on_read)
-    errors = [x.error for x in loads if x.error]
-    if len(errors) == len(loads):
+    with runner or runner_for(options) as run:
+        parts = run.map(paths, options, on_done=on_read)
+    errors = [p.error for p in parts if p.error]
+    if len(errors) == len(parts):
         raise NoTraceRead(errors)
-    trace = merge_traces(loads)
-    analysis, findings = pipeline.run_trace(trace, options, rules, step, memory_advice)
-    rows = rank_rows(loads)
-    rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
-    findings = [f.with_rank(rank_of.get(f.device)) for f in findings]
+    analysis = merge_parts(parts, options.range_text, options.device)
+    findings = find(analysis, options.rules() if rules is None else rules)
+    rows = rank_rows(parts)
+    if len(parts) > 1:  # (one trace, on Dask: as analysed here, no ranks)
+        rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
+        findings = [f.with_rank(rank_of.get(f.device)) for f in findings]
     return RanksResult(analysis, findings, rows, errors)

@@ -15,7 +15,7 @@ class AnalysisOptions:
     """``gpu``: --gpu NAME; ``gpu_spec``: --gpu-spec FILE; ``rule_paths``: --rules;
     ``shapes``: --shape PATTERN=MxNxK texts; ``gemms``: --gemm PATTERN texts;
     ``range_text``/``device``: the selection; ``emit_dir``: --emit; ``jobs``: worker
-    processes for several traces."""
+    processes for several traces; ``dask``: the Dask scheduler that runs them instead."""
 
     gpu: str | None = None
     gpu_spec: str | None = None  # --gpu-spec FILE.yaml
@@ -26,6 +26,7 @@ class AnalysisOptions:
     device: int | None = None
     emit_dir: str | None = None
     jobs: int | None = None
+    dask: str | None = None  # --dask ADDRESS (tcp://host:port, or "local")
 
     @cached_property
     def shape_options(self) -> list[ShapeOption]:

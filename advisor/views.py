@@ -36,7 +36,18 @@ PIPELINE_COLUMNS = ["name", "device", "stage", "stages", "microbatches", "steps"
 
 def top_kernels(a: Analysis) -> pd.DataFrame:
     """Per (kernel name, device) of the selection: launches, total_ns (summed launch time),
-    median_ns, share (total_ns / all kernel time of that device); largest total first."""
+    median_ns, share (total_ns / all kernel time of that device); largest total first (then
+    by name and device)."""
+    return a.derived("top_kernels", _top_kernels)
+
+
+def order_top_kernels(t: pd.DataFrame) -> pd.DataFrame:
+    """top_kernels' row order: total_ns descending, then name and device."""
+    return t.sort_values(["total_ns", "name", "device"], ascending=[False, True, True],
+                         ignore_index=True, kind="stable")  # fmt: skip
+
+
+def _top_kernels(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     rows = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if rows.size == 0:
@@ -55,8 +66,7 @@ def top_kernels(a: Analysis) -> pd.DataFrame:
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
     per_device = out.groupby("device")["total_ns"].transform("sum")
     out["share"] = out["total_ns"] / per_device
-    out = out.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)
-    return out[TOP_KERNEL_COLUMNS]
+    return order_top_kernels(out[TOP_KERNEL_COLUMNS])
 
 
 def copies(a: Analysis) -> pd.DataFrame:
@@ -64,7 +74,17 @@ def copies(a: Analysis) -> pd.DataFrame:
     total_ns and gb_per_s (bytes / total_ns: GB/s, NaN for zero time). ``kind`` is the copy
     direction (HtoD, DtoH, DtoD, PtoP, ...) or ``memset``; ``host_memory`` is the host side's
     memory (pageable, pinned, managed; ``device`` for device-only copies, ``unknown`` when the
-    trace does not say)."""
+    trace does not say). Most time first (then by device, kind, host memory)."""
+    return a.derived("copies", _copies)
+
+
+def order_by_time(t: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``t`` with total_ns descending, ties in the order of ``keys`` (copies, sync_stalls)."""
+    return t.sort_values(["total_ns", *keys], ascending=[False] + [True] * len(keys),
+                         ignore_index=True, kind="stable")  # fmt: skip
+
+
+def _copies(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     rows = np.flatnonzero(ops["kind"].isin(["memcpy", "memset"]).to_numpy())
     if len(rows) == 0:
@@ -98,7 +118,7 @@ def copies(a: Analysis) -> pd.DataFrame:
     out = out.reset_index()
     out["gb_per_s"] = out["bytes"] / out["total_ns"].where(out["total_ns"] > 0)
     out["bytes"] = out["bytes"].astype(np.int64)
-    return out.sort_values("total_ns", ascending=False, ignore_index=True)[COPY_COLUMNS]
+    return order_by_time(out[COPY_COLUMNS], ["device", "kind", "host_memory"])
 
 
 def _host_memory(memcpy: pd.DataFrame) -> pd.Series:
@@ -118,7 +138,12 @@ def _host_memory(memcpy: pd.DataFrame) -> pd.Series:
 def sync_stalls(a: Analysis) -> pd.DataFrame:
     """Per (device, blocking call) of the selection's synchronization gaps: gaps, total_ns,
     median_ns, max_ns and worst_at_ns (the trace timestamp where the longest such gap
-    began). ``call`` is the host API that blocked ("unknown" when the trace lacks it)."""
+    began). ``call`` is the host API that blocked ("unknown" when the trace lacks it). Most
+    time first (then by device and call)."""
+    return a.derived("sync_stalls", _sync_stalls)
+
+
+def _sync_stalls(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     rows = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
     if len(rows) == 0:
@@ -141,8 +166,7 @@ def sync_stalls(a: Analysis) -> pd.DataFrame:
     )  # fmt: skip
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
     out["worst_at_ns"] = frame.loc[g["gap"].idxmax().to_numpy(), "began"].to_numpy()
-    out = out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
-    return out[SYNC_COLUMNS]
+    return order_by_time(out.reset_index()[SYNC_COLUMNS], ["device", "call"])
 
 
 def pipeline_stages(a: Analysis) -> pd.DataFrame:
@@ -154,14 +178,31 @@ def pipeline_stages(a: Analysis) -> pd.DataFrame:
     return a._tables["stages"].copy()
 
 
-def _stages(a: Analysis) -> pd.DataFrame:
+def stage_ops(a: Analysis) -> pd.DataFrame:
+    """The selection's ops on the devices that ran point-to-point kernels (device, start,
+    end, kind, name, op_class): what the pipeline stages are measured from."""
+    return a.derived("stage_ops", _stage_ops)
+
+
+STAGE_OP_COLUMNS = ["device", "start", "end", "kind", "name", "op_class"]
+
+
+def _stage_ops(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    if ops.empty or ops["device"].nunique() < 2:
+    p2p = point_to_point(ops)
+    on = np.isin(ops["device"].to_numpy(), np.unique(ops["device"].to_numpy()[p2p]))
+    return ops.loc[on, STAGE_OP_COLUMNS].reset_index(drop=True)
+
+
+def _stages(a: Analysis) -> pd.DataFrame:
+    s = a.streams  # (per device and stream: the selection's first and last op)
+    if s.empty or s["device"].nunique() < 2:
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
+    ops = stage_ops(a)
     p2p = point_to_point(ops)
     if not p2p.any():
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
-    family, windows = step_windows(a.regions, ops)
+    family, windows = step_windows(a.regions, int(s["first_ns"].min()), int(s["last_ns"].max()))
     t = _pipeline(stage_steps(ops, p2p, windows))
     if t.empty:
         return pd.DataFrame(columns=PIPELINE_COLUMNS)

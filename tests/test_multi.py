@@ -9,9 +9,13 @@ import sys
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, ROOT, analysis_of
 
-from advisor.multi import load_ranks, merge_traces, rank_rows
+from advisor.cluster import LocalRunner
+from advisor.findings import find
+from advisor.multi import load_one, merge_traces
 from advisor.options import AnalysisOptions
+from advisor.parts import merge_parts, rank_rows
 from advisor.pipeline import run_trace
+from advisor.render.json import document
 
 sys.path.insert(0, str(ROOT / "sample_traces"))
 from split_ranks import split  # noqa: E402
@@ -53,30 +57,31 @@ def test_split_ranks_give_the_same_answer_as_the_whole_export(ranks):
     assert [r["devices"] for r in split_doc["ranks"]] == [[0], [1]]
 
 
-def test_serial_and_parallel_loads_agree(ranks):
+def test_serial_and_parallel_runs_agree(ranks):
     done = []
-    serial = load_ranks(ranks, AnalysisOptions(jobs=1), on_done=lambda r: done.append(r.path))
+    opts = AnalysisOptions()
+    serial = LocalRunner(1).map(ranks, opts, on_done=lambda p: done.append(p.path))
     assert done == ranks  # one progress step per trace
-    parallel = load_ranks(ranks, AnalysisOptions(jobs=2))
-    a, fa = run_trace(merge_traces(serial))
-    b, fb = run_trace(merge_traces(parallel))
-    assert fa == fb and a.summary() == b.summary()
+    parallel = LocalRunner(2).map(ranks, opts)
+    a, b = merge_parts(serial), merge_parts(parallel)
+    assert document(a, find(a)) == document(b, find(b))
 
 
 def test_colliding_device_ids_are_renumbered():
     # the same single-GPU trace twice: both say device 0 and share process ids
-    loads = load_ranks([str(H200_SINGLE), str(H200_SINGLE)], AnalysisOptions(jobs=1))
+    loads = [load_one(str(H200_SINGLE), None) for _ in range(2)]
     t = merge_traces(loads)
     assert t.devices == [0, 1] and [x.devices for x in loads] == [{0: 0}, {0: 1}]
     assert t.kernels["pid"].nunique() == 2
-    rows = rank_rows(loads)
+    parts = LocalRunner(1).map([str(H200_SINGLE)] * 2, AnalysisOptions())
+    rows = rank_rows(parts)
     assert [(r["rank"], r["devices"], r["trace_devices"]) for r in rows] == [
         (0, [0], [0]), (1, [1], [0])
     ]  # fmt: skip
-    a, _ = run_trace(t)
-    one = analysis_of(H200_SINGLE)
-    per_device = a.devices.set_index("device")["gpu_busy_ns"]
-    assert per_device.tolist() == [one.devices["gpu_busy_ns"].iloc[0]] * 2
+    for a in (run_trace(t)[0], merge_parts(parts)):  # the whole Trace, and the parts
+        one = analysis_of(H200_SINGLE)
+        per_device = a.devices.set_index("device")["gpu_busy_ns"]
+        assert per_device.tolist() == [one.devices["gpu_busy_ns"].iloc[0]] * 2
 
 
 def test_options_work_with_several_traces(ranks, tmp_path):
@@ -106,7 +111,7 @@ def test_ranks_carry_their_data_quality_warnings(ranks):
     from conftest import PUBLIC_NSYS
 
     path = str(PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite")
-    t = merge_traces(load_ranks([path, ranks[0]], AnalysisOptions(jobs=1)))
+    t = merge_traces([load_one(path, None), load_one(ranks[0], None)])
     # the reader's warnings say which rank they are about; the analysis' notes cover all
     assert any(w.startswith(f"rank 0 ({path}): no GPU facts for device(s)") for w in t.warnings)
     a, _ = run_trace(t)

@@ -8,11 +8,14 @@ from pathlib import Path
 
 from advisor import pipeline
 from advisor.analysis import Analysis
+from advisor.cluster import runner
 from advisor.errors import AdvisorInputError
+from advisor.findings import find
 from advisor.gate.compare import GateResult, compare
 from advisor.gate.config import GateConfig
 from advisor.gate.digest import metric_set
 from advisor.options import AnalysisOptions
+from advisor.parts import RankPart, merge_parts
 from advisor.pipeline import MemoryAdvice
 
 
@@ -20,13 +23,32 @@ def metric_sets(
     paths: list[str], options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
 ) -> list[dict]:
     """The metric set of each trace (each analysed on its own, with the options' rules;
-    ``memory_advice``: pipeline.MemoryAdvice)."""
+    ``memory_advice``: pipeline.MemoryAdvice). With ``options.dask``, each trace's set is
+    computed on the Dask cluster (only the sets travel)."""
+    if options.dask:
+        return [p.extra for p in _remote(paths, options)]
     rule_set = options.rules()
     sets = []
     for path in paths:
         analysis, findings = pipeline.run(path, options, rule_set, None, memory_advice)
         sets.append(metric_set(analysis, findings))
     return sets
+
+
+def trace_digest(a: Analysis, options: AnalysisOptions) -> dict:
+    """The metric set of one analysed trace with the options' rules (a rank task's extra)."""
+    return metric_set(a, find(a, options.rules()))
+
+
+def _remote(paths: list[str], options: AnalysisOptions) -> list[RankPart]:
+    """Each trace's part and metric set, computed on the options' Dask cluster; the first
+    unreadable trace's error is raised (AdvisorInputError), after all have finished."""
+    with runner(options) as run:
+        parts = run.map(paths, options, extra=trace_digest)
+    for p in parts:
+        if p.error:
+            raise AdvisorInputError(None, p.error)
+    return parts
 
 
 def run_gate(
@@ -62,6 +84,11 @@ def compare_two(
 ) -> tuple[GateResult, Analysis, Analysis]:
     """Two traces compared as ``advisor report BASELINE CANDIDATE`` shows them: the gate
     result and both analyses (for their summaries)."""
+    if options.dask:  # (the summaries are the parts' device windows)
+        parts = _remote([baseline, candidate], options)
+        sets = [p.extra for p in parts]
+        base, cand = (merge_parts([p]) for p in parts)
+        return compare(sets[:1], sets[1:], cfg), base, cand
     rule_set = options.rules()
     runs = [pipeline.run(t, options, rule_set, None, memory_advice) for t in (baseline, candidate)]
     sets = [metric_set(a, f) for a, f in runs]

@@ -288,8 +288,15 @@ def gap_breakdown(gaps: pd.DataFrame) -> pd.DataFrame:
         ["count", "sum", "median", "max"]
     )
     out = out.rename(columns={"sum": "total_ns", "median": "median_ns", "max": "max_ns"})
-    out = out.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)
-    return plain_columns(out)
+    return order_rows(plain_columns(out.reset_index()), "total_ns", ["device", "cause"])
+
+
+def order_rows(t: pd.DataFrame, by: str, ties: list[str]) -> pd.DataFrame:
+    """``t`` sorted by ``by`` descending, ties by ``ties`` ascending (stable): the one row
+    order of the per-device tables (gap breakdown, streams, sequences), whether computed
+    over a whole trace or concatenated from its ranks (parts.py)."""
+    return t.sort_values([by, *ties], ascending=[False] + [True] * len(ties),
+                         ignore_index=True, kind="stable")  # fmt: skip
 
 
 def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
@@ -328,7 +335,7 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
             "gap_ns": np.add.reduceat(idle, first).astype(np.int64),
         }
     )
-    return out.sort_values("gap_ns", ascending=False, ignore_index=True)
+    return order_rows(out, "gap_ns", ["device", "stream"])
 
 
 def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
@@ -382,8 +389,10 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     out["top_kernel"] = _most_frequent(seq, _categorical(ops["name"], n))
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out = out[out["ops"] >= min_ops]
-    out = out.sort_values("overhead_ns", ascending=False, kind="stable")
-    return plain_columns(out.reset_index(drop=True))
+    return order_rows(plain_columns(out.reset_index(drop=True)), *SEQUENCE_ORDER)
+
+
+SEQUENCE_ORDER = ("overhead_ns", ["device", "start_ns"])  # (order_rows' by and ties)
 
 
 def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:

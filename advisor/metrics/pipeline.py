@@ -46,10 +46,11 @@ def point_to_point(ops: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def step_windows(regions: pd.DataFrame, ops: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+def step_windows(regions: pd.DataFrame, first_ns: int, last_ns: int) -> tuple[str, pd.DataFrame]:
     """(step family name, one row per step: step, start_ns, end_ns): the k-th instances of
     the repeated top-level range with the most instances, joined across devices; without
-    one, the whole trace ('' and one step)."""
+    one, the whole selection ('' and one step: ``first_ns`` to ``last_ns``, its first op's
+    start and last op's end)."""
     if len(regions):
         r = regions[["name", "device", "start_ns", "end_ns"]].copy()
         r["name"] = r["name"].astype(str)
@@ -61,8 +62,7 @@ def step_windows(regions: pd.DataFrame, ops: pd.DataFrame) -> tuple[str, pd.Data
             f = f.assign(step=f.groupby("device").cumcount())
             w = f.groupby("step").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
             return str(family), w.reset_index()
-    whole = pd.DataFrame({"step": [0], "start_ns": [int(ops["start"].min())],
-                          "end_ns": [int(ops["end"].max())]})  # fmt: skip
+    whole = pd.DataFrame({"step": [0], "start_ns": [first_ns], "end_ns": [last_ns]})
     return "", whole
 
 

@@ -147,13 +147,24 @@ def kernel_groups(
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
              "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled"]  # fmt: skip
-    out = out[order]
-    out["_idle"] = out["tail_idle_ns"] + out["underfill_idle_ns"]
-    # ties (equal idle and time: the same kernel on several devices or ranges) in a fixed
-    # order, whatever order the trace's rows came in
-    out = out.sort_values(["_idle", "total_ns", "device"], ascending=[False, False, True],
-                          ignore_index=True, kind="stable")  # fmt: skip
-    return plain_columns(out.drop(columns="_idle"))
+    return plain_columns(order_kernel_groups(out[order]))
+
+
+def order_kernel_groups(groups: pd.DataFrame) -> pd.DataFrame:
+    """kernel_groups' row order: tail + under-fill idle, then total_ns, descending; ties
+    (the same kernel on several devices or ranges) by device, then in order of first launch
+    (stable), whatever order the trace's rows came in."""
+    idle = groups["tail_idle_ns"] + groups["underfill_idle_ns"]
+    return (
+        groups.assign(_idle=idle)
+        .sort_values(
+            ["_idle", "total_ns", "device"],
+            ascending=[False, False, True],
+            ignore_index=True,
+            kind="stable",
+        )  # fmt: skip
+        .drop(columns="_idle")
+    )
 
 
 def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:

@@ -266,19 +266,30 @@ def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:
     return table
 
 
-def _regions(a: Analysis) -> pd.DataFrame:
+def sync_copy_gaps(a: Analysis) -> pd.DataFrame:
+    """The synchronization gaps behind a blocking copy call (copy_sync_calls): gap_ns,
+    device, region (its op's range name) per gap."""
+    return a.derived("sync_copy", _sync_copy_gaps)
+
+
+def _sync_copy_gaps(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    # gaps behind a blocking copy call (the text is matched on the few sync gaps only)
+    # (the text is matched on the few sync gaps only)
     synced = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
     calls = pd.Series(ops["sync_call"].to_numpy(object)[synced], dtype=object)
     rows = synced[name_matches(calls, "copy_sync_calls").to_numpy(bool)]
-    sync_copy = pd.DataFrame(
+    return pd.DataFrame(
         {
             "gap_ns": ops["gap_ns"].to_numpy()[rows],
             "device": ops["device"].to_numpy()[rows],
             "region": ops["region"].to_numpy(object)[rows],
         }
     )
+
+
+def _regions(a: Analysis) -> pd.DataFrame:
+    ops = a.ops  # (only its communication ops are read here)
+    sync_copy = sync_copy_gaps(a)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
@@ -326,14 +337,33 @@ def _sequences(a: Analysis) -> pd.DataFrame:
 def _steps(a: Analysis) -> pd.DataFrame:
     """Repeated top-level ranges (steps) per (family, device): per-step medians over the
     steady steps and the whole-step CUDA-graph saving (SCOPES['steps'])."""
+    t = step_table(a)
+    if t.empty:
+        return pd.DataFrame(columns=list(SCOPES["steps"]))
+    t = t.drop(columns="first_start_ns")
+    return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+
+
+def step_table(a: Analysis) -> pd.DataFrame:
+    """_steps' rows before their at_ns: with worst_start_ns and first_start_ns (the first
+    instance's GPU start: the rows are in the order of their first instance, then device)."""
+    return a.derived("steps", _step_table)
+
+
+def order_steps(t: pd.DataFrame) -> pd.DataFrame:
+    """step_table's row order: first instance's start, then device."""
+    return t.sort_values(["first_start_ns", "device"], ignore_index=True, kind="stable")
+
+
+def _step_table(a: Analysis) -> pd.DataFrame:
     r = a.regions
     if r.empty:
-        return pd.DataFrame(columns=list(SCOPES["steps"]))
+        return pd.DataFrame()
     r = r.reset_index(drop=True)
     family = r["name"].astype(str).to_numpy()
     repeated = pd.Series(family).groupby([family, r["device"].to_numpy()]).transform("size") > 1
     if not repeated.any():
-        return pd.DataFrame(columns=list(SCOPES["steps"]))
+        return pd.DataFrame()
     gap_row, gap = _step_gaps(a, r)
     saving = np.maximum(gap - GRAPH_NODE_GAP_NS, 0)
     inst = range_instances(a)  # (rows in the order of r)
@@ -379,8 +409,9 @@ def _steps(a: Analysis) -> pd.DataFrame:
         "graph_saving_ns": sums["graph_saving_ns"].to_numpy(np.float64),
         "severity_base_ns": sums["period_ns"].to_numpy(np.float64),
         "worst_start_ns": r["start_ns"].to_numpy()[worst.to_numpy()].astype(np.int64),
+        "first_start_ns": first["start_ns"].to_numpy().astype(np.int64),
     })  # fmt: skip
-    return _at(t, t.pop("worst_start_ns"), a.origin_ns)
+    return order_steps(t)
 
 
 def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -161,10 +161,14 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # companion files read with the trace
     rank: int | None = None  # the job rank the trace says it is (Kineto distributedInfo)
+    # the devices of a job merged from rank summaries (parts.py), which holds no GPU ops
+    device_ids: list[int] | None = None
 
     @property
     def devices(self) -> list[int]:
         """Device ids that ran any GPU work, ascending."""
+        if self.device_ids is not None:
+            return list(self.device_ids)
         ids: set[int] = set()
         for table in (self.kernels, self.memcpy, self.memset, self.graphs):
             if len(table):

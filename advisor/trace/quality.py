@@ -111,41 +111,54 @@ def unrecorded_launches(k: pd.DataFrame) -> np.ndarray:
     )
 
 
-def coverage_notes(
+def coverage_counts(
     ops: pd.DataFrame, impossible: int = 0, api_traced: bool = True, unrecorded: int = 0
-) -> list[str]:
-    """What the trace lacks, and the metrics that limits (``ops``: attributed device ops;
-    ``impossible``: the number of launches with impossible configurations; ``api_traced``:
-    the trace holds runtime API calls; ``unrecorded``: launches without any grid/block)."""
-    notes = []
+) -> dict[str, int]:
+    """What coverage_notes reports, as counts (summable over the ranks of a job):
+    ``kernels``, ``no_launch_call`` (kernels without their launch call), ``api_traced``
+    (1 when the trace holds runtime API calls), ``repeated`` ops, ``unrecorded`` and
+    ``impossible`` launch configurations."""
     kernels = ops["kind"].eq("kernel").to_numpy()
-    if kernels.any() and api_traced:  # (no API at all: the reader says how to get it)
-        missing = int(np.isnan(ops["api_start"].to_numpy()[kernels]).sum())
-        if missing:
-            notes.append(
-                f"{missing:,} of {int(kernels.sum()):,} kernel launches have no launch call in "
-                "the trace (API events lost or not traced): the gaps before them are "
-                "'unattributed' and they belong to no NVTX range"
-            )
-    same = _repeated_ops(ops)
+    return {
+        "kernels": int(kernels.sum()),
+        "no_launch_call": int(np.isnan(ops["api_start"].to_numpy()[kernels]).sum()),
+        "api_traced": int(api_traced),
+        "repeated": _repeated_ops(ops),
+        "unrecorded": int(unrecorded),
+        "impossible": int(impossible),
+    }
+
+
+def coverage_notes(counts: dict[str, int]) -> list[str]:
+    """What the trace lacks, and the metrics that limits (``counts``: coverage_counts)."""
+    notes = []
+    missing = counts["no_launch_call"]
+    if counts["kernels"] and counts["api_traced"] and missing:
+        # (no API at all: the reader says how to get it)
+        notes.append(
+            f"{missing:,} of {counts['kernels']:,} kernel launches have no launch call in "
+            "the trace (API events lost or not traced): the gaps before them are "
+            "'unattributed' and they belong to no NVTX range"
+        )
+    same = counts["repeated"]
     if same:
         notes.append(
             f"{same:,} GPU operations repeat another's device, stream, start and end to the "
             "nanosecond (a trace merged twice or damaged): busy time counts them once, but "
             "launch counts and per-kernel totals include them"
         )
-    if unrecorded:
+    if counts["unrecorded"]:
         notes.append(
-            f"{unrecorded:,} kernel launches have no launch configuration in the trace (grid "
-            "and block not recorded, as in ROCm PyTorch profiler traces): their occupancy, "
-            "waves and tails are not computed (rocprofv3 --kernel-trace records them)"
+            f"{counts['unrecorded']:,} kernel launches have no launch configuration in the "
+            "trace (grid and block not recorded, as in ROCm PyTorch profiler traces): their "
+            "occupancy, waves and tails are not computed (rocprofv3 --kernel-trace records "
+            "them)"
         )
-    bad = impossible
-    if bad:
+    if counts["impossible"]:
         notes.append(
-            f"{bad:,} kernel launches have impossible launch configurations (zero or negative "
-            "dimensions, over 1024 threads, or out-of-range registers/shared memory): their "
-            "occupancy, waves and tails are not computed"
+            f"{counts['impossible']:,} kernel launches have impossible launch configurations "
+            "(zero or negative dimensions, over 1024 threads, or out-of-range "
+            "registers/shared memory): their occupancy, waves and tails are not computed"
         )
     return notes
 

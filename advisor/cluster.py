@@ -1,0 +1,171 @@
+"""Where the ranks' analyses run: ``LocalRunner`` (worker processes on this machine) or
+``DaskRunner`` (the workers of a dask.distributed cluster: ``--dask tcp://host:port``, or
+``--dask local`` for a LocalCluster here). Both run parts.rank_part once per trace and hand
+back the RankParts in the order of the paths; only the parts travel back.
+
+On Dask, workers read the traces by path (a shared filesystem). A trace that cannot be read
+becomes its part's one-line error, naming the worker; a task whose worker dies is run again
+on another worker by the scheduler, and reported when it has killed two (the LocalCluster
+allows one failure; a cluster of your own follows its scheduler's
+``distributed.scheduler.allowed-failures``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
+
+from advisor.errors import AdvisorInputError
+from advisor.options import AnalysisOptions
+from advisor.parts import RankPart, rank_part
+
+OnDone = Callable[[RankPart], None]
+Extra = Callable  # parts.rank_part's ``extra``: (Analysis, AnalysisOptions) -> dict
+INSTALL_HINT = 'pip install "advisor[dask]"'
+
+
+def runner(options: AnalysisOptions) -> LocalRunner | DaskRunner:
+    """The runner the options ask for: the Dask cluster at ``options.dask`` when given,
+    else ``options.jobs`` local processes."""
+    return DaskRunner(options.dask, options.jobs) if options.dask else LocalRunner(options.jobs)
+
+
+class LocalRunner:
+    """Rank tasks in ``jobs`` worker processes here (default one per core; 1: in this
+    process), each reader given the cores left per worker."""
+
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = jobs
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def map(
+        self,
+        paths: list[str],
+        options: AnalysisOptions,
+        extra: Extra | None = None,
+        on_done: OnDone | None = None,
+    ) -> list[RankPart]:
+        """rank_part of every path (with ``extra``), in the order of the paths;
+        ``on_done`` as each finishes."""
+        notify = on_done or (lambda _: None)
+        jobs = max(1, min(self.jobs or os.cpu_count() or 1, len(paths)))
+        if jobs == 1:
+            parts = []
+            for p in paths:
+                parts.append(rank_part(p, options, extra=extra))
+                notify(parts[-1])
+            return parts
+        cores = max(1, (os.cpu_count() or 1) // jobs)
+        clean = replace(options)  # (without its cached, unpicklable compiled rules)
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(rank_part, p, clean, cores, extra) for p in paths]
+            for future in as_completed(futures):
+                notify(future.result())
+            return [f.result() for f in futures]
+
+
+def _on_worker(path: str, options: AnalysisOptions, extra: Extra | None) -> RankPart:
+    """rank_part on a Dask worker, with the worker's threads for the reader; an error
+    names the worker (the path may exist on the client but not there)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    part = rank_part(path, options, cores=max(1, worker.state.nthreads), extra=extra)
+    if part.error is not None:
+        part.error = f"{part.error} (on Dask worker {worker.address})"
+    return part
+
+
+class DaskRunner:
+    """Rank tasks on the dask.distributed cluster at ``address`` (``local``: a LocalCluster
+    of ``jobs`` single-threaded worker processes, default one per core). AdvisorInputError
+    when Dask is not installed or the scheduler cannot be reached."""
+
+    def __init__(self, address: str, jobs: int | None = None) -> None:
+        try:
+            import dask
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise AdvisorInputError(
+                None, f"--dask needs dask.distributed, which is not installed: {INSTALL_HINT}"
+            ) from None
+        self.cluster = None
+        try:
+            if address == "local":
+                with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+                    self.cluster = LocalCluster(
+                        n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
+                        processes=True, dashboard_address=":0",  # (any free port)
+                    )  # fmt: skip
+                self.client = Client(self.cluster)
+            else:
+                self.client = Client(address, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise AdvisorInputError(
+                None, f"--dask {address}: cannot reach the scheduler ({exc})"
+            ) from None
+
+    def __enter__(self) -> DaskRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect (and stop the LocalCluster this runner started)."""
+        if getattr(self, "client", None) is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+    def map(
+        self,
+        paths: list[str],
+        options: AnalysisOptions,
+        extra: Extra | None = None,
+        on_done: OnDone | None = None,
+    ) -> list[RankPart]:
+        """rank_part of every path (with ``extra``), in the order of the paths;
+        ``on_done`` as each finishes."""
+        from distributed import as_completed as dask_completed
+
+        notify = on_done or (lambda _: None)
+        run = uuid.uuid4().hex[:8]
+        clean = replace(options)
+        futures = [
+            self.client.submit(
+                _on_worker, p, clean, extra, key=f"advisor-{run}-{i}", pure=False
+            )  # fmt: skip
+            for i, p in enumerate(paths)
+        ]
+        index = {f.key: i for i, f in enumerate(futures)}
+        parts: list[RankPart | None] = [None] * len(paths)
+        for future in dask_completed(futures):
+            i = index[future.key]
+            parts[i] = _result(future, paths[i])
+            notify(parts[i])
+            future.release()
+        return parts
+
+
+def _result(future, path: str) -> RankPart:
+    """The part a finished Dask task returned, or the one line that says why it has none."""
+    from distributed import KilledWorker
+
+    try:
+        return future.result()
+    except KilledWorker:
+        return RankPart(path=path, error=f"{path}: the Dask workers running it died twice")
+    except Exception as exc:  # (the task itself catches everything it can)
+        return RankPart(path=path, error=f"{path}: Dask task failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,342 @@
+"""The ranks of a job analysed apart and merged: each rank's trace is read and analysed on
+its own (a worker process, or a Dask worker), reduced to a ``RankPart`` of small per-device
+tables, and the parts are merged into one Analysis on the client. Only the parts travel,
+never a trace: a part holds per-device tables (windows, regions, kernel groups, views: tens
+to thousands of rows) and the rank's communication ops (the cross-rank tables' inputs).
+
+What needs several ranks at once is computed on the merged parts: the collectives matched
+across devices (metrics/comm.collective_skew) and each comm op's wait for the last rank,
+hence ``comm_wait_ns`` of every device, region and range window, the stragglers and rank
+skew the rules read, and the pipeline stages (from the ops of the devices that ran
+point-to-point kernels). Everything else is per device, so the merge concatenates and puts
+the rows in the order the whole-trace functions give them. The result is the same analysis
+(JSON document, findings, tables) as one Trace holding every rank (multi.merge_traces),
+which the tests check on real multi-rank traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from advisor import views
+from advisor.analysis import Analysis, _comm_waits, analyze
+from advisor.errors import AdvisorInputError
+from advisor.metrics.comm import collective_skew
+from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
+from advisor.metrics.waves import order_kernel_groups
+from advisor.options import AnalysisOptions
+from advisor.rules import tables as rule_tables
+from advisor.trace.model import Trace
+from advisor.trace.quality import coverage_notes
+
+# the comm ops a part carries (what the cross-rank matching and the rules' region table read)
+COMM_COLUMNS = ["device", "start", "end", "name", "kind", "op_class", "range_id", "region"]
+# the rank's tables as the selection leaves them, merged by concatenation and one row order
+_ORDERS = {
+    "devices": lambda t: t.sort_values("device", ignore_index=True, kind="stable"),
+    "regions": lambda t: t.sort_values(["start_ns", "device"], ignore_index=True, kind="stable"),
+    "totals": lambda t: t.sort_values(["name", "device"], ignore_index=True, kind="stable"),
+    "gaps": lambda t: order_rows(t, "total_ns", ["device", "cause"]),
+    "streams": lambda t: order_rows(t, "gap_ns", ["device", "stream"]),
+    "sequences": lambda t: order_rows(t, *SEQUENCE_ORDER),
+}
+# the derived tables (Analysis.derived keys; kernel_table's cache keys False / True)
+_DERIVED_ORDERS = {
+    False: order_kernel_groups,
+    True: order_kernel_groups,
+    "top_kernels": views.order_top_kernels,
+    "copies": lambda t: views.order_by_time(t, ["device", "kind", "host_memory"]),
+    "sync_stalls": lambda t: views.order_by_time(t, ["device", "call"]),
+    "sync_copy": lambda t: t.reset_index(drop=True),
+    "steps": rule_tables.order_steps,
+    "stage_ops": lambda t: t.reset_index(drop=True),
+}
+
+
+@dataclass
+class RankPart:
+    """One rank's trace, analysed and reduced (or the one-line error that replaced it).
+    Times in trace ns; device ids as in the rank's trace."""
+
+    path: str
+    error: str | None = None
+    format: str = ""
+    producer_version: str = ""
+    gpus: dict = field(default_factory=dict)  # device id -> GpuSpec
+    devices: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the reader's
+    sources: list[str] = field(default_factory=list)
+    coverage: dict = field(default_factory=dict)  # quality.coverage_counts
+    shape_notes: list[str] = field(default_factory=list)
+    origin_ns: int = 0
+    tables: dict = field(default_factory=dict)  # _ORDERS' keys (sequences: unselected)
+    derived: dict = field(default_factory=dict)  # _DERIVED_ORDERS' keys
+    comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
+    extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked
+
+    def nbytes(self) -> int:
+        """Memory of the part's tables (B): what travels from a worker."""
+        frames = [*self.tables.values(), *self.derived.values(), self.comm]
+        return int(sum(f.memory_usage(index=True, deep=True).sum() for f in frames))
+
+
+def summarize(a0: Analysis, range_text: str | None = None) -> RankPart:
+    """The part of one rank's unselected analysis ``a0``, its ranges selected by
+    ``range_text`` (the device selection is the job's: applied after the merge)."""
+    a = a0.select(range_text, None) if range_text else a0
+    t = a0.trace
+    tables = {name: getattr(a, name) for name in _ORDERS}
+    tables["devices"] = a0.devices  # (a range selection keeps whole device windows)
+    tables["sequences"] = a0.sequences  # (filtered to the job's range window after the merge)
+    derived = {
+        False: a.kernel_table(False, worst=True),  # (the merge drops it where not wanted)
+        True: a.kernel_table(True),
+        "top_kernels": views.top_kernels(a),
+        "copies": views.copies(a),
+        "sync_stalls": views.sync_stalls(a),
+        "sync_copy": rule_tables.sync_copy_gaps(a),
+        "steps": rule_tables.step_table(a),
+        "stage_ops": views.stage_ops(a),
+    }
+    ops = a0.ops
+    comm = ops.loc[ops["op_class"].eq("comm").to_numpy(), COMM_COLUMNS]
+    comm = comm.astype({"name": object, "region": object, "kind": object})
+    return RankPart(
+        path=t.path, format=t.format, producer_version=t.producer_version,
+        gpus={d: g for d, g in t.gpus.items() if d in t.devices}, devices=t.devices,
+        warnings=list(t.warnings), sources=list(t.sources), coverage=dict(a0.coverage),
+        shape_notes=a0.notes[len(coverage_notes(a0.coverage)):], origin_ns=a0.origin_ns,
+        tables={k: _compact(v) for k, v in tables.items()},
+        derived={k: _compact(v) for k, v in derived.items()},
+        comm=_compact(comm),
+    )  # fmt: skip
+
+
+def rank_part(
+    path: str,
+    options: AnalysisOptions,
+    cores: int | None = None,
+    extra: Callable[[Analysis, AnalysisOptions], dict] | None = None,
+) -> RankPart:
+    """Read and analyse one rank's trace (``cores`` for its reader) into its part; with
+    ``extra`` (a module-level function, so that it pickles), also ``extra(analysis,
+    options)`` of the trace on its own, such as the gate's digest. Bad input becomes the
+    part's ``error`` (one line)."""
+    from advisor.trace.load import load_trace
+
+    try:
+        trace = load_trace(path, gpu=options.gpu_override, cores=cores)
+        a0 = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
+        part = summarize(a0, options.range_text)
+        if extra is not None:
+            part.extra = extra(a0, options)
+        return part
+    except AdvisorInputError as exc:
+        return RankPart(path=path, error=str(exc))
+    except Exception as exc:  # a bug on one trace must not lose the other ranks
+        return RankPart(path=path, error=f"{path}: internal error: {type(exc).__name__}: {exc}")
+
+
+def device_maps(devices: list[list[int]]) -> list[dict[int, int]]:
+    """Per rank (its device ids, in rank order): its device id -> the job's. Ids are kept
+    when distinct across the ranks (ranks profiled on their own GPUs) and renumbered in rank
+    order when they collide (every rank's GPU is its device 0)."""
+    ids = [d for ds in devices for d in ds]
+    if len(ids) == len(set(ids)):
+        return [{d: d for d in ds} for ds in devices]
+    maps, next_id = [], 0
+    for ds in devices:
+        maps.append({d: next_id + i for i, d in enumerate(ds)})
+        next_id += len(ds)
+    return maps
+
+
+def merge_parts(
+    parts: list[RankPart], range_text: str | None = None, device: int | None = None
+) -> Analysis:
+    """One Analysis of the readable parts (in rank order), as ``analyze`` of one Trace
+    holding every rank followed by ``select(range_text, device)`` gives it. Raises
+    AdvisorInputError like the pipeline for a device without work or a range that matches
+    nothing."""
+    parts = [p for p in parts if p.error is None]
+    if not parts:
+        raise AdvisorInputError(None, "no trace could be read")
+    maps = device_maps([p.devices for p in parts])
+    offsets = np.cumsum([0] + [_range_count(p) for p in parts])
+    tables = {k: _concat([_renumber(p.tables[k], m) for p, m in zip(parts, maps, strict=True)])
+              for k in _ORDERS}  # fmt: skip
+    derived = {
+        k: _concat([_renumber(p.derived[k], m) for p, m in zip(parts, maps, strict=True)])
+        for k in _DERIVED_ORDERS
+    }
+    comm = _concat([_renumber(p.comm, m) for p, m in zip(parts, maps, strict=True)])
+    regions = []
+    for p, m, off in zip(parts, maps, offsets, strict=False):
+        r = _renumber(p.tables["regions"], m)
+        regions.append(r.assign(range_id=r["range_id"] + off) if len(r) else r)
+    tables["regions"] = _concat(regions)
+    if len(comm):
+        rank_of_row = np.repeat(np.arange(len(parts)), [len(p.comm) for p in parts])
+        comm["range_id"] = np.where(comm["range_id"] >= 0,
+                                    comm["range_id"] + offsets[rank_of_row], -1)  # fmt: skip
+    tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
+    derived = {k: _DERIVED_ORDERS[k](v) if len(v) else v for k, v in derived.items()}
+    comm, collectives = _cross_rank_waits(comm, tables)
+    trace = _job_trace(parts, maps)
+    a = Analysis(
+        trace=trace, ops=comm, launches=pd.DataFrame({"device": []}), devices=tables["devices"],
+        regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
+        streams=tables["streams"], collectives=collectives,
+        notes=[*coverage_notes(_coverage(parts)), *_shape_notes(parts)],
+        coverage=_coverage(parts), origin_ns=min(p.origin_ns for p in parts),
+        totals=tables["totals"], from_parts=True, _tables=derived,
+    )  # fmt: skip
+    if device is not None and device not in trace.devices:
+        raise AdvisorInputError(
+            trace.path,
+            f"--device {device}: no GPU work on that device (devices: "
+            f"{', '.join(map(str, trace.devices))})",
+        )
+    a = a.select(None, device)
+    a.selection = {"range": range_text, "device": device}
+    if not a.regions.empty and len(a._tables[False]):
+        # (as kernel_table: only the rules' per-region table has worst launches then)
+        a._tables[False] = a._tables[False].assign(worst_start_ns=np.nan)
+    if range_text:
+        if a.regions.empty:
+            raise AdvisorInputError(
+                trace.path, f"--range {range_text!r}: no top-level NVTX range matches"
+            )
+        ids = set(a.regions["range_id"])
+        lo, hi = a.regions["start_ns"].min(), a.regions["end_ns"].max()
+        seq, coll = a.sequences, a.collectives
+        a.ops = a.ops[a.ops["range_id"].isin(ids)]
+        a.sequences = seq[(seq["start_ns"] >= lo) & (seq["end_ns"] <= hi)]
+        a.collectives = coll[coll["start"].between(lo, hi)]
+    return a
+
+
+def _range_count(p: RankPart) -> int:
+    """How many range ids the part uses (its region and comm ids are below it)."""
+    ids = [p.tables["regions"]["range_id"].max() if len(p.tables["regions"]) else -1,
+           p.comm["range_id"].max() if len(p.comm) else -1]  # fmt: skip
+    return int(max(ids)) + 1
+
+
+def _compact(t: pd.DataFrame) -> pd.DataFrame:
+    """``t`` (index reset) with its text columns as categoricals: each distinct name is
+    sent once, not once per row (_expand restores the columns' types after the merge)."""
+    t = t.reset_index(drop=True)
+    text = {c: str(d) for c, d in t.dtypes.items()
+            if d is np.dtype(object) or isinstance(d, pd.StringDtype)}  # fmt: skip
+    if not text or t.empty:
+        return t
+    out = t.astype({c: "category" for c in text})
+    out.attrs["text_columns"] = text
+    return out
+
+
+def _expand(t: pd.DataFrame) -> pd.DataFrame:
+    """The text columns that _compact made categoricals, back in their own types."""
+    text = t.attrs.get("text_columns")
+    if not text:
+        return t
+    out = t.astype({c: (object if d == "object" else d) for c, d in text.items() if c in t})
+    out.attrs = {}
+    return out
+
+
+def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
+    """``t`` with its device column mapped to the job's ids."""
+    if t.empty or "device" not in t or all(k == v for k, v in device_map.items()):
+        return t
+    return t.assign(device=t["device"].map(device_map).astype(t["device"].dtype))
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after another (the empty ones only give their columns), text
+    columns in their own types again (_expand)."""
+    frames = [_expand(f) for f in frames]
+    full = [f for f in frames if len(f)]
+    if not full:
+        return frames[0] if frames else pd.DataFrame()
+    return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+
+
+def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the comm ops with wait_ns and last_device, the collectives table), with the
+    windows' comm_wait_ns filled in ``tables`` (devices, regions and range totals): as
+    analyze computes them over one Trace holding every rank."""
+    if comm.empty:
+        comm = comm.assign(wait_ns=pd.Series(dtype=float), last_device=pd.Series(dtype=float))
+        op_class = comm["op_class"]
+    else:
+        op_class = comm["op_class"].astype(pd.CategoricalDtype(["comm", "compute", "memory"]))
+    skew = collective_skew(comm, op_class)
+    comm = comm.assign(op_class=op_class)
+    comm["wait_ns"], comm["last_device"] = _comm_waits(comm, op_class, skew)
+    waits = comm[comm["wait_ns"] != 0]
+    d = tables["devices"]
+    per_device = waits.groupby("device")["wait_ns"].sum()
+    d["comm_wait_ns"] = d["device"].map(per_device).fillna(0.0).to_numpy(np.float64)
+    r = tables["regions"]
+    if len(r):
+        per_window = waits[waits["range_id"] >= 0].groupby(["range_id", "device"])["wait_ns"].sum()
+        key = pd.MultiIndex.from_frame(r[["range_id", "device"]])
+        r["comm_wait_ns"] = per_window.reindex(key).fillna(0.0).to_numpy(np.float64)
+        t = tables["totals"]
+        per_name = r.groupby(["name", "device"])["comm_wait_ns"].sum()
+        key = pd.MultiIndex.from_frame(t[["name", "device"]])
+        t["comm_wait_ns"] = per_name.reindex(key).fillna(0.0).to_numpy(np.float64)
+    return comm, skew
+
+
+def _job_trace(parts: list[RankPart], maps: list[dict[int, int]]) -> Trace:
+    """The job's Trace: paths, GPU facts and warnings of its parts (each naming its rank
+    when there are several), no GPU ops."""
+    first = parts[0]
+    t = Trace(
+        path=", ".join(p.path for p in parts), format=first.format,
+        producer_version=first.producer_version, kernels=pd.DataFrame(),
+        device_ids=sorted(d for m in maps for d in m.values()),
+    )  # fmt: skip
+    for rank, (p, m) in enumerate(zip(parts, maps, strict=True)):
+        for d, spec in p.gpus.items():
+            if d in m:
+                t.gpus[m[d]] = spec
+        prefix = f"rank {rank} ({p.path}): " if len(parts) > 1 else ""
+        t.warnings += [prefix + w for w in p.warnings]
+        t.sources += p.sources
+    return t
+
+
+def _coverage(parts: list[RankPart]) -> dict[str, int]:
+    """The parts' coverage counts summed (API traced when any rank traced it)."""
+    out = {k: sum(p.coverage[k] for p in parts) for k in parts[0].coverage}
+    out["api_traced"] = int(any(p.coverage["api_traced"] for p in parts))
+    return out
+
+
+def _shape_notes(parts: list[RankPart]) -> list[str]:
+    """The parts' --shape warnings, each once, in rank order."""
+    return list(dict.fromkeys(n for p in parts for n in p.shape_notes))
+
+
+def rank_rows(parts: list[RankPart]) -> list[dict]:
+    """One row per trace: rank, path, error, its devices (the job's ids) and what they
+    were in its trace."""
+    readable = [p for p in parts if p.error is None]
+    maps = iter(device_maps([p.devices for p in readable]))
+    rows, rank = [], 0
+    for p in parts:
+        row = {"rank": None, "path": p.path, "error": p.error, "devices": [], "trace_devices": []}
+        if p.error is None:
+            m = next(maps)
+            row.update(rank=rank, devices=sorted(m.values()), trace_devices=sorted(m))
+            rank += 1
+        rows.append(row)
+    return rows

@@ -1,0 +1,134 @@
+"""The ranks of a job analysed apart and merged (parts.py) give the analysis of one Trace
+holding every rank (multi.merge_traces): the same JSON document, findings included, on real
+multi-rank traces with and without a selection, and on a hand-built pipeline job whose
+stage numbers tests/metrics/test_pipeline.py works out by hand."""
+
+import pickle
+import sys
+
+import pytest
+from builders import two_device_steps
+from conftest import H200_2GPU, PUBLIC, PUBLIC_NSYS, ROOT
+
+from advisor.analysis import analyze
+from advisor.findings import find
+from advisor.multi import load_one, merge_traces
+from advisor.options import AnalysisOptions
+from advisor.parts import merge_parts, rank_part, summarize
+from advisor.pipeline import run_trace
+from advisor.render.json import document
+from advisor.trace.model import Trace
+
+sys.path.insert(0, str(ROOT / "sample_traces"))
+sys.path.insert(0, str(ROOT / "tests" / "metrics"))
+from split_ranks import split  # noqa: E402
+from test_pipeline import gpipe  # noqa: E402
+
+US = 1000
+
+
+@pytest.fixture(scope="module")
+def allreduce_ranks(tmp_path_factory):
+    return [str(p) for p in split(str(H200_2GPU), tmp_path_factory.mktemp("ranks"))]
+
+
+def whole_and_parts(paths: list[str], **selection) -> tuple[dict, dict]:
+    """The document of the ranks merged into one Trace, and of their parts merged."""
+    options = AnalysisOptions(**selection)
+    a, f = run_trace(merge_traces([load_one(p, None) for p in paths]), options)
+    b = merge_parts([rank_part(p, options) for p in paths], options.range_text, options.device)
+    return document(a, f), document(b, find(b))
+
+
+SETS = {
+    "two-rank kineto (HTA sample)": [
+        str(PUBLIC / "kineto" / f"hta_sampled_rank-{r}.json.gz") for r in (0, 1)
+    ],
+    "two ranks of other jobs": [
+        str(ROOT / "sample_traces" / "h200_train_steps.sqlite"),
+        str(ROOT / "sample_traces" / "h200_scheduling.sqlite"),
+    ],
+    "one export of two GPUs": [str(PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite")],
+    "a 2-GPU export and a 2-rank one": [
+        str(PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite"),
+        str(H200_2GPU),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_parts_give_the_whole_trace_document(name):
+    whole, merged = whole_and_parts(SETS[name])
+    assert merged == whole
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        {},
+        {"range_text": "allreduce_exposed"},
+        {"device": 1},
+        {"range_text": "allreduce", "device": 0},
+    ],  # fmt: skip
+)
+def test_split_ranks_with_a_selection(allreduce_ranks, selection):
+    whole, merged = whole_and_parts(allreduce_ranks, **selection)
+    assert merged == whole
+    if not selection:  # the cross-rank waits are there (rank 0 waits for rank 1)
+        region = next(r for r in merged["regions"]
+                      if r["name"] == "allreduce_straggler" and r["device"] == 0)  # fmt: skip
+        assert region["comm_wait_ns"] > 1_000_000
+        assert merged["collectives"] and merged["findings"]
+
+
+def one_process(t: Trace, pid: int) -> Trace:
+    """The part of a hand-built trace that one process (one rank) recorded."""
+    out = Trace(path=f"rank{pid}", format=t.format, producer_version=t.producer_version,
+                kernels=t.kernels[t.kernels["pid"] == pid].reset_index(drop=True))  # fmt: skip
+    out.api = t.api[t.api["pid"] == pid].reset_index(drop=True)
+    out.nvtx = t.nvtx[t.nvtx["pid"] == pid].reset_index(drop=True)
+    out.gpus = {d: g for d, g in t.gpus.items() if d in out.devices}
+    return out
+
+
+def test_a_pipeline_split_per_rank():
+    # test_pipeline's slow-transfer GPipe (60 us transfers): step 1980 us, bubble 780 us on
+    # both stages, 384 us per step above the 20 % ideal; the stages are seen across ranks
+    whole = two_device_steps([gpipe((100, 100), (200, 200), 60)] * 2)
+    a = analyze(whole)
+    parts = [summarize(analyze(one_process(whole, pid))) for pid in (1, 2)]
+    b = merge_parts(parts)
+    fa, fb = find(a), find(b)
+    assert document(b, fb)["pipeline_stages"] == document(a, fa)["pipeline_stages"]
+    assert [f.rule for f in fb] == [f.rule for f in fa]
+    pp = next(f for f in fb if f.rule == "pp-bubble")
+    assert (pp.device, pp.est_savings_ns) == (0, 768 * US)
+    stage = document(b, fb)["pipeline_stages"][0]
+    assert (stage["step_ns"], stage["bubble_ns"]) == (1980 * US, 780 * US)
+
+
+def test_a_part_is_small():
+    # what travels from a worker: per-device tables (kernel groups, range instances, views)
+    # and the comm ops, not the trace: 4,062 kernels in 6 steps, 76 kernel groups
+    path = str(ROOT / "sample_traces" / "h200_train_steps.sqlite")
+    trace = pickle.dumps(load_one(path, None).trace, protocol=5)
+    part = rank_part(path, AnalysisOptions())
+    assert part.error is None and len(part.derived[False]) == 76
+    assert len(pickle.dumps(part, protocol=5)) < len(trace) / 10
+
+
+def test_a_merged_job_refuses_what_needs_every_op(allreduce_ranks):
+    b = merge_parts([rank_part(p, AnalysisOptions()) for p in allreduce_ranks])
+    with pytest.raises(RuntimeError, match="not in the rank summaries"):
+        b.busy_segments()
+    with pytest.raises(RuntimeError, match="not in the rank summaries"):
+        b.derived("anything_else", lambda _: None)
+
+
+def test_a_bad_rank_is_its_error_line(tmp_path):
+    bad = tmp_path / "broken.sqlite"
+    bad.write_bytes(b"not sqlite")
+    part = rank_part(str(bad), AnalysisOptions())
+    assert part.error.startswith(f"{bad}: not a supported trace")
+    good = rank_part(str(H200_2GPU), AnalysisOptions())
+    assert merge_parts([part, good]).trace.path == str(H200_2GPU)
