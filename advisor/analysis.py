@@ -195,12 +195,21 @@ class Analysis:
                 totals=totals[totals["name"].isin(set(regions["name"]))],
                 ops=ops,
                 launches=t["launches"][t["launches"]["range_id"].isin(ids)],
-                sequences=seq[(seq["start_ns"] >= lo) & (seq["end_ns"] <= hi)],
+                sequences=within_device_windows(seq, regions),
                 gaps=gap_breakdown(ops),
                 streams=stream_summary(ops),
                 collectives=coll[coll["start"].between(lo, hi)],
             )
         return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
+
+
+def within_device_windows(rows: pd.DataFrame, regions: pd.DataFrame) -> pd.DataFrame:
+    """The ``rows`` (device, start_ns, end_ns) that lie within their device's span of the
+    ``regions``: from its first selected region's start to its last one's end."""
+    span = regions.groupby("device").agg(lo=("start_ns", "min"), hi=("end_ns", "max"))
+    lo = rows["device"].map(span["lo"]).to_numpy(np.float64)
+    hi = rows["device"].map(span["hi"]).to_numpy(np.float64)
+    return rows[(rows["start_ns"].to_numpy() >= lo) & (rows["end_ns"].to_numpy() <= hi)]
 
 
 def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFrame:

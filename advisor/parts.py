@@ -84,14 +84,17 @@ class RankPart:
         return int(sum(f.memory_usage(index=True, deep=True).sum() for f in frames))
 
 
-def summarize(a0: Analysis, range_text: str | None = None) -> RankPart:
+def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = None) -> RankPart:
     """The part of one rank's unselected analysis ``a0``, its ranges selected by
-    ``range_text`` (the device selection is the job's: applied after the merge)."""
+    ``range_text`` (the device selection is the job's: applied after the merge). Of the
+    launch sequences (tens of thousands in a long trace) it keeps those the document lists
+    (each device's SEQUENCES_SHOWN with the most overhead) and those a sequences rule of
+    ``rules`` (default: the built-in ones) fires on."""
     a = a0.select(range_text, None) if range_text else a0
     t = a0.trace
     tables = {name: getattr(a, name) for name in _ORDERS}
     tables["devices"] = a0.devices  # (a range selection keeps whole device windows)
-    tables["sequences"] = a0.sequences  # (filtered to the job's range window after the merge)
+    tables["sequences"] = _sequences_that_matter(a, rules)
     derived = {
         False: a.kernel_table(False, worst=True),  # (the merge drops it where not wanted)
         True: a.kernel_table(True),
@@ -131,7 +134,7 @@ def rank_part(
     try:
         trace = load_trace(path, gpu=options.gpu_override, cores=cores)
         a0 = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
-        part = summarize(a0, options.range_text)
+        part = summarize(a0, options.range_text, options.rules())
         if extra is not None:
             part.extra = extra(a0, options)
         return part
@@ -206,17 +209,15 @@ def merge_parts(
     if not a.regions.empty and len(a._tables[False]):
         # (as kernel_table: only the rules' per-region table has worst launches then)
         a._tables[False] = a._tables[False].assign(worst_start_ns=np.nan)
-    if range_text:
+    if range_text:  # (each rank's sequences are in its devices' selected spans already)
         if a.regions.empty:
             raise AdvisorInputError(
                 trace.path, f"--range {range_text!r}: no top-level NVTX range matches"
             )
         ids = set(a.regions["range_id"])
         lo, hi = a.regions["start_ns"].min(), a.regions["end_ns"].max()
-        seq, coll = a.sequences, a.collectives
         a.ops = a.ops[a.ops["range_id"].isin(ids)]
-        a.sequences = seq[(seq["start_ns"] >= lo) & (seq["end_ns"] <= hi)]
-        a.collectives = coll[coll["start"].between(lo, hi)]
+        a.collectives = a.collectives[a.collectives["start"].between(lo, hi)]
     return a
 
 
@@ -225,6 +226,24 @@ def _range_count(p: RankPart) -> int:
     ids = [p.tables["regions"]["range_id"].max() if len(p.tables["regions"]) else -1,
            p.comm["range_id"].max() if len(p.comm) else -1]  # fmt: skip
     return int(max(ids)) + 1
+
+
+def _sequences_that_matter(a: Analysis, rules: list | None) -> pd.DataFrame:
+    """The rows of ``a.sequences`` the merged job can show or judge: the first
+    SEQUENCES_SHOWN of each device (in the table's order) and every row on which the `when`
+    of a sequences rule holds (the conditions are per row, so the other rows fire nothing,
+    whichever ranks they are merged with)."""
+    seq = a.sequences
+    if seq.empty:
+        return seq
+    keep = (seq.groupby("device").cumcount() < views.SEQUENCES_SHOWN).to_numpy().copy()
+    from advisor.rules.engine import load_rules
+
+    table = rule_tables.sequence_table(a)
+    for rule in load_rules() if rules is None else rules:
+        if rule.spec.scope == "sequences":
+            keep |= rule.when.evaluate(table).fillna(False).astype(bool).to_numpy()
+    return seq[keep]
 
 
 def _compact(t: pd.DataFrame) -> pd.DataFrame:

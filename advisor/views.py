@@ -26,6 +26,7 @@ from advisor.metrics.keys import pack
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
 from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
 
+SEQUENCES_SHOWN = 50  # launch sequences the JSON document lists (most overhead first)
 TOP_KERNEL_COLUMNS = ["name", "device", "launches", "total_ns", "median_ns", "share"]
 COPY_COLUMNS = ["device", "kind", "host_memory", "count", "bytes", "total_ns", "gb_per_s"]
 SYNC_COLUMNS = ["device", "call", "gaps", "total_ns", "median_ns", "max_ns", "worst_at_ns"]

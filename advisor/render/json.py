@@ -73,7 +73,7 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
     one, when several were given)."""
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
-    seq = a.sequences.head(50)
+    seq = a.sequences.head(views.SEQUENCES_SHOWN)
     doc = plain(
         {
             "schema_version": SCHEMA_VERSION,

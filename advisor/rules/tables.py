@@ -324,7 +324,8 @@ def _regions(a: Analysis) -> pd.DataFrame:
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
-def _sequences(a: Analysis) -> pd.DataFrame:
+def sequence_table(a: Analysis) -> pd.DataFrame:
+    """The rules' 'sequences' scope: the launch sequences with overhead_share, at_ns."""
     s = a.sequences
     if s.empty:
         return pd.DataFrame(columns=list(SCOPES["sequences"]))
@@ -508,6 +509,6 @@ def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
     regions["pipeline_stage"] = regions["name"].astype(str).isin(stages["name"]) & regions[
         "device"
     ].isin(stages["device"])
-    return {"kernels": _kernels(a), "regions": regions, "sequences": _sequences(a),
+    return {"kernels": _kernels(a), "regions": regions, "sequences": sequence_table(a),
             "steps": _steps(a), "stragglers": _stragglers(a, regions),
             "stages": stages}  # fmt: skip
