@@ -21,6 +21,7 @@ from advisor.metrics.comm import (
     collective_skew,
     overlap_ratio,
     same_stream_comm,
+    sorted_codes,
     window_comm,
 )
 from advisor.metrics.gaps import (
@@ -444,24 +445,47 @@ def analyze(
 
 def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):
     """Per op: wait_ns (how long it waited inside a collective for the last rank) and
-    last_device (that rank), from the collective_skew table; 0 and NaN elsewhere."""
+    last_device (that rank), from the collective_skew table; 0 and NaN elsewhere. Ops that
+    repeat another's (device, start, name) exactly (duplicated rows) share the first one's
+    match."""
     wait = np.zeros(len(ops))
     last_device = np.full(len(ops), np.nan, dtype=np.float32)  # (device ids are small)
     if len(skew):
-        rows = np.flatnonzero(op_class.eq("comm").to_numpy())  # only comm ops can match
-        key = pd.MultiIndex.from_arrays(
-            [ops["device"].to_numpy()[rows], ops["start"].to_numpy()[rows],
-             ops["name"].to_numpy(object)[rows]]
-        )  # fmt: skip
-        # identical (device, start, name) ops (duplicated rows) share one match
-        matched = (
-            skew.drop_duplicates(["device", "start", "name"])
-            .set_index(["device", "start", "name"])
-            .reindex(key)
-        )
-        wait[rows] = matched["wait_ns"].fillna(0).to_numpy()
-        last_device[rows] = matched["last_device"].to_numpy(dtype="float32")
+        rows = skew["row"].to_numpy()
+        wait[rows] = skew["wait_ns"].to_numpy()
+        last_device[rows] = skew["last_device"].to_numpy(dtype="float32")
+        _share_with_duplicates(ops, op_class, wait, last_device)
     return wait, last_device
+
+
+def _share_with_duplicates(ops, op_class, wait: np.ndarray, last_device: np.ndarray) -> None:
+    """Give comm ops equal in (device, start, name) the values of the first of them that
+    has a match (in place)."""
+    rows = np.flatnonzero(op_class.eq("comm").to_numpy())
+    key = [ops["device"].to_numpy()[rows], ops["start"].to_numpy()[rows]]
+    order = np.lexsort(key[::-1])
+    k0, k1 = key[0][order], key[1][order]
+    if not ((k0[1:] == k0[:-1]) & (k1[1:] == k1[:-1])).any():
+        return  # (no two comm ops start together on one device: nothing repeats)
+    key.append(sorted_codes(ops["name"], rows)[0])
+    order = np.lexsort(key[::-1])
+    rows = rows[order]
+    same = np.ones(len(rows), dtype=bool)
+    for k in key:
+        k = k[order]
+        same[1:] &= k[1:] == k[:-1]
+    same[0] = False
+    if not same.any():
+        return
+    group = np.cumsum(~same) - 1  # runs of equal keys
+    repeated = np.bincount(group)[group] > 1
+    hits = np.flatnonzero(~np.isnan(last_device[rows]) & repeated)
+    first = np.full(group[-1] + 1, -1)
+    first[group[hits[::-1]]] = rows[hits[::-1]]  # (the earliest matched row of its run)
+    source = first[group]
+    take = (source >= 0) & repeated
+    wait[rows[take]] = wait[source[take]]
+    last_device[rows[take]] = last_device[source[take]]
 
 
 def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from advisor import views
 from advisor.analysis import Analysis, _comm_waits, analyze
@@ -176,7 +177,9 @@ def merge_parts(
         k: _concat([_renumber(p.derived[k], m) for p, m in zip(parts, maps, strict=True)])
         for k in _DERIVED_ORDERS
     }
-    comm = _concat([_renumber(p.comm, m) for p, m in zip(parts, maps, strict=True)])
+    comm = _concat(
+        [_renumber(p.comm, m) for p, m in zip(parts, maps, strict=True)], categorical=True
+    )
     regions = []
     for p, m, off in zip(parts, maps, offsets, strict=False):
         r = _renumber(p.tables["regions"], m)
@@ -276,14 +279,29 @@ def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
     return t.assign(device=t["device"].map(device_map).astype(t["device"].dtype))
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+def _concat(frames: list[pd.DataFrame], categorical: bool = False) -> pd.DataFrame:
     """The frames one after another (the empty ones only give their columns), text
-    columns in their own types again (_expand)."""
+    columns in their own types again (_expand), or with ``categorical`` as categoricals
+    of all the frames' categories (the comm ops: millions of rows in a large job)."""
+    if categorical:
+        return _concat_categorical(frames)
     frames = [_expand(f) for f in frames]
     full = [f for f in frames if len(f)]
     if not full:
         return frames[0] if frames else pd.DataFrame()
     return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+
+
+def _concat_categorical(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    full = [f for f in frames if len(f)]
+    if len(full) < 2:
+        return _concat(frames)
+    cats = [c for c in full[0] if isinstance(full[0][c].dtype, pd.CategoricalDtype)]
+    out = pd.concat([f.drop(columns=cats) for f in full], ignore_index=True)
+    for c in cats:
+        out[c] = union_categoricals([f[c] for f in full])
+    out.attrs = {}
+    return out[list(full[0].columns)]
 
 
 def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -103,33 +103,72 @@ def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:
     return op_class.eq("comm") & np.isin(key, compute_streams)
 
 
+SKEW_COLUMNS = ["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device",
+                "row"]  # fmt: skip
+
+
 def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
     """Match the n-th launch of each comm kernel name across devices and measure skew.
 
-    Returns one row per comm op with ``instance`` (name#n), ``skew_ns`` (spread of start
-    times across devices), ``wait_ns`` (how long this device's op ran before the last
-    device arrived: max start - own start, capped at the op's duration) and ``last_device``.
-    Only instances present on every device that runs that kernel count; with one device
-    the table is empty.
+    Returns one row per matched comm op, in (device, name, start) order: ``instance`` (an
+    integer id of name#n), ``skew_ns`` (spread of start times across devices), ``wait_ns``
+    (how long this device's op ran before the last device arrived: max start - own start,
+    capped at the op's duration), ``last_device`` (the last to arrive; the lowest such
+    device on ties) and ``row`` (the op's position in ``ops``). Only instances present on
+    every device that runs that kernel count; with one device the table is empty. Integer
+    keys throughout (names as sorted codes): millions of comm ops of a many-rank job match
+    without a Python string per op.
     """
-    sel = op_class.eq("comm") & ops["kind"].eq("kernel")
-    comm = ops.loc[sel, ["device", "start", "end", "name"]].astype({"name": object})
-    if comm.empty or comm["device"].nunique() < 2:
-        return pd.DataFrame(
-            columns=["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device"]
-        )
-    comm = comm.sort_values(["device", "name", "start"])
-    comm["n"] = comm.groupby(["device", "name"]).cumcount()
-    comm["instance"] = comm["name"] + "#" + comm["n"].astype(str)
-    devices_per_name = comm.groupby("name")["device"].nunique()
-    per_inst = comm.groupby("instance")
-    comm["ranks"] = per_inst["device"].transform("nunique")
-    comm = comm[comm["ranks"] == comm["name"].map(devices_per_name)]
-    per_inst = comm.groupby("instance")
-    last_start = per_inst["start"].transform("max")
-    comm["skew_ns"] = last_start - per_inst["start"].transform("min")
-    comm["wait_ns"] = np.minimum(last_start - comm["start"], comm["end"] - comm["start"])
-    last_dev = comm.loc[per_inst["start"].idxmax(), ["instance", "device"]]
-    comm["last_device"] = comm["instance"].map(last_dev.set_index("instance")["device"])
-    cols = ["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device"]
-    return comm[cols].reset_index(drop=True)
+    sel = np.flatnonzero((op_class.eq("comm") & ops["kind"].eq("kernel")).to_numpy())
+    device = ops["device"].to_numpy()[sel].astype(np.int64)
+    if len(sel) == 0 or len(np.unique(device)) < 2:
+        return pd.DataFrame(columns=SKEW_COLUMNS)
+    start = ops["start"].to_numpy()[sel].astype(np.int64)
+    end = ops["end"].to_numpy()[sel].astype(np.int64)
+    code, names = sorted_codes(ops["name"], sel)
+    order = np.lexsort((start, code, device))  # (device, name, start); stable on ties
+    device, start, end, code, sel = device[order], start[order], end[order], code[order], sel[order]
+    # n: the op's rank among its device's launches of that name
+    head = np.r_[True, (device[1:] != device[:-1]) | (code[1:] != code[:-1])]
+    first = np.flatnonzero(head)
+    n = np.arange(len(code)) - np.repeat(first, np.diff(np.r_[first, len(code)]))
+    instance = code * (int(n.max()) + 1) + n
+    # an instance counts when every device that runs its name has it
+    per_name = np.bincount(code[first], minlength=len(names))  # devices per name
+    inst_ids, inst = np.unique(instance, return_inverse=True)
+    ranks = np.bincount(inst)
+    keep = ranks[inst] == per_name[code]
+    if not keep.any():
+        return pd.DataFrame(columns=SKEW_COLUMNS)
+    device, start, end, code, sel, inst = (x[keep] for x in (device, start, end, code, sel, inst))
+    last_start = np.full(len(inst_ids), np.iinfo(np.int64).min)
+    np.maximum.at(last_start, inst, start)
+    first_start = np.full(len(inst_ids), np.iinfo(np.int64).max)
+    np.minimum.at(first_start, inst, start)
+    # the last device: the first row (in table order) that starts at the instance's max
+    at_max = np.flatnonzero(start == last_start[inst])
+    _, pick = np.unique(inst[at_max], return_index=True)
+    last_device = np.zeros(len(inst_ids), dtype=np.int64)
+    last_device[inst[at_max[pick]]] = device[at_max[pick]]
+    return pd.DataFrame({
+        "device": device, "start": start,
+        "name": pd.Categorical.from_codes(code, pd.Index(names, dtype=object)),
+        "instance": inst_ids[inst], "skew_ns": last_start[inst] - first_start[inst],
+        "wait_ns": np.minimum(last_start[inst] - start, end - start),
+        "last_device": last_device[inst], "row": sel,
+    })  # fmt: skip
+
+
+def sorted_codes(names: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code per row of ``rows``, the distinct names as an object array): codes in the
+    names' sorted order, from a categorical's codes without touching a string per row."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        cats = np.asarray(names.cat.categories, dtype=object)
+        raw = names.cat.codes.to_numpy()[rows]
+        used = np.unique(raw)
+        ordered = used[np.argsort(cats[used], kind="stable")]
+        rank = np.empty(len(cats), dtype=np.int64)
+        rank[ordered] = np.arange(len(ordered))
+        return rank[raw], cats[ordered]
+    code, uniques = pd.factorize(names.to_numpy(object)[rows], sort=True)
+    return code.astype(np.int64), np.asarray(uniques, dtype=object)

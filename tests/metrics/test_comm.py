@@ -42,3 +42,22 @@ def test_collective_skew_and_wait(comm_analysis):
     assert c.loc[0, "wait_ns"] == 30 and c.loc[1, "wait_ns"] == 0
     assert (c["last_device"] == 1).all()
     assert comm_analysis.summary()["comm_wait_ns"] == 30
+
+
+def test_a_duplicated_comm_op_shares_its_match():
+    # device 0's all-reduce recorded twice (a damaged trace): its 2nd copy is the 2nd launch
+    # of the name there, which device 1 lacks, so only the 1st copy matches device 1's; both
+    # copies wait for device 1 (start 30 - 0 = 30 ns), counted per op
+    a = analyze(
+        trace(
+            [
+                dict(device=0, stream=20, start=0, end=100, name="ncclDevKernel_AllReduce"),
+                dict(device=0, stream=20, start=0, end=100, name="ncclDevKernel_AllReduce"),
+                dict(device=1, stream=7, start=30, end=130, name="ncclDevKernel_AllReduce"),
+            ]
+        )
+    )
+    assert len(a.collectives) == 2  # one instance: device 0's first copy and device 1's op
+    comm = a.ops[a.ops["op_class"] == "comm"].sort_values("device")
+    assert comm["wait_ns"].tolist() == [30, 30, 0]
+    assert comm["last_device"].tolist() == [1, 1, 1]
