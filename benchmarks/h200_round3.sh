@@ -9,8 +9,11 @@
 #        --bench on the split-K and Stream-K ones
 # table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS)
 # misses: --tune at the 4 shapes below 0.7x cuBLAS
+# ws:    the warp_specialization script (Gluon producer/consumer kernel on Hopper) at
+#        8192^3 and a few more shapes: --check, then --bench with WARP_SPECIALIZE=1 (Gluon)
+#        and =0 (the Triton persistent TMA kernel it replaces), each against cuBLAS
 set -euo pipefail
-what=${1:?tail|tune|table|misses}
+what=${1:?tail|tune|table|misses|ws}
 out=${2:?OUT}
 mkdir -p "$out"
 deps=/tmp/deps
@@ -27,6 +30,32 @@ emit_gemms() {
     --format json > /tmp/emit_s.json
 }
 case $what in
+ws)
+  rm -rf /tmp/emit_ws
+  python3 - <<'PY'
+from advisor.configs.emit import emit
+from advisor.rules.finding import EmitRequest, Finding
+from advisor.trace.gpus import match_gpu
+
+f = Finding(rule="ws", title="t", strategy="warp_specialization", explains=(), severity="low",
+            kernel="gemm", region="r", device=0, est_savings_ns=1, at_ns=None, at_rel_ns=None,
+            summary="s", gemm_by="name", confidence="confirmed", confirm=None, evidence={},
+            rationale="r", watch_for="w", references=(),
+            emit=EmitRequest("gemm", row={"m": 8192, "n": 8192, "k": 8192, "median_ns": 1e6}))
+print(emit([f], {0: match_gpu("H200")}, "/tmp/emit_ws")[0].config)
+PY
+  s=$(ls /tmp/emit_ws/*.py)
+  cp "$s" "$out/"
+  python3 -c "import inspect, triton.experimental.gluon.language as gl; print(inspect.signature(gl.warp_specialize))" | tee "$out/ws.txt"
+  for shape in "8192 8192 8192" "4096 4096 4096" "8192 8192 1024" "2048 8192 8192" "4096 4096 12288"; do
+    set -- $shape
+    for w in 1 0; do
+      echo "== M=$1 N=$2 K=$3 WARP_SPECIALIZE=$w" | tee -a "$out/ws.txt"
+      timeout 300 python3 "$s" --m $1 --n $2 --k $3 --set WARP_SPECIALIZE=$w --check --bench 2>&1 \
+        | tail -8 | tee -a "$out/ws.txt" || echo "rc $?" | tee -a "$out/ws.txt"
+    done
+  done
+  ;;
 tail)
   python3 sample_traces/workloads/wave_tail.py "$out/h200_wave_tail.facts.json" /tmp/wt.json
   gzip -9 -c /tmp/wt.json > "$out/h200_wave_tail.pt.trace.json.gz"
