@@ -77,6 +77,9 @@ def _on_worker(path: str, options: AnalysisOptions, extra: Extra | None) -> Rank
     names the worker (the path may exist on the client but not there)."""
     from distributed import get_worker
 
+    from advisor.memory import keep_freed_heap
+
+    keep_freed_heap()  # (each call sets the same two values: cheap, and per process)
     worker = get_worker()
     part = rank_part(path, options, cores=max(1, worker.state.nthreads), extra=extra)
     if part.error is not None:

@@ -50,6 +50,22 @@ def share_one_heap() -> None:
         libc.mallopt(_M_ARENA_MAX, 1)
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
+MMAP_THRESHOLD = 32 << 20  # glibc's own dynamic threshold reaches this (64-bit) at most
+
+
+def keep_freed_heap() -> None:
+    """Undo a small fixed trim threshold (Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 for
+    its workers): with it, glibc stops raising its mmap threshold, so every array above
+    128 kB is a fresh mapping that is faulted in again (docs/scaling.md: on a VM that is
+    what costs). Sets the thresholds glibc's defaults settle at for large arrays: mmap
+    above 32 MB, trim above 64 MB (glibc only)."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD)
+
+
 HUGE_PAGE_ROWS = 4_000_000  # int64 columns this long exceed glibc's 32 MB mmap threshold cap
 
 

@@ -22,7 +22,7 @@ ALLOWED = {
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "options", "rules", "trace"},
     "parts": {"analysis", "metrics", "options", "rules", "trace", "views"},
-    "cluster": {"options", "parts"},
+    "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
               "trace"},
     "configs": {"rules", "trace"},
