@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from advisor.errors import AdvisorInputError
 from advisor.metrics import intervals as iv
 from advisor.metrics.comm import (
     class_segments,
@@ -202,6 +203,24 @@ class Analysis:
                 collectives=coll[coll["start"].between(lo, hi)],
             )
         return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
+
+
+def check_device(trace: Trace, device: int | None) -> None:
+    """AdvisorInputError when --device names a device without GPU work in ``trace``."""
+    if device is not None and device not in trace.devices:
+        raise AdvisorInputError(
+            trace.path,
+            f"--device {device}: no GPU work on that device (devices: "
+            f"{', '.join(map(str, trace.devices))})",
+        )
+
+
+def check_range(a: Analysis, range_text: str | None) -> None:
+    """AdvisorInputError when --range selected no top-level range of ``a``."""
+    if range_text and a.regions.empty:
+        raise AdvisorInputError(
+            a.trace.path, f"--range {range_text!r}: no top-level NVTX range matches"
+        )
 
 
 def within_device_windows(rows: pd.DataFrame, regions: pd.DataFrame) -> pd.DataFrame:

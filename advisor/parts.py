@@ -24,7 +24,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor import views
-from advisor.analysis import Analysis, _comm_waits, analyze
+from advisor.analysis import Analysis, _comm_waits, analyze, check_device, check_range
 from advisor.errors import AdvisorInputError
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
@@ -172,7 +172,7 @@ def merge_parts(
     maps = device_maps([p.devices for p in parts])
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
     tables = {k: _concat([_renumber(p.tables[k], m) for p, m in zip(parts, maps, strict=True)])
-              for k in _ORDERS}  # fmt: skip
+              for k in _ORDERS if k != "regions"}  # fmt: skip
     derived = {
         k: _concat([_renumber(p.derived[k], m) for p, m in zip(parts, maps, strict=True)])
         for k in _DERIVED_ORDERS
@@ -201,22 +201,14 @@ def merge_parts(
         coverage=_coverage(parts), origin_ns=min(p.origin_ns for p in parts),
         totals=tables["totals"], from_parts=True, _tables=derived,
     )  # fmt: skip
-    if device is not None and device not in trace.devices:
-        raise AdvisorInputError(
-            trace.path,
-            f"--device {device}: no GPU work on that device (devices: "
-            f"{', '.join(map(str, trace.devices))})",
-        )
+    check_device(trace, device)
     a = a.select(None, device)
     a.selection = {"range": range_text, "device": device}
     if not a.regions.empty and len(a._tables[False]):
         # (as kernel_table: only the rules' per-region table has worst launches then)
         a._tables[False] = a._tables[False].assign(worst_start_ns=np.nan)
     if range_text:  # (each rank's sequences are in its devices' selected spans already)
-        if a.regions.empty:
-            raise AdvisorInputError(
-                trace.path, f"--range {range_text!r}: no top-level NVTX range matches"
-            )
+        check_range(a, range_text)
         ids = set(a.regions["range_id"])
         lo, hi = a.regions["start_ns"].min(), a.regions["end_ns"].max()
         a.ops = a.ops[a.ops["range_id"].isin(ids)]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.analysis import Analysis, analyze
-from advisor.errors import AdvisorInputError
+from advisor.analysis import Analysis, analyze, check_device, check_range
 from advisor.findings import find
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
@@ -59,18 +58,9 @@ def run_trace(
     # (release_api: this trace is ours alone)
     a = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
     step("applying rules")
-    device = options.device
-    if device is not None and device not in trace.devices:
-        raise AdvisorInputError(
-            trace.path,
-            f"--device {device}: no GPU work on that device (devices: "
-            f"{', '.join(map(str, trace.devices))})",
-        )
-    a = a.select(options.range_text, device)
-    if options.range_text and a.regions.empty:
-        raise AdvisorInputError(
-            trace.path, f"--range {options.range_text!r}: no top-level NVTX range matches"
-        )
+    check_device(trace, options.device)
+    a = a.select(options.range_text, options.device)
+    check_range(a, options.range_text)
     findings = find(a, options.rules() if rules is None else rules)
     step(None)
     return a, findings
