@@ -116,6 +116,11 @@ class DaskRunner:
             raise AdvisorInputError(
                 None, f"--dask {address}: cannot reach the scheduler ({exc})"
             ) from None
+        except ValueError as exc:  # (not an address: Dask names what is wrong with it)
+            self.close()
+            raise AdvisorInputError(
+                None, f"--dask {address}: {exc}; give tcp://HOST:PORT or 'local'"
+            ) from None
 
     def __enter__(self) -> DaskRunner:
         return self

@@ -154,6 +154,11 @@ def test_an_unreachable_scheduler_is_one_line():
     assert len(proc.stderr.strip().splitlines()) == 1 and not proc.stdout
 
 
+def test_a_malformed_address_is_one_line():
+    with pytest.raises(AdvisorInputError, match=r"--dask foo: .*give tcp://HOST:PORT"):
+        DaskRunner("foo")
+
+
 def test_without_dask_it_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # (import fails as if absent)
     with pytest.raises(AdvisorInputError, match=r'pip install "advisor\[dask\]"'):
