@@ -27,23 +27,24 @@ Extra = Callable  # parts.rank_part's ``extra``: (Analysis, AnalysisOptions) -> 
 INSTALL_HINT = 'pip install "advisor[dask]"'
 
 
-def runner(options: AnalysisOptions) -> LocalRunner | DaskRunner:
+def runner(options: AnalysisOptions) -> Runner:
     """The runner the options ask for: the Dask cluster at ``options.dask`` when given,
     else ``options.jobs`` local processes."""
     return DaskRunner(options.dask, options.jobs) if options.dask else LocalRunner(options.jobs)
 
 
-class LocalRunner:
-    """Rank tasks in ``jobs`` worker processes here (default one per core; 1: in this
-    process), each reader given the cores left per worker."""
+class Runner:
+    """Where the rank tasks run: ``map`` runs rank_part of every path (with ``extra``) and
+    returns the parts in the order of the paths, calling ``on_done`` as each finishes; as a
+    context manager, ``close`` at the end releases what the runner started."""
 
-    def __init__(self, jobs: int | None = None) -> None:
-        self.jobs = jobs
-
-    def __enter__(self) -> LocalRunner:
+    def __enter__(self) -> Runner:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
         return None
 
     def map(
@@ -53,8 +54,17 @@ class LocalRunner:
         extra: Extra | None = None,
         on_done: OnDone | None = None,
     ) -> list[RankPart]:
-        """rank_part of every path (with ``extra``), in the order of the paths;
-        ``on_done`` as each finishes."""
+        raise NotImplementedError
+
+
+class LocalRunner(Runner):
+    """Rank tasks in ``jobs`` worker processes here (default one per core; 1: in this
+    process), each reader given the cores left per worker."""
+
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = jobs
+
+    def map(self, paths, options, extra=None, on_done=None) -> list[RankPart]:
         notify = on_done or (lambda _: None)
         jobs = max(1, min(self.jobs or os.cpu_count() or 1, len(paths)))
         if jobs == 1:
@@ -87,7 +97,7 @@ def _on_worker(path: str, options: AnalysisOptions, extra: Extra | None) -> Rank
     return part
 
 
-class DaskRunner:
+class DaskRunner(Runner):
     """Rank tasks on the dask.distributed cluster at ``address`` (``local``: a LocalCluster
     of ``jobs`` single-threaded worker processes, default one per core). AdvisorInputError
     when Dask is not installed or the scheduler cannot be reached."""
@@ -122,12 +132,6 @@ class DaskRunner:
                 None, f"--dask {address}: {exc}; give tcp://HOST:PORT or 'local'"
             ) from None
 
-    def __enter__(self) -> DaskRunner:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         """Disconnect (and stop the LocalCluster this runner started)."""
         if getattr(self, "client", None) is not None:
@@ -137,15 +141,7 @@ class DaskRunner:
             self.cluster.close()
             self.cluster = None
 
-    def map(
-        self,
-        paths: list[str],
-        options: AnalysisOptions,
-        extra: Extra | None = None,
-        on_done: OnDone | None = None,
-    ) -> list[RankPart]:
-        """rank_part of every path (with ``extra``), in the order of the paths;
-        ``on_done`` as each finishes."""
+    def map(self, paths, options, extra=None, on_done=None) -> list[RankPart]:
         from distributed import as_completed as dask_completed
 
         notify = on_done or (lambda _: None)

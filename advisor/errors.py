@@ -15,3 +15,11 @@ class AdvisorInputError(Exception):
         if len(self.message) > MAX_MESSAGE:
             self.message = self.message[: MAX_MESSAGE - 3] + "..."
         super().__init__(f"{path}: {self.message}" if path else self.message)
+
+
+def error_line(path: str, exc: Exception) -> str:
+    """The one line that stands for a trace that could not be read (one rank of several):
+    bad input as it says, anything else as an internal error naming the trace."""
+    if isinstance(exc, AdvisorInputError):
+        return str(exc)
+    return f"{path}: internal error: {type(exc).__name__}: {exc}"

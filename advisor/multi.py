@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
-from advisor.cluster import DaskRunner, LocalRunner
+from advisor.cluster import Runner
 from advisor.cluster import runner as runner_for
-from advisor.errors import AdvisorInputError
+from advisor.errors import AdvisorInputError, error_line
 from advisor.options import AnalysisOptions
 from advisor.parts import RankPart, device_maps, merge_parts, rank_rows
 from advisor.rules.finding import Finding
@@ -46,17 +46,14 @@ class RankLoad:
     devices: dict[int, int] = field(default_factory=dict)  # its device id -> merged id
 
 
-def load_one(path: str, gpu, cores: int | None = None) -> RankLoad:
-    """Read one trace with ``cores`` for its reader (bad input becomes the load's
-    ``error``)."""
+def load_one(path: str, gpu) -> RankLoad:
+    """Read one trace (bad input, or a bug, becomes the load's ``error`` line)."""
     from advisor.trace.load import load_trace
 
     try:
-        return RankLoad(path=path, trace=load_trace(path, gpu=gpu, cores=cores))
-    except AdvisorInputError as exc:
-        return RankLoad(path=path, error=str(exc))
-    except Exception as exc:  # a bug on one trace must not lose the other ranks
-        return RankLoad(path=path, error=f"{path}: internal error: {type(exc).__name__}: {exc}")
+        return RankLoad(path=path, trace=load_trace(path, gpu=gpu))
+    except Exception as exc:  # (one trace must not lose the others)
+        return RankLoad(path=path, error=error_line(path, exc))
 
 
 def merge_traces(loads: list[RankLoad]) -> Trace:
@@ -127,7 +124,7 @@ def analyze_ranks(
     options: AnalysisOptions,
     rules=None,
     on_read: Callable[[RankPart], None] | None = None,
-    runner: LocalRunner | DaskRunner | None = None,
+    runner: Runner | None = None,
 ) -> RanksResult:
     """Analyse every trace into its part on ``runner`` (default: cluster.runner of the
     options: local worker processes, or Dask; ``on_read`` after each), merge the readable

@@ -24,8 +24,8 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor import views
-from advisor.analysis import Analysis, _comm_waits, analyze, check_device, check_range
-from advisor.errors import AdvisorInputError
+from advisor.analysis import Analysis, _comm_waits, check_device, check_range
+from advisor.errors import AdvisorInputError, error_line
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
 from advisor.metrics.waves import order_kernel_groups
@@ -130,19 +130,17 @@ def rank_part(
     ``extra`` (a module-level function, so that it pickles), also ``extra(analysis,
     options)`` of the trace on its own, such as the gate's digest. Bad input becomes the
     part's ``error`` (one line)."""
+    from advisor.pipeline import analysis_of
     from advisor.trace.load import load_trace
 
     try:
-        trace = load_trace(path, gpu=options.gpu_override, cores=cores)
-        a0 = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
+        a0 = analysis_of(load_trace(path, gpu=options.gpu_override, cores=cores), options)
         part = summarize(a0, options.range_text, options.rules())
         if extra is not None:
             part.extra = extra(a0, options)
         return part
-    except AdvisorInputError as exc:
-        return RankPart(path=path, error=str(exc))
-    except Exception as exc:  # a bug on one trace must not lose the other ranks
-        return RankPart(path=path, error=f"{path}: internal error: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # (bad input, or a bug: one trace must not lose the others)
+        return RankPart(path=path, error=error_line(path, exc))
 
 
 def device_maps(devices: list[list[int]]) -> list[dict[int, int]]:

@@ -53,10 +53,8 @@ def run_trace(
     """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
     options = options or AnalysisOptions()
     step = step or (lambda _: None)
-    (memory_advice or _no_advice)(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
     step("computing metrics")
-    # (release_api: this trace is ours alone)
-    a = analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
+    a = analysis_of(trace, options, memory_advice)
     step("applying rules")
     check_device(trace, options.device)
     a = a.select(options.range_text, options.device)
@@ -64,3 +62,13 @@ def run_trace(
     findings = find(a, options.rules() if rules is None else rules)
     step(None)
     return a, findings
+
+
+def analysis_of(
+    trace: Trace, options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
+) -> Analysis:
+    """Every metric of a Trace read for this analysis alone (its API rows are released once
+    used), with the options' --shape and --gemm; unselected, no rules (``run_trace`` goes
+    on from here; a rank of a job, parts.rank_part, too)."""
+    (memory_advice or _no_advice)(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
+    return analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)

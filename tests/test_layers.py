@@ -21,7 +21,7 @@ ALLOWED = {
     "findings": {"analysis", "rules"},
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "options", "rules", "trace"},
-    "parts": {"analysis", "metrics", "options", "rules", "trace", "views"},
+    "parts": {"analysis", "metrics", "options", "pipeline", "rules", "trace", "views"},
     "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
               "trace"},
