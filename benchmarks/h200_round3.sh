@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Issue 15 measurements on an H200 (run by the device tool from the repository root).
 #
-#   bash benchmarks/h200_round3.sh tail|tune|table OUT
+#   bash benchmarks/h200_round3.sh tail|tune|table|misses|ws|gluon OUT
 #
 # tail:  capture sample_traces/workloads/wave_tail.py (torch.profiler), analyse it, emit,
 #        run the grid-stride script (--check --bench)
 # tune:  emit the GEMM scripts of sample_traces/h200_scheduling.sqlite and run --tune and
 #        --bench on the split-K and Stream-K ones
-# table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS)
+# table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS,
+#        GLUON=1 and 0, per call and inside a CUDA graph)
 # misses: --tune at the 4 shapes below 0.7x cuBLAS
 # ws:    the warp_specialization script (Gluon producer/consumer kernel on Hopper) at
 #        8192^3 and a few more shapes: --check, then --bench with WARP_SPECIALIZE=1 (Gluon)
 #        and =0 (the Triton persistent TMA kernel it replaces), each against cuBLAS
+# gluon: the split-K and Stream-K scripts with GLUON=1 (the Gluon warp-specialized kernel
+#        computes the partials / runs the Stream-K schedule) and GLUON=0 (the Triton
+#        kernels), --check then --bench against cuBLAS, at the traced shapes and round 3's
+#        misses
 set -euo pipefail
-what=${1:?tail|tune|table|misses|ws}
+what=${1:?tail|tune|table|misses|ws|gluon}
 out=${2:?OUT}
 mkdir -p "$out"
 deps=/tmp/deps
@@ -30,6 +35,20 @@ emit_gemms() {
     --format json > /tmp/emit_s.json
 }
 case $what in
+gluon)
+  emit_gemms
+  s=$(ls /tmp/emit_s/*_split_k_*.py); t=$(ls /tmp/emit_s/*_stream_k_*.py)
+  for args in "$s 256 256 65536" "$s 1000 600 50000" "$s 128 128 131072" "$s 333 777 99999" \
+              "$t 896 4864 8192" "$t 1000 3000 5000" "$t 2304 2304 9000" "$t 999 4865 8191" \
+              "$t 8192 8192 8192"; do
+    set -- $args
+    for g in 1 0; do
+      echo "== $(basename $1) M=$2 N=$3 K=$4 GLUON=$g" | tee -a "$out/gluon.txt"
+      timeout 90 python3 "$1" --m $2 --n $3 --k $4 --set GLUON=$g --check --bench 2>&1 \
+        | grep -v "^  File\|^    " | tail -7 | tee -a "$out/gluon.txt" || echo "rc $?" | tee -a "$out/gluon.txt"
+    done
+  done
+  ;;
 ws)
   rm -rf /tmp/emit_ws
   python3 - <<'PY'
@@ -79,7 +98,8 @@ tune)
   ;;
 table)
   emit_gemms
-  python3 benchmarks/replan_table.py /tmp/emit_s --out "$out/replan_rows.json" | tee "$out/replan_table.md"
+  python3 benchmarks/replan_table.py /tmp/emit_s --gluon both --graph --out "$out/replan_rows.json" \
+    | tee "$out/replan_table.md"
   ;;
 esac
 # misses: --tune at the shapes where the re-planned knobs ran below 0.7x cuBLAS

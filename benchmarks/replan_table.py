@@ -7,6 +7,12 @@ list below: the script's own planner chooses the knobs (``replan``, as ``--m/--n
 the result is checked against a float32 matmul (relative error <= 1e-2 bf16, 5e-3 fp16),
 and ``gemm`` and ``torch.matmul`` are timed with do_bench (median of 3 medians,
 interleaved). Prints one markdown row per shape, losses included.
+
+    --gluon 1|0|both   the scripts' GLUON knob (Hopper: the Gluon warp-specialized kernel;
+                       0: the Triton kernels); both: a row for each
+    --graph            also time both inside a CUDA graph (do_bench_cudagraph): the GPU
+                       time without the Python launch cost (descriptors, argument binding)
+    --held-out         8 other shapes (not used to calibrate gpus.yaml's gluon_launch)
 """
 
 from __future__ import annotations
@@ -49,6 +55,21 @@ SHAPES = {
         (2304, 2304, 9000, "bf16"),
     ],
 }
+# shapes not used to calibrate gpus.yaml's gluon_launch threshold (a held-out check of it)
+HELD_OUT = {
+    "split_k": [
+        (192, 320, 70000, "bf16"),
+        (512, 512, 40960, "fp16"),
+        (2000, 128, 60000, "bf16"),
+        (384, 1536, 24576, "bf16"),
+    ],
+    "stream_k": [
+        (1280, 2560, 12000, "bf16"),
+        (768, 5120, 7000, "fp16"),
+        (3000, 1000, 10000, "bf16"),
+        (1536, 1792, 4096, "bf16"),
+    ],
+}
 DTYPES = {"bf16": ("bfloat16", 1e-2), "fp16": ("float16", 5e-3)}
 
 
@@ -67,21 +88,31 @@ def _median_ms(fn, rounds: int = 3) -> float:
     )
 
 
-def rows_for(script: Path, family: str) -> list[dict]:
+def _graph_ms(fn, rounds: int = 3) -> float:
+    import triton.testing
+
+    return statistics.median(
+        triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") for _ in range(rounds)
+    )
+
+
+def rows_for(script: Path, family: str, gluon: int | None, graph: bool, shapes: list) -> list[dict]:
     import torch
 
     mod = _module(script)
     out = []
     warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     _median_ms(lambda: warm @ warm)  # a warm GPU first: cold clocks slow the first rows
-    for m, n, k, dt in SHAPES[family]:
+    for m, n, k, dt in shapes:
         dtype, tol = getattr(torch, DTYPES[dt][0]), DTYPES[dt][1]
         cfg = {**mod.CONFIG, **mod.replan(m, n, k)}
+        if gluon is not None:
+            cfg["GLUON"] = gluon
         g = torch.Generator(device="cpu").manual_seed(0)
         a = torch.randn(m, k, generator=g).to("cuda", dtype)
         b = torch.randn(k, n, generator=g).to("cuda", dtype)
-        row = {"family": family, "M": m, "N": n, "K": k, "dtype": dt,
-               "knobs": {key: cfg[key] for key in mod.KNOBS if key in cfg}}  # fmt: skip
+        knobs = {key: cfg[key] for key in mod.KNOBS if key in cfg}
+        row = {"family": family, "M": m, "N": n, "K": k, "dtype": dt, "knobs": knobs}
         try:
             ref = (a.float() @ b.float()).double()
             err = float((mod.gemm(a, b, cfg).double() - ref).norm() / ref.norm())
@@ -93,6 +124,10 @@ def rows_for(script: Path, family: str) -> list[dict]:
             mine = _median_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg))
             base = _median_ms(lambda a=a, b=b: torch.matmul(a, b))
             row.update(status="ok", ms=mine, cublas_ms=base, vs_cublas=base / mine)
+            if graph:
+                mine = _graph_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg))
+                base = _graph_ms(lambda a=a, b=b: torch.matmul(a, b))
+                row.update(graph_ms=mine, graph_cublas_ms=base, graph_vs_cublas=base / mine)
         except Exception as exc:  # reported as a row, not hidden
             row.update(status=f"{type(exc).__name__}: {str(exc)[:80]}")
         out.append(row)
@@ -105,27 +140,35 @@ def _markdown(r: dict) -> str:
     if r.get("status") != "ok":
         return f"| {r['family']} | {r['M']}x{r['N']}x{r['K']} | {r['dtype']} | {knobs} | " \
                f"{r.get('status')} | | | |"  # fmt: skip
+    graph = (f" {r['graph_ms']:.4f} | {r['graph_cublas_ms']:.4f} | {r['graph_vs_cublas']:.2f}x |"
+             if "graph_ms" in r else "")  # fmt: skip
     return (f"| {r['family']} | {r['M']}x{r['N']}x{r['K']} | {r['dtype']} | {knobs} | ok "
             f"({r['rel_error']:.1e}) | {r['ms']:.4f} | {r['cublas_ms']:.4f} | "
-            f"{r['vs_cublas']:.2f}x |")  # fmt: skip
+            f"{r['vs_cublas']:.2f}x |" + graph)  # fmt: skip
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("emit_dir")
     p.add_argument("--out")
+    p.add_argument("--gluon", choices=["1", "0", "both"])
+    p.add_argument("--graph", action="store_true")
+    p.add_argument("--held-out", action="store_true", help="the held-out shapes instead")
     args = p.parse_args()
     rows = []
-    print(
-        "| family | M x N x K | dtype | re-planned knobs | check | ms | cuBLAS ms | "
-        "vs cuBLAS |\n|---|---|---|---|---|---|---|---|"
-    )
+    head = "| family | M x N x K | dtype | re-planned knobs | check | ms | cuBLAS ms | vs cuBLAS |"
+    if args.graph:
+        head += " graph ms | graph cuBLAS ms | graph vs cuBLAS |"
+    print(head + "\n" + "|---" * head.count(" | ") + "|---|")
+    variants = {None: [None], "1": [1], "0": [0], "both": [1, 0]}[args.gluon]
     for family in SHAPES:
         scripts = sorted(Path(args.emit_dir).glob(f"*_{family}_*.py"))
         if not scripts:
             print(f"no {family} script in {args.emit_dir}", file=sys.stderr)
             continue
-        rows += rows_for(scripts[0], family)
+        for gluon in variants:
+            shapes = (HELD_OUT if args.held_out else SHAPES)[family]
+            rows += rows_for(scripts[0], family, gluon, args.graph, shapes)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
 

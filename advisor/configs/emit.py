@@ -38,6 +38,8 @@ GEMM_TEMPLATES = {
     "persistent": "persistent.py",
     "warp_specialization": "tma_ws.py",
 }
+# strategies whose script carries the Gluon warp-specialized Hopper kernel
+GLUON_STRATEGIES = ("split_k", "stream_k", "warp_specialization")
 SNIPPETS = {
     "remove_sync": """```python
 # before: the host blocks every step
@@ -147,8 +149,11 @@ def planner_section(gpu: GpuSpec) -> str:
     source = inspect.getsource(knobs)
     body = source.split("from advisor.trace.model import GpuSpec\n", 1)[1]
     facts = {k: getattr(gpu, k) for k in PLANNER_FACTS}
-    fallback = {k: gpu_facts("cost_model_fallback")[k]
-                for k in ("dense_fp16_tflops", "memory_bandwidth_gbs")}  # fmt: skip
+    sections = {
+        "cost_model_fallback": {k: gpu_facts("cost_model_fallback")[k]
+                                for k in ("dense_fp16_tflops", "memory_bandwidth_gbs")},
+        "gluon_launch": {"min_model_us": gpu_facts("gluon_launch")["min_model_us"]},
+    }  # fmt: skip
     return (
         "# ---- planner: advisor/configs/knobs.py (the same search advisor ran) ----------------\n"
         "import math  # noqa: E402\n"
@@ -161,9 +166,10 @@ def planner_section(gpu: GpuSpec) -> str:
         '        head = self.compute_capability.split(".")[0]\n'
         "        return int(head) if head.isdigit() else None\n\n\n"
         f"GPU = GpuSpec(**{pprint.pformat(facts, sort_dicts=False, width=88)})\n\n\n"
-        "def gpu_facts(_section: str) -> dict:\n"
-        '    """gpus.yaml\'s cost_model_fallback: rates for a GPU without datasheet numbers."""\n'
-        f"    return {fallback!r}\n\n" + body
+        "def gpu_facts(section: str) -> dict:\n"
+        '    """gpus.yaml\'s sections the planner reads (cost_model_fallback: rates for a GPU '
+        'without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs)."""\n'
+        f"    return {pprint.pformat(sections, width=88)}[section]\n\n" + body
     )
 
 
@@ -197,7 +203,10 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
-    script = header + _template("common.py") + "\n\n" + _template(GEMM_TEMPLATES[f.strategy])
+    script = header + _template("common.py") + "\n\n"
+    if f.strategy in GLUON_STRATEGIES:
+        script += _template("gluon_ws.py") + "\n\n"
+    script += _template(GEMM_TEMPLATES[f.strategy])
     script += "\n\n" + planner_section(gpu) + "\n\n" + _template("script_cli.py")
     script += "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None

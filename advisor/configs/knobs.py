@@ -128,7 +128,7 @@ def split_k(p: Problem) -> dict:
                        waves=b["tiles"] * used / b["slots"])  # fmt: skip
 
     best = _cheapest(cfg for b in _feasible(p) for cfg in splits_of(b))
-    return _finish(best, "split_k", ATOMIC=0)
+    return _finish(best, "split_k", ATOMIC=0, GLUON=gluon_knob(best["model_ns"]))
 
 
 def stream_k(p: Problem) -> dict:
@@ -147,7 +147,8 @@ def stream_k(p: Problem) -> dict:
         fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
         return dict(b, model_ns=compute + fixup / p.bandwidth, sk_tiles=sk_tiles, NUM_PROGS=progs)
 
-    return _finish(_cheapest(modelled(b) for b in _feasible(p)), "stream_k")
+    best = _cheapest(modelled(b) for b in _feasible(p))
+    return _finish(best, "stream_k", GLUON=gluon_knob(best["model_ns"]))
 
 
 def persistent(p: Problem) -> dict:
@@ -167,6 +168,13 @@ def tma_warp_specialized(p: Problem) -> dict:
         NUM_PROGS=p.gpu.sm_count,
         WARP_SPECIALIZE=(p.gpu.cc_major or 0) >= 9,
     )
+
+
+def gluon_knob(model_ns: float) -> int:
+    """1: run the Gluon warp-specialized kernel where it fits (Hopper), 0: the Triton one.
+    Gluon from gpus.yaml's gluon_launch.min_model_us of modelled kernel time: below it the
+    Gluon path's longer Python launch outweighs its faster kernel (measured, see there)."""
+    return int(model_ns >= gpu_facts("gluon_launch")["min_model_us"] * 1e3)
 
 
 def _finish(best: dict, strategy: str, **extra) -> dict:

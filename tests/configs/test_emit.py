@@ -371,3 +371,73 @@ def test_tune_candidates_fit_and_start_with_the_chosen(synthetic_emit, monkeypat
                 assert c["NUM_PROGS"] <= resident
         if strategy == "split_k":  # SPLITS halved and doubled are tried
             assert {c["SPLITS"] for c in cands} >= {script.CONFIG["SPLITS"] * 2}
+
+
+@needs_kernels
+def test_padding_copies_only_the_operand_that_needs_it(synthetic_emit, monkeypatch):
+    # Triton's pointer kernels pad row strides to 16 elements, TMA (the Gluon path) to 8
+    # (16 bytes of bf16); an operand already aligned is passed through, not copied
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["split_k"])
+    seen = {}
+
+    def record(a, b, cfg):
+        seen.update(a=a, b=b)
+        return torch.zeros(a.shape[0], b.shape[1])
+
+    for align, (k, n), (want_k, want_n) in [
+        (8, (48, 600), (48, 600)),  # 600 = 75 x 8: nothing to pad for TMA
+        (16, (48, 600), (48, 608)),  # ... but Triton's loads want 608 columns
+        (8, (44, 601), (48, 608)),
+        (16, (44, 640), (48, 640)),  # K only: B gets 4 zero rows, N stays
+    ]:
+        a, b = torch.randn(5, k), torch.randn(k, n)
+        c = script.padded(record, align)(a, b, {})
+        assert seen["a"].shape == (5, want_k) and seen["b"].shape == (want_k, want_n)
+        assert (seen["a"] is a) == (want_k == k)  # no copy of A when K is aligned
+        assert (seen["b"] is b) == ((want_k, want_n) == (k, n))
+        assert c.shape == (5, n)
+
+
+class _FakeHopperTensor:
+    """What gluon_config reads of an operand: a bf16 CUDA tensor on device 0."""
+
+    is_cuda = True
+    dtype = None
+    device = None
+
+    def element_size(self) -> int:
+        return 2
+
+
+@needs_kernels
+def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
+    # stages that fit 227 KiB less 1 KiB of barriers, by hand: a stage of a 256x128x64 bf16
+    # tile is (256*64 + 64*128) * 2 = 49,152 B; split-K partials leave shared memory to the
+    # ring (out_bytes 0): (232,448 - 1,024) // 49,152 = 4 >= the chosen 3; a bf16 output
+    # tile (65,536 B) leaves (232,448 - 1,024 - 65,536) // 49,152 = 3; an fp32 one through
+    # shared memory (131,072 B) only 2; 256x256x64 with an fp32 tile (262,144 B) not at all
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["split_k"])
+    if not script.HAVE_GLUON:
+        pytest.skip("this Triton has no Gluon")
+    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
+    a = _FakeHopperTensor()
+    a.dtype, a.device = torch.bfloat16, torch.device("cuda", 0)
+    cfg = dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
+    assert script.gluon_config(a, cfg, 0)["num_stages"] == 3
+    assert script.gluon_config(a, {**cfg, "num_stages": 6}, 0)["num_stages"] == 4
+    assert script.gluon_config(a, {**cfg, "BLOCK_M": 128, "BLOCK_N": 256}, 2)["num_stages"] == 3
+    assert script.gluon_config(a, cfg, 4)["num_stages"] == 2
+    assert script.gluon_config(a, {**cfg, "BLOCK_N": 256}, 4) is None
+    # not Hopper, not 16-bit, or BLOCK_M not a multiple of 16 rows per consumer warp: None
+    monkeypatch.setattr(script, "_device_facts", lambda index: ((10, 0), 148))
+    assert script.gluon_config(a, cfg, 0) is None
+    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
+    assert script.gluon_config(a, {**cfg, "BLOCK_M": 64}, 0) is None
+    a.dtype = torch.float32
+    assert script.gluon_config(a, cfg, 0) is None

@@ -46,3 +46,12 @@ def test_every_strategy_has_a_chooser():
     for strategy in ("split_k", "stream_k", "tile_reshape", "persistent", "warp_specialization"):
         cfg = knobs.CHOOSERS[strategy](knobs.Problem(512, 512, 1024, H200))
         assert cfg["BLOCK_M"] and cfg["num_warps"] and cfg["model_ns"] > 0
+
+
+def test_gluon_knob_follows_the_calibrated_threshold():
+    # gpus.yaml gluon_launch.min_model_us = 60: the Gluon kernel from 60 us modelled on
+    from advisor.configs.knobs import gluon_knob
+    from advisor.data import gpu_facts
+
+    assert gpu_facts("gluon_launch")["min_model_us"] == 60
+    assert gluon_knob(59_999) == 0 and gluon_knob(60_000) == 1 and gluon_knob(1e6) == 1

@@ -58,23 +58,25 @@ def _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM: tl.con
 
 
 ROW_ALIGN = 16  # elements: Triton vectorizes loads only along rows whose stride it knows
+TMA_ALIGN = 8  # elements (16 bytes of fp16/bf16): what TMA descriptors need of row strides
 
 
-def padded(gemm_fn):
+def padded(gemm_fn, align: int = ROW_ALIGN):
     """Run ``gemm_fn`` on operands whose row strides (K for A, N for B) are multiples of
-    ROW_ALIGN elements: otherwise zero-pad K and N (a copy of A and B; zeros add nothing to
-    the dot products) and return the M x N view. Triton specializes integer arguments on
-    divisibility by 16 only, and without it every tile's loads are scalar: measured on an
-    H200, K = 9000 ran at 0.28x cuBLAS against 0.94x at K = 9024."""
+    ``align`` elements: otherwise zero-pad K and/or N (a copy of the operand that needs it;
+    zeros add nothing to the dot products) and return the M x N view. Triton specializes
+    integer arguments on divisibility by 16 only, and without it every tile's loads are
+    scalar: measured on an H200, K = 9000 ran at 0.28x cuBLAS against 0.94x at K = 9024."""
 
     def run(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         k, n = a.shape[1], b.shape[1]
-        if k % ROW_ALIGN == 0 and n % ROW_ALIGN == 0:
-            return gemm_fn(a, b, cfg)
-        kp, np_ = -(-k // ROW_ALIGN) * ROW_ALIGN, -(-n // ROW_ALIGN) * ROW_ALIGN
-        a = torch.nn.functional.pad(a, (0, kp - k))
-        b = torch.nn.functional.pad(b, (0, np_ - n, 0, kp - k))
-        return gemm_fn(a, b, cfg)[:, :n]
+        kp, np_ = -(-k // align) * align, -(-n // align) * align
+        if kp != k:
+            a = torch.nn.functional.pad(a, (0, kp - k))
+        if (kp, np_) != (k, n):
+            b = torch.nn.functional.pad(b, (0, np_ - n, 0, kp - k))
+        c = gemm_fn(a, b, cfg)
+        return c if np_ == n else c[:, :n]
 
     return run
 

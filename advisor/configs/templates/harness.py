@@ -5,7 +5,7 @@
 import json  # noqa: E402
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M", "SPLITS",
-         "NUM_PROGS")  # fmt: skip
+         "NUM_PROGS", "GLUON")  # fmt: skip
 
 
 def replan(m: int, n: int, k: int) -> dict:
@@ -23,9 +23,9 @@ def _resident(cfg: dict) -> int:
 
 def tune_candidates(cfg: dict) -> list[dict]:
     """The chosen knobs first, then neighbours: the planner's tiles x stages 3/4 x warps
-    4/8, stages and warps alone, SPLITS halved and doubled; NUM_PROGS (persistent and
-    Stream-K) is each candidate's resident CTAs, and candidates that do not fit are
-    dropped (Stream-K waits on CTAs that must all be resident)."""
+    4/8, stages and warps alone, SPLITS halved and doubled, the other kernel (GLUON);
+    NUM_PROGS (persistent and Stream-K) is each candidate's resident CTAs, and candidates
+    that do not fit are dropped (Stream-K waits on CTAs that must all be resident)."""
     out: list[dict] = [dict(cfg)]
 
     def add(**change) -> None:
@@ -49,6 +49,8 @@ def tune_candidates(cfg: dict) -> list[dict]:
         for splits in (cfg["SPLITS"] // 2, cfg["SPLITS"] * 2):
             if splits >= 1:
                 add(SPLITS=splits)
+    if "GLUON" in cfg:  # the other kernel (Gluon on Hopper / Triton) with the same knobs
+        add(GLUON=1 - cfg["GLUON"])
     return out
 
 
@@ -95,6 +97,14 @@ def _bench(m, n, k, dtype, rounds: int = 3) -> None:
           f"  (spread {spread['mine']:.4f} ms)")
     print(f"  {'torch.matmul':<20} {base:8.4f} ms  {flop / base / 1e9:8.1f} TFLOP/s"
           f"  (spread {spread['torch']:.4f} ms)")
+    # per call above includes the Python launch (most for short GEMMs: the Gluon kernels'
+    # descriptors and arguments cost ~40 us more than a Triton launch); inside a CUDA graph
+    # the launch is gone and the GPU time is left
+    graph = {key: statistics.median(triton.testing.do_bench_cudagraph(
+        fn, rep=100, return_mode="median") for _ in range(rounds)) for key, fn in
+        (("mine", lambda: gemm(a, b, CONFIG)), ("torch", lambda: torch.matmul(a, b)))}
+    print(f"  in a CUDA graph (GPU time): {CONFIG['strategy']} {graph['mine']:.4f} ms, "
+          f"torch.matmul {graph['torch']:.4f} ms ({graph['torch'] / graph['mine']:.2f}x)")
     trace_ns = CONFIG.get("trace_kernel_ns")
     if trace_ns and (m, n, k) == (CONFIG["M"], CONFIG["N"], CONFIG["K"]):
         ms = trace_ns / 1e6

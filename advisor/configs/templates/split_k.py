@@ -1,7 +1,9 @@
 # ---- strategy: split-K -----------------------------------------------------------------
 # Each output tile gets SPLITS CTAs, each over a contiguous slice of the K-iterations; the
 # fp32 partial sums are reduced in a second pass (ATOMIC=0, deterministic) or added with
-# atomics into one fp32 buffer (ATOMIC=1) that the same pass then casts.
+# atomics into one fp32 buffer (ATOMIC=1) that the same pass then casts. With GLUON=1 (the
+# planner's choice for kernels modelled at >= 60 us) a Hopper GPU computes the partials
+# with the Gluon warp-specialized kernel above; GLUON=0 (and elsewhere): the Triton kernel.
 
 
 @triton.jit
@@ -34,16 +36,47 @@ def split_k_reduce(p_ptr, c_ptr, numel, splits, stride_ps, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, total.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@padded
+def _plan(m: int, n: int, k: int, cfg: dict) -> tuple[int, int, int, int]:
+    """(tiles_m, tiles_n, splits, K-iterations per split), no split left empty."""
+    tiles_m, tiles_n = _tiles(m, n, cfg)
+    k_iters = triton.cdiv(k, cfg["BLOCK_K"])
+    splits = max(1, min(cfg["SPLITS"], k_iters))
+    per_split = triton.cdiv(k_iters, splits)
+    return tiles_m, tiles_n, triton.cdiv(k_iters, per_split), per_split
+
+
+def _reduce(part: torch.Tensor, m: int, n: int, splits: int, stride: int, dtype) -> torch.Tensor:
+    c = torch.empty((m, n), device=part.device, dtype=dtype)
+    block = 1024
+    split_k_reduce[(triton.cdiv(m * n, block),)](part, c, m * n, splits, stride, BLOCK=block,
+                                                 num_warps=4)
+    return c
+
+
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    hopper = cfg["GLUON"] and not cfg["ATOMIC"] and gluon_config(a, cfg, 0)
+    if hopper:  # (TMA needs 16-byte row strides only: fewer shapes are copied to pad)
+        return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)
+    return padded(_gemm_triton)(a, b, cfg)
+
+
+def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    """The warp-specialized TMA/wgmma kernel computes the partials (split s in rows
+    [s * tiles_m * BLOCK_M, ...) of one fp32 buffer), then the reduce pass."""
+    m, n, k = a.shape[0], b.shape[1], a.shape[1]
+    tiles_m, tiles_n, splits, per_split = _plan(m, n, k, cfg)
+    rows = tiles_m * cfg["BLOCK_M"]
+    part = torch.empty((splits * rows, n), device=a.device, dtype=torch.float32)
+    progs = min(sm_count(a), tiles_m * tiles_n * splits)
+    gluon_ws(a, b, part, cfg, progs, splits, per_split)
+    return _reduce(part, m, n, splits, rows * n, a.dtype)
+
+
+def _gemm_triton(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-    tiles_m, tiles_n = _tiles(m, n, cfg)
-    k_iters = triton.cdiv(k, bk)
-    splits = max(1, min(cfg["SPLITS"], k_iters))
-    per_split = triton.cdiv(k_iters, splits)
-    splits = triton.cdiv(k_iters, per_split)  # no empty splits
+    tiles_m, tiles_n, splits, per_split = _plan(m, n, k, cfg)
     atomic = bool(cfg["ATOMIC"])
     if atomic:
         part = torch.zeros((1, m, n), device=a.device, dtype=torch.float32)
@@ -54,8 +87,4 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
         part.stride(0), part.stride(1), part.stride(2), tiles_m, tiles_n, per_split,
         BM=bm, BN=bn, BK=bk, GROUP_M=cfg["GROUP_M"], EVEN_K=k % bk == 0, ATOMIC=atomic,
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    c = torch.empty((m, n), device=a.device, dtype=a.dtype)
-    block = 1024
-    split_k_reduce[(triton.cdiv(m * n, block),)](
-        part, c, m * n, 1 if atomic else splits, part.stride(0), BLOCK=block, num_warps=4)
-    return c
+    return _reduce(part, m, n, 1 if atomic else splits, part.stride(0), a.dtype)

@@ -5,6 +5,9 @@
 # a tile shared by several CTAs is finished by the CTA holding its last iteration, which
 # waits on a per-tile counter for the others' fp32 partials and adds them in CTA order
 # (deterministic). All NUM_PROGS CTAs must be resident at once (NUM_PROGS <= SMs x CTAs/SM).
+# With GLUON=1 (the planner's choice for kernels modelled at >= 60 us) a Hopper GPU runs the
+# same schedule in the Gluon warp-specialized kernel above, one CTA per SM; GLUON=0 (and
+# elsewhere): the Triton kernel below.
 
 
 @triton.jit
@@ -71,13 +74,26 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
                 iters_per_prog=sk_iters // progs, extra_iters=sk_iters % progs)
 
 
-@padded
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size())
+    if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies)
+        hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
+        return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)
+    return padded(_gemm_triton)(a, b, cfg)
+
+
+def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    c = torch.empty((a.shape[0], b.shape[1]), device=a.device, dtype=a.dtype)
+    gluon_stream_k(a, b, c, cfg, plan(a.shape[0], b.shape[1], a.shape[1], cfg))
+    return c
+
+
+def _gemm_triton(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     m, k = a.shape
     n = b.shape[1]
+    c = torch.empty((m, n), device=a.device, dtype=a.dtype)
     p = plan(m, n, k, cfg)
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    c = torch.empty((m, n), device=a.device, dtype=a.dtype)
     # one partial-tile slot per CTA, written before its flag is raised
     ws = torch.empty((p["progs"], bm, bn), device=a.device, dtype=torch.float32)
     flags = torch.zeros((max(p["sk_tiles"], 1),), device=a.device, dtype=torch.int32)

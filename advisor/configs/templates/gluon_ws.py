@@ -1,0 +1,341 @@
+# ---- Gluon: warp-specialized persistent GEMM kernels on Hopper ---------------------------
+# A producer warp issues TMA loads of A and B tiles into a STAGES-deep shared-memory ring
+# (mbarriers: `ready` when a stage has landed, `empty` when its MMA has read it); the
+# consumer warpgroups issue asynchronous wgmma on the stages as they land, persistent over
+# their work, one CTA per SM. Work is a list of segments (a tile and a run of its
+# K-iterations): whole tiles, tiles x K-splits (split-K partials), or data-parallel tiles
+# then a Stream-K share of the remaining iterations. Both partitions walk the same
+# segments. A finished tile's epilogue goes through shared memory and a TMA store that
+# overlaps the next segment. Gluon does not run in Triton's interpreter: there (and off
+# Hopper) the strategy's Triton kernel runs.
+import functools  # noqa: E402
+
+try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
+    import inspect
+
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    # warp_specialize's signature changed: a list of (function, args), or the default
+    # partition's args and function, then the workers'
+    _WS_LIST = "functions_and_args" in inspect.signature(gl.warp_specialize).parameters
+
+    @gluon.jit
+    def _ws_tile(tile, tiles_m, tiles_n, GROUP_M: gl.constexpr):
+        per_group = GROUP_M * tiles_n
+        first_m = (tile // per_group) * GROUP_M
+        rows = gl.minimum(tiles_m - first_m, GROUP_M)
+        return first_m + (tile % per_group) % rows, (tile % per_group) // rows
+
+    @gluon.jit
+    def _ws_work(w, tiles_m, tiles_n, k_iters, per_split, GROUP_M: gl.constexpr):
+        """Work item w -> (pid_m, pid_n, split, first and end K-iteration): the tiles of
+        split 0 first, then of split 1, ..."""
+        tiles = tiles_m * tiles_n
+        pid_m, pid_n = _ws_tile(w % tiles, tiles_m, tiles_n, GROUP_M)
+        split = w // tiles
+        lo = split * per_split
+        return pid_m, pid_n, split, lo, gl.minimum(lo + per_split, k_iters)
+
+    @gluon.jit
+    def _produce(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m, pid_n, lo, hi, it):
+        """TMA loads of K-iterations [lo, hi) of tile (pid_m, pid_n) into the ring, each
+        stage once the consumers have released it; returns the ring position after them."""
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        for ki in range(lo, hi):
+            s = it % STAGES
+            # (barriers start in phase 1 complete: the first pass finds every stage free)
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), nbytes)
+            tma.async_copy_global_to_shared(a_desc, [pid_m * BM, ki * BK], ready.index(s),
+                                            a_ring.index(s))
+            tma.async_copy_global_to_shared(b_desc, [ki * BK, pid_n * BN], ready.index(s),
+                                            b_ring.index(s))
+            it += 1
+        return it
+
+    @gluon.jit
+    def _consume(a_ring, b_ring, ready, empty, lo, hi, it, acc):
+        """Async wgmma over K-iterations [lo, hi) as their stages land (one MMA in flight),
+        releasing each stage once the MMA after it is issued; returns the accumulator and
+        the ring position after them."""
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        for ki in range(lo, hi):
+            s = it % STAGES
+            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+            acc = warpgroup_mma(a_ring.index(s), b_ring.index(s), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            # the MMA before this one is done: its stage goes back to the producer
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=ki > lo)
+            it += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=hi > lo)
+        return acc, it
+
+    @gluon.jit
+    def _store(c_desc, c_smem, acc, row, col):
+        """The tile through shared memory and a TMA store (left in flight)."""
+        tma.store_wait(pendings=0)  # (the previous tile's store has left c_smem)
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [row, col], c_smem)
+
+    @gluon.jit
+    def _ws_producer(a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n,
+                     k_iters, per_split, splits, NUM_PROGS, GROUP_M: gl.constexpr):
+        it = 0
+        for w in range(gl.program_id(0), tiles_m * tiles_n * splits, NUM_PROGS):
+            pid_m, pid_n, split, lo, hi = _ws_work(w, tiles_m, tiles_n, k_iters, per_split,
+                                                   GROUP_M)
+            it = _produce(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m, pid_n, lo, hi,
+                          it)
+
+    @gluon.jit
+    def _ws_consumer(c_desc, c_ptr, n_cols, a_ring, b_ring, ready, empty, c_smem, tiles_m,
+                     tiles_n, k_iters, per_split, splits, split_rows, NUM_PROGS,
+                     GROUP_M: gl.constexpr):
+        """Each work item's tile; split s writes its partial tile ``s * split_rows`` rows
+        down: through shared memory and TMA, or (fp32 partials) straight from the registers
+        to ``c_ptr`` (row stride ``n_cols``), leaving shared memory to the ring."""
+        DIRECT: gl.constexpr = c_desc.dtype == gl.float32
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
+        rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        it = 0
+        for w in range(gl.program_id(0), tiles_m * tiles_n * splits, NUM_PROGS):
+            pid_m, pid_n, split, lo, hi = _ws_work(w, tiles_m, tiles_n, k_iters, per_split,
+                                                   GROUP_M)
+            acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+            acc, it = _consume(a_ring, b_ring, ready, empty, lo, hi, it, acc)
+            if DIRECT:
+                r = (split * split_rows + pid_m * BM + rows).to(gl.int64)
+                c = pid_n * BN + cols
+                mask = (r[:, None] >= 0) & (c[None, :] < n_cols)
+                gl.store(c_ptr + r[:, None] * n_cols + c[None, :], acc, mask=mask)
+            else:
+                _store(c_desc, c_smem, acc, split * split_rows + pid_m * BM, pid_n * BN)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def _rings(a_desc, b_desc, c_desc, STAGES: gl.constexpr, C_SMEM: gl.constexpr = True):
+        a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                           a_desc.layout)
+        b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                           b_desc.layout)
+        if C_SMEM:
+            c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape,
+                                               c_desc.layout)
+        else:  # (the output goes straight from the registers: a placeholder)
+            c_smem = a_ring
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        return a_ring, b_ring, c_smem, ready, empty
+
+    @gluon.jit
+    def ws_gemm_kernel(a_desc, b_desc, c_desc, c_ptr, n_cols, tiles_m, tiles_n, k_iters,
+                       per_split, splits, split_rows, NUM_PROGS, GROUP_M: gl.constexpr,
+                       STAGES: gl.constexpr, WS_LIST: gl.constexpr, num_warps: gl.constexpr):
+        # (fp32 split-K partials go from the registers: no output tile in shared memory)
+        a_ring, b_ring, c_smem, ready, empty = _rings(a_desc, b_desc, c_desc, STAGES,
+                                                      c_desc.dtype != gl.float32)
+        consumer = (c_desc, c_ptr, n_cols, a_ring, b_ring, ready, empty, c_smem, tiles_m,
+                    tiles_n, k_iters, per_split, splits, split_rows, NUM_PROGS, GROUP_M)
+        producer = (a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n, k_iters,
+                    per_split, splits, NUM_PROGS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_ws_consumer, consumer), (_ws_producer, producer)], [1], [24])
+        else:
+            gl.warp_specialize(consumer, _ws_consumer, producer, [_ws_producer], [1], [24])
+
+    # -- Stream-K: NUM_PROGS CTAs run dp_tiles whole tiles, then each takes a contiguous
+    # share of the remaining tiles' K-iterations (the Triton kernel's schedule, below)
+    @gluon.jit
+    def _sk_share(iters_per_tile, iters_per_prog, extra_iters):
+        """This CTA's Stream-K iterations [start, end) and its first and last tile."""
+        pid = gl.program_id(0)
+        start = pid * iters_per_prog + gl.minimum(pid, extra_iters)
+        end = start + iters_per_prog + (pid < extra_iters).to(gl.int32)
+        return start, end, start // iters_per_tile, (end - 1) // iters_per_tile
+
+    @gluon.jit
+    def _sk_segment(step, start, end, last, iters_per_tile):
+        """The step-th segment, walked from the last tile to the first: the head a later
+        CTA finishes is handed on first, the tile this CTA finishes comes last."""
+        sk_tile = last - step
+        lo = gl.maximum(start - sk_tile * iters_per_tile, 0)
+        hi = gl.minimum(end - sk_tile * iters_per_tile, iters_per_tile)
+        return sk_tile, lo, hi
+
+    @gluon.jit
+    def _sk_producer(a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n,
+                     dp_tiles, iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS,
+                     GROUP_M: gl.constexpr):
+        it = 0
+        for tile in range(gl.program_id(0), dp_tiles, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            it = _produce(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m, pid_n, 0,
+                          iters_per_tile, it)
+        start, end, first, last = _sk_share(iters_per_tile, iters_per_prog, extra_iters)
+        for step in range(0, last - first + 1):
+            sk_tile, lo, hi = _sk_segment(step, start, end, last, iters_per_tile)
+            pid_m, pid_n = _ws_tile(dp_tiles + sk_tile, tiles_m, tiles_n, GROUP_M)
+            it = _produce(a_desc, b_desc, a_ring, b_ring, ready, empty, pid_m, pid_n, lo, hi,
+                          it)
+
+    @gluon.jit
+    def _sk_consumer(c_desc, ws_ptr, flag_ptr, a_ring, b_ring, ready, empty, c_smem, tiles_m,
+                     tiles_n, dp_tiles, iters_per_tile, iters_per_prog, extra_iters,
+                     NUM_PROGS, GROUP_M: gl.constexpr):
+        """Whole tiles are stored; a tile shared by several CTAs is finished by the CTA
+        holding its last iteration, which waits on the tile's counter for the earlier
+        CTAs' fp32 partials and adds them in CTA order (deterministic)."""
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
+        pid = gl.program_id(0)
+        it = 0
+        for tile in range(pid, dp_tiles, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+            acc, it = _consume(a_ring, b_ring, ready, empty, 0, iters_per_tile, it, acc)
+            _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
+        rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        offs = rows[:, None] * BN + cols[None, :]
+        start, end, first, last = _sk_share(iters_per_tile, iters_per_prog, extra_iters)
+        for step in range(0, last - first + 1):
+            sk_tile, lo, hi = _sk_segment(step, start, end, last, iters_per_tile)
+            pid_m, pid_n = _ws_tile(dp_tiles + sk_tile, tiles_m, tiles_n, GROUP_M)
+            acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+            acc, it = _consume(a_ring, b_ring, ready, empty, lo, hi, it, acc)
+            if hi < iters_per_tile:  # a later CTA finishes this tile: hand the partial on
+                gl.store(ws_ptr + pid * BM * BN + offs, acc)
+                gl.thread_barrier()  # (every warp's part is written before the release)
+                gl.atomic_add(flag_ptr + sk_tile, 1, sem="release")
+            else:
+                if lo > 0:  # wait for and add the earlier CTAs' partials
+                    it0 = sk_tile * iters_per_tile
+                    big = extra_iters * (iters_per_prog + 1)
+                    if it0 < big:
+                        p_first = it0 // (iters_per_prog + 1)
+                    else:
+                        p_first = extra_iters + (it0 - big) // gl.maximum(iters_per_prog, 1)
+                    while gl.atomic_add(flag_ptr + sk_tile, 0, sem="acquire") < pid - p_first:
+                        pass
+                    for p in range(p_first, pid):
+                        acc += gl.load(ws_ptr + p * BM * BN + offs, cache_modifier=".cg")
+                _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def sk_gemm_kernel(a_desc, b_desc, c_desc, ws_ptr, flag_ptr, tiles_m, tiles_n, dp_tiles,
+                       iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS,
+                       GROUP_M: gl.constexpr, STAGES: gl.constexpr, WS_LIST: gl.constexpr,
+                       num_warps: gl.constexpr):
+        a_ring, b_ring, c_smem, ready, empty = _rings(a_desc, b_desc, c_desc, STAGES)
+        consumer = (c_desc, ws_ptr, flag_ptr, a_ring, b_ring, ready, empty, c_smem, tiles_m,
+                    tiles_n, dp_tiles, iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS,
+                    GROUP_M)
+        producer = (a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n, dp_tiles,
+                    iters_per_tile, iters_per_prog, extra_iters, NUM_PROGS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_sk_consumer, consumer), (_sk_producer, producer)], [1], [24])
+        else:
+            gl.warp_specialize(consumer, _sk_consumer, producer, [_sk_producer], [1], [24])
+
+    HAVE_GLUON = True
+except Exception:  # (no Gluon in this Triton: the Triton kernel runs)
+    HAVE_GLUON = False
+
+
+@functools.lru_cache(maxsize=64)
+def _smem_layout(block: tuple, dtype: torch.dtype):
+    dtypes = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
+    return gl.NVMMASharedLayout.get_default_for(list(block), dtypes[dtype])
+
+
+def _descriptors(a, b, c, cfg):
+    """TMA descriptors of A, B and C (or the partials) for the knobs' tiles."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    return [TensorDescriptor.from_tensor(t, list(block), _smem_layout(block, t.dtype))
+            for t, block in ((a, (bm, bk)), (b, (bk, bn)), (c, (bm, bn)))]
+
+
+@functools.lru_cache(maxsize=16)
+def _device_facts(index: int) -> tuple[tuple[int, int], int]:
+    """(compute capability, SM count) of a CUDA device, asked once."""
+    props = torch.cuda.get_device_properties(index)
+    return (props.major, props.minor), props.multi_processor_count
+
+
+def sm_count(t: torch.Tensor) -> int:
+    return _device_facts(t.device.index or 0)[1]
+
+
+def _launch_options(cfg: dict) -> dict:
+    warps = cfg["num_warps"]
+    # the consumers' registers: (consumer warps + the producer's warpgroup) share 64K
+    return dict(num_warps=warps, maxnreg=min(240, 65536 // ((warps + 4) * 32) // 8 * 8),
+                GROUP_M=cfg["GROUP_M"], STAGES=cfg["num_stages"], WS_LIST=_WS_LIST)
+
+
+def gluon_ws(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, progs: int,
+             splits: int = 1, per_split: int = 0) -> None:
+    """The Gluon warp-specialized kernel on a Hopper GPU (cc 9.x) with the knobs of
+    ``gluon_config``: c = a @ b, or with
+    ``splits`` > 1 each split's fp32 partial (``per_split`` K-iterations) in rows
+    [s * tiles_m * BLOCK_M, ...) of c (fp32 c: stored from the registers)."""
+    m, n, k = a.shape[0], b.shape[1], a.shape[1]
+    tiles_m, tiles_n = _tiles(m, n, cfg)
+    k_iters = triton.cdiv(k, cfg["BLOCK_K"])
+    ws_gemm_kernel[(progs,)](
+        *_descriptors(a, b, c, cfg), c, c.shape[1], tiles_m, tiles_n, k_iters,
+        per_split or k_iters, splits, tiles_m * cfg["BLOCK_M"], progs, **_launch_options(cfg))
+
+
+def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
+                   p: dict) -> None:
+    """The Gluon Stream-K kernel on a Hopper GPU: the schedule ``p`` of ``plan`` (its
+    NUM_PROGS CTAs must all be resident: one per SM at most)."""
+    ws = torch.empty((p["progs"], cfg["BLOCK_M"], cfg["BLOCK_N"]), device=a.device,
+                     dtype=torch.float32)
+    flags = torch.zeros((max(p["sk_tiles"], 1),), device=a.device, dtype=torch.int32)
+    sk_gemm_kernel[(p["progs"],)](
+        *_descriptors(a, b, c, cfg), ws, flags, p["tiles_m"], p["tiles_n"], p["dp_tiles"],
+        p["iters_per_tile"], p["iters_per_prog"], p["extra_iters"], p["progs"],
+        **_launch_options(cfg))
+
+
+SMEM_BYTES = 227 * 1024  # Hopper: shared memory one CTA may use
+
+
+def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int) -> dict | None:
+    """The knobs for the Gluon kernel on this GPU, or None where it does not run: Hopper (not
+    ROCm: an MI300 reports capability 9 too), fp16/bf16, BLOCK_M rows over the consumer
+    warps in 16-row wgmma slices, BLOCK_N a wgmma width, and the ring plus the output tile
+    (``out_bytes`` per element; 0 for split-K partials, stored from the registers) in
+    shared memory; num_stages drops (down to 2) where the chosen ring would not fit."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    if not (HAVE_GLUON and a.is_cuda and torch.version.hip is None
+            and _device_facts(a.device.index or 0)[0][0] == 9
+            and a.dtype in (torch.float16, torch.bfloat16) and cfg["num_warps"] in (4, 8)
+            and bm % (16 * cfg["num_warps"]) == 0 and bn <= 256 and bn % 16 == 0
+            and bk % 16 == 0):  # fmt: skip
+        return None
+    stage = (bm * bk + bk * bn) * a.element_size()
+    stages = min(cfg["num_stages"], (SMEM_BYTES - 1024 - bm * bn * out_bytes) // stage)
+    return {**cfg, "num_stages": stages} if stages >= 2 else None
