@@ -339,25 +339,39 @@ class _Collector:
         self.parts: dict[str, list[pd.DataFrame]] = {
             t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
         }
+        self._gemm_names: set[str] = set()  # cpu_op names that are matrix-multiply ops
+        self._op_names: set[str] = set()  # cpu_op names seen
 
     def add(self, events: list[Event]) -> None:
-        by_cat: dict[str, list[Event]] = {}
+        # one pass appends each event to its category's list (a dict lookup per event);
+        # those lists, a fraction of the events, are then filtered; the GEMM-op pattern
+        # runs once per distinct cpu_op name
+        lists: dict[str, list[Event]] = {cat: [] for cat in WANTED}
+        get = lists.get
         for e in events:
-            if e.cat in WANTED and e.ph == "X" and e.ts is not None:
-                by_cat.setdefault(e.cat, []).append(e)
-        if by_cat.get("kernel"):
+            bucket = get(e.cat)
+            if bucket is not None:
+                bucket.append(e)
+        ops = lists.pop("cpu_op")
+        new = {e.name for e in ops} - self._op_names
+        self._op_names |= new
+        self._gemm_names |= {name for name in new if regex("gemm_op").match(name)}
+        gemm = self._gemm_names
+        lists["cpu_op"] = [e for e in ops if e.name in gemm]
+        by_cat = {
+            cat: [e for e in bucket if e.ph == "X" and e.ts is not None]
+            for cat, bucket in lists.items()
+        }
+        if by_cat["kernel"]:
             self.parts["kernels"].append(self._kernels(by_cat["kernel"]))
-        api = [e for cat in HOST_API for e in by_cat.get(cat, [])]
+        api = [e for cat in HOST_API for e in by_cat[cat]]
         if api:
             self.parts["api"].append(self._api(api))
-        if by_cat.get("gpu_memcpy"):
+        if by_cat["gpu_memcpy"]:
             self.parts["memcpy"].append(_copies(by_cat["gpu_memcpy"]))
-        if by_cat.get("gpu_memset"):
+        if by_cat["gpu_memset"]:
             self.parts["memset"].append(_sets(by_cat["gpu_memset"]))
-        gemm_op = regex("gemm_op")
-        ranges = by_cat.get("user_annotation", []) + [
-            e for e in by_cat.get("cpu_op", []) if gemm_op.match(e.name)
-        ]
+        ranges = by_cat["user_annotation"] + by_cat["cpu_op"]
         if ranges:
             self.parts["nvtx"].append(_ranges(ranges))
 
