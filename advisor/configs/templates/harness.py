@@ -100,11 +100,14 @@ def _bench(m, n, k, dtype, rounds: int = 3) -> None:
     # per call above includes the Python launch (most for short GEMMs: the Gluon kernels'
     # descriptors and arguments cost ~40 us more than a Triton launch); inside a CUDA graph
     # the launch is gone and the GPU time is left
-    graph = {key: statistics.median(triton.testing.do_bench_cudagraph(
-        fn, rep=100, return_mode="median") for _ in range(rounds)) for key, fn in
-        (("mine", lambda: gemm(a, b, CONFIG)), ("torch", lambda: torch.matmul(a, b)))}
-    print(f"  in a CUDA graph (GPU time): {CONFIG['strategy']} {graph['mine']:.4f} ms, "
-          f"torch.matmul {graph['torch']:.4f} ms ({graph['torch'] / graph['mine']:.2f}x)")
+    try:
+        graph = {key: statistics.median(triton.testing.do_bench_cudagraph(
+            fn, rep=100, return_mode="median") for _ in range(rounds)) for key, fn in
+            (("mine", lambda: gemm(a, b, CONFIG)), ("torch", lambda: torch.matmul(a, b)))}
+        print(f"  in a CUDA graph (GPU time): {CONFIG['strategy']} {graph['mine']:.4f} ms, "
+              f"torch.matmul {graph['torch']:.4f} ms ({graph['torch'] / graph['mine']:.2f}x)")
+    except Exception as exc:  # (a capture this GPU, driver or Triton build cannot do)
+        print(f"  in a CUDA graph: not measured ({type(exc).__name__}: {str(exc)[:80]})")
     trace_ns = CONFIG.get("trace_kernel_ns")
     if trace_ns and (m, n, k) == (CONFIG["M"], CONFIG["N"], CONFIG["K"]):
         ms = trace_ns / 1e6
