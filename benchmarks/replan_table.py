@@ -80,20 +80,17 @@ def _module(path: Path):
     return module
 
 
-def _median_ms(fn, rounds: int = 3) -> float:
+def _median_ms(fn, graph: bool = False, rounds: int = 3) -> float:
+    """Median of ``rounds`` do_bench medians (ms): per call, or inside a CUDA graph
+    (do_bench_cudagraph: the GPU time without the Python launch)."""
     import triton.testing
 
-    return statistics.median(
-        triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median") for _ in range(rounds)
-    )
+    def once() -> float:
+        if graph:
+            return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+        return triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")
 
-
-def _graph_ms(fn, rounds: int = 3) -> float:
-    import triton.testing
-
-    return statistics.median(
-        triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") for _ in range(rounds)
-    )
+    return statistics.median(once() for _ in range(rounds))
 
 
 def rows_for(script: Path, family: str, gluon: int | None, graph: bool, shapes: list) -> list[dict]:
@@ -121,13 +118,12 @@ def rows_for(script: Path, family: str, gluon: int | None, graph: bool, shapes: 
                 row["status"] = "wrong"
                 out.append(row)
                 continue
-            mine = _median_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg))
-            base = _median_ms(lambda a=a, b=b: torch.matmul(a, b))
-            row.update(status="ok", ms=mine, cublas_ms=base, vs_cublas=base / mine)
-            if graph:
-                mine = _graph_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg))
-                base = _graph_ms(lambda a=a, b=b: torch.matmul(a, b))
-                row.update(graph_ms=mine, graph_cublas_ms=base, graph_vs_cublas=base / mine)
+            row["status"] = "ok"
+            for prefix, in_graph in (("", False), ("graph_", True))[: 1 + graph]:
+                mine = _median_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg), in_graph)
+                base = _median_ms(lambda a=a, b=b: torch.matmul(a, b), in_graph)
+                row.update({f"{prefix}ms": mine, f"{prefix}cublas_ms": base,
+                            f"{prefix}vs_cublas": base / mine})  # fmt: skip
         except Exception as exc:  # reported as a row, not hidden
             row.update(status=f"{type(exc).__name__}: {str(exc)[:80]}")
         out.append(row)

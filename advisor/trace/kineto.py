@@ -339,8 +339,7 @@ class _Collector:
         self.parts: dict[str, list[pd.DataFrame]] = {
             t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
         }
-        self._gemm_names: set[str] = set()  # cpu_op names that are matrix-multiply ops
-        self._op_names: set[str] = set()  # cpu_op names seen
+        self._is_gemm_op: dict[str, bool] = {}  # cpu_op name -> a matrix-multiply op
 
     def add(self, events: list[Event]) -> None:
         # one pass appends each event to its category's list (a dict lookup per event);
@@ -353,11 +352,10 @@ class _Collector:
             if bucket is not None:
                 bucket.append(e)
         ops = lists.pop("cpu_op")
-        new = {e.name for e in ops} - self._op_names
-        self._op_names |= new
-        self._gemm_names |= {name for name in new if regex("gemm_op").match(name)}
-        gemm = self._gemm_names
-        lists["cpu_op"] = [e for e in ops if e.name in gemm]
+        gemm = self._is_gemm_op
+        for name in {e.name for e in ops}.difference(gemm):
+            gemm[name] = regex("gemm_op").match(name) is not None
+        lists["cpu_op"] = [e for e in ops if gemm[e.name]]
         by_cat = {
             cat: [e for e in bucket if e.ph == "X" and e.ts is not None]
             for cat, bucket in lists.items()
