@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15 measurements on an H200 (run by the device tool from the repository root).
 #
-#   bash benchmarks/h200_round3.sh tail|tune|table|misses|ws|gluon OUT
+#   bash benchmarks/h200_round3.sh tail|tune|table|grid|verify|misses|ws|gluon OUT
 #
 # tail:  capture sample_traces/workloads/wave_tail.py (torch.profiler), analyse it, emit,
 #        run the grid-stride script (--check --bench)
@@ -9,6 +9,12 @@
 #        --bench on the split-K and Stream-K ones
 # table: benchmarks/replan_table.py on those scripts (re-planned at 24 shapes vs cuBLAS,
 #        GLUON=1 and 0, per call and inside a CUDA graph)
+# grid:  benchmarks/tile_grid.py: every tile of its grid x both kernels at the 24 + 8 shapes,
+#        in a CUDA graph and per call (the data gpus.yaml's gemm_tiles are fitted to;
+#        RESUME=old.jsonl skips rows measured already, DEADLINE=s stops cleanly)
+# verify: with the fitted gemm_tiles: replan_table.py (the planner's own GLUON, per call and
+#        in a CUDA graph) at the 24 and the 8 held-out shapes; Stream-K --check --bench at
+#        issue 15's 896x2432x32768 and the traced 896x4864x8192; --tune at the traced shape
 # misses: --tune at the 4 shapes below 0.7x cuBLAS
 # ws:    the warp_specialization script (Gluon producer/consumer kernel on Hopper) at
 #        8192^3 and a few more shapes: --check, then --bench with WARP_SPECIALIZE=1 (Gluon)
@@ -95,6 +101,25 @@ tune)
     echo "== $s" | tee -a "$out/tune.txt"
     timeout 240 python3 "$s" --tune 2>&1 | tee -a "$out/tune.txt" || echo "tune rc $?" | tee -a "$out/tune.txt"
   done
+  ;;
+verify)
+  emit_gemms
+  python3 benchmarks/replan_table.py /tmp/emit_s --graph --out "$out/verify_rows.json" \
+    | tee "$out/verify_table.md"
+  python3 benchmarks/replan_table.py /tmp/emit_s --graph --held-out \
+    --out "$out/verify_rows_heldout.json" | tee "$out/verify_table_heldout.md"
+  t=$(ls /tmp/emit_s/*_stream_k_*.py)
+  for shape in "896 2432 32768" "896 4864 8192"; do
+    set -- $shape
+    echo "== stream_k M=$1 N=$2 K=$3" | tee -a "$out/verify_bench.txt"
+    python3 "$t" --m $1 --n $2 --k $3 --check --bench 2>&1 | tee -a "$out/verify_bench.txt"
+  done
+  timeout 200 python3 "$t" --tune 2>&1 | tee "$out/verify_tune.txt" || true
+  ;;
+grid)
+  emit_gemms
+  python3 benchmarks/tile_grid.py /tmp/emit_s --out "$out/grid.jsonl" \
+    ${RESUME:+--resume "$RESUME"} --deadline-s "${DEADLINE:-520}" | tail -5
   ;;
 table)
   emit_gemms

@@ -153,6 +153,7 @@ def planner_section(gpu: GpuSpec) -> str:
         "cost_model_fallback": {k: gpu_facts("cost_model_fallback")[k]
                                 for k in ("dense_fp16_tflops", "memory_bandwidth_gbs")},
         "gluon_launch": {"min_model_us": gpu_facts("gluon_launch")["min_model_us"]},
+        "gemm_tiles": gpu_facts("gemm_tiles"),
     }  # fmt: skip
     return (
         "# ---- planner: advisor/configs/knobs.py (the same search advisor ran) ----------------\n"
@@ -168,7 +169,8 @@ def planner_section(gpu: GpuSpec) -> str:
         f"GPU = GpuSpec(**{pprint.pformat(facts, sort_dicts=False, width=88)})\n\n\n"
         "def gpu_facts(section: str) -> dict:\n"
         '    """gpus.yaml\'s sections the planner reads (cost_model_fallback: rates for a GPU '
-        'without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs)."""\n'
+        'without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs; gemm_tiles: the\n'
+        '    tile table and cost-model terms fitted to measurements)."""\n'
         f"    return {pprint.pformat(sections, width=88)}[section]\n\n" + body
     )
 

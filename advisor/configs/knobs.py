@@ -1,11 +1,16 @@
-"""Choose GEMM kernel knobs for a strategy by searching a small cost model (not constants).
+"""Choose GEMM kernel knobs for a strategy by searching a calibrated cost model (not constants).
 
-Cost model (documented in docs/configs.md): a tile of BM x BN x BK costs
-``2*BM*BN*BK / (per-SM rate * efficiency(tile))``; an SM running c CTAs shares its rate, so a
-launch of G CTAs with I K-iterations each lasts ``ceil(G / slots) * c * I * t_iter``. Split-K
-adds the partial-sum traffic (fp32 write + read) at the memory bandwidth; Stream-K spreads
-all iterations evenly over the slots and adds its fix-up traffic. Occupancy c of a candidate
-comes from its shared memory (stages x (BM + BN) x BK x 2 B + 1 KiB) and warps.
+Cost model (documented in docs/configs.md; its numbers are gpus.yaml's ``gemm_tiles``,
+fitted to H200 measurements by benchmarks/fit_tiles.py): a K-iteration of a BM x BN x BK
+tile costs ``2*BM*BN*BK / (per-SM rate * efficiency(tile, kernel))``, times
+``uneven_k_factor`` for the Triton kernels when BLOCK_K does not divide the padded K; an SM
+running c CTAs shares its rate, so a launch of G CTAs with I K-iterations each lasts
+``ceil(G / slots) * c * I * t_iter``. The Gluon warp-specialized kernel (Hopper) is
+persistent with one CTA per SM. Split-K adds the partial-sum traffic (fp32 write + read),
+Stream-K its fix-up traffic, both at the memory bandwidth; every kernel adds the copy of an
+operand whose row stride it pads (read + write) and a fixed time per call (``fixed_us``).
+Occupancy c of a Triton candidate comes from its shared memory (stages x (BM + BN) x BK x
+2 B + 1 KiB) and warps.
 """
 
 from __future__ import annotations
@@ -16,16 +21,11 @@ from dataclasses import dataclass
 from advisor.data import gpu_facts
 from advisor.trace.model import GpuSpec
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, relative efficiency of the tile)
-CANDIDATES = [
-    (128, 256, 64, 8, 3, 1.00),
-    (256, 128, 64, 8, 3, 1.00),
-    (128, 128, 64, 8, 4, 0.90),
-    (128, 128, 64, 4, 4, 0.85),
-    (128, 64, 64, 4, 4, 0.75),
-    (64, 128, 64, 4, 4, 0.75),
-    (64, 64, 64, 4, 4, 0.55),
-]
+CALIBRATION = gpu_facts("gemm_tiles")
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, efficiency of the Triton kernel,
+#  efficiency of the Gluon kernel or None where it does not run the tile)
+CANDIDATES = [tuple(row) for row in CALIBRATION["tiles"]]
+KERNELS = ("triton", "gluon")
 MIN_ITERS_PER_SPLIT = 8
 MAX_SPLITS = 64
 ELEMENT_BYTES = 2  # bf16/fp16 operands
@@ -54,6 +54,11 @@ class Problem:
         fallback = gpu_facts("cost_model_fallback")["memory_bandwidth_gbs"]
         return float(self.gpu.memory_bandwidth_gbs or fallback)
 
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The kernels the scripts can run here: the Gluon one on Hopper (capability 9)."""
+        return KERNELS if self.gpu.cc_major == 9 else KERNELS[:1]
+
 
 def tile_ctas_per_sm(bm: int, bn: int, bk: int, warps: int, stages: int, gpu: GpuSpec) -> int:
     """Resident CTAs of a candidate: shared memory, warps and block limits."""
@@ -69,23 +74,48 @@ def _launch_ns(ctas: int, iters: float, slots: int, per_sm: int, t_iter: float) 
     return math.ceil(ctas / slots) * per_sm * iters * t_iter
 
 
-def _base(p: Problem, cand) -> dict | None:
-    bm, bn, bk, warps, stages, eff = cand
+def _pad_ns(p: Problem, kernel: str) -> float:
+    """Time of the copies that pad row strides (K of A, N of B) to the kernel's alignment
+    (``row_align`` elements, as the scripts' ``padded`` does): read + write at the bandwidth."""
+    align = CALIBRATION["row_align"][kernel]
+    kp, np_ = -(-p.k // align) * align, -(-p.n // align) * align
+    copied = (p.m * p.k if kp != p.k else 0) + (p.k * p.n if (kp, np_) != (p.k, p.n) else 0)
+    return 2 * copied * ELEMENT_BYTES / p.bandwidth
+
+
+def _base(p: Problem, cand, kernel: str = "triton") -> dict | None:
+    """A candidate tile for one kernel with what every strategy's model needs (None: the
+    tile does not fit, or the kernel has no measured efficiency for it)."""
+    bm, bn, bk, warps, stages, *effs = cand
+    eff = effs[KERNELS.index(kernel)]
     c = tile_ctas_per_sm(bm, bn, bk, warps, stages, p.gpu)
-    if c == 0:
+    if c == 0 or not eff:
         return None
+    if kernel == "gluon":
+        c = 1  # persistent: one CTA per SM
+    align = CALIBRATION["row_align"][kernel]
+    uneven = kernel == "triton" and (-(-p.k // align) * align) % bk != 0
     tiles = math.ceil(p.m / bm) * math.ceil(p.n / bn)
     return dict(
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages, GROUP_M=GROUP_M,
-        ctas_per_sm=c, slots=c * p.gpu.sm_count, tiles=tiles,
+        kernel=kernel, ctas_per_sm=c, slots=c * p.gpu.sm_count, tiles=tiles,
         k_iters=math.ceil(p.k / bk),
-        t_iter=2.0 * bm * bn * bk / (p.per_sm_flops * eff),
+        t_iter=2.0 * bm * bn * bk / (p.per_sm_flops * eff)
+        * (CALIBRATION["uneven_k_factor"] if uneven else 1.0),
+        uneven_k=uneven, pad_ns=_pad_ns(p, kernel),
     )  # fmt: skip
 
 
-def _feasible(p: Problem) -> list[dict]:
-    """The candidates that fit on the GPU, in CANDIDATES order, as ``_base`` dicts."""
-    return [b for b in (_base(p, cand) for cand in CANDIDATES) if b is not None]
+def _feasible(p: Problem, kernels: tuple[str, ...] = ("triton",)) -> list[dict]:
+    """The candidates that fit on the GPU, per kernel in CANDIDATES order, as ``_base`` dicts."""
+    return [b for kernel in kernels for cand in CANDIDATES
+            if (b := _base(p, cand, kernel)) is not None]  # fmt: skip
+
+
+def _fixed_ns(strategy: str, kernel: str) -> float:
+    """GPU time per call that does not scale with the work (launches, pipeline fill,
+    epilogue, split-K's reduce launch), fitted per strategy and kernel; 0 where unmeasured."""
+    return CALIBRATION["fixed_us"].get(strategy, {}).get(kernel, 0.0) * 1e3
 
 
 def _cheapest(configs) -> dict:
@@ -95,7 +125,8 @@ def _cheapest(configs) -> dict:
 
 def _data_parallel_ns(b: dict) -> float:
     """Modelled time of one tile per CTA, every K-iteration in its tile's CTA (ns)."""
-    return _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
+    compute = _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
+    return compute + b["pad_ns"]
 
 
 def data_parallel(p: Problem) -> dict:
@@ -110,45 +141,65 @@ def data_parallel(p: Problem) -> dict:
     return _finish(best, "data_parallel", NUM_PROGS=best["slots"])
 
 
+def split_k_ns(p: Problem, b: dict, splits: int) -> dict:
+    """Modelled split-K time of tile ``b`` with ``splits`` K-slices (no slice left empty):
+    partial GEMMs, then the two-pass reduction's fp32 partials written and read back and
+    the output written, the padding copies and the fixed time."""
+    per_split = math.ceil(b["k_iters"] / splits)
+    used = math.ceil(b["k_iters"] / per_split)
+    compute = _launch_ns(b["tiles"] * used, per_split, b["slots"], b["ctas_per_sm"], b["t_iter"])
+    traffic = (2 * 4 * used + ELEMENT_BYTES) * p.m * p.n if used > 1 else 0
+    model = _fixed_ns("split_k", b["kernel"]) + compute + traffic / p.bandwidth + b["pad_ns"]
+    return dict(b, SPLITS=used, model_ns=model, waves=b["tiles"] * used / b["slots"])
+
+
 def split_k(p: Problem) -> dict:
-    """Tile and split count with the lowest modelled time (>= 8 K-iterations per split)."""
+    """Tile, split count and kernel with the lowest modelled time (>= 8 K-iterations per
+    split)."""
 
     def splits_of(b: dict):
         for splits in range(1, MAX_SPLITS + 1):
-            per_split = math.ceil(b["k_iters"] / splits)
-            if splits > 1 and per_split < MIN_ITERS_PER_SPLIT:
+            if splits > 1 and math.ceil(b["k_iters"] / splits) < MIN_ITERS_PER_SPLIT:
                 return
-            used = math.ceil(b["k_iters"] / per_split)
-            compute = _launch_ns(
-                b["tiles"] * used, per_split, b["slots"], b["ctas_per_sm"], b["t_iter"]
-            )
-            # two-pass reduction: fp32 partials written and read back, output written
-            traffic = (2 * 4 * used + ELEMENT_BYTES) * p.m * p.n if used > 1 else 0
-            yield dict(b, SPLITS=used, model_ns=compute + traffic / p.bandwidth,
-                       waves=b["tiles"] * used / b["slots"])  # fmt: skip
+            yield split_k_ns(p, b, splits)
 
-    best = _cheapest(cfg for b in _feasible(p) for cfg in splits_of(b))
-    return _finish(best, "split_k", ATOMIC=0, GLUON=gluon_knob(best["model_ns"]))
+    best = _pick_kernel(p, lambda b: splits_of(b))
+    return _finish(best, "split_k", ATOMIC=0, GLUON=int(best["kernel"] == "gluon"))
+
+
+def stream_k_ns(p: Problem, b: dict) -> dict:
+    """Modelled Stream-K time of tile ``b``: all K-iterations spread evenly over the
+    resident CTAs, plus the fix-up of the shared tiles (fp32 partial written and read
+    back), the padding copies and the fixed time."""
+    total = b["tiles"] * b["k_iters"]
+    progs = min(b["slots"], total)
+    per_prog = math.ceil(total / progs)
+    compute = b["ctas_per_sm"] * per_prog * b["t_iter"]
+    full = b["tiles"] // progs
+    sk_tiles = b["tiles"] if full < 2 else b["tiles"] - (full - 1) * progs
+    if b["tiles"] % progs == 0:
+        sk_tiles = 0
+    fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
+    model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup / p.bandwidth + b["pad_ns"]
+    return dict(b, model_ns=model, sk_tiles=sk_tiles, NUM_PROGS=progs)
 
 
 def stream_k(p: Problem) -> dict:
-    """Tile with the lowest modelled Stream-K time: all iterations spread over the slots."""
+    """Tile and kernel with the lowest modelled Stream-K time."""
+    best = _pick_kernel(p, lambda b: [stream_k_ns(p, b)])
+    return _finish(best, "stream_k", GLUON=int(best["kernel"] == "gluon"))
 
-    def modelled(b: dict) -> dict:
-        total = b["tiles"] * b["k_iters"]
-        progs = min(b["slots"], total)
-        per_prog = math.ceil(total / progs)
-        compute = b["ctas_per_sm"] * per_prog * b["t_iter"]
-        full = b["tiles"] // progs
-        sk_tiles = b["tiles"] if full < 2 else b["tiles"] - (full - 1) * progs
-        if b["tiles"] % progs == 0:
-            sk_tiles = 0
-        # each shared tile: fp32 partial written and read back
-        fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
-        return dict(b, model_ns=compute + fixup / p.bandwidth, sk_tiles=sk_tiles, NUM_PROGS=progs)
 
-    best = _cheapest(modelled(b) for b in _feasible(p))
-    return _finish(best, "stream_k", GLUON=gluon_knob(best["model_ns"]))
+def _pick_kernel(p: Problem, configs_of) -> dict:
+    """The cheapest config per kernel (``configs_of(base)`` yields a base tile's modelled
+    configs); the Gluon one where it is modelled no slower than the Triton one and long
+    enough to hide its launch (``gluon_knob``), else the Triton one."""
+    best = {kernel: _cheapest(c for b in _feasible(p, (kernel,)) for c in configs_of(b))
+            for kernel in p.kernels}  # fmt: skip
+    gluon = best.get("gluon")
+    if gluon and gluon_knob(gluon["model_ns"]) and gluon["model_ns"] <= best["triton"]["model_ns"]:
+        return gluon
+    return best["triton"]
 
 
 def persistent(p: Problem) -> dict:
@@ -160,8 +211,9 @@ def persistent(p: Problem) -> dict:
 
 def tma_warp_specialized(p: Problem) -> dict:
     """Persistent TMA kernel: large tile, one CTA per SM, deep pipeline."""
-    cand = (128, 256, 64, 8, 3, 1.0) if p.n >= 256 else (128, 128, 64, 8, 4, 0.9)
-    b = _base(p, cand)
+    tile = (128, 256, 64, 8, 3) if p.n >= 256 else (128, 128, 64, 8, 4)
+    cand = next(c for c in CANDIDATES if c[:5] == tile)
+    b = _base(p, cand, p.kernels[-1])  # the Gluon kernel on Hopper
     return _finish(
         dict(b, model_ns=_data_parallel_ns(b)),
         "warp_specialization",
@@ -178,7 +230,7 @@ def gluon_knob(model_ns: float) -> int:
 
 
 def _finish(best: dict, strategy: str, **extra) -> dict:
-    cfg = {k: v for k, v in best.items() if k != "t_iter"}
+    cfg = {k: v for k, v in best.items() if k not in ("t_iter", "kernel", "pad_ns", "uneven_k")}
     cfg.update(extra)
     cfg["strategy"] = strategy
     cfg["model_ns"] = round(cfg["model_ns"])

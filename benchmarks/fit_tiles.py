@@ -1,0 +1,135 @@
+"""Fit the planner's tile table (gpus.yaml ``gemm_tiles``) to a measured tile grid.
+
+    python benchmarks/fit_tiles.py docs/verification/h200_tile_grid.jsonl
+
+Reads the rows of benchmarks/tile_grid.py (each tile x kernel x shape, GPU time inside a
+CUDA graph) and fits, on the rows not marked held_out, the parameters of the cost model in
+advisor/configs/knobs.py: an efficiency per (kernel, tile), a fixed time per (strategy,
+kernel) and the Triton kernels' uneven-K factor, minimising the log-ratio of modelled to
+measured time (soft-L1, so a few odd shapes do not pull the table). The model's other terms
+(waves, split and fix-up traffic, padding copies) come from knobs.py itself with unit
+efficiency. Prints the YAML to paste into gpus.yaml, the fit's error on the fitted and the
+held-out shapes, and per shape the planner's pick (with the YAML in place) against the best
+measured row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from advisor.configs import knobs
+from advisor.trace.gpus import match_gpu
+
+H200 = match_gpu("H200")
+MODELS = {"split_k": lambda p, b, r: knobs.split_k_ns(p, b, r["knobs"]["SPLITS"]),
+          "stream_k": lambda p, b, r: knobs.stream_k_ns(p, b)}  # fmt: skip
+
+
+@contextmanager
+def _raw_model():
+    """knobs' model without the fitted terms: no fixed time, no uneven-K factor."""
+    saved = dict(knobs.CALIBRATION)
+    knobs.CALIBRATION.update(fixed_us={}, uneven_k_factor=1.0)
+    try:
+        yield
+    finally:
+        knobs.CALIBRATION.clear()
+        knobs.CALIBRATION.update(saved)
+
+
+def components(r: dict) -> dict:
+    """Compute time at unit efficiency (ns), the other modelled terms (ns), uneven K."""
+    p = knobs.Problem(r["M"], r["N"], r["K"], H200)
+    out = {}
+    with _raw_model():
+        for eff in (1.0, 0.5):
+            b = knobs._base(p, (*r["tile"], eff, eff), r["kernel"])
+            out[eff] = MODELS[r["family"]](p, b, r)["model_ns"]
+    compute = out[0.5] - out[1.0]
+    return {"compute": compute, "other": out[1.0] - compute, "uneven": b["uneven_k"]}
+
+
+def load(path: str) -> pd.DataFrame:
+    rows = [json.loads(line) for line in open(path)]
+    rows = [r for r in rows if r["status"] == "ok" and r["kernel"] != "cublas"]
+    df = pd.DataFrame([{**r, **components(r)} for r in rows])
+    df["tile"] = df.tile.apply(tuple)
+    df["y"] = df.graph_ms * 1e6
+    df["shape"] = [f"{f} {m}x{n}x{k} {d}" for f, m, n, k, d in
+                   zip(df.family, df.M, df.N, df.K, df.dtype)]  # fmt: skip
+    return df
+
+
+def fit(df: pd.DataFrame):
+    tiles = sorted(set(zip(df.kernel, df.tile)))
+    fixed = sorted(set(zip(df.family, df.kernel)))
+    ti = np.array([tiles.index(k) for k in zip(df.kernel, df.tile)])
+    fi = np.array([fixed.index(k) for k in zip(df.family, df.kernel)])
+    n_t, n_f = len(tiles), len(fixed)
+
+    def predict(x, mask=slice(None)):
+        eff, f_us, uneven = x[:n_t][ti[mask]], x[n_t : n_t + n_f][fi[mask]], x[-1]
+        d = df[mask]
+        factor = np.where(d.uneven.values, uneven, 1.0)
+        return f_us * 1e3 + d.compute.values / eff * factor + d.other.values
+
+    train = ~df.held_out.values
+    x0 = np.r_[np.full(n_t, 0.5), np.full(n_f, 5.0), 1.2]
+    lo = np.r_[np.full(n_t, 0.05), np.zeros(n_f), 1.0]
+    hi = np.r_[np.full(n_t, 1.5), np.full(n_f, 100.0), 3.0]
+    x = least_squares(lambda x: np.log(predict(x, train) / df.y.values[train]), x0,
+                      bounds=(lo, hi), loss="soft_l1", f_scale=0.1).x  # fmt: skip
+    return x, tiles, fixed, predict(x)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("grid")
+    args = p.parse_args()
+    df = load(args.grid)
+    x, tiles, fixed, pred = fit(df)
+    err = np.log(pred / df.y.values)
+    for name, mask in (("fitted", ~df.held_out), ("held-out", df.held_out)):
+        e = err[mask.values]
+        print(f"# {name} rows: {mask.sum()}, model/measured: median |log| {np.median(np.abs(e)):.3f}"
+              f", within 10%: {np.mean(np.abs(e) <= np.log(1.1)):.0%}")  # fmt: skip
+    eff = dict(zip(tiles, x[: len(tiles)]))
+    print("gemm_tiles:")
+    print("  row_align: " + json.dumps(knobs.CALIBRATION["row_align"]))
+    print(f"  uneven_k_factor: {x[-1]:.3f}")
+    print("  fixed_us:")
+    for family in sorted({f for f, _ in fixed}):
+        vals = {k: round(float(v), 1) for (f, k), v in zip(fixed, x[len(tiles) : -1]) if f == family}
+        print(f"    {family}: " + json.dumps(vals))
+    print("  tiles:")
+    for tile in sorted({t for _, t in tiles}, key=lambda t: -eff.get(("triton", t), 0)):
+        e = [eff.get((k, tile)) for k in knobs.KERNELS]
+        print(f"  - [{', '.join(map(str, tile))}, "
+              + ", ".join("null" if v is None else f"{v:.3f}" for v in e) + "]")
+    print("\n# the planner's pick (knobs.py with gpus.yaml as it is now) against the grid's best")
+    print("| shape | held out | pick | measured ms | best ms (kernel, tile) | pick / best |")
+    print("|---|---|---|---|---|---|")
+    for shape, g in df.groupby("shape", sort=False):
+        r = g.iloc[0]
+        cfg = knobs.CHOOSERS[r.family](knobs.Problem(r.M, r.N, r.K, H200))
+        kernel = "gluon" if cfg["GLUON"] else "triton"
+        tile = tuple(cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"))
+        hit = g[(g.kernel == kernel) & (g.tile == tile)]
+        if not len(hit) and kernel == "gluon":  # ran with stages lowered to fit: that row
+            hit = g[(g.kernel == kernel) & (g.tile.str[:4] == tile[:4])
+                    & (g.gluon_stages < tile[4])]  # fmt: skip
+        best = g.loc[g.y.idxmin()]
+        got = f"{hit.y.iloc[0] / 1e6:.4f}" if len(hit) else "not in grid"
+        ratio = f"{hit.y.iloc[0] / best.y:.2f}" if len(hit) else ""
+        print(f"| {shape} | {'yes' if r.held_out else ''} | {kernel} {tile} | {got} | "
+              f"{best.y / 1e6:.4f} ({best.kernel}, {best.tile}) | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
