@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -56,21 +57,21 @@ def components(r: dict) -> dict:
 
 
 def load(path: str) -> pd.DataFrame:
-    rows = [json.loads(line) for line in open(path)]
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
     rows = [r for r in rows if r["status"] == "ok" and r["kernel"] != "cublas"]
     df = pd.DataFrame([{**r, **components(r)} for r in rows])
     df["tile"] = df.tile.apply(tuple)
     df["y"] = df.graph_ms * 1e6
     df["shape"] = [f"{f} {m}x{n}x{k} {d}" for f, m, n, k, d in
-                   zip(df.family, df.M, df.N, df.K, df.dtype)]  # fmt: skip
+                   zip(df.family, df.M, df.N, df.K, df.dtype, strict=True)]  # fmt: skip
     return df
 
 
 def fit(df: pd.DataFrame):
-    tiles = sorted(set(zip(df.kernel, df.tile)))
-    fixed = sorted(set(zip(df.family, df.kernel)))
-    ti = np.array([tiles.index(k) for k in zip(df.kernel, df.tile)])
-    fi = np.array([fixed.index(k) for k in zip(df.family, df.kernel)])
+    tiles = sorted(set(zip(df.kernel, df.tile, strict=True)))
+    fixed = sorted(set(zip(df.family, df.kernel, strict=True)))
+    ti = np.array([tiles.index(k) for k in zip(df.kernel, df.tile, strict=True)])
+    fi = np.array([fixed.index(k) for k in zip(df.family, df.kernel, strict=True)])
     n_t, n_f = len(tiles), len(fixed)
 
     def predict(x, mask=slice(None)):
@@ -96,22 +97,29 @@ def main() -> None:
     x, tiles, fixed, pred = fit(df)
     err = np.log(pred / df.y.values)
     for name, mask in (("fitted", ~df.held_out), ("held-out", df.held_out)):
-        e = err[mask.values]
-        print(f"# {name} rows: {mask.sum()}, model/measured: median |log| {np.median(np.abs(e)):.3f}"
-              f", within 10%: {np.mean(np.abs(e) <= np.log(1.1)):.0%}")  # fmt: skip
-    eff = dict(zip(tiles, x[: len(tiles)]))
+        e = np.abs(err[mask.values])
+        print(f"# {name} rows: {mask.sum()}, model/measured: median |log| "
+              f"{np.median(e):.3f}, within 10%: {np.mean(e <= np.log(1.1)):.0%}")  # fmt: skip
+    eff = dict(zip(tiles, x[: len(tiles)], strict=True))
     print("gemm_tiles:")
     print("  row_align: " + json.dumps(knobs.CALIBRATION["row_align"]))
     print(f"  uneven_k_factor: {x[-1]:.3f}")
     print("  fixed_us:")
     for family in sorted({f for f, _ in fixed}):
-        vals = {k: round(float(v), 1) for (f, k), v in zip(fixed, x[len(tiles) : -1]) if f == family}
+        vals = {
+            k: round(float(v), 1)
+            for (f, k), v in zip(fixed, x[len(tiles) : -1], strict=True)
+            if f == family
+        }
         print(f"    {family}: " + json.dumps(vals))
     print("  tiles:")
     for tile in sorted({t for _, t in tiles}, key=lambda t: -eff.get(("triton", t), 0)):
         e = [eff.get((k, tile)) for k in knobs.KERNELS]
-        print(f"  - [{', '.join(map(str, tile))}, "
-              + ", ".join("null" if v is None else f"{v:.3f}" for v in e) + "]")
+        print(
+            f"  - [{', '.join(map(str, tile))}, "
+            + ", ".join("null" if v is None else f"{v:.3f}" for v in e)
+            + "]"
+        )
     print("\n# the planner's pick (knobs.py with gpus.yaml as it is now) against the grid's best")
     print("| shape | held out | pick | measured ms | best ms (kernel, tile) | pick / best |")
     print("|---|---|---|---|---|---|")
@@ -127,8 +135,10 @@ def main() -> None:
         best = g.loc[g.y.idxmin()]
         got = f"{hit.y.iloc[0] / 1e6:.4f}" if len(hit) else "not in grid"
         ratio = f"{hit.y.iloc[0] / best.y:.2f}" if len(hit) else ""
-        print(f"| {shape} | {'yes' if r.held_out else ''} | {kernel} {tile} | {got} | "
-              f"{best.y / 1e6:.4f} ({best.kernel}, {best.tile}) | {ratio} |")
+        print(
+            f"| {shape} | {'yes' if r.held_out else ''} | {kernel} {tile} | {got} | "
+            f"{best.y / 1e6:.4f} ({best.kernel}, {best.tile}) | {ratio} |"
+        )
 
 
 if __name__ == "__main__":

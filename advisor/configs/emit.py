@@ -169,8 +169,8 @@ def planner_section(gpu: GpuSpec) -> str:
         f"GPU = GpuSpec(**{pprint.pformat(facts, sort_dicts=False, width=88)})\n\n\n"
         "def gpu_facts(section: str) -> dict:\n"
         '    """gpus.yaml\'s sections the planner reads (cost_model_fallback: rates for a GPU '
-        'without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs; gemm_tiles: the\n'
-        '    tile table and cost-model terms fitted to measurements)."""\n'
+        "without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs;\n"
+        '    gemm_tiles: the tile table and cost-model terms fitted to measurements)."""\n'
         f"    return {pprint.pformat(sections, width=88)}[section]\n\n" + body
     )
 

@@ -112,8 +112,8 @@ def test_gpus_yaml_table_is_the_fit_of_the_committed_grid():
     x, tiles, fixed, _ = fit_tiles.fit(df)
     cal = knobs.CALIBRATION
     assert math.isclose(x[-1], cal["uneven_k_factor"], abs_tol=0.002)
-    for (family, kernel), value in zip(fixed, x[len(tiles) : -1]):
+    for (family, kernel), value in zip(fixed, x[len(tiles) : -1], strict=True):
         assert math.isclose(value, cal["fixed_us"][family][kernel], abs_tol=0.1)
     table = {tuple(row[:5]): row[5:] for row in knobs.CANDIDATES}
-    for (kernel, tile), eff in zip(tiles, x[: len(tiles)]):
+    for (kernel, tile), eff in zip(tiles, x[: len(tiles)], strict=True):
         assert math.isclose(eff, table[tile][knobs.KERNELS.index(kernel)], abs_tol=0.002)
