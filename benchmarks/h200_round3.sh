@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15 measurements on an H200 (run by the device tool from the repository root).
 #
-#   bash benchmarks/h200_round3.sh tail|tune|table|grid|verify|misses|ws|gluon OUT
+#   bash benchmarks/h200_round3.sh tail|tune|table|grid|verify|host|misses|ws|gluon OUT
 #
 # tail:  capture sample_traces/workloads/wave_tail.py (torch.profiler), analyse it, emit,
 #        run the grid-stride script (--check --bench)
@@ -15,6 +15,7 @@
 # verify: with the fitted gemm_tiles: replan_table.py (the planner's own GLUON, per call and
 #        in a CUDA graph) at the 24 and the 8 held-out shapes; Stream-K --check --bench at
 #        issue 15's 896x2432x32768 and the traced 896x4864x8192; --tune at the traced shape
+# host:  benchmarks/host_launch.py: host time per call of each launch path, and its profile
 # misses: --tune at the 4 shapes below 0.7x cuBLAS
 # ws:    the warp_specialization script (Gluon producer/consumer kernel on Hopper) at
 #        8192^3 and a few more shapes: --check, then --bench with WARP_SPECIALIZE=1 (Gluon)
@@ -101,6 +102,10 @@ tune)
     echo "== $s" | tee -a "$out/tune.txt"
     timeout 240 python3 "$s" --tune 2>&1 | tee -a "$out/tune.txt" || echo "tune rc $?" | tee -a "$out/tune.txt"
   done
+  ;;
+host)
+  emit_gemms
+  python3 benchmarks/host_launch.py /tmp/emit_s | tee "$out/host_launch.txt"
   ;;
 verify)
   emit_gemms
