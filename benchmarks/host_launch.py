@@ -56,6 +56,8 @@ def main() -> None:
     import triton
     import triton.language as tl
 
+    globals()["tl"] = tl  # (Triton resolves a kernel's globals in this module)
+
     p = argparse.ArgumentParser()
     p.add_argument("emit_dir")
     p.add_argument("--calls", type=int, default=400)
