@@ -2,8 +2,9 @@
 # Each output tile gets SPLITS CTAs, each over a contiguous slice of the K-iterations; the
 # fp32 partial sums are reduced in a second pass (ATOMIC=0, deterministic) or added with
 # atomics into one fp32 buffer (ATOMIC=1) that the same pass then casts. With GLUON=1 (the
-# planner's choice for kernels modelled at >= 60 us) a Hopper GPU computes the partials
-# with the Gluon warp-specialized kernel above; GLUON=0 (and elsewhere): the Triton kernel.
+# planner's choice where it models that kernel faster and at >= 60 us) a Hopper GPU
+# computes the partials with the Gluon warp-specialized kernel above; GLUON=0 (and
+# elsewhere): the Triton kernel.
 
 
 @triton.jit

@@ -5,9 +5,9 @@
 # a tile shared by several CTAs is finished by the CTA holding its last iteration, which
 # waits on a per-tile counter for the others' fp32 partials and adds them in CTA order
 # (deterministic). All NUM_PROGS CTAs must be resident at once (NUM_PROGS <= SMs x CTAs/SM).
-# With GLUON=1 (the planner's choice for kernels modelled at >= 60 us) a Hopper GPU runs the
-# same schedule in the Gluon warp-specialized kernel above, one CTA per SM; GLUON=0 (and
-# elsewhere): the Triton kernel below.
+# With GLUON=1 (the planner's choice where it models that kernel faster and at >= 60 us) a
+# Hopper GPU runs the same schedule in the Gluon warp-specialized kernel above, one CTA per
+# SM; GLUON=0 (and elsewhere): the Triton kernel below.
 
 
 @triton.jit
