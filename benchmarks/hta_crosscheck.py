@@ -128,9 +128,21 @@ HTA_LOAD = (
 )
 
 
-def speed(kernels: int, workdir: Path) -> None:
+def _warm(path: Path) -> None:
+    """Read the file once so that both tools find it in the page cache (the first one to
+    read it would otherwise pay the disk for the other)."""
+    with path.open("rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def speed(kernels: int, workdir: Path, rounds: int = 3) -> None:
     """HTA's load + idle-time breakdown vs advisor analyze on one Kineto trace of
-    ``kernels`` kernels built by benchmarks/kineto_scale.py, in fresh processes."""
+    ``kernels`` kernels built by benchmarks/kineto_scale.py, in fresh processes: ``rounds``
+    rounds, each with the file in the page cache, the two tools' order alternating; the
+    medians and the ratio of the medians."""
+    import statistics
+
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from kineto_scale import build
 
@@ -138,13 +150,18 @@ def speed(kernels: int, workdir: Path) -> None:
     folder = workdir / f"hta_{kernels}"
     folder.mkdir(parents=True, exist_ok=True)
     trace = next(folder.glob("*.json"), None) or build(sample, kernels, folder)
-    mb = trace.stat().st_size / 1e6
-    adv = _timed([sys.executable, "-m", "advisor", "analyze", str(trace), "--format", "json"])
-    hta = _timed([sys.executable, "-c", HTA_LOAD, str(folder)])
-    print(f"{trace.name}: {mb:,.0f} MB")
-    print(f"advisor analyze: {adv[0]:.2f} s, peak {adv[1]:,.0f} MB")
-    print(f"HTA load + idle breakdown: {hta[0]:.2f} s, peak {hta[1]:,.0f} MB")
-    print(f"advisor is {hta[0] / adv[0]:.1f}x faster")
+    print(f"{trace.name}: {trace.stat().st_size / 1e6:,.0f} MB")
+    cmds = {"advisor": [sys.executable, "-m", "advisor", "analyze", str(trace), "--format", "json"],
+            "HTA": [sys.executable, "-c", HTA_LOAD, str(folder)]}  # fmt: skip
+    times: dict[str, list[float]] = {"advisor": [], "HTA": []}
+    for i in range(rounds):
+        for tool in ("advisor", "HTA") if i % 2 == 0 else ("HTA", "advisor"):
+            _warm(trace)
+            wall, peak = _timed(cmds[tool])
+            times[tool].append(wall)
+            print(f"round {i + 1}: {tool} {wall:.2f} s, peak {peak:,.0f} MB", flush=True)
+    adv, hta = (statistics.median(times[t]) for t in ("advisor", "HTA"))
+    print(f"medians: advisor {adv:.2f} s, HTA {hta:.2f} s: advisor is {hta / adv:.1f}x faster")
 
 
 def main() -> None:
@@ -153,11 +170,12 @@ def main() -> None:
     ap.add_argument("--speed", action="store_true")
     ap.add_argument("--kernels", type=int, default=100_000)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/advisor-hta"))
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     if args.traces:
         compare(args.traces)
     if args.speed:
-        speed(args.kernels, args.workdir)
+        speed(args.kernels, args.workdir, args.rounds)
 
 
 if __name__ == "__main__":
