@@ -43,7 +43,7 @@ def regex_list(category: str) -> tuple[re.Pattern[str], ...]:
 @cache
 def gpu_facts(section: str) -> dict:
     """One section of gpus.yaml besides the table (defaults, nsys_fallback, cdna,
-    cost_model_fallback)."""
+    cost_model_fallback, gluon_launch, gemm_tiles)."""
     return dict(load_yaml("gpus.yaml")[section])
 
 
