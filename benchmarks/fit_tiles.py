@@ -102,7 +102,6 @@ def main() -> None:
               f"{np.median(e):.3f}, within 10%: {np.mean(e <= np.log(1.1)):.0%}")  # fmt: skip
     eff = dict(zip(tiles, x[: len(tiles)], strict=True))
     print("gemm_tiles:")
-    print("  row_align: " + json.dumps(knobs.CALIBRATION["row_align"]))
     print(f"  uneven_k_factor: {x[-1]:.3f}")
     print("  fixed_us:")
     for family in sorted({f for f, _ in fixed}):

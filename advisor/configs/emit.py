@@ -205,11 +205,12 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         "import os\n\nimport torch\nimport triton\nimport triton.language as tl\n\n"
         f"CONFIG = {pprint.pformat(cfg, sort_dicts=False, width=96)}\n\n"
     )
-    script = header + _template("common.py") + "\n\n"
+    # the planner first: the templates read its PAD_ALIGN
+    script = header + planner_section(gpu) + "\n\n" + _template("common.py") + "\n\n"
     if f.strategy in GLUON_STRATEGIES:
         script += _template("gluon_ws.py") + "\n\n"
     script += _template(GEMM_TEMPLATES[f.strategy])
-    script += "\n\n" + planner_section(gpu) + "\n\n" + _template("script_cli.py")
+    script += "\n\n" + _template("script_cli.py")
     script += "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
     record = {

@@ -26,6 +26,10 @@ CALIBRATION = gpu_facts("gemm_tiles")
 #  efficiency of the Gluon kernel or None where it does not run the tile)
 CANDIDATES = [tuple(row) for row in CALIBRATION["tiles"]]
 KERNELS = ("triton", "gluon")
+# elements the scripts pad row strides (K of A, N of B) to, per kernel: Triton vectorizes
+# loads only along strides divisible by 16, TMA needs 16 bytes (the scripts' ROW_ALIGN and
+# TMA_ALIGN are these)
+PAD_ALIGN = {"triton": 16, "gluon": 8}
 MIN_ITERS_PER_SPLIT = 8
 MAX_SPLITS = 64
 ELEMENT_BYTES = 2  # bf16/fp16 operands
@@ -74,11 +78,15 @@ def _launch_ns(ctas: int, iters: float, slots: int, per_sm: int, t_iter: float) 
     return math.ceil(ctas / slots) * per_sm * iters * t_iter
 
 
+def _round_up(x: int, align: int) -> int:
+    return -(-x // align) * align
+
+
 def _pad_ns(p: Problem, kernel: str) -> float:
-    """Time of the copies that pad row strides (K of A, N of B) to the kernel's alignment
-    (``row_align`` elements, as the scripts' ``padded`` does): read + write at the bandwidth."""
-    align = CALIBRATION["row_align"][kernel]
-    kp, np_ = -(-p.k // align) * align, -(-p.n // align) * align
+    """Time of the copies that pad row strides (K of A, N of B) to the kernel's PAD_ALIGN
+    elements, as the scripts' ``padded`` does: read + write at the bandwidth."""
+    align = PAD_ALIGN[kernel]
+    kp, np_ = _round_up(p.k, align), _round_up(p.n, align)
     copied = (p.m * p.k if kp != p.k else 0) + (p.k * p.n if (kp, np_) != (p.k, p.n) else 0)
     return 2 * copied * ELEMENT_BYTES / p.bandwidth
 
@@ -93,8 +101,7 @@ def _base(p: Problem, cand, kernel: str = "triton") -> dict | None:
         return None
     if kernel == "gluon":
         c = 1  # persistent: one CTA per SM
-    align = CALIBRATION["row_align"][kernel]
-    uneven = kernel == "triton" and (-(-p.k // align) * align) % bk != 0
+    uneven = kernel == "triton" and _round_up(p.k, PAD_ALIGN[kernel]) % bk != 0
     tiles = math.ceil(p.m / bm) * math.ceil(p.n / bn)
     return dict(
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages, GROUP_M=GROUP_M,

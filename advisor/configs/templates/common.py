@@ -57,8 +57,10 @@ def _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM: tl.con
         tl.store(ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-ROW_ALIGN = 16  # elements: Triton vectorizes loads only along rows whose stride it knows
-TMA_ALIGN = 8  # elements (16 bytes of fp16/bf16): what TMA descriptors need of row strides
+# row-stride alignments in elements, the planner's PAD_ALIGN (whose model charges the copies):
+# Triton vectorizes loads only along rows whose stride it knows (divisible by 16); TMA
+# descriptors need 16-byte row strides (8 fp16/bf16 elements)
+ROW_ALIGN, TMA_ALIGN = PAD_ALIGN["triton"], PAD_ALIGN["gluon"]
 
 
 def padded(gemm_fn, align: int = ROW_ALIGN):
