@@ -26,12 +26,20 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     ids, _ = pd.factorize(hashed)
     first = np.unique(ids, return_index=True)[1]
     for col in cols:
-        values = df[col].to_numpy()
+        values = _comparable(df[col])
         rep = values[first][ids]
         same = values == rep
         if not same.all() and not (same | (pd.isna(values) & pd.isna(rep))).all():
             return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
     return ids
+
+
+def _comparable(values: pd.Series) -> np.ndarray:
+    """The column as an array whose equal items are the rows' equal values: a categorical's
+    codes (-1 for missing), not its values (which pandas would build as a million strings)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy()
+    return values.to_numpy()
 
 
 def _constant(values: pd.Series) -> bool:

@@ -25,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
+import mmap
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -39,6 +41,11 @@ from advisor.data import regex
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace
+
+try:  # the optional compiled scanner (setup.py); without it msgspec decodes every event
+    from advisor.trace import _kscan
+except ImportError:  # pragma: no cover (built wherever the tests run)
+    _kscan = None
 
 Scalar = int | float | str | None
 
@@ -107,8 +114,22 @@ class Document(msgspec.Struct):
 
 _DOCUMENT = msgspec.json.Decoder(Document)
 _EVENTS = msgspec.json.Decoder(list[Event])
+_STR = msgspec.json.Decoder(str)
+_OP_ARGS = msgspec.json.Decoder(OpArgs)
 HOST_API = ("cuda_runtime", "cuda_driver")
-WANTED = {"kernel", "gpu_memcpy", "gpu_memset", "user_annotation", "cpu_op", *HOST_API}
+# the scanner's categories and what it does with their args: 'k', 'c', 'a' read the
+# fields of KernelArgs, CopyArgs, ApiArgs; 'r' returns the raw args (decoded as OpArgs for
+# GEMM ops); '-' ignores them
+SCAN_CATEGORIES = ("kernel", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset",
+                   "user_annotation", "cpu_op")  # fmt: skip
+SCAN_MODES = "kaacc-r"
+_SCAN_TYPES = {"cat": np.int8, "name": np.int32, "start": np.int64, "dur": np.int64,
+               "args_off": np.int64, "args_len": np.int64}  # fmt: skip
+SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
+# the tables and the event categories they hold (rows in the trace's order)
+_CATEGORIES_OF = {"kernels": ("kernel",), "api": HOST_API, "memcpy": ("gpu_memcpy",),
+                  "memset": ("gpu_memset",), "nvtx": ("user_annotation", "cpu_op")}  # fmt: skip
+_TABLE_OF = {cat: table for table, cats in _CATEGORIES_OF.items() for cat in cats}
 _COPY = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?", re.IGNORECASE)
 CHUNK_BYTES = 32 << 20  # events are decoded a chunk at a time: memory stays bounded
 _KEY = b'"traceEvents"'
@@ -157,8 +178,12 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         with open(p, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
         size = p.stat().st_size
-        big = not gz and size >= PARALLEL_MIN_BYTES
-        read = _read_parallel(p, size, processes) if big else None
+        if not gz and scanner_enabled() and p.is_file():
+            read = _read_mapped(p, processes)
+        elif not gz and size >= PARALLEL_MIN_BYTES:
+            read = _read_parallel(p, size, processes)
+        else:
+            read = None
         if read is None:
             with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
                 docs = _stream(fh, collect)
@@ -184,6 +209,7 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         if tables[name] is not None:
             setattr(trace, name, tables[name])
     _host_pids(trace)
+    _known_devices(trace)
     if trace.api.empty:
         trace.warnings.append(
             "no CUDA runtime/driver events in the trace: idle gaps cannot be attributed to host "
@@ -259,11 +285,11 @@ def _feed(fh, buf: bytearray, collect: _Collector, remaining: int | None) -> Doc
                 return tail
             if len(buf) > 1:  # a span's last events
                 buf += b"]"
-                collect.add(_EVENTS.decode(buf))
+                collect.add_json(buf)
             return None
         buf[cut] = ord("]")
         with memoryview(buf) as view:
-            collect.add(_EVENTS.decode(view[: cut + 1]))
+            collect.add_json(view[: cut + 1])
         del buf[:cut]  # the rest starts at the cut: its comma becomes the next '['
         buf[0] = ord("[")
 
@@ -331,6 +357,62 @@ def _read_parallel(p: Path, size: int, processes: int) -> tuple[list[Document], 
     return [head, tail] if tail is not None else [head], tables
 
 
+SCAN_CHUNK_BYTES = 64 << 20  # the scanner's chunks of a memory-mapped trace
+
+
+def _read_mapped(p: Path, threads: int) -> tuple[list[Document], dict] | None:
+    """Read an uncompressed Kineto trace through a read-only memory map: the compiled scanner
+    reads it in place, in chunks cut between events, ``threads`` chunks at a time (it
+    releases the GIL); each chunk's pages are given back when it is done, so the map never
+    holds the whole file. None when the document is not laid out as Kineto writes it (then
+    it is streamed)."""
+    with open(p, "rb") as fh:
+        first, at, bracket = _head(fh)
+        if bracket < 0 or _BOUNDARY not in first[bracket:]:
+            return None
+        head = _DOCUMENT.decode(first[:at] + b'"traceEvents": []}')
+        del first
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            starts = [bracket]
+            while (cut := mm.find(_BOUNDARY, starts[-1] + SCAN_CHUNK_BYTES)) >= 0:
+                starts.append(cut)
+            stops = [*starts[1:], -1]
+            scan = partial(_scan_chunk, mm)
+            if len(starts) == 1 or threads <= 1:
+                parts = list(map(scan, starts, stops))
+            else:
+                with ThreadPoolExecutor(min(threads, len(starts))) as pool:
+                    parts = list(pool.map(scan, starts, stops))
+    if any(tail is not None for _, tail in parts[:-1]) or parts[-1][1] is None:
+        return None  # the events array closed before the last cut: streamed instead
+    tables = {
+        name: _concat([t[name] for t, _ in parts if name in t])
+        for name in ("kernels", "api", "memcpy", "memset", "nvtx")
+    }
+    return [head, parts[-1][1]], tables
+
+
+def _scan_chunk(mm: mmap.mmap, start: int, stop: int) -> tuple[dict, Document | None]:
+    """The tables of the events of ``mm[start:stop]`` (``start``: the array's ``[`` or a cut's
+    comma; ``stop``: the next cut, -1: the array's end) and, for the last chunk, the rest of
+    the document; decoded by msgspec where the scanner declines the bytes."""
+    collect = _Collector()
+    found = collect.scan(mm, start, stop)
+    if found is not None:
+        tables, closed = found
+        tail = _DOCUMENT.decode(b'{"traceEvents": []' + mm[closed:]) if closed >= 0 else None
+    elif stop >= 0:
+        tables, tail = collect._decode(_EVENTS.decode(b"[" + mm[start + 1 : stop] + b"]")), None
+    else:
+        tail = _DOCUMENT.decode(b'{"traceEvents": [' + mm[start + 1 :])
+        tables = collect._decode(tail.traceEvents or [])
+        tail.traceEvents = []
+    if hasattr(mmap, "MADV_DONTNEED"):  # (Linux) the pages read go back to the page cache
+        page = start - start % mmap.PAGESIZE
+        mm.madvise(mmap.MADV_DONTNEED, page, (stop if stop >= 0 else len(mm)) - page)
+    return tables, tail
+
+
 class _Collector:
     """Columns of the events that matter, built chunk by chunk (names categorical: a trace
     repeats a few thousand kernel names millions of times)."""
@@ -340,86 +422,255 @@ class _Collector:
             t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
         }
         self._is_gemm_op: dict[str, bool] = {}  # cpu_op name -> a matrix-multiply op
-
-    def add(self, events: list[Event]) -> None:
-        # one pass appends each event to its category's list (a dict lookup per event);
-        # those lists, a fraction of the events, are then filtered; the GEMM-op pattern
-        # runs once per distinct cpu_op name
-        lists: dict[str, list[Event]] = {cat: [] for cat in WANTED}
-        get = lists.get
-        for e in events:
-            bucket = get(e.cat)
-            if bucket is not None:
-                bucket.append(e)
-        ops = lists.pop("cpu_op")
-        gemm = self._is_gemm_op
-        for name in {e.name for e in ops}.difference(gemm):
-            gemm[name] = regex("gemm_op").match(name) is not None
-        lists["cpu_op"] = [e for e in ops if gemm[e.name]]
-        by_cat = {
-            cat: [e for e in bucket if e.ph == "X" and e.ts is not None]
-            for cat, bucket in lists.items()
-        }
-        if by_cat["kernel"]:
-            self.parts["kernels"].append(self._kernels(by_cat["kernel"]))
-        api = [e for cat in HOST_API for e in by_cat[cat]]
-        if api:
-            self.parts["api"].append(self._api(api))
-        if by_cat["gpu_memcpy"]:
-            self.parts["memcpy"].append(_copies(by_cat["gpu_memcpy"]))
-        if by_cat["gpu_memset"]:
-            self.parts["memset"].append(_sets(by_cat["gpu_memset"]))
-        ranges = by_cat["user_annotation"] + by_cat["cpu_op"]
-        if ranges:
-            self.parts["nvtx"].append(_ranges(ranges))
+        self.scanner = scanner_enabled()
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
         return {name: _concat(parts) for name, parts in self.parts.items()}
 
-    def _kernels(self, events: list[Event]) -> pd.DataFrame:
-        n = len(events)
-        args = _args(events, KernelArgs)
-        start, end = _times(events)
-        grid, block = _xyz([a.grid for a in args], n), _xyz([a.block for a in args], n)
-        device = _num([a.device if a.device is not None else e.pid
-                       for a, e in zip(args, events, strict=True)], n)  # fmt: skip
-        names = _names(events)
-        nan = np.full(n, np.nan)
-        return pd.DataFrame(
-            {
-                "device": device, "stream": _num([a.stream for a in args], n),
-                "start": start, "end": end, "name": names, "demangled": names,
-                "grid_x": grid[:, 0], "grid_y": grid[:, 1], "grid_z": grid[:, 2],
-                "block_x": block[:, 0], "block_y": block[:, 1], "block_z": block[:, 2],
-                "registers": _num([a.registers for a in args], n),
-                "static_smem": _num([a.smem for a in args], n),  # Kineto: static + dynamic
-                "dynamic_smem": np.zeros(n), "smem_executed": nan,
-                "cluster_x": nan, "cluster_y": nan, "cluster_z": nan,
-                "correlation": _num([a.correlation for a in args], n),
-                "pid": np.zeros(n),  # the launching process, from the calls (_host_pids)
-                "graph_node": _num([a.graph_node for a in args], n),
-            }
-        )  # fmt: skip
+    def add_json(self, buf) -> None:
+        """The events of ``buf``, the bytes of one JSON array of events: scanned into columns
+        by the compiled scanner where it is built and takes them, else decoded by msgspec
+        (the reference: same tables, or the error)."""
+        found = self.scan(buf) if self.scanner else None
+        if found is None or found[1] != len(buf):
+            self.add(_EVENTS.decode(buf))
+        else:
+            self.append(found[0])
 
-    def _api(self, events: list[Event]) -> pd.DataFrame:
-        n = len(events)
-        start, end = _times(events)
-        return pd.DataFrame(
-            {
-                "start": start,
-                "end": end,
-                "name": _names(events),
-                "tid": _num([e.tid for e in events], n),
-                "pid": _num([e.pid for e in events], n),
-                "correlation": _num([a.correlation for a in _args(events, ApiArgs)], n),
-            }
-        )
+    def add(self, events: list[Event]) -> None:
+        """Events decoded by msgspec."""
+        self.append(self._decode(events))
+
+    def append(self, tables: dict[str, pd.DataFrame]) -> None:
+        for name, table in tables.items():
+            self.parts[name].append(table)
+
+    def _gemm(self, name: str) -> bool:
+        known = self._is_gemm_op.get(name)
+        if known is None:
+            known = self._is_gemm_op[name] = regex("gemm_op").match(name) is not None
+        return known
+
+    def _decode(self, events: list[Event]) -> dict[str, pd.DataFrame]:
+        # one pass appends each event to its table's list (a dict lookup per event), in the
+        # trace's order; those lists, a fraction of the events, are then filtered; the
+        # GEMM-op pattern runs once per distinct cpu_op name
+        lists: dict[str, list[Event]] = {table: [] for table in _TABLE_OF.values()}
+        get = _TABLE_OF.get
+        for e in events:
+            table = get(e.cat)
+            if table is not None:
+                lists[table].append(e)
+        rows = {
+            table: [e for e in bucket if e.ph == "X" and e.ts is not None]
+            for table, bucket in lists.items()
+        }
+        tables = {}
+        if rows["kernels"]:
+            events = rows["kernels"]
+            tables["kernels"] = _kernel_table(_columns(events, KernelArgs), _names(events))
+        if rows["api"]:
+            events = rows["api"]
+            tables["api"] = _api_table(_columns(events, ApiArgs), _names(events))
+        if rows["memcpy"]:
+            events = rows["memcpy"]
+            tables["memcpy"] = _copy_table(_columns(events, CopyArgs), _names(events))
+        if rows["memset"]:
+            tables["memset"] = _set_table(_columns(rows["memset"], CopyArgs))
+        ranges = [e for e in rows["nvtx"] if e.cat != "cpu_op" or self._gemm(e.name)]
+        if ranges:
+            ops = [e for e in ranges if e.cat == "cpu_op"]
+            dims = iter([a.dims for a in _args(ops, OpArgs)] if ops else [])
+            text = [_op_text(e.name, next(dims)) if e.cat == "cpu_op" else e.name for e in ranges]
+            tables["nvtx"] = _range_table(_columns(ranges, None), text)
+        return tables
+
+    def scan(self, buf, start: int = 0, stop: int = -1) -> tuple[dict, int] | None:
+        """(tables, offset after the array's closing ``]`` or -1) of the events in
+        ``buf[start:stop]`` (see _kscan.c) from the compiled scanner's columns; None where it
+        declines the bytes (or a name or a GEMM op's args do not decode): then msgspec
+        decodes them."""
+        try:
+            found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, self._keep_op)
+        except msgspec.DecodeError:  # (a name the keep callback could not decode)
+            return None
+        if found is None:
+            return None
+        rows, raw, raw_names, closed = found
+        if not rows:
+            return {}, closed
+        try:
+            decoded = [_STR.decode(b'"' + x + b'"') for x in raw_names]
+        except msgspec.DecodeError:
+            return None
+        # distinct raw names may decode alike (escapes): codes into the sorted distinct names
+        labels, remap = np.unique(np.array(decoded, dtype=object), return_inverse=True)
+        c = {k: np.frombuffer(v, dtype=_SCAN_TYPES.get(k, np.float64)) for k, v in raw.items()}
+        codes = remap[c.pop("name")]
+        cat = c.pop("cat")
+        c["end"] = c["start"] + c.pop("dur")
+
+        def rows_of(*cats: str) -> np.ndarray:  # in the trace's order
+            return np.flatnonzero(np.isin(cat, [SCAN_CATEGORIES.index(x) for x in cats]))
+
+        def take(at: np.ndarray) -> dict[str, np.ndarray]:
+            return {k: v[at] for k, v in c.items()}
+
+        tables = {}
+        for table, build in (("kernels", _kernel_table), ("api", _api_table),
+                             ("memcpy", _copy_table), ("memset", _set_table)):  # fmt: skip
+            at = rows_of(*_CATEGORIES_OF[table])
+            if len(at):
+                names = _categorical(labels, codes[at])
+                tables[table] = build(take(at)) if table == "memset" else build(take(at), names)
+        at = rows_of(*_CATEGORIES_OF["nvtx"])
+        if len(at):
+            op = SCAN_CATEGORIES.index("cpu_op")
+            text = []
+            try:
+                for name, kind, off, n in zip(labels[codes[at]], cat[at], c["args_off"][at],
+                                              c["args_len"][at], strict=True):  # fmt: skip
+                    dims = _OP_ARGS.decode(buf[off : off + n]).dims if kind == op and n else None
+                    text.append(_op_text(name, dims) if kind == op else name)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            tables["nvtx"] = _range_table(take(at), text)
+        return tables, closed
+
+    def _keep_op(self, raw_name: bytes) -> bool:
+        """The scanner's question for a cpu_op name: a matrix-multiply op?"""
+        return self._gemm(_STR.decode(b'"' + raw_name + b'"'))
+
+
+def scanner_enabled() -> bool:
+    """True when the compiled scanner is built and not switched off (``ADVISOR_KINETO_SCANNER=0``
+    reads with msgspec alone: the reference the scanner is tested against)."""
+    return _kscan is not None and os.environ.get(SCANNER_ENV, "1") != "0"
 
 
 def _names(events: list[Event]) -> pd.Categorical:
     """The events' names as a categorical (a few thousand distinct names, millions of rows:
     the rows hold small codes, not strings, from the first chunk on)."""
     return pd.Categorical([e.name for e in events])
+
+
+def _categorical(labels: np.ndarray, codes: np.ndarray) -> pd.Categorical:
+    """Rows' names from codes into ``labels`` (sorted, distinct) as _names gives them: the
+    categories are the sorted names present."""
+    used, inverse = np.unique(codes, return_inverse=True)
+    return pd.Categorical.from_codes(inverse, categories=pd.Index(labels[used].tolist()))
+
+
+def _columns(events: list[Event], kind: type | None) -> dict[str, np.ndarray]:
+    """The scanner's columns for decoded events: times (ns), pid, tid and the fields of
+    ``kind``, the struct their ``args`` decode to (grid and block as _x, _y, _z)."""
+    n = len(events)
+    start, end = _times(events)
+    c = {
+        "start": start,
+        "end": end,
+        "pid": _num([e.pid for e in events], n),
+        "tid": _num([e.tid for e in events], n),
+    }
+    if kind is not None:
+        args = _args(events, kind)
+        for field in kind.__struct_fields__:
+            values = [getattr(a, field) for a in args]
+            if field in ("grid", "block"):
+                xyz = _xyz(values, n)
+                for i, axis in enumerate("xyz"):
+                    c[f"{field}_{axis}"] = xyz[:, i]
+            else:
+                c[field] = _num(values, n)
+    return c
+
+
+def _kernel_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
+    n = len(names)
+    nan = np.full(n, np.nan)
+    return pd.DataFrame(
+        {
+            # Kineto gives GPU events the device as their pid (args.device besides)
+            "device": np.where(np.isnan(c["device"]), c["pid"], c["device"]),
+            "stream": c["stream"], "start": c["start"], "end": c["end"],
+            "name": names, "demangled": names,
+            "grid_x": c["grid_x"], "grid_y": c["grid_y"], "grid_z": c["grid_z"],
+            "block_x": c["block_x"], "block_y": c["block_y"], "block_z": c["block_z"],
+            "registers": c["registers"],
+            "static_smem": c["smem"],  # Kineto: static + dynamic
+            "dynamic_smem": np.zeros(n), "smem_executed": nan,
+            "cluster_x": nan, "cluster_y": nan, "cluster_z": nan,
+            "correlation": c["correlation"],
+            "pid": np.zeros(n),  # the launching process, from the calls (_host_pids)
+            "graph_node": c["graph_node"],
+        }
+    )  # fmt: skip
+
+
+def _api_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "start": c["start"],
+            "end": c["end"],
+            "name": names,
+            "tid": c["tid"],
+            "pid": c["pid"],
+            "correlation": c["correlation"],
+        }
+    )
+
+
+def _set_table(c: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Sets (and the columns copies share): device, stream, times, bytes, correlation."""
+    return pd.DataFrame(
+        {
+            "device": np.where(np.isnan(c["device"]), c["pid"], c["device"]),
+            "stream": c["stream"],
+            "start": c["start"],
+            "end": c["end"],
+            "bytes": c["bytes"],
+            "correlation": c["correlation"],
+            "pid": np.zeros(len(c["start"])),
+        }
+    )
+
+
+def _copy_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
+    """Copies: the memset columns plus the direction and the two sides' memory kinds, read
+    from the event name ("Memcpy HtoD (Pageable -> Device)"), once per distinct name."""
+    out = _set_table(c)
+    parsed = []
+    for name in names.categories:
+        m = _COPY.search(name)
+        parsed.append((
+            m.group(1) if m else "Unknown",
+            m.group(2).lower() if m and m.group(2) else "unknown",
+            m.group(3).lower() if m and m.group(3) else "unknown",
+        ))  # fmt: skip
+    at = out.columns.get_loc("bytes") + 1
+    for i, col in enumerate(("kind", "src_memory", "dst_memory")):
+        out.insert(at + i, col, [parsed[code][i] for code in names.codes])
+    return out
+
+
+def _op_text(name: str, dims: list | None) -> str:
+    """A matrix-multiply op as a range text with its shapes, in emit_nvtx's form."""
+    return f"{name}, sizes = {msgspec.json.encode(dims).decode()}" if dims else name
+
+
+def _range_table(c: dict[str, np.ndarray], text: list[str]) -> pd.DataFrame:
+    """record_function ranges and matrix-multiply ops (with their shapes in the text, in
+    emit_nvtx's ``sizes = [...]`` form) as NVTX-like ranges."""
+    return pd.DataFrame(
+        {
+            "start": c["start"],
+            "end": c["end"],
+            "text": text,
+            "tid": c["tid"],
+            "pid": c["pid"],
+            "domain": [""] * len(text),
+        }
+    )
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
@@ -430,7 +681,9 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
     out = pd.concat(parts, ignore_index=True)
     for col in parts[0].columns:
         if isinstance(parts[0][col].dtype, pd.CategoricalDtype) and len(parts) > 1:
-            out[col] = union_categoricals([x[col] for x in parts], ignore_order=True)
+            out[col] = union_categoricals(
+                [x[col] for x in parts], ignore_order=True, sort_categories=True
+            )  # (sorted: the same categories however the trace was cut into chunks)
     return out
 
 
@@ -438,6 +691,20 @@ def _args(events: list[Event], kind: type) -> list:
     """The ``args`` of events decoded as ``kind``, all in one decoder call."""
     blob = b"[" + b",".join(e.args for e in events) + b"]"
     return msgspec.json.decode(blob, type=list[kind])
+
+
+def _known_devices(trace: Trace) -> None:
+    """GPU events with neither ``args.device`` nor a numeric pid: counted on device 0, and
+    the trace says so."""
+    for name in ("kernels", "memcpy", "memset"):
+        table = getattr(trace, name)
+        missing = table["device"].isna() if len(table) else pd.Series(dtype=bool)
+        if missing.any():
+            table.loc[missing, "device"] = 0.0
+            trace.warnings.append(
+                f"{int(missing.sum())} {name} events without a device (no args.device, no "
+                "numeric pid): counted on device 0"
+            )
 
 
 def _host_pids(trace: Trace) -> None:
@@ -451,7 +718,11 @@ def _host_pids(trace: Trace) -> None:
     for name in ("kernels", "memcpy", "memset"):
         table = getattr(trace, name)
         if len(table):
-            pid = table["correlation"].map(by_corr) if len(by_corr) else pd.Series(np.nan)
+            pid = (
+                table["correlation"].map(by_corr)
+                if len(by_corr)
+                else pd.Series(np.nan, index=table.index)
+            )
             table["pid"] = pid.fillna(fallback).fillna(0).to_numpy()
 
 
@@ -525,64 +796,6 @@ def _xyz(lists: list, count: int) -> np.ndarray:
                 if isinstance(x, int | float):
                     out[i, j] = x
     return out
-
-
-def _copies(events: list[Event]) -> pd.DataFrame:
-    """Copies: the memset columns plus the direction and the two sides' memory kinds, read
-    from the event name ("Memcpy HtoD (Pageable -> Device)")."""
-    out = _sets(events)
-    kind, src, dst = [], [], []
-    for e in events:
-        m = _COPY.search(e.name)
-        kind.append(m.group(1) if m else "Unknown")
-        src.append(m.group(2).lower() if m and m.group(2) else "unknown")
-        dst.append(m.group(3).lower() if m and m.group(3) else "unknown")
-    at = out.columns.get_loc("bytes") + 1
-    for offset, (col, values) in enumerate((("kind", kind), ("src_memory", src),
-                                            ("dst_memory", dst))):  # fmt: skip
-        out.insert(at + offset, col, values)
-    return out
-
-
-def _sets(events: list[Event]) -> pd.DataFrame:
-    """Sets (and the columns copies share): device, stream, times, bytes, correlation."""
-    n = len(events)
-    args = _args(events, CopyArgs)
-    start, end = _times(events)
-    return pd.DataFrame(
-        {
-            "device": _num([a.device for a in args], n),
-            "stream": _num([a.stream for a in args], n),
-            "start": start,
-            "end": end,
-            "bytes": _num([a.bytes for a in args], n),
-            "correlation": _num([a.correlation for a in args], n),
-            "pid": np.zeros(n),
-        }
-    )
-
-
-def _ranges(events: list[Event]) -> pd.DataFrame:
-    """record_function ranges and matrix-multiply ops (with their shapes in the text, in
-    emit_nvtx's ``sizes = [...]`` form) as NVTX-like ranges."""
-    n = len(events)
-    start, end = _times(events)
-    ops = [e for e in events if e.cat == "cpu_op"]
-    dims = iter(a.dims for a in _args(ops, OpArgs)) if ops else iter(())
-    text = []
-    for e in events:
-        d = next(dims) if e.cat == "cpu_op" else None
-        text.append(f"{e.name}, sizes = {msgspec.json.encode(d).decode()}" if d else e.name)
-    return pd.DataFrame(
-        {
-            "start": start,
-            "end": end,
-            "text": text,
-            "tid": _num([e.tid for e in events], n),
-            "pid": _num([e.pid for e in events], n),
-            "domain": [""] * n,
-        }
-    )
 
 
 def _gpus(props: list[DeviceProps], devices: list[int]) -> dict[int, GpuSpec]:

@@ -1,0 +1,922 @@
+/* Kineto event scanner: one pass over a JSON array of trace events (the bytes msgspec
+ * would decode as list[Event] in kineto.py), validating the JSON and emitting columns for the
+ * events whose category the caller wants, without a Python object per event.
+ *
+ * It is an accelerator, not a second reader: for anything outside the common layout (a type
+ * kineto.py's structs would reject or convert in another way, escapes in keys or categories,
+ * strings where numbers are expected, duplicate keys, deep nesting, invalid JSON) it returns
+ * None and the caller decodes the same bytes with msgspec, whose results (or errors) are the
+ * reference. tests/trace/test_kineto_scan.py compares the two on every Kineto fixture.
+ *
+ * scan(buffer, categories, modes, start=0, stop=-1, keep=None)
+ *     -> None | (rows, columns, names, closed_at)
+ *   buffer      bytes-like (an mmap of the trace, or a chunk of it)
+ *   start       offset of the array's '[' or of the ',' before an event
+ *   stop        offset of the ',' after the region's last event (-1: the array's end)
+ *   categories  tuple of str: the wanted values of "cat"; a row's cat code is the index
+ *   modes       str, one letter per category: 'k', 'c', 'a' read the args fields of
+ *               kineto.py's KernelArgs, CopyArgs, ApiArgs (the others stay NaN), 'r' return
+ *               the span of the raw args (for the caller to decode), '-' args not looked at
+ *   keep        callable(raw name) -> bool, asked once per distinct name of an 'r'
+ *               category's rows: only kept names make rows (cpu_op: the GEMM ops)
+ *   rows        events kept: "ph" == "X", "cat" wanted, "ts" a number
+ *   columns     dict of column name -> bytes (native arrays, `rows` items each):
+ *                 cat int8; name int32 (index into names); start, dur int64 (ns, converted as
+ *                 kineto._times does from the microseconds); pid, tid and the args fields
+ *                 device, stream, correlation, registers, smem, graph_node, bytes, grid_x..z,
+ *                 block_x..z float64 (NaN: absent or null); args_off, args_len int64 (the raw
+ *                 args of 'r' categories: offset into buffer and length, 0: no args)
+ *   names       list of bytes: the distinct raw (still JSON-escaped) names of the rows
+ *   closed_at   offset after the array's closing ']' (the document's tail follows), or -1
+ *               when the region ended at stop
+ * The GIL is released while scanning (spans of one file can be scanned by threads).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+#include <locale.h>
+
+typedef unsigned char uc;
+static locale_t C_LOCALE; /* numbers are parsed as JSON has them, whatever LC_NUMERIC says */
+
+enum { T_NONE = 0, T_STR, T_NUM, T_NULL, T_BOOL, T_OBJ, T_ARR };
+#define MAX_DEPTH 256
+#define MAX_CATS 16
+
+typedef struct {
+    const uc *s;    /* first byte of the value (the quote of a string) */
+    Py_ssize_t n;   /* bytes in the value */
+    int type;
+    int esc;        /* a string with escapes */
+    int isint;      /* a number without fraction or exponent */
+} Val;
+
+static uc STR_STOP[256]; /* '"', '\\' and control characters end the fast string loop */
+static uc IS_WS[256];
+
+static void init_tables(void) {
+    for (int i = 0; i < 0x20; i++) STR_STOP[i] = 1;
+    STR_STOP['"'] = STR_STOP['\\'] = 1;
+    IS_WS[' '] = IS_WS['\n'] = IS_WS['\r'] = IS_WS['\t'] = 1;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* the first '"', '\\' or control character at or after p (16 bytes at a time) */
+static inline const uc *string_stop(const uc *p, const uc *end) {
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i ctl = _mm_set1_epi8(0x1f);
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, slash)),
+                                 _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl));
+        int mask = _mm_movemask_epi8(m);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+    while (p < end && !STR_STOP[*p]) p++;
+    return p;
+}
+#else
+static inline const uc *string_stop(const uc *p, const uc *end) {
+    while (p < end && !STR_STOP[*p]) p++;
+    return p;
+}
+#endif
+
+#define SKIP_WS(p, end) while ((p) < (end) && IS_WS[*(p)]) (p)++
+#define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
+
+static int hexval(uc c) {
+    return IS_DIGIT(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* *pp at the opening quote; on success *pp is after the closing quote */
+static inline int scan_string(const uc **pp, const uc *end, int *esc) {
+    const uc *p = *pp + 1;
+    int e = 0;
+    for (;;) {
+        p = string_stop(p, end);
+        if (p >= end) return -1;
+        uc ch = *p;
+        if (ch == '"') break;
+        if (ch != '\\') return -1; /* raw control character */
+        e = 1;
+        if (++p >= end) return -1;
+        ch = *p;
+        if (ch == 'u') {
+            if (end - p < 5 || !hexval(p[1]) || !hexval(p[2]) || !hexval(p[3]) || !hexval(p[4]))
+                return -1;
+            p += 5;
+        } else if (ch == '"' || ch == '\\' || ch == '/' || ch == 'b' || ch == 'f' || ch == 'n' ||
+                   ch == 'r' || ch == 't') {
+            p++;
+        } else {
+            return -1;
+        }
+    }
+    *pp = p + 1;
+    *esc = e;
+    return 0;
+}
+
+static inline int scan_number(const uc **pp, const uc *end, int *isint) {
+    const uc *p = *pp;
+    int integer = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return -1;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && IS_DIGIT(*p)) p++;
+    } else {
+        return -1;
+    }
+    if (p < end && *p == '.') {
+        integer = 0;
+        if (++p >= end || !IS_DIGIT(*p)) return -1;
+        while (p < end && IS_DIGIT(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        integer = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || !IS_DIGIT(*p)) return -1;
+        while (p < end && IS_DIGIT(*p)) p++;
+    }
+    *pp = p;
+    *isint = integer;
+    return 0;
+}
+
+
+static inline int literal(const uc **pp, const uc *end, const char *word, Py_ssize_t n) {
+    if (end - *pp < n || memcmp(*pp, word, (size_t)n)) return -1;
+    *pp += n;
+    return 0;
+}
+
+/* *pp at '{' or '[': validates the container and everything in it (iteratively: one
+ * loop, a bit per open container saying whether it is an object) */
+static int skip_container(const uc **pp, const uc *end, int depth) {
+    uint64_t stack[MAX_DEPTH / 64];
+    int top = -1, esc, isint;
+    const uc *p = *pp;
+    (void)depth;
+open:
+    if (++top >= MAX_DEPTH) return -1;
+    if (*p == '{') {
+        stack[top >> 6] |= (uint64_t)1 << (top & 63);
+        p++;
+        SKIP_WS(p, end);
+        if (p < end && *p == '}') {
+            p++;
+            goto after;
+        }
+        goto key;
+    }
+    stack[top >> 6] &= ~((uint64_t)1 << (top & 63));
+    p++;
+    SKIP_WS(p, end);
+    if (p < end && *p == ']') {
+        p++;
+        goto after;
+    }
+value:
+    if (p >= end) return -1;
+    switch (*p) {
+    case '"':
+        if (scan_string(&p, end, &esc)) return -1;
+        break;
+    case '{':
+    case '[':
+        goto open;
+    case 't':
+        if (literal(&p, end, "true", 4)) return -1;
+        break;
+    case 'f':
+        if (literal(&p, end, "false", 5)) return -1;
+        break;
+    case 'n':
+        if (literal(&p, end, "null", 4)) return -1;
+        break;
+    default:
+        if (scan_number(&p, end, &isint)) return -1;
+    }
+    goto next;
+key:
+    if (p >= end || *p != '"' || scan_string(&p, end, &esc)) return -1;
+    SKIP_WS(p, end);
+    if (p >= end || *p != ':') return -1;
+    p++;
+    SKIP_WS(p, end);
+    goto value;
+next:
+    SKIP_WS(p, end);
+    if (p >= end) return -1;
+    {
+        int obj = (int)((stack[top >> 6] >> (top & 63)) & 1);
+        if (*p == ',') {
+            p++;
+            SKIP_WS(p, end);
+            if (obj) goto key;
+            goto value;
+        }
+        if (*p != (obj ? '}' : ']')) return -1;
+        p++;
+    }
+after:
+    if (--top < 0) {
+        *pp = p;
+        return 0;
+    }
+    goto next;
+}
+
+
+static int skip_value(const uc **pp, const uc *end, int depth, Val *v) {
+    const uc *p = *pp;
+    if (p >= end) return -1;
+    v->s = p;
+    v->esc = 0;
+    v->isint = 0;
+    switch (*p) {
+    case '"':
+        v->type = T_STR;
+        if (scan_string(&p, end, &v->esc)) return -1;
+        break;
+    case '{':
+        v->type = T_OBJ;
+        if (skip_container(&p, end, depth)) return -1;
+        break;
+    case '[':
+        v->type = T_ARR;
+        if (skip_container(&p, end, depth)) return -1;
+        break;
+    case 't':
+        v->type = T_BOOL;
+        if (literal(&p, end, "true", 4)) return -1;
+        break;
+    case 'f':
+        v->type = T_BOOL;
+        if (literal(&p, end, "false", 5)) return -1;
+        break;
+    case 'n':
+        v->type = T_NULL;
+        if (literal(&p, end, "null", 4)) return -1;
+        break;
+    default:
+        v->type = T_NUM;
+        if (scan_number(&p, end, &v->isint)) return -1;
+    }
+    v->n = p - v->s;
+    *pp = p;
+    return 0;
+}
+
+/* --- the keys read ------------------------------------------------------------------- */
+
+enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, N_KEYS };
+static const char *KEYS[N_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
+
+enum { A_DEVICE, A_STREAM, A_CORRELATION, A_REGISTERS, A_SMEM, A_GRAPH_NODE, A_BYTES,
+       A_GRID, A_BLOCK, N_ARGS };
+static const char *ARG_KEYS[N_ARGS] = {
+    "device", "stream", "correlation", "registers per thread", "shared memory",
+    "graph node id", "bytes", "grid", "block"};
+
+static Py_ssize_t KEY_LEN[N_KEYS], ARG_KEY_LEN[N_ARGS];
+/* the args fields of kineto.py's KernelArgs, CopyArgs and ApiArgs */
+#define BIT(f) (1u << (f))
+static const unsigned KERNEL_ARGS = BIT(A_DEVICE) | BIT(A_STREAM) | BIT(A_CORRELATION) |
+                                    BIT(A_REGISTERS) | BIT(A_SMEM) | BIT(A_GRAPH_NODE) |
+                                    BIT(A_GRID) | BIT(A_BLOCK);
+static const unsigned COPY_ARGS = BIT(A_DEVICE) | BIT(A_STREAM) | BIT(A_CORRELATION) |
+                                  BIT(A_BYTES);
+static const unsigned API_ARGS = BIT(A_CORRELATION);
+
+static int key_index(const uc *s, Py_ssize_t n, const char **keys, const Py_ssize_t *lens,
+                     int count) {
+    for (int i = 0; i < count; i++) {
+        if (lens[i] == n && s[0] == (uc)keys[i][0] && !memcmp(s, keys[i], (size_t)n)) return i;
+    }
+    return -1;
+}
+
+/* --- numbers -------------------------------------------------------------------------- */
+
+/* a JSON number as the double msgspec + numpy would give (exact integers up to 15 digits;
+ * otherwise the C library's correctly rounded conversion) */
+static int to_double(const Val *v, double *out) {
+    if (v->isint && v->n <= 16) {
+        const uc *p = v->s, *e = v->s + v->n;
+        int neg = *p == '-';
+        if (neg) p++;
+        if (e - p <= 15) {
+            int64_t x = 0;
+            for (; p < e; p++) x = x * 10 + (*p - '0');
+            *out = (double)(neg ? -x : x);
+            return 0;
+        }
+    }
+    char buf[80];
+    if (v->n >= (Py_ssize_t)sizeof(buf)) return -1;
+    memcpy(buf, v->s, (size_t)v->n);
+    buf[v->n] = 0;
+    char *endp = NULL;
+    double x = strtod_l(buf, &endp, C_LOCALE);
+    if (endp != buf + v->n || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+/* microseconds -> integer ns as kineto._ns / _times compute them from the double: start =
+ * floor(ts) * 1000 + round((ts - floor(ts)) * 1000), dur = round(dur * 1000) (round half to
+ * even). For plain decimals with at most 3 fraction digits below 2^43 us (start) or 2^33 us
+ * (dur) that double formula is exact, so the digits are used directly. */
+static int to_ns(const Val *v, int is_dur, int64_t *out) {
+    const uc *p = v->s, *e = v->s + v->n;
+    if (*p != '-') {
+        int64_t ip = 0, f = 0;
+        int nd = 0, fd = 0;
+        while (p < e && IS_DIGIT(*p)) {
+            ip = ip * 10 + (*p++ - '0');
+            if (++nd > 13) goto slow;
+        }
+        if (p < e && *p == '.') {
+            p++;
+            while (p < e && IS_DIGIT(*p)) {
+                if (fd == 3) goto slow;
+                f = f * 10 + (*p++ - '0');
+                fd++;
+            }
+        }
+        if (p != e || ip >= (is_dur ? (INT64_C(1) << 33) : (INT64_C(1) << 43))) goto slow;
+        for (; fd < 3; fd++) f *= 10;
+        *out = ip * 1000 + f;
+        return 0;
+    }
+slow: {
+    double x;
+    if (to_double(v, &x) || fabs(x) > 9.0e15) return -1; /* int64 ns */
+    if (is_dur) {
+        *out = (int64_t)nearbyint(x * 1000.0);
+    } else {
+        double w = floor(x);
+        *out = (int64_t)w * 1000 + (int64_t)nearbyint((x - w) * 1000.0);
+    }
+    return 0;
+}
+}
+
+/* --- output columns ------------------------------------------------------------------- */
+
+enum { C_START, C_DUR, C_ARGS_OFF, C_ARGS_LEN, N_INT_COLS };
+static const char *INT_COLS[N_INT_COLS] = {"start", "dur", "args_off", "args_len"};
+enum { F_PID, F_TID, F_DEVICE, F_STREAM, F_CORRELATION, F_REGISTERS, F_SMEM, F_GRAPH_NODE,
+       F_BYTES, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z, N_F_COLS };
+static const char *F_COLS[N_F_COLS] = {
+    "pid", "tid", "device", "stream", "correlation", "registers", "smem", "graph_node",
+    "bytes", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"};
+
+typedef struct {
+    Py_ssize_t rows, cap;
+    int8_t *cat;
+    int32_t *name;
+    int64_t *ints[N_INT_COLS];
+    double *floats[N_F_COLS];
+    /* names: open addressing over (pointer, length) into the buffer */
+    Py_ssize_t nnames, hcap;
+    const uc **hptr;
+    Py_ssize_t *hlen;
+    int32_t *hcode;
+    const uc **nptr; /* by code */
+    Py_ssize_t *nlen;
+    signed char *nkeep; /* by code: the keep callback's answer (-1: not asked yet) */
+    PyObject *keep;     /* callable(raw name bytes) -> bool, for the 'r' categories' rows */
+    int failed;         /* the callback raised */
+} Out;
+
+static void out_free(Out *o) {
+    free(o->cat);
+    free(o->name);
+    for (int i = 0; i < N_INT_COLS; i++) free(o->ints[i]);
+    for (int i = 0; i < N_F_COLS; i++) free(o->floats[i]);
+    free(o->hptr);
+    free(o->hlen);
+    free(o->hcode);
+    free(o->nptr);
+    free(o->nlen);
+    free(o->nkeep);
+}
+
+#define GROW(ptr, n, type)                                      \
+    do {                                                        \
+        void *_q = realloc((ptr), (size_t)(n) * sizeof(type)); \
+        if (!_q) return -1;                                     \
+        (ptr) = _q;                                             \
+    } while (0)
+
+static int out_reserve(Out *o) {
+    if (o->rows < o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap * 2 : 4096;
+    GROW(o->cat, cap, int8_t);
+    GROW(o->name, cap, int32_t);
+    for (int i = 0; i < N_INT_COLS; i++) GROW(o->ints[i], cap, int64_t);
+    for (int i = 0; i < N_F_COLS; i++) GROW(o->floats[i], cap, double);
+    o->cap = cap;
+    return 0;
+}
+
+/* a hash of the length, the first 32 and the last 8 bytes (names differing elsewhere only
+ * share a slot chain; equality is decided by memcmp) */
+static uint64_t hash_bytes(const uc *s, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    if (n >= 8) {
+        Py_ssize_t words = n / 8 < 4 ? n / 8 : 4;
+        for (Py_ssize_t i = 0; i < words; i++) {
+            uint64_t x;
+            memcpy(&x, s + 8 * i, 8);
+            h = (h ^ x) * 0xFF51AFD7ED558CCDULL;
+            h ^= h >> 29;
+        }
+        uint64_t x;
+        memcpy(&x, s + n - 8, 8);
+        h = (h ^ x) * 0xC4CEB9FE1A85EC53ULL;
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001B3ULL;
+    }
+    return h ^ (h >> 32);
+}
+
+static int name_rehash(Out *o, Py_ssize_t cap) {
+    const uc **ptr = calloc((size_t)cap, sizeof(*ptr));
+    Py_ssize_t *len = calloc((size_t)cap, sizeof(*len));
+    int32_t *code = calloc((size_t)cap, sizeof(*code));
+    if (!ptr || !len || !code) {
+        free(ptr);
+        free(len);
+        free(code);
+        return -1;
+    }
+    for (Py_ssize_t c = 0; c < o->nnames; c++) {
+        Py_ssize_t i = (Py_ssize_t)(hash_bytes(o->nptr[c], o->nlen[c]) & (uint64_t)(cap - 1));
+        while (ptr[i]) i = (i + 1) & (cap - 1);
+        ptr[i] = o->nptr[c];
+        len[i] = o->nlen[c];
+        code[i] = (int32_t)c;
+    }
+    free(o->hptr);
+    free(o->hlen);
+    free(o->hcode);
+    o->hptr = ptr;
+    o->hlen = len;
+    o->hcode = code;
+    o->hcap = cap;
+    GROW(o->nptr, cap, const uc *);
+    GROW(o->nlen, cap, Py_ssize_t);
+    GROW(o->nkeep, cap, signed char);
+    return 0;
+}
+
+static int32_t name_code(Out *o, const uc *s, Py_ssize_t n) {
+    if (2 * (o->nnames + 1) > o->hcap && name_rehash(o, o->hcap ? o->hcap * 2 : 1024))
+        return -1;
+    Py_ssize_t mask = o->hcap - 1;
+    Py_ssize_t i = (Py_ssize_t)(hash_bytes(s, n) & (uint64_t)mask);
+    while (o->hptr[i]) {
+        if (o->hlen[i] == n && !memcmp(o->hptr[i], s, (size_t)n)) return o->hcode[i];
+        i = (i + 1) & mask;
+    }
+    int32_t c = (int32_t)o->nnames++;
+    o->hptr[i] = s;
+    o->hlen[i] = n;
+    o->hcode[i] = c;
+    o->nptr[c] = s;
+    o->nlen[c] = n;
+    o->nkeep[c] = -1;
+    return c;
+}
+
+/* whether rows named `code` are kept (the keep callback, asked once per name, with the GIL) */
+static int name_kept(Out *o, int32_t code) {
+    if (!o->keep) return 1;
+    if (o->nkeep[code] < 0) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        PyObject *b = PyBytes_FromStringAndSize((const char *)o->nptr[code], o->nlen[code]);
+        PyObject *r = b ? PyObject_CallOneArg(o->keep, b) : NULL;
+        int t = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(b);
+        Py_XDECREF(r);
+        if (t < 0) {
+            o->failed = 1; /* the exception is raised when the scan returns */
+            t = 0;
+        }
+        PyGILState_Release(g);
+        o->nkeep[code] = (signed char)t;
+    }
+    return o->nkeep[code];
+}
+
+/* --- validation helpers --------------------------------------------------------------- */
+
+/* true when s[0:n] is ASCII or valid UTF-8 (msgspec decodes every event's ph, cat and name
+ * into str, which rejects invalid UTF-8) */
+static int valid_utf8(const uc *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uc c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int k;
+        uint32_t cp;
+        if ((c & 0xE0) == 0xC0) { k = 1; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { k = 2; cp = c & 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { k = 3; cp = c & 0x07; }
+        else return 0;
+        if (i + k >= n) return 0;
+        for (int j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static int has_high(const uc *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    uint64_t acc = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        acc |= x;
+    }
+    for (; i < n; i++) acc |= s[i];
+    return (acc & 0x8080808080808080ULL) != 0;
+}
+
+/* a numeric field as kineto._num reads it: number -> value, null/absent -> NaN; anything
+ * else (strings included, which _num parses loosely) -> bail */
+static int num_field(const Val *v, double *out) {
+    if (v->type == T_NONE || v->type == T_NULL) {
+        *out = NAN;
+        return 0;
+    }
+    if (v->type != T_NUM) return -1;
+    return to_double(v, out);
+}
+
+/* grid/block: a list whose first three items are numbers (NaN for null or a shorter list) */
+static int xyz_field(const Val *v, double out[3]) {
+    out[0] = out[1] = out[2] = NAN;
+    if (v->type == T_NONE || v->type == T_NULL) return 0;
+    if (v->type != T_ARR) return -1;
+    const uc *p = v->s + 1, *end = v->s + v->n;
+    SKIP_WS(p, end);
+    if (*p == ']') return 0;
+    for (int i = 0;; i++) {
+        Val item;
+        if (skip_value(&p, end, 1, &item)) return -1;
+        if (item.type == T_NUM) {
+            if (i < 3 && to_double(&item, &out[i])) return -1;
+        } else if (item.type != T_NULL) {
+            return -1;
+        }
+        SKIP_WS(p, end);
+        if (*p == ']') return 0;
+        p++; /* ',' (validated before) */
+        SKIP_WS(p, end);
+    }
+}
+
+/* *pp at the args object's '{': validates it and records the fields read */
+static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
+    const uc *p = *pp + 1;
+    for (int i = 0; i < N_ARGS; i++) found[i].type = T_NONE;
+    SKIP_WS(p, end);
+    if (p < end && *p == '}') {
+        *pp = p + 1;
+        return 0;
+    }
+    for (;;) {
+        Val key, v;
+        if (p >= end || *p != '"') return -1;
+        key.s = p;
+        if (scan_string(&p, end, &key.esc)) return -1;
+        Py_ssize_t kn = p - key.s - 2;
+        SKIP_WS(p, end);
+        if (p >= end || *p != ':') return -1;
+        p++;
+        SKIP_WS(p, end);
+        if (skip_value(&p, end, 2, &v)) return -1;
+        if (key.esc) return -1; /* an escaped key might name a field */
+        int k = key_index(key.s + 1, kn, ARG_KEYS, ARG_KEY_LEN, N_ARGS);
+        if (k >= 0) {
+            if (found[k].type != T_NONE) return -1; /* duplicate */
+            found[k] = v;
+        }
+        SKIP_WS(p, end);
+        if (p >= end) return -1;
+        if (*p == ',') {
+            p++;
+            SKIP_WS(p, end);
+            continue;
+        }
+        if (*p != '}') return -1;
+        *pp = p + 1;
+        return 0;
+    }
+}
+
+/* --- one event ---------------------------------------------------------------------- */
+
+typedef struct {
+    const uc *cats[MAX_CATS];
+    Py_ssize_t catlen[MAX_CATS];
+    int ncats;
+    /* per category: its args fields are read (args_read), or the span of its args is
+     * returned for the caller to decode (args_raw), or args are not looked at */
+    unsigned args_read[MAX_CATS]; /* a bit per ARG_KEYS field read */
+    int args_raw[MAX_CATS];
+} Want;
+
+static int cat_code(const Want *w, const Val *cat) {
+    if (cat->type != T_STR || cat->esc) return -1;
+    for (int i = 0; i < w->ncats; i++)
+        if (cat->n - 2 == w->catlen[i] && !memcmp(cat->s + 1, w->cats[i], (size_t)w->catlen[i]))
+            return i;
+    return -1;
+}
+
+static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_ARGS],
+                int args_done, const uc *base) {
+    int32_t nc = name_code(o, ev[K_NAME].s + 1, ev[K_NAME].n - 2);
+    if (nc < 0) return -1;
+    if (w->args_raw[code] && !name_kept(o, nc)) return o->failed ? -1 : 0;
+    if (out_reserve(o)) return -1;
+    Py_ssize_t r = o->rows;
+    int64_t start, dur = 0;
+    if (to_ns(&ev[K_TS], 0, &start)) return -1;
+    if (ev[K_DUR].type == T_NUM && to_ns(&ev[K_DUR], 1, &dur)) return -1;
+    double pid, tid;
+    if (num_field(&ev[K_PID], &pid) || num_field(&ev[K_TID], &tid)) return -1;
+    int64_t args_off = 0, args_len = 0;
+    if (w->args_read[code]) {
+        if (!args_done) {
+            const Val *args = &ev[K_ARGS];
+            if (args->type == T_OBJ) {
+                const uc *q = args->s;
+                if (parse_args(&q, args->s + args->n, a)) return -1;
+            } else if (args->type == T_NONE) {
+                for (int i = 0; i < N_ARGS; i++) a[i].type = T_NONE;
+            } else {
+                return -1; /* decoded as a struct by kineto.py: rejected there */
+            }
+        }
+    } else {
+        for (int i = 0; i < N_ARGS; i++) a[i].type = T_NONE;
+        if (w->args_raw[code] && ev[K_ARGS].type != T_NONE) {
+            args_off = ev[K_ARGS].s - base;
+            args_len = ev[K_ARGS].n;
+        }
+    }
+    for (int i = 0; i < N_ARGS; i++)
+        if (!(w->args_read[code] & BIT(i))) a[i].type = T_NONE; /* not in its struct */
+    double num[7];
+    for (int i = A_DEVICE; i <= A_BYTES; i++)
+        if (num_field(&a[i], &num[i])) return -1;
+    double grid[3], block[3];
+    if (xyz_field(&a[A_GRID], grid) || xyz_field(&a[A_BLOCK], block)) return -1;
+
+    o->cat[r] = (int8_t)code;
+    o->name[r] = nc;
+    o->ints[C_START][r] = start;
+    o->ints[C_DUR][r] = dur;
+    o->ints[C_ARGS_OFF][r] = args_off;
+    o->ints[C_ARGS_LEN][r] = args_len;
+    o->floats[F_PID][r] = pid;
+    o->floats[F_TID][r] = tid;
+    for (int i = A_DEVICE; i <= A_BYTES; i++) o->floats[F_DEVICE + i][r] = num[i];
+    for (int i = 0; i < 3; i++) {
+        o->floats[F_GRID_X + i][r] = grid[i];
+        o->floats[F_BLOCK_X + i][r] = block[i];
+    }
+    o->rows = r + 1;
+    return 0;
+}
+
+/* *pp at an event's '{': validates the whole event and emits it when kept (ph "X", a
+ * wanted cat, ts a number) */
+static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *base) {
+    Val ev[N_KEYS], a[N_ARGS];
+    int code = -1, args_done = 0;
+    for (int i = 0; i < N_KEYS; i++) ev[i].type = T_NONE;
+    const uc *p = *pp + 1;
+    SKIP_WS(p, end);
+    if (p < end && *p == '}') {
+        p++;
+    } else {
+        for (;;) {
+            Val key, v;
+            if (p >= end || *p != '"') return -1;
+            key.s = p;
+            if (scan_string(&p, end, &key.esc)) return -1;
+            Py_ssize_t kn = p - key.s - 2;
+            SKIP_WS(p, end);
+            if (p >= end || *p != ':') return -1;
+            p++;
+            SKIP_WS(p, end);
+            if (key.esc) return -1; /* an escaped key might name a field */
+            int k = key_index(key.s + 1, kn, KEYS, KEY_LEN, N_KEYS);
+            Val *dst = &v;
+            if (k >= 0) {
+                if (ev[k].type != T_NONE) return -1; /* duplicate */
+                dst = &ev[k];
+            }
+            if (k == K_ARGS && code >= 0 && w->args_read[code] && p < end && *p == '{') {
+                /* the category came first (as Kineto writes it): read args in this pass */
+                dst->s = p;
+                if (parse_args(&p, end, a)) return -1;
+                dst->type = T_OBJ;
+                dst->n = p - dst->s;
+                args_done = 1;
+            } else if (skip_value(&p, end, 1, dst)) {
+                return -1;
+            }
+            if (k == K_CAT) code = cat_code(w, dst);
+            SKIP_WS(p, end);
+            if (p >= end) return -1;
+            if (*p == ',') {
+                p++;
+                SKIP_WS(p, end);
+                continue;
+            }
+            if (*p != '}') return -1;
+            p++;
+            break;
+        }
+    }
+    *pp = p;
+    /* the fields kineto.Event types: ph, cat, name str; pid, tid int|float|str|None;
+     * ts, dur float|None */
+    for (int k = K_PH; k <= K_NAME; k++) {
+        if (ev[k].type == T_NONE) continue;
+        if (ev[k].type != T_STR) return -1;
+        if (has_high(ev[k].s, ev[k].n) && !valid_utf8(ev[k].s + 1, ev[k].n - 2)) return -1;
+    }
+    if ((ev[K_PH].type == T_STR && ev[K_PH].esc) || (ev[K_CAT].type == T_STR && ev[K_CAT].esc))
+        return -1;
+    for (int k = K_PID; k <= K_TID; k++)
+        if (ev[k].type == T_BOOL || ev[k].type == T_OBJ || ev[k].type == T_ARR) return -1;
+    for (int k = K_TS; k <= K_DUR; k++)
+        if (ev[k].type != T_NONE && ev[k].type != T_NUM && ev[k].type != T_NULL) return -1;
+    const Val *ph = &ev[K_PH];
+    if (code < 0 || ph->type != T_STR || ph->n != 3 || ph->s[1] != 'X' || ev[K_TS].type != T_NUM)
+        return 0; /* not kept */
+    if (ev[K_NAME].type == T_NONE) return -1; /* (msgspec's default name ""; rare) */
+    return emit(o, w, code, ev, a, args_done, base);
+}
+
+static PyObject *build_result(Out *o, Py_ssize_t closed) {
+    PyObject *cols = PyDict_New(), *names = NULL, *res = NULL;
+    if (!cols) return NULL;
+#define PUT(key, ptr, size)                                                              \
+    do {                                                                                 \
+        PyObject *_b = PyBytes_FromStringAndSize((const char *)(ptr), o->rows * (size)); \
+        if (!_b || PyDict_SetItemString(cols, (key), _b)) {                              \
+            Py_XDECREF(_b);                                                              \
+            goto fail;                                                                   \
+        }                                                                                \
+        Py_DECREF(_b);                                                                   \
+    } while (0)
+    PUT("cat", o->cat, sizeof(int8_t));
+    PUT("name", o->name, sizeof(int32_t));
+    for (int i = 0; i < N_INT_COLS; i++) PUT(INT_COLS[i], o->ints[i], sizeof(int64_t));
+    for (int i = 0; i < N_F_COLS; i++) PUT(F_COLS[i], o->floats[i], sizeof(double));
+#undef PUT
+    names = PyList_New(o->nnames);
+    if (!names) goto fail;
+    for (Py_ssize_t i = 0; i < o->nnames; i++) {
+        PyObject *b = PyBytes_FromStringAndSize((const char *)o->nptr[i], o->nlen[i]);
+        if (!b) goto fail;
+        PyList_SET_ITEM(names, i, b);
+    }
+    res = Py_BuildValue("(nOOn)", o->rows, cols, names, closed);
+fail:
+    Py_XDECREF(cols);
+    Py_XDECREF(names);
+    return res;
+}
+
+/* the events of base[start:stop]: base[start] is the array's '[' or the ',' before an
+ * event; the region ends at stop (the ',' after an event) or where the array closes. Returns
+ * -1 for invalid JSON (or anything left to msgspec), else the offset after the closing ']'
+ * or, when the region ends at stop, -2. */
+static Py_ssize_t scan_region(const uc *base, Py_ssize_t start, Py_ssize_t stop,
+                              Py_ssize_t len, Out *o, const Want *w) {
+    const uc *p = base + start, *end = base + len, *limit = base + stop;
+    if (start >= len || (*p != '[' && *p != ',')) return -1;
+    int first = *p == '[';
+    p++;
+    SKIP_WS(p, end);
+    if (first && p < end && *p == ']') return p + 1 - base;
+    for (;;) {
+        if (p >= end || *p != '{' || event(&p, end, o, w, base)) return -1;
+        SKIP_WS(p, end);
+        if (p == limit) return -2;
+        if (p > limit || p >= end) return -1;
+        if (*p == ',') {
+            p++;
+            SKIP_WS(p, end);
+            continue;
+        }
+        if (*p == ']') return p + 1 - base;
+        return -1;
+    }
+}
+
+static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"buffer", "categories", "modes", "start", "stop", "keep", NULL};
+    Py_buffer buf;
+    PyObject *cats, *keep = Py_None;
+    const char *modes;
+    Py_ssize_t nmodes, start = 0, stop = -1;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O!s#|nnO", kwlist, &buf, &PyTuple_Type,
+                                     &cats, &modes, &nmodes, &start, &stop, &keep))
+        return NULL;
+    Want w;
+    memset(&w, 0, sizeof(w));
+    w.ncats = (int)PyTuple_GET_SIZE(cats);
+    if (w.ncats > MAX_CATS || nmodes != w.ncats || start < 0 || stop > buf.len ||
+        (keep != Py_None && !PyCallable_Check(keep))) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "at most 16 categories with a mode each; 0 <= start, "
+                                          "stop <= len(buffer); keep callable or None");
+        return NULL;
+    }
+    for (int i = 0; i < w.ncats; i++) {
+        PyObject *c = PyTuple_GET_ITEM(cats, i);
+        Py_ssize_t n;
+        const char *s = PyUnicode_Check(c) ? PyUnicode_AsUTF8AndSize(c, &n) : NULL;
+        if (!s) {
+            PyBuffer_Release(&buf);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "categories: str");
+            return NULL;
+        }
+        w.cats[i] = (const uc *)s;
+        w.catlen[i] = n;
+        w.args_read[i] = modes[i] == 'k' ? KERNEL_ARGS : modes[i] == 'c' ? COPY_ARGS
+                         : modes[i] == 'a' ? API_ARGS : 0;
+        w.args_raw[i] = modes[i] == 'r';
+    }
+    Out o;
+    memset(&o, 0, sizeof(o));
+    o.keep = keep == Py_None ? NULL : keep;
+    Py_ssize_t closed;
+    Py_BEGIN_ALLOW_THREADS
+    closed = scan_region(buf.buf, start, stop < 0 ? buf.len : stop, buf.len, &o, &w);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (o.failed) {
+        res = NULL; /* the keep callback's exception */
+    } else if (closed == -1) {
+        res = Py_NewRef(Py_None);
+    } else {
+        res = build_result(&o, closed == -2 ? -1 : closed);
+    }
+    out_free(&o);
+    PyBuffer_Release(&buf);
+    return res;
+}
+
+static PyMethodDef METHODS[] = {
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
+     "scan(buffer, categories, modes, start=0, stop=-1, keep=None) -> None | (rows, columns, "
+     "names, closed_at): see the module source."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_kscan",
+                                    "Kineto trace event scanner (optional accelerator).", -1,
+                                    METHODS};
+
+PyMODINIT_FUNC PyInit__kscan(void) {
+    init_tables();
+    C_LOCALE = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (!C_LOCALE) return PyErr_NoMemory();
+    for (int i = 0; i < N_KEYS; i++) KEY_LEN[i] = (Py_ssize_t)strlen(KEYS[i]);
+    for (int i = 0; i < N_ARGS; i++) ARG_KEY_LEN[i] = (Py_ssize_t)strlen(ARG_KEYS[i]);
+    return PyModule_Create(&MODULE);
+}
