@@ -8,8 +8,8 @@ events later in time (as benchmarks/scale.py does for Nsight exports), then time
 (default sample: sample_traces/kineto/h200_train_steps.pt.trace.json.gz)
 
 Each copy shifts ``ts`` past the previous copy and offsets correlation ids and flow ids, so
-launches still join their kernels. The file is written the way Kineto writes it (one event
-per block of lines), uncompressed.
+launches still join their kernels. Every event is written as the sample has it (Kineto's own
+layout: an event per block of lines, indented, numbers as Kineto formats them), uncompressed.
 """
 
 from __future__ import annotations
@@ -19,44 +19,81 @@ import gzip
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+_SLOTS = re.compile(r'(?<="ts": )-?[0-9.]+|(?<="correlation": )[0-9]+|(?<="id": )[0-9]+')
+
+
+def _ns(text: str) -> int:
+    """Microseconds as Kineto writes them ("5267163998020.851") -> integer ns, exactly."""
+    return int(Decimal(text) * 1000)
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
 def build(sample: Path, kernels: int, out: Path) -> Path:
-    doc = json.loads(gzip.decompress(sample.read_bytes()))
-    events = doc.pop("traceEvents")
+    """Write ``kineto_<kernels>.pt.trace.json`` into ``out``: the sample's events repeated
+    until ``kernels`` kernels, each copy later in time by the sample's span + 1 ms, its
+    correlation ids (and the ids of its ac2g flows) offset past the sample's. Each event is
+    the sample's own text (Kineto's layout: an event per block of lines, its indentation and
+    number formats) with those numbers replaced."""
+    text = gzip.decompress(sample.read_bytes()).decode()
+    open_at = text.index("[", text.index('"traceEvents"')) + 1
+    close_at = text.rindex("\n  ]")
+    head, body, tail = text[:open_at], text[open_at:close_at], text[close_at:]
+    raw = [t if t.startswith("{") else "{" + t for t in body.removeprefix("\n  ").split(",\n  {")]
+    events = [json.loads(t) for t in raw]
     per_copy = sum(e.get("cat") == "kernel" for e in events)
     copies = math.ceil(kernels / per_copy)
-    t0 = min(e["ts"] for e in events if "ts" in e)
-    t1 = max(e["ts"] + e.get("dur", 0) for e in events if "ts" in e)
-    shift = (t1 - t0) + 1000.0  # us
+    stamps = [(e["ts"], e.get("dur", 0)) for e in events if isinstance(e.get("ts"), int | float)]
+    t0 = min(ts for ts, _ in stamps)
+    t1 = max(ts + dur for ts, dur in stamps)
+    shift = round((t1 - t0) * 1000) + 1_000_000  # ns
     corr = max(int(e.get("args", {}).get("correlation", 0)) for e in events) + 1
+    # each event as literal pieces and the numbers to offset: (piece, kind, value, piece, ...)
+    templates = []
+    for t, e in zip(raw, events, strict=True):
+        parts, last = [], 0
+        for m in _SLOTS.finditer(t):
+            key = t[max(0, m.start() - 14) : m.start()]
+            if '"id": ' in key and e.get("cat") != "ac2g":
+                continue
+            kind = "ts" if '"ts": ' in key else "corr"
+            value = _ns(m.group()) if kind == "ts" else int(m.group())
+            parts += [t[last : m.start()], (kind, value)]
+            last = m.end()
+        parts.append(t[last:])
+        templates.append((e.get("ph") == "M", parts))
     path = out / f"kineto_{kernels}.pt.trace.json"
     with open(path, "w") as fh:
-        head = json.dumps(doc, indent=2)[:-2]  # the document without its closing brace
-        fh.write(head + ',\n  "traceEvents": [\n')
-        first = True
+        fh.write(head)
+        sep = "\n  "
         for c in range(copies):
-            for e in events:
-                if e.get("ph") == "M" and c:
+            for meta, parts in templates:
+                if meta and c:
                     continue
-                e2 = dict(e)
-                if "ts" in e2 and isinstance(e2["ts"], int | float):
-                    e2["ts"] = round(e2["ts"] + c * shift, 3)
-                args = e2.get("args")
-                if isinstance(args, dict) and "correlation" in args:
-                    e2["args"] = {**args, "correlation": args["correlation"] + c * corr}
-                if e2.get("cat") in ("ac2g",) and "id" in e2:
-                    e2["id"] = e2["id"] + c * corr
-                fh.write(("" if first else ",\n") + "  " + json.dumps(e2))
-                first = False
-        fh.write("\n  ]\n}\n")
+                pieces = [sep]
+                for x in parts:
+                    if isinstance(x, str):
+                        pieces.append(x)
+                    elif x[0] == "ts":
+                        pieces.append(_us(x[1] + c * shift))
+                    else:
+                        pieces.append(str(x[1] + c * corr))
+                fh.write("".join(pieces))
+                sep = ",\n  "
+        fh.write(tail)
     return path
 
 

@@ -83,14 +83,42 @@ static inline const uc *string_stop(const uc *p, const uc *end) {
     while (p < end && !STR_STOP[*p]) p++;
     return p;
 }
+
+/* the first byte at or after p that is not JSON whitespace (runs 16 bytes at a time) */
+static inline const uc *ws_run_end(const uc *p, const uc *end) {
+    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n');
+    const __m128i cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t');
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tab)));
+        unsigned other = ~(unsigned)_mm_movemask_epi8(m) & 0xFFFFu;
+        if (other) return p + __builtin_ctz(other);
+        p += 16;
+    }
+    while (p < end && IS_WS[*p]) p++;
+    return p;
+}
 #else
 static inline const uc *string_stop(const uc *p, const uc *end) {
     while (p < end && !STR_STOP[*p]) p++;
     return p;
 }
+
+static inline const uc *ws_run_end(const uc *p, const uc *end) {
+    while (p < end && IS_WS[*p]) p++;
+    return p;
+}
 #endif
 
-#define SKIP_WS(p, end) while ((p) < (end) && IS_WS[*(p)]) (p)++
+/* whitespace: mostly none or one space (", ", ": "); Kineto's indentation comes in runs */
+#define SKIP_WS(p, end)                                                      \
+    do {                                                                     \
+        if ((p) < (end) && IS_WS[*(p)]) {                                    \
+            (p)++;                                                           \
+            if ((p) < (end) && IS_WS[*(p)]) (p) = ws_run_end((p) + 1, (end)); \
+        }                                                                    \
+    } while (0)
 #define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
 
 static int hexval(uc c) {

@@ -23,6 +23,7 @@ converted to integer nanoseconds exactly (whole microseconds and the fraction se
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import gzip
 import mmap
@@ -31,6 +32,7 @@ import re
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -126,6 +128,16 @@ SCAN_MODES = "kaacc-r"
 _SCAN_TYPES = {"cat": np.int8, "name": np.int32, "start": np.int64, "dur": np.int64,
                "args_off": np.int64, "args_len": np.int64}  # fmt: skip
 SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
+# the columns each table is built from (both readers: scanner and msgspec)
+_TABLE_COLUMNS = {
+    "kernels": ("start", "end", "pid", "device", "stream", "grid_x", "grid_y", "grid_z",
+                "block_x", "block_y", "block_z", "registers", "smem", "correlation",
+                "graph_node"),
+    "api": ("start", "end", "pid", "tid", "correlation"),
+    "memcpy": ("start", "end", "pid", "device", "stream", "bytes", "correlation"),
+    "memset": ("start", "end", "pid", "device", "stream", "bytes", "correlation"),
+    "nvtx": ("start", "end", "pid", "tid"),
+}  # fmt: skip
 # the tables and the event categories they hold (rows in the trace's order)
 _CATEGORIES_OF = {"kernels": ("kernel",), "api": HOST_API, "memcpy": ("gpu_memcpy",),
                   "memset": ("gpu_memset",), "nvtx": ("user_annotation", "cpu_op")}  # fmt: skip
@@ -385,53 +397,56 @@ def _read_mapped(p: Path, threads: int) -> tuple[list[Document], dict] | None:
                     parts = list(pool.map(scan, starts, stops))
     if any(tail is not None for _, tail in parts[:-1]) or parts[-1][1] is None:
         return None  # the events array closed before the last cut: streamed instead
-    tables = {
-        name: _concat([t[name] for t, _ in parts if name in t])
-        for name in ("kernels", "api", "memcpy", "memset", "nvtx")
-    }
-    return [head, parts[-1][1]], tables
-
-
-def _scan_chunk(mm: mmap.mmap, start: int, stop: int) -> tuple[dict, Document | None]:
-    """The tables of the events of ``mm[start:stop]`` (``start``: the array's ``[`` or a cut's
-    comma; ``stop``: the next cut, -1: the array's end) and, for the last chunk, the rest of
-    the document; decoded by msgspec where the scanner declines the bytes."""
     collect = _Collector()
-    found = collect.scan(mm, start, stop)
+    for chunk, _ in parts:
+        collect.append(chunk)
+    return [head, parts[-1][1]], collect.tables()
+
+
+def _scan_chunk(mm: mmap.mmap, start: int, stop: int) -> tuple[_Chunk, Document | None]:
+    """The columns of the events of ``mm[start:stop]`` (``start``: the array's ``[`` or a
+    cut's comma; ``stop``: the next cut, -1: the array's end) and, for the last chunk, the
+    rest of the document; decoded by msgspec where the scanner declines the bytes."""
+    found = _scan_events(mm, start, stop)
     if found is not None:
-        tables, closed = found
+        chunk, closed = found
         tail = _DOCUMENT.decode(b'{"traceEvents": []' + mm[closed:]) if closed >= 0 else None
     elif stop >= 0:
-        tables, tail = collect._decode(_EVENTS.decode(b"[" + mm[start + 1 : stop] + b"]")), None
+        chunk, tail = _decode_events(_EVENTS.decode(b"[" + mm[start + 1 : stop] + b"]")), None
     else:
         tail = _DOCUMENT.decode(b'{"traceEvents": [' + mm[start + 1 :])
-        tables = collect._decode(tail.traceEvents or [])
+        chunk = _decode_events(tail.traceEvents or [])
         tail.traceEvents = []
     if hasattr(mmap, "MADV_DONTNEED"):  # (Linux) the pages read go back to the page cache
         page = start - start % mmap.PAGESIZE
         mm.madvise(mmap.MADV_DONTNEED, page, (stop if stop >= 0 else len(mm)) - page)
-    return tables, tail
+    return chunk, tail
+
+
+class _Chunk(NamedTuple):
+    """The rows of a chunk of events, per table: the columns its table is built from (see
+    _TABLE_COLUMNS), ``name`` as codes into ``labels``; the range texts of ``nvtx``."""
+
+    columns: dict[str, dict[str, np.ndarray]]
+    labels: list[str]
+    text: list[str]
 
 
 class _Collector:
-    """Columns of the events that matter, built chunk by chunk (names categorical: a trace
-    repeats a few thousand kernel names millions of times)."""
+    """The chunks' columns, in the trace's order, made into the tables once at the end (names
+    categorical: a trace repeats a few thousand kernel names millions of times)."""
 
     def __init__(self) -> None:
-        self.parts: dict[str, list[pd.DataFrame]] = {
-            t: [] for t in ("kernels", "api", "memcpy", "memset", "nvtx")
-        }
-        self._is_gemm_op: dict[str, bool] = {}  # cpu_op name -> a matrix-multiply op
+        self.pieces: dict[str, list[dict[str, np.ndarray]]] = {t: [] for t in _TABLE_COLUMNS}
+        self.text: list[str] = []
+        self._code: dict[str, int] = {}  # name -> code, in order of first appearance
         self.scanner = scanner_enabled()
-
-    def tables(self) -> dict[str, pd.DataFrame | None]:
-        return {name: _concat(parts) for name, parts in self.parts.items()}
 
     def add_json(self, buf) -> None:
         """The events of ``buf``, the bytes of one JSON array of events: scanned into columns
         by the compiled scanner where it is built and takes them, else decoded by msgspec
-        (the reference: same tables, or the error)."""
-        found = self.scan(buf) if self.scanner else None
+        (the reference: the same columns, or the error)."""
+        found = _scan_events(buf) if self.scanner else None
         if found is None or found[1] != len(buf):
             self.add(_EVENTS.decode(buf))
         else:
@@ -439,107 +454,111 @@ class _Collector:
 
     def add(self, events: list[Event]) -> None:
         """Events decoded by msgspec."""
-        self.append(self._decode(events))
+        self.append(_decode_events(events))
 
-    def append(self, tables: dict[str, pd.DataFrame]) -> None:
-        for name, table in tables.items():
-            self.parts[name].append(table)
+    def append(self, chunk: _Chunk) -> None:
+        code = self._code
+        lut = np.fromiter((code.setdefault(x, len(code)) for x in chunk.labels), dtype=np.int64,
+                          count=len(chunk.labels))  # fmt: skip
+        for table, c in chunk.columns.items():
+            self.pieces[table].append({**c, "name": lut[c["name"]]})
+        self.text += chunk.text
 
-    def _gemm(self, name: str) -> bool:
-        known = self._is_gemm_op.get(name)
-        if known is None:
-            known = self._is_gemm_op[name] = regex("gemm_op").match(name) is not None
-        return known
+    def tables(self) -> dict[str, pd.DataFrame | None]:
+        labels = np.array(list(self._code), dtype=object)
+        out: dict[str, pd.DataFrame | None] = {}
+        for table, pieces in self.pieces.items():
+            if not pieces:
+                out[table] = None
+                continue
+            c = {k: np.concatenate([x[k] for x in pieces]) for k in pieces[0]}
+            names = _categorical(labels, c.pop("name"))
+            out[table] = (
+                _range_table(c, self.text) if table == "nvtx"
+                else _set_table(c) if table == "memset"
+                else _BUILDERS[table](c, names)
+            )  # fmt: skip
+        return out
 
-    def _decode(self, events: list[Event]) -> dict[str, pd.DataFrame]:
-        # one pass appends each event to its table's list (a dict lookup per event), in the
-        # trace's order; those lists, a fraction of the events, are then filtered; the
-        # GEMM-op pattern runs once per distinct cpu_op name
-        lists: dict[str, list[Event]] = {table: [] for table in _TABLE_OF.values()}
-        get = _TABLE_OF.get
-        for e in events:
-            table = get(e.cat)
-            if table is not None:
-                lists[table].append(e)
-        rows = {
-            table: [e for e in bucket if e.ph == "X" and e.ts is not None]
-            for table, bucket in lists.items()
-        }
-        tables = {}
-        if rows["kernels"]:
-            events = rows["kernels"]
-            tables["kernels"] = _kernel_table(_columns(events, KernelArgs), _names(events))
-        if rows["api"]:
-            events = rows["api"]
-            tables["api"] = _api_table(_columns(events, ApiArgs), _names(events))
-        if rows["memcpy"]:
-            events = rows["memcpy"]
-            tables["memcpy"] = _copy_table(_columns(events, CopyArgs), _names(events))
-        if rows["memset"]:
-            tables["memset"] = _set_table(_columns(rows["memset"], CopyArgs))
-        ranges = [e for e in rows["nvtx"] if e.cat != "cpu_op" or self._gemm(e.name)]
-        if ranges:
-            ops = [e for e in ranges if e.cat == "cpu_op"]
+
+def _decode_events(events: list[Event]) -> _Chunk:
+    """The columns of events decoded by msgspec (the reference the scanner is tested against)."""
+    # one pass appends each event to its table's list (a dict lookup per event), in the
+    # trace's order; those lists, a fraction of the events, are then filtered
+    lists: dict[str, list[Event]] = {table: [] for table in _TABLE_COLUMNS}
+    get = _TABLE_OF.get
+    for e in events:
+        table = get(e.cat)
+        if table is not None:
+            lists[table].append(e)
+    rows = {t: [e for e in b if e.ph == "X" and e.ts is not None] for t, b in lists.items()}
+    rows["nvtx"] = [e for e in rows["nvtx"] if e.cat != "cpu_op" or _is_gemm_op(e.name)]
+    labels: dict[str, int] = {}
+    columns, text = {}, []
+    for table, kind in _ARGS_OF.items():
+        events = rows[table]
+        if not events:
+            continue
+        c = _columns(events, kind)
+        c["name"] = np.fromiter((labels.setdefault(e.name, len(labels)) for e in events),
+                                dtype=np.int64, count=len(events))  # fmt: skip
+        columns[table] = {k: c[k] for k in (*_TABLE_COLUMNS[table], "name")}
+        if table == "nvtx":
+            ops = [e for e in events if e.cat == "cpu_op"]
             dims = iter([a.dims for a in _args(ops, OpArgs)] if ops else [])
-            text = [_op_text(e.name, next(dims)) if e.cat == "cpu_op" else e.name for e in ranges]
-            tables["nvtx"] = _range_table(_columns(ranges, None), text)
-        return tables
+            text = [_op_text(e.name, next(dims)) if e.cat == "cpu_op" else e.name for e in events]
+    return _Chunk(columns, list(labels), text)
 
-    def scan(self, buf, start: int = 0, stop: int = -1) -> tuple[dict, int] | None:
-        """(tables, offset after the array's closing ``]`` or -1) of the events in
-        ``buf[start:stop]`` (see _kscan.c) from the compiled scanner's columns; None where it
-        declines the bytes (or a name or a GEMM op's args do not decode): then msgspec
-        decodes them."""
-        try:
-            found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, self._keep_op)
-        except msgspec.DecodeError:  # (a name the keep callback could not decode)
-            return None
-        if found is None:
-            return None
-        rows, raw, raw_names, closed = found
-        if not rows:
-            return {}, closed
-        try:
-            decoded = [_STR.decode(b'"' + x + b'"') for x in raw_names]
-        except msgspec.DecodeError:
-            return None
-        # distinct raw names may decode alike (escapes): codes into the sorted distinct names
-        labels, remap = np.unique(np.array(decoded, dtype=object), return_inverse=True)
-        c = {k: np.frombuffer(v, dtype=_SCAN_TYPES.get(k, np.float64)) for k, v in raw.items()}
-        codes = remap[c.pop("name")]
-        cat = c.pop("cat")
-        c["end"] = c["start"] + c.pop("dur")
 
-        def rows_of(*cats: str) -> np.ndarray:  # in the trace's order
-            return np.flatnonzero(np.isin(cat, [SCAN_CATEGORIES.index(x) for x in cats]))
-
-        def take(at: np.ndarray) -> dict[str, np.ndarray]:
-            return {k: v[at] for k, v in c.items()}
-
-        tables = {}
-        for table, build in (("kernels", _kernel_table), ("api", _api_table),
-                             ("memcpy", _copy_table), ("memset", _set_table)):  # fmt: skip
-            at = rows_of(*_CATEGORIES_OF[table])
-            if len(at):
-                names = _categorical(labels, codes[at])
-                tables[table] = build(take(at)) if table == "memset" else build(take(at), names)
-        at = rows_of(*_CATEGORIES_OF["nvtx"])
-        if len(at):
+def _scan_events(buf, start: int = 0, stop: int = -1) -> tuple[_Chunk, int] | None:
+    """(the columns, the offset after the array's closing ``]`` or -1) of the events in
+    ``buf[start:stop]`` (see _kscan.c), from the compiled scanner; None where it declines
+    the bytes (or a name or a GEMM op's args do not decode): then msgspec decodes them."""
+    try:
+        found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, _keep_op)
+    except msgspec.DecodeError:  # (a name the keep callback could not decode)
+        return None
+    if found is None:
+        return None
+    rows, raw, raw_names, closed = found
+    try:  # (distinct raw names may decode alike: the collector's codes merge them)
+        labels = [_STR.decode(b'"' + x + b'"') for x in raw_names]
+    except msgspec.DecodeError:
+        return None
+    c = {k: np.frombuffer(v, dtype=_SCAN_TYPES.get(k, np.float64)) for k, v in raw.items()}
+    codes, cat = c.pop("name"), c.pop("cat")
+    c["end"] = c["start"] + c.pop("dur")
+    columns, text = {}, []
+    for table, cats in _CATEGORIES_OF.items():
+        at = np.flatnonzero(np.isin(cat, [SCAN_CATEGORIES.index(x) for x in cats]))
+        if not len(at):
+            continue
+        columns[table] = {k: c[k][at] for k in _TABLE_COLUMNS[table]}
+        columns[table]["name"] = codes[at]
+        if table == "nvtx":
             op = SCAN_CATEGORIES.index("cpu_op")
-            text = []
             try:
-                for name, kind, off, n in zip(labels[codes[at]], cat[at], c["args_off"][at],
+                for code, kind, off, n in zip(codes[at], cat[at], c["args_off"][at],
                                               c["args_len"][at], strict=True):  # fmt: skip
-                    dims = _OP_ARGS.decode(buf[off : off + n]).dims if kind == op and n else None
-                    text.append(_op_text(name, dims) if kind == op else name)
+                    name = labels[code]
+                    if kind == op:
+                        dims = _OP_ARGS.decode(buf[off : off + n]).dims if n else None
+                        name = _op_text(name, dims)
+                    text.append(name)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return None
-            tables["nvtx"] = _range_table(take(at), text)
-        return tables, closed
+    return _Chunk(columns, labels, text), closed
 
-    def _keep_op(self, raw_name: bytes) -> bool:
-        """The scanner's question for a cpu_op name: a matrix-multiply op?"""
-        return self._gemm(_STR.decode(b'"' + raw_name + b'"'))
+
+@functools.cache
+def _is_gemm_op(name: str) -> bool:
+    """A cpu_op name of a matrix-multiply op (the data's gemm_op pattern)."""
+    return regex("gemm_op").match(name) is not None
+
+
+def _keep_op(raw_name: bytes) -> bool:
+    """The scanner's question for a cpu_op name (raw JSON string): a matrix-multiply op?"""
+    return _is_gemm_op(_STR.decode(b'"' + raw_name + b'"'))
 
 
 def scanner_enabled() -> bool:
@@ -548,17 +567,15 @@ def scanner_enabled() -> bool:
     return _kscan is not None and os.environ.get(SCANNER_ENV, "1") != "0"
 
 
-def _names(events: list[Event]) -> pd.Categorical:
-    """The events' names as a categorical (a few thousand distinct names, millions of rows:
-    the rows hold small codes, not strings, from the first chunk on)."""
-    return pd.Categorical([e.name for e in events])
-
-
 def _categorical(labels: np.ndarray, codes: np.ndarray) -> pd.Categorical:
-    """Rows' names from codes into ``labels`` (sorted, distinct) as _names gives them: the
-    categories are the sorted names present."""
-    used, inverse = np.unique(codes, return_inverse=True)
-    return pd.Categorical.from_codes(inverse, categories=pd.Index(labels[used].tolist()))
+    """Rows' names from codes into ``labels`` (distinct) as pandas builds a categorical from
+    the strings: the categories are the sorted names present."""
+    used = np.flatnonzero(np.bincount(codes, minlength=len(labels)))
+    names = labels[used]
+    order = np.argsort(names, kind="stable")
+    rank = np.zeros(len(labels), dtype=np.int64)
+    rank[used[order]] = np.arange(len(order))
+    return pd.Categorical.from_codes(rank[codes], categories=pd.Index(names[order].tolist()))
 
 
 def _columns(events: list[Event], kind: type | None) -> dict[str, np.ndarray]:
@@ -673,6 +690,11 @@ def _range_table(c: dict[str, np.ndarray], text: list[str]) -> pd.DataFrame:
     )
 
 
+_ARGS_OF = {"kernels": KernelArgs, "api": ApiArgs, "memcpy": CopyArgs, "memset": CopyArgs,
+            "nvtx": None}  # the struct each table's events' args decode to  # fmt: skip
+_BUILDERS = {"kernels": _kernel_table, "api": _api_table, "memcpy": _copy_table}
+
+
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
     """Chunks' (or spans') tables as one; categorical columns stay categorical (their
     categories united) instead of becoming a column of strings."""
@@ -709,21 +731,26 @@ def _known_devices(trace: Trace) -> None:
 
 def _host_pids(trace: Trace) -> None:
     """GPU events carry the device as their pid: give them their launching process (by
-    correlation id; the trace's one process when a launch call is missing)."""
+    correlation id, the first call holding it; the trace's one process when a launch call is
+    missing)."""
     api = trace.api
     pids = api["pid"].dropna().unique() if len(api) else np.array([])
     fallback = float(pids[0]) if len(pids) == 1 else np.nan
-    by_corr = api.dropna(subset=["correlation"]).drop_duplicates("correlation")
-    by_corr = by_corr.set_index("correlation")["pid"] if len(by_corr) else pd.Series(dtype=float)
+    corr = api["correlation"].to_numpy(dtype=np.float64) if len(api) else np.zeros(0)
+    known = ~np.isnan(corr)
+    keys, first = np.unique(corr[known], return_index=True)
+    by_corr = api["pid"].to_numpy(dtype=np.float64)[np.flatnonzero(known)[first]]
     for name in ("kernels", "memcpy", "memset"):
         table = getattr(trace, name)
         if len(table):
-            pid = (
-                table["correlation"].map(by_corr)
-                if len(by_corr)
-                else pd.Series(np.nan, index=table.index)
-            )
-            table["pid"] = pid.fillna(fallback).fillna(0).to_numpy()
+            c = table["correlation"].to_numpy(dtype=np.float64)
+            pid = np.full(len(c), fallback)
+            if len(keys):
+                at = np.minimum(np.searchsorted(keys, c), len(keys) - 1)
+                found = keys[at] == c
+                pid[found] = by_corr[at[found]]
+            pid = np.where(np.isnan(pid), fallback, pid)  # (a call without a pid)
+            table["pid"] = np.where(np.isnan(pid), 0.0, pid)
 
 
 # integer columns as the Nsight reader types them (kept float where a value is missing)
