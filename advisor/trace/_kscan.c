@@ -936,9 +936,13 @@ static PyMethodDef METHODS[] = {
      "names, closed_at): see the module source."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_kscan",
-                                    "Kineto trace event scanner (optional accelerator).", -1,
-                                    METHODS};
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_kscan",
+    .m_doc = "Kineto trace event scanner (optional accelerator).",
+    .m_size = -1,
+    .m_methods = METHODS,
+};
 
 PyMODINIT_FUNC PyInit__kscan(void) {
     init_tables();
