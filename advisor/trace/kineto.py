@@ -15,9 +15,13 @@ distributed runs, ``distributedInfo`` (rank, world size). Categories read:
                               ranges whose text carries their Input Dims (GEMM evidence and
                               shapes, as emit_nvtx(record_shapes=True) gives them)
 
-Parsing: msgspec decodes the document into typed structs that hold only these fields, so the
-many other keys (stacks, flows, python functions) never become Python objects. Times are
-converted to integer nanoseconds exactly (whole microseconds and the fraction separately).
+Parsing: the compiled scanner (_kscan.c, optional) validates the events array and reads the
+fields of the wanted events into columns, with no Python object per event; an uncompressed
+trace is memory-mapped and scanned in chunks by one thread per core. Whatever it declines
+(and everything, without it) msgspec decodes into typed structs holding only these fields:
+the reference, whose tables or errors the scanner must reproduce. Times are converted to
+integer nanoseconds exactly (whole microseconds and the fraction separately). Rows keep the
+trace's order. See docs/scaling.md.
 """
 
 from __future__ import annotations
