@@ -629,6 +629,40 @@ static int xyz_field(const Val *v, double out[3]) {
     }
 }
 
+/* an object member's key at *pp ('"'), then ':': the key's index in keys (-1: another
+ * key), or -2 for invalid JSON or an escaped key (which might name a field); *pp is left at
+ * the value */
+static inline int member_key(const uc **pp, const uc *end, const char **keys,
+                             const Py_ssize_t *lens, int count) {
+    const uc *p = *pp, *s = p;
+    int esc;
+    if (p >= end || *p != '"' || scan_string(&p, end, &esc) || esc) return -2;
+    Py_ssize_t n = p - s - 2;
+    SKIP_WS(p, end);
+    if (p >= end || *p != ':') return -2;
+    p++;
+    SKIP_WS(p, end);
+    *pp = p;
+    return key_index(s + 1, n, keys, lens, count);
+}
+
+/* after an object member's value: 1 at the next member (past ','), 0 past the closing '}',
+ * -1 for invalid JSON */
+static inline int member_next(const uc **pp, const uc *end) {
+    const uc *p = *pp;
+    SKIP_WS(p, end);
+    if (p >= end) return -1;
+    if (*p == ',') {
+        p++;
+        SKIP_WS(p, end);
+        *pp = p;
+        return 1;
+    }
+    if (*p != '}') return -1;
+    *pp = p + 1;
+    return 0;
+}
+
 /* *pp at the args object's '{': validates it and records the fields read */
 static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
     const uc *p = *pp + 1;
@@ -638,34 +672,18 @@ static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
         *pp = p + 1;
         return 0;
     }
-    for (;;) {
-        Val key, v;
-        if (p >= end || *p != '"') return -1;
-        key.s = p;
-        if (scan_string(&p, end, &key.esc)) return -1;
-        Py_ssize_t kn = p - key.s - 2;
-        SKIP_WS(p, end);
-        if (p >= end || *p != ':') return -1;
-        p++;
-        SKIP_WS(p, end);
-        if (skip_value(&p, end, 2, &v)) return -1;
-        if (key.esc) return -1; /* an escaped key might name a field */
-        int k = key_index(key.s + 1, kn, ARG_KEYS, ARG_KEY_LEN, N_ARGS);
+    for (int more = 1; more;) {
+        Val v;
+        int k = member_key(&p, end, ARG_KEYS, ARG_KEY_LEN, N_ARGS);
+        if (k == -2 || skip_value(&p, end, 2, &v)) return -1;
         if (k >= 0) {
             if (found[k].type != T_NONE) return -1; /* duplicate */
             found[k] = v;
         }
-        SKIP_WS(p, end);
-        if (p >= end) return -1;
-        if (*p == ',') {
-            p++;
-            SKIP_WS(p, end);
-            continue;
-        }
-        if (*p != '}') return -1;
-        *pp = p + 1;
-        return 0;
+        if ((more = member_next(&p, end)) < 0) return -1;
     }
+    *pp = p;
+    return 0;
 }
 
 /* --- one event ---------------------------------------------------------------------- */
@@ -756,18 +774,10 @@ static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *
     if (p < end && *p == '}') {
         p++;
     } else {
-        for (;;) {
-            Val key, v;
-            if (p >= end || *p != '"') return -1;
-            key.s = p;
-            if (scan_string(&p, end, &key.esc)) return -1;
-            Py_ssize_t kn = p - key.s - 2;
-            SKIP_WS(p, end);
-            if (p >= end || *p != ':') return -1;
-            p++;
-            SKIP_WS(p, end);
-            if (key.esc) return -1; /* an escaped key might name a field */
-            int k = key_index(key.s + 1, kn, KEYS, KEY_LEN, N_KEYS);
+        for (int more = 1; more;) {
+            Val v;
+            int k = member_key(&p, end, KEYS, KEY_LEN, N_KEYS);
+            if (k == -2) return -1;
             Val *dst = &v;
             if (k >= 0) {
                 if (ev[k].type != T_NONE) return -1; /* duplicate */
@@ -784,16 +794,7 @@ static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *
                 return -1;
             }
             if (k == K_CAT) code = cat_code(w, dst);
-            SKIP_WS(p, end);
-            if (p >= end) return -1;
-            if (*p == ',') {
-                p++;
-                SKIP_WS(p, end);
-                continue;
-            }
-            if (*p != '}') return -1;
-            p++;
-            break;
+            if ((more = member_next(&p, end)) < 0) return -1;
         }
     }
     *pp = p;
