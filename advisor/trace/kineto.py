@@ -32,7 +32,9 @@ import gc
 import gzip
 import mmap
 import os
+import queue
 import re
+import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -201,8 +203,8 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         else:
             read = None
         if read is None:
-            with gzip.open(p, "rb") if gz else open(p, "rb") as fh:
-                docs = _stream(fh, collect)
+            with gzip.open(p, "rb") if gz else open(p, "rb") as fh, _ReadAhead(fh) as ahead:
+                docs = _stream(ahead, collect)
             tables = collect.tables()
         else:
             docs, tables = read
@@ -239,6 +241,65 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         trace.rank = int(info["rank"])
         trace.sources.append(f"distributedInfo: rank {info['rank']} of {info.get('world_size')}")
     return trace
+
+
+class _ReadAhead:
+    """A file's next blocks read by a thread while the current one is decoded (for a gzip
+    trace the inflating, which releases the GIL, runs beside the scanning); at most
+    ``ahead`` blocks wait, so memory stays bounded."""
+
+    def __init__(self, fh, block: int = CHUNK_BYTES, ahead: int = 2) -> None:
+        self._blocks: queue.Queue = queue.Queue(maxsize=ahead)
+        self._pending = b""
+        self._eof = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._fill, args=(fh, block), daemon=True)
+
+    def __enter__(self) -> _ReadAhead:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        while self._thread.is_alive():  # (unblock a producer waiting on a full queue)
+            with contextlib.suppress(queue.Empty):
+                self._blocks.get(timeout=0.05)
+        self._thread.join()
+
+    def _fill(self, fh, block: int) -> None:
+        try:
+            while not self._stop.is_set():
+                data = fh.read(block)
+                self._blocks.put(data)
+                if not data:
+                    return
+        except BaseException as exc:  # (raised again in the reader's thread)
+            self._blocks.put(exc)
+
+    def _next(self) -> bytes:
+        item = self._blocks.get()
+        if isinstance(item, BaseException):
+            raise item
+        self._eof = not item
+        return item
+
+    def read(self, n: int = -1) -> bytes:
+        if not self._pending and not self._eof and n >= 0:
+            block = self._next()
+            if len(block) <= n:
+                return block
+            self._pending = block
+        parts, have = [self._pending], len(self._pending)
+        while (n < 0 or have < n) and not self._eof:
+            block = self._next()
+            parts.append(block)
+            have += len(block)
+        data = b"".join(parts)
+        if n < 0:
+            self._pending = b""
+            return data
+        self._pending = data[n:]
+        return data[:n]
 
 
 def _head(fh) -> tuple[bytes, int, int]:

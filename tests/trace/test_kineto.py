@@ -202,3 +202,26 @@ def test_parallel_read_gives_the_same_analysis(tmp_path, monkeypatch, processes)
     assert (whole.gpus, whole.rank, whole.warnings) == (spans.gpus, spans.rank, spans.warnings)
     da, db = (document(x, find(x)) for x in (analyze(whole), analyze(spans)))
     assert da == db
+
+
+def test_read_ahead_returns_the_file_exactly(tmp_path):
+    # blocks of 7 bytes read ahead by a thread; reads of other sizes, the rest, and EOF
+    import io
+
+    from advisor.trace.kineto import _ReadAhead
+
+    data = bytes(range(256)) * 3
+    with _ReadAhead(io.BytesIO(data), block=7) as ahead:
+        got = [ahead.read(5), ahead.read(7), ahead.read(20), ahead.read(-1), ahead.read(4)]
+    assert got[:3] == [data[:5], data[5:12], data[12:32]]
+    assert got[3] == data[32:] and got[4] == b""
+
+    class Broken(io.BytesIO):
+        def read(self, n=-1):
+            raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    with pytest.raises(EOFError), _ReadAhead(Broken(), block=7) as ahead:
+        ahead.read(3)
+    # leaving early with blocks still queued does not hang (the producer is drained)
+    with _ReadAhead(io.BytesIO(data * 100), block=7, ahead=1) as ahead:
+        assert ahead.read(1) == data[:1]
