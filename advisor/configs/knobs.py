@@ -170,7 +170,7 @@ def split_k(p: Problem) -> dict:
                 return
             yield split_k_ns(p, b, splits)
 
-    best = _pick_kernel(p, lambda b: splits_of(b))
+    best = _pick_kernel(p, splits_of)
     return _finish(best, "split_k", ATOMIC=0, GLUON=int(best["kernel"] == "gluon"))
 
 

@@ -44,10 +44,7 @@ def _comparable(values: pd.Series) -> np.ndarray:
 
 def _constant(values: pd.Series) -> bool:
     """True when every value is the same (NaN counting as one value)."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        codes = values.cat.codes.to_numpy()
-        return bool(codes.min() == codes.max())
-    v = values.to_numpy()
+    v = _comparable(values)
     if v.dtype.kind == "f":
         missing = np.isnan(v)
         if missing.any():

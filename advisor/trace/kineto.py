@@ -667,13 +667,18 @@ def _columns(events: list[Event], kind: type | None) -> dict[str, np.ndarray]:
     return c
 
 
+def _device(c: dict[str, np.ndarray]) -> np.ndarray:
+    """A GPU event's device: ``args.device``, else its pid (Kineto gives GPU events the
+    device as their pid)."""
+    return np.where(np.isnan(c["device"]), c["pid"], c["device"])
+
+
 def _kernel_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
     n = len(names)
     nan = np.full(n, np.nan)
     return pd.DataFrame(
         {
-            # Kineto gives GPU events the device as their pid (args.device besides)
-            "device": np.where(np.isnan(c["device"]), c["pid"], c["device"]),
+            "device": _device(c),
             "stream": c["stream"], "start": c["start"], "end": c["end"],
             "name": names, "demangled": names,
             "grid_x": c["grid_x"], "grid_y": c["grid_y"], "grid_z": c["grid_z"],
@@ -706,7 +711,7 @@ def _set_table(c: dict[str, np.ndarray]) -> pd.DataFrame:
     """Sets (and the columns copies share): device, stream, times, bytes, correlation."""
     return pd.DataFrame(
         {
-            "device": np.where(np.isnan(c["device"]), c["pid"], c["device"]),
+            "device": _device(c),
             "stream": c["stream"],
             "start": c["start"],
             "end": c["end"],
