@@ -192,11 +192,10 @@ static inline int literal(const uc **pp, const uc *end, const char *word, Py_ssi
 
 /* *pp at '{' or '[': validates the container and everything in it (iteratively: one
  * loop, a bit per open container saying whether it is an object) */
-static int skip_container(const uc **pp, const uc *end, int depth) {
+static int skip_container(const uc **pp, const uc *end) {
     uint64_t stack[MAX_DEPTH / 64];
     int top = -1, esc, isint;
     const uc *p = *pp;
-    (void)depth;
 open:
     if (++top >= MAX_DEPTH) return -1;
     if (*p == '{') {
@@ -268,7 +267,7 @@ after:
 }
 
 
-static int skip_value(const uc **pp, const uc *end, int depth, Val *v) {
+static int skip_value(const uc **pp, const uc *end, Val *v) {
     const uc *p = *pp;
     if (p >= end) return -1;
     v->s = p;
@@ -281,11 +280,11 @@ static int skip_value(const uc **pp, const uc *end, int depth, Val *v) {
         break;
     case '{':
         v->type = T_OBJ;
-        if (skip_container(&p, end, depth)) return -1;
+        if (skip_container(&p, end)) return -1;
         break;
     case '[':
         v->type = T_ARR;
-        if (skip_container(&p, end, depth)) return -1;
+        if (skip_container(&p, end)) return -1;
         break;
     case 't':
         v->type = T_BOOL;
@@ -616,7 +615,7 @@ static int xyz_field(const Val *v, double out[3]) {
     if (*p == ']') return 0;
     for (int i = 0;; i++) {
         Val item;
-        if (skip_value(&p, end, 1, &item)) return -1;
+        if (skip_value(&p, end, &item)) return -1;
         if (item.type == T_NUM) {
             if (i < 3 && to_double(&item, &out[i])) return -1;
         } else if (item.type != T_NULL) {
@@ -675,7 +674,7 @@ static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
     for (int more = 1; more;) {
         Val v;
         int k = member_key(&p, end, ARG_KEYS, ARG_KEY_LEN, N_ARGS);
-        if (k == -2 || skip_value(&p, end, 2, &v)) return -1;
+        if (k == -2 || skip_value(&p, end, &v)) return -1;
         if (k >= 0) {
             if (found[k].type != T_NONE) return -1; /* duplicate */
             found[k] = v;
@@ -790,7 +789,7 @@ static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *
                 dst->type = T_OBJ;
                 dst->n = p - dst->s;
                 args_done = 1;
-            } else if (skip_value(&p, end, 1, dst)) {
+            } else if (skip_value(&p, end, dst)) {
                 return -1;
             }
             if (k == K_CAT) code = cat_code(w, dst);
