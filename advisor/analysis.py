@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics import intervals as iv
 from advisor.metrics.comm import (
@@ -31,14 +32,15 @@ from advisor.metrics.gaps import (
     device_ops,
     gap_breakdown,
     launch_sequences,
+    piece_segments,
     stream_summary,
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
 from advisor.metrics.keys import pack
-from advisor.metrics.regions import assign_ops, region_windows, top_level_ranges
+from advisor.metrics.regions import measured_start, region_windows, top_level_ranges
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
-from advisor.trace.quality import coverage_counts, coverage_notes
+from advisor.trace.quality import coverage_counts, coverage_notes, unknown_resources
 
 WINDOW_COLUMNS = [
     "gpu_busy_ns",
@@ -48,6 +50,10 @@ WINDOW_COLUMNS = [
     "launch_overhead_ns",
     "sync_idle_ns",
     "sync_gaps",
+    "copy_idle_ns",
+    "input_idle_ns",
+    "host_busy_idle_ns",
+    "queued_idle_ns",
     "startup_idle_ns",
     "unattributed_idle_ns",
     "comm_ns",
@@ -59,9 +65,10 @@ WINDOW_COLUMNS = [
 ]
 
 
-# idle time the strategies address (tail, under-fill, launch overhead, sync, exposed comm)
+# idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
+# copies, the input pipeline, exposed comm)
 RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_idle_ns",
-               "exposed_comm_ns"]  # fmt: skip
+               "copy_idle_ns", "input_idle_ns", "exposed_comm_ns"]  # fmt: skip
 
 # the per-device tables of an Analysis, narrowed together by Analysis.select
 _DEVICE_TABLES = ("ops", "launches", "devices", "regions", "sequences", "gaps", "streams",
@@ -74,6 +81,7 @@ class Analysis:
 
     trace: Trace
     ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id
+    pieces: pd.DataFrame  # the idle gaps split by cause (gaps.attribute_gaps), rows = ops' index
     launches: pd.DataFrame  # kernel launches: config and shape ids, idle, range_id, region
     devices: pd.DataFrame  # one window per device: first..last op
     regions: pd.DataFrame  # one window per (top-level NVTX range, device)
@@ -140,7 +148,7 @@ class Analysis:
         if "segments" not in self._tables:
             self._tables["segments"] = (
                 class_segments(self.ops, self.ops["op_class"]),
-                gap_segments(self.ops),
+                piece_segments(self.pieces),
             )
         return self._tables["segments"]
 
@@ -162,9 +170,10 @@ class Analysis:
         windows = self.regions if self.selection.get("range") else self.devices
         if windows.empty:
             return {"span_ns": 0, "window_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
+        start = measured_start(windows)
         out = {
-            "span_ns": int(windows["end_ns"].max() - windows["start_ns"].min()),
-            "window_ns": int((windows["end_ns"] - windows["start_ns"]).sum()),
+            "span_ns": int(windows["end_ns"].max() - start.min()),
+            "window_ns": int((windows["end_ns"].to_numpy() - start).sum()),
         }
         for col in WINDOW_COLUMNS:
             out[col] = int(round(float(windows[col].sum())))
@@ -177,6 +186,7 @@ class Analysis:
         t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
             t = {name: df[df["device"] == device] for name, df in t.items()}
+            t["pieces"] = self.pieces[self.pieces["device"] == device]
         if self.from_parts:  # (parts.merge_parts selected the ranges on each rank)
             if range_text:
                 raise ValueError("a merged job's ranges are selected on its ranks")
@@ -189,6 +199,8 @@ class Analysis:
             regions = regions[regions["name"].str.contains(range_text, regex=False)]
             ids = set(regions["range_id"])
             ops = t["ops"][t["ops"]["range_id"].isin(ids)]
+            pieces = t.get("pieces", self.pieces)
+            pieces = pieces[pieces["row"].isin(ops.index)]
             lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
             seq, coll = t["sequences"], t["collectives"]
             totals = t["totals"]
@@ -198,7 +210,8 @@ class Analysis:
                 ops=ops,
                 launches=t["launches"][t["launches"]["range_id"].isin(ids)],
                 sequences=within_device_windows(seq, regions),
-                gaps=gap_breakdown(ops),
+                pieces=pieces,
+                gaps=gap_breakdown(pieces),
                 streams=stream_summary(ops),
                 collectives=coll[coll["start"].between(lo, hi)],
             )
@@ -240,7 +253,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     ``window_ns`` (the union's length); ``recoverable_ns`` (the sum of RECOVERABLE: the idle
     time the strategies address), ``worst_start_ns`` (the start of the instance with the
     most of it) and ``overlap_ratio`` (overlap_ns / comm_ns, NaN without communication)."""
-    r = regions.assign(window_ns=regions["end_ns"] - regions["start_ns"])
+    r = regions.assign(start_ns=measured_start(regions), lead_ns=0)
+    r["window_ns"] = r["end_ns"] - r["start_ns"]
     r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
     groups = r.groupby(["name", "device"], as_index=False)
     g = groups.agg(
@@ -253,7 +267,7 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
         )
     # the instance with the most recoverable idle (the first on ties)
     worst = groups["recoverable_ns"].idxmax()["recoverable_ns"].to_numpy()
-    g["worst_start_ns"] = r["start_ns"].to_numpy()[r.index.get_indexer(worst)]
+    g["worst_start_ns"] = regions["start_ns"].to_numpy()[r.index.get_indexer(worst)]
     union = _union_windows(r, g)
     if union is not None:
         clipped = clipped_metrics(union, segments, gaps)
@@ -268,31 +282,21 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
 # window columns measured by clipping device-wide intervals to a window (busy segments by
 # class, idle gaps by cause); the other WINDOW_COLUMNS come from the window's own ops
 CLIPPED_COLUMNS = ["gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
+                   "copy_idle_ns", "input_idle_ns", "host_busy_idle_ns", "queued_idle_ns",
                    "startup_idle_ns", "unattributed_idle_ns", "comm_ns", "compute_ns",
                    "overlap_ns", "exposed_comm_ns"]  # fmt: skip
-
-
-def gap_segments(ops: pd.DataFrame) -> dict[str, dict[int, iv.Segments]]:
-    """Per gap cause, per device: the idle gaps before GPU ops (disjoint intervals: together
-    they are all the device's idle time between its first and last op). The ops are sorted
-    by (device, start), so each device's gaps come out sorted and disjoint already."""
-    gap = ops["gap_ns"].to_numpy()
-    rows = np.flatnonzero(gap > 0)
-    end = ops["start"].to_numpy()[rows]
-    start = end - gap[rows].astype(np.int64)
-    device = ops["device"].to_numpy()[rows]
-    cause = ops["cause"].array
-    codes = cause.codes[rows]
-    out: dict[str, dict[int, iv.Segments]] = {}
-    for code in np.unique(codes[codes >= 0]):
-        pick = np.flatnonzero(codes == code)
-        d = device[pick]
-        bounds = np.flatnonzero(np.diff(d)) + 1  # device runs (ops are grouped by device)
-        per = {}
-        for part in np.split(pick, bounds):
-            per[int(device[part[0]])] = (start[part], end[part])
-        out[str(cause.categories[code])] = per
-    return out
+# the clipped idle columns and the causes each sums (metrics/attribution.py): together they
+# are a window's idle_ns
+IDLE_COLUMNS = {
+    "launch_overhead_ns": OVERHEAD_CAUSES,
+    "sync_idle_ns": ("synchronization",),
+    "copy_idle_ns": ("blocking_copy",),
+    "input_idle_ns": ("input_pipeline",),
+    "host_busy_idle_ns": ("host_busy",),
+    "queued_idle_ns": ("queued_wait",),
+    "startup_idle_ns": ("startup",),
+    "unattributed_idle_ns": ("unattributed",),
+}
 
 
 def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFrame:
@@ -317,10 +321,8 @@ def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.Dat
     def causes(*names: str) -> np.ndarray:
         return sum((by_cause[c] for c in names if c in by_cause), np.zeros(n, dtype=np.int64))
 
-    out["launch_overhead_ns"] = causes(*OVERHEAD_CAUSES)
-    out["sync_idle_ns"] = causes("synchronization")
-    out["startup_idle_ns"] = causes("startup")
-    out["unattributed_idle_ns"] = causes("unattributed")
+    for col, names in IDLE_COLUMNS.items():
+        out[col] = causes(*names)
     comm = window_comm(segments, out) if n else pd.DataFrame(index=out.index)
     for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
         out[col] = comm[col].to_numpy() if n else np.zeros(0, dtype=np.int64)
@@ -334,8 +336,8 @@ def window_metrics(
 
     Busy, idle by cause and comm/compute come from all of the device's work clipped to the
     window (clipped_metrics); tail idle, comm waits, same-stream comm and the number of
-    synchronization gaps from the window's own ops (those whose keys match; a sync gap
-    counts when it opens inside the window).
+    synchronization gaps (gaps a blocking synchronize held in part) from the window's own
+    ops (those whose keys match; a sync gap counts when it opens inside the window).
     """
     out = windows.copy()
     if out.empty:
@@ -343,7 +345,8 @@ def window_metrics(
             out[col] = pd.Series(dtype="float64")
         out["overlap_ratio"] = pd.Series(dtype="float64")
         return out
-    clipped = clipped_metrics(out, segments, gaps)
+    measured = out.assign(start_ns=measured_start(out))  # (with the idle its first op held)
+    clipped = clipped_metrics(measured, segments, gaps)
     for col in CLIPPED_COLUMNS:
         out[col] = clipped[col].to_numpy()
 
@@ -364,8 +367,9 @@ def window_metrics(
     out["same_stream_comm_ns"] = per_window(rows, took)
     # synchronization gaps that open inside their window
     gap_ns = ops["gap_ns"].to_numpy()
-    rows = np.flatnonzero(inside & ops["cause"].eq("synchronization").to_numpy())
-    opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= out["start_ns"].to_numpy()[window[rows]]
+    rows = np.flatnonzero(inside & (ops["sync_ns"].to_numpy() > 0))
+    lo = measured["start_ns"].to_numpy()
+    opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= lo[window[rows]]
     out["sync_gaps"] = per_window(rows[opens])
     out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
     return out
@@ -415,7 +419,7 @@ def analyze(
     ``release_api``: empty ``trace.api`` once the ops hold their launch calls (nothing
     later reads the API rows; a caller that owns the trace saves their memory)."""
     api_traced = not trace.api.empty
-    ops = attribute_gaps(device_ops(trace), trace.api)
+    ops, pieces = attribute_gaps(device_ops(trace), trace)
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
@@ -424,19 +428,19 @@ def analyze(
     skew = collective_skew(ops, op_class)
     ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
-    ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
     launches, configs, shape_table, shape_notes = _launch_table(trace, ops, shapes, gemms)
     del ops["api_tid"]  # (used to place launches in ranges and shapes: done)
-    impossible = unrecorded = 0  # launches whose configuration cannot run / is unknown
+    impossible = unrecorded = bounded = 0  # configurations that cannot run / are unknown
     if len(launches):
         of_launch = launches["config"].to_numpy()
         impossible = int(configs["impossible"].to_numpy()[of_launch].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[of_launch].sum())
+        bounded = int(unknown_resources(trace.kernels).sum())
 
-    coverage = coverage_counts(ops, impossible, api_traced, unrecorded)
+    coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
     segments = class_segments(ops, op_class)
-    gaps = gap_segments(ops)
+    gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)
     regions = window_metrics(
@@ -445,13 +449,14 @@ def analyze(
     return Analysis(
         trace=trace,
         ops=ops,
+        pieces=pieces,
         launches=launches,
         configs=configs,
         shapes=shape_table,
         devices=devices,
         regions=regions,
         sequences=launch_sequences(ops),
-        gaps=gap_breakdown(ops),
+        gaps=gap_breakdown(pieces),
         streams=stream_summary(ops),
         collectives=skew,
         notes=[*coverage_notes(coverage), *shape_notes],
@@ -551,6 +556,9 @@ def _launch_table(
     for col, values in idle.items():
         launches[col] = values
     launches["range_id"] = per_launch(ops["range_id"].to_numpy())
+    # the CPU op that launched it says it is no matrix multiply (classify.yaml not_gemm_ops)
+    launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)
+    launches["op_not_gemm"] = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
     region = ops["region"].array
     launches["region"] = pd.Categorical.from_codes(per_launch(region.codes), region.categories)
     launch_calls = launches[["name", "region", "grid_x", "grid_y", "grid_z"]].assign(

@@ -66,7 +66,7 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
     shift_ids = sum(len(p) for p in pids) != len(set().union(*pids))
     first = ok[0].trace
     parts: dict[str, list[pd.DataFrame]] = {
-        t: [] for t in ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx")
+        t: [] for t in ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx", "cpu_ops")
     }
     merged = Trace(
         path=", ".join(x.path for x in ok), format=first.format,

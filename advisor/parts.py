@@ -26,6 +26,7 @@ from pandas.api.types import union_categoricals
 from advisor import views
 from advisor.analysis import Analysis, _comm_waits, check_device, check_range
 from advisor.errors import AdvisorInputError, error_line
+from advisor.metrics.attribution import PIECE_COLUMNS
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
 from advisor.metrics.waves import order_kernel_groups
@@ -52,9 +53,10 @@ _DERIVED_ORDERS = {
     "top_kernels": views.order_top_kernels,
     "copies": lambda t: views.order_by_time(t, ["device", "kind", "host_memory"]),
     "sync_stalls": lambda t: views.order_by_time(t, ["device", "call"]),
-    "sync_copy": lambda t: t.reset_index(drop=True),
     "steps": rule_tables.order_steps,
     "stage_ops": lambda t: t.reset_index(drop=True),
+    "graph_saving": lambda t: t.reset_index(drop=True),
+    "held_by": lambda t: t.reset_index(drop=True),
 }
 
 
@@ -102,7 +104,8 @@ def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = 
         "top_kernels": views.top_kernels(a),
         "copies": views.copies(a),
         "sync_stalls": views.sync_stalls(a),
-        "sync_copy": rule_tables.sync_copy_gaps(a),
+        "graph_saving": rule_tables.region_graph_savings(a),
+        "held_by": rule_tables.held_by(a),
         "steps": rule_tables.step_table(a),
         "stage_ops": views.stage_ops(a),
     }
@@ -192,7 +195,8 @@ def merge_parts(
     comm, collectives = _cross_rank_waits(comm, tables)
     trace = _job_trace(parts, maps)
     a = Analysis(
-        trace=trace, ops=comm, launches=pd.DataFrame({"device": []}), devices=tables["devices"],
+        trace=trace, ops=comm, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
+        launches=pd.DataFrame({"device": []}), devices=tables["devices"],
         regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
         streams=tables["streams"], collectives=collectives,
         notes=[*coverage_notes(_coverage(parts)), *_shape_notes(parts)],

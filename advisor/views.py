@@ -5,8 +5,8 @@ an Analysis, in ns and bytes; every column is defined in docs/json.md):
   (what ``nsys stats --report cuda_gpu_kern_sum`` lists);
 - ``copies``: memory copies and sets per device, direction and host memory kind (pageable
   host memory makes a copy synchronous and slow): count, bytes, time, GB/s;
-- ``sync_stalls``: which blocking host calls the synchronization gaps waited in
-  (cudaStreamSynchronize, cudaMemcpy, the copy behind PyTorch's ``.item()``, ...);
+- ``sync_stalls``: which blocking host calls held the GPU idle (cudaStreamSynchronize,
+  cudaMemcpy, the copy behind PyTorch's ``.item()``, ...);
 - ``pipeline_stages``: the stages of a pipeline recognised from point-to-point kernels, their
   bubble per step against the schedule's ideal (metrics/pipeline.py);
 - ``collectives``: per collective kernel name, the skew of its instances across devices;
@@ -137,27 +137,30 @@ def _host_memory(memcpy: pd.DataFrame) -> pd.Series:
 
 
 def sync_stalls(a: Analysis) -> pd.DataFrame:
-    """Per (device, blocking call) of the selection's synchronization gaps: gaps, total_ns,
-    median_ns, max_ns and worst_at_ns (the trace timestamp where the longest such gap
-    began). ``call`` is the host API that blocked ("unknown" when the trace lacks it). Most
+    """Per (device, blocking call) of the selection's idle held by blocking calls
+    (synchronization and blocking_copy pieces, metrics/attribution.py): gaps, total_ns,
+    median_ns, max_ns (per gap) and worst_at_ns (the trace timestamp where the longest such
+    piece began). ``call`` is the host API that blocked and the host op that made it
+    (``cudaStreamSynchronize (in aten::item)``; "unknown" when the trace lacks it). Most
     time first (then by device and call)."""
     return a.derived("sync_stalls", _sync_stalls)
 
 
 def _sync_stalls(a: Analysis) -> pd.DataFrame:
-    ops = a.ops
-    rows = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
+    p = a.pieces
+    rows = np.flatnonzero(p["cause"].isin(["synchronization", "blocking_copy"]).to_numpy())
     if len(rows) == 0:
         return pd.DataFrame(columns=SYNC_COLUMNS)
-    gap = ops["gap_ns"].to_numpy()[rows]
+    ns = (p["end"] - p["start"]).to_numpy()[rows]
     frame = pd.DataFrame(
         {
-            "device": ops["device"].to_numpy()[rows],
-            "call": pd.Series(np.asarray(ops["sync_call"].array[rows], dtype=object)).fillna(
-                "unknown"
-            ),
-            "gap": gap,
-            "began": ops["start"].to_numpy()[rows] - gap,
+            "device": p["device"].to_numpy()[rows],
+            "call": pd.Series(np.asarray(p["detail"].array[rows], dtype=object))
+            .replace("", np.nan)
+            .fillna("unknown")
+            .to_numpy(),
+            "gap": ns,
+            "began": p["start"].to_numpy()[rows],
         }
     )
     g = frame.groupby(["device", "call"], sort=True)
@@ -248,9 +251,10 @@ def timeline_cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
     busy_s, busy_e = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
     idle_s, idle_e = busy_e[:-1], busy_s[1:]  # when the whole machine idles
     long = (idle_e - idle_s) > LONG_IDLE * (t1 - t0)
-    rows = np.flatnonzero(ops["cause"].eq("startup").to_numpy())
-    gap_end = ops["start"].to_numpy()[rows]
-    gap_start = gap_end - ops["gap_ns"].to_numpy()[rows]
+    p = a.pieces
+    rows = np.flatnonzero(p["cause"].eq("startup").to_numpy())
+    gap_end = p["end"].to_numpy()[rows]
+    gap_start = p["start"].to_numpy()[rows]
     pieces = list(zip(idle_s[long].tolist(), idle_e[long].tolist(), strict=True))
     for b, e in zip(gap_start.tolist(), gap_end.tolist(), strict=True):
         first = np.searchsorted(idle_e, b, side="right")

@@ -56,6 +56,29 @@ event = torch.cuda.Event(); event.record()
 ...                                                        # keep launching GPU work
 event.synchronize()                                        # only when the host needs it
 ```""",
+    "input_pipeline": """```python
+loader = torch.utils.data.DataLoader(
+    dataset, batch_size=B, num_workers=8,   # enough workers to keep ahead of the GPU
+    pin_memory=True, persistent_workers=True, prefetch_factor=4)
+for x, y in loader:
+    x = x.cuda(non_blocking=True)           # (pinned: the copy does not block the host)
+```""",
+    "host_work": """Find the host work in the trace (the finding names the innermost range the
+launching thread was in; wrap your own code in `torch.profiler.record_function("name")` or
+NVTX ranges to name it), then take it off the launching thread's critical path:
+```python
+# launch the next step's GPU work first, then do the host work while it runs
+logits = model(x)                       # queued on the GPU
+metrics_thread_pool.submit(log_metrics, previous_step_values)   # or: every N steps
+```""",
+    "stream_dependency": """The work was launched in time and then waited on a dependency: look at
+what records the event it waits for (the producing stream, a copy, another device or rank)
+and why it is late; a cross-stream wait added for correctness may be required. CUDA graphs
+and faster launches recover none of this idle.
+```python
+ev = torch.cuda.Event(); ev.record(producer_stream)   # recorded as early as the data is ready
+consumer_stream.wait_event(ev)                         # the wait the trace shows
+```""",
     "load_balance": """Compare the ranks' ranges in the trace (`advisor analyze --device N
 --range NAME`): the last-arriving device has more work or a slower host path before the
 collective. Even the split (data per rank, pipeline-stage boundaries, MoE capacity) or move

@@ -1,22 +1,12 @@
-"""Device idle gaps between GPU operations, attributed to their host-side cause.
+"""Device idle gaps between GPU operations, and the tables built on their causes.
 
 Per device, GPU work (kernels, copies, memsets, whole-graph executions) is sorted by start;
 the gap before an operation is ``start - max(end of every earlier operation)`` when positive,
-so gaps are exactly the device's idle time between its first and last operation. Each gap is
-attributed with the host API calls joined by (process, correlation id), first match wins:
-
-  startup          a start-up call (module/library load, allocation, context/stream/graph
-                   creation; classify.yaml ``startup_api``) ran while the device was idle and
-                   the next launch not yet issued: reported, kept out of the overhead totals
-  synchronization  likewise a blocking call (classify.yaml ``sync_api``)
-  graph_internal   the gap lies between two nodes of the same CUDA-graph launch
-  host_bound       the launch call returned after the device had gone idle (CPU was late)
-  launch_latency   work was enqueued before the device went idle, yet it still idled
-  unattributed     no host call is known for the operation (API not traced)
-
-The window tested for start-up and synchronization calls is [device idle, launch call
-start]: a call that began earlier but did not hold back the launch (the work was already
-queued) does not own the gap. Launch overhead = host_bound + launch_latency + graph_internal.
+so gaps are exactly the device's idle time between its first and last operation. Each gap's
+nanoseconds are attributed to causes by following what held the operation that ended it
+(metrics/attribution.py: start-up, unattributed, queued_wait, synchronization,
+blocking_copy, input_pipeline, host_busy, host_bound, graph_internal, launch_latency).
+Launch overhead = host_bound + launch_latency + graph_internal.
 """
 
 from __future__ import annotations
@@ -25,13 +15,14 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from advisor.data import name_matches
+from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.metrics.keys import pack
+from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
-OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
+__all__ = ["CAUSES", "OVERHEAD_CAUSES"]
 # Gap between consecutive kernels of one CUDA-graph replay, measured on an H200 in the
 # tiny_kernels_graph range of sample_traces/h200_scheduling.sqlite: median of the positive
 # node-to-node gaps (264 of 495 pairs; the rest ran back to back). Used to estimate what a
@@ -40,10 +31,9 @@ GRAPH_NODE_GAP_NS = 256
 # A gap longer than this ends a launch sequence (it is host work, not launch cost).
 SEQUENCE_BREAK_NS = 1_000_000
 
-# gap causes, in the order they are tested (docstring above)
-CAUSES = ("startup", "synchronization", "graph_internal", "unattributed", "host_bound",
-          "launch_latency")  # fmt: skip
-CAUSE_CODE = {name: code for code, name in enumerate(CAUSES)}  # the categorical's codes
+# gap causes that end a launch sequence (the host was not launching: no graph saves them)
+SEQUENCE_BREAKS = ("startup", "synchronization", "unattributed", "blocking_copy",
+                   "input_pipeline", "host_busy", "queued_wait")  # fmt: skip
 
 
 def device_ops(trace: Trace) -> pd.DataFrame:
@@ -114,47 +104,6 @@ def _categorical(values, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(cat.codes, pd.Index(cat.categories, dtype=object))
 
 
-def _last_overlapping(lo, hi, starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """For each window (lo, hi): does any interval [starts, ends) intersect it, and the
-    position (in ``starts``) of the last interval starting before hi (the call that held
-    the host last), -1 where none intersects."""
-    if starts.size == 0:
-        return np.zeros(lo.shape, dtype=bool), np.full(lo.shape, -1, dtype=np.int64)
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    reach = np.maximum.accumulate(ends[order])
-    k = np.searchsorted(s, hi, side="left")  # intervals starting before hi
-    hit = (k > 0) & (reach[np.maximum(k - 1, 0)] > lo)
-    return hit, np.where(hit, order[np.maximum(k - 1, 0)], -1)
-
-
-def _api_class_overlap(api: pd.DataFrame, category: str, gaps: pd.DataFrame):
-    """Per gap row: does a ``category`` call of the same process overlap [gap_start, hi),
-    and the row position in ``api`` of the call that held the host last (-1: none)."""
-    hit = np.zeros(len(gaps), dtype=bool)
-    rows_out = np.full(len(gaps), -1, dtype=np.int64)
-    if api.empty or gaps.empty:
-        return hit, rows_out
-    calls = np.flatnonzero(name_matches(api["name"], category).to_numpy())
-    if calls.size == 0:
-        return hit, rows_out
-    call_pid = api["pid"].to_numpy()[calls]
-    pid = gaps["pid"].to_numpy()
-    one = pid.min() == pid.max()  # (one process: no grouping, no copies)
-    for p, rows in ({pid[0]: slice(None)} if one else gaps.groupby("pid").indices).items():
-        c = calls[call_pid == p]
-        if c.size == 0:
-            continue
-        hit[rows], at = _last_overlapping(
-            gaps["gap_start"].to_numpy()[rows],
-            gaps["hi"].to_numpy()[rows],
-            api["start"].to_numpy(np.int64)[c],
-            api["end"].to_numpy(np.int64)[c],
-        )
-        rows_out[rows] = np.where(at >= 0, c[np.maximum(at, 0)], -1)
-    return hit, rows_out
-
-
 def _key(pid, correlation) -> np.ndarray:
     """(process, correlation id) as one int64, equal for equal pairs; -1 where the
     correlation is missing (see _keys)."""
@@ -186,12 +135,11 @@ def _ascending(values: np.ndarray) -> bool:
     return bool((values[1:] >= values[:-1]).all())
 
 
-def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]:
-    """api_start, api_end, api_tid of each op's launch call (joined by process and
-    correlation id with a sorted search, not a table merge); NaN where none."""
+def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
+    """Per op: the row position in ``api`` of its launch call, joined by process and
+    correlation id with a sorted search (not a table merge); -1 where none."""
     n = len(ops)
-    out = {"api_start": np.full(n, np.nan), "api_end": np.full(n, np.nan),
-           "api_tid": np.full(n, np.nan)}  # fmt: skip
+    out = np.full(n, -1, dtype=np.int64)
     if api.empty or n == 0:
         return out
     keys, want = _keys((api["pid"].to_numpy(), api["correlation"].to_numpy()),
@@ -208,82 +156,115 @@ def _launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> dict[str, np.ndarray]
         del asked
     np.minimum(pos, len(sorted_keys) - 1, out=pos)
     found = (sorted_keys[pos] == want) & (want >= 0)
-    rows = pos[found] if order is None else order[pos[found]]
-    for col in out:  # (the matched rows only are converted to float)
-        out[col][found] = api[col.removeprefix("api_")].to_numpy()[rows]
+    out[found] = pos[found] if order is None else order[pos[found]]
     return out
 
 
-def attribute_gaps(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Add ``gap_ns``, ``cause``, ``sync_call`` and the launch call's ``api_start`` and
-    ``api_tid`` to a device_ops table (a new table sharing the input's columns).
-
-    ``gap_ns`` is 0 for the first operation of each device and for back-to-back work (a
-    gap opens at ``start - gap_ns``);
-    ``cause`` (categorical, CAUSES) is NaN where there is no gap.
-    """
-    ops = ops.copy(deep=False)
+def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
+    """Per op of a device_ops table: the idle time before it on its device (ns; 0 for the
+    first op of a device and for back-to-back or overlapping work)."""
     start = ops["start"].to_numpy()
     gap = reach_before(ops["end"].to_numpy(), ops["device"].to_numpy(), fill=start)
     np.subtract(start, gap, out=gap)  # (in place: start - the reach of earlier ops)
     np.maximum(gap, 0, out=gap)
-    ops["gap_ns"] = gap
-    del gap
-    calls = _launch_calls(ops, api)
-    ops["api_start"] = calls["api_start"]
-    ops["api_tid"] = calls["api_tid"]
+    return gap
 
-    at = np.flatnonzero(ops["gap_ns"].to_numpy() > 0)
-    start = ops["start"].to_numpy()[at]
-    gap_start = start - ops["gap_ns"].to_numpy()[at]  # where the device went idle
-    api_end = calls["api_end"][at]
-    del calls
-    g = pd.DataFrame(
-        {
-            "pid": ops["pid"].to_numpy()[at],
-            "gap_start": gap_start,
-            # the host still owed the launch from gap_start until the launch call began
-            "hi": np.fmin(ops["api_start"].to_numpy()[at], start.astype(np.float64)),
-        }
+
+def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
+    the launch call's ``api_start`` and ``api_tid``, ``range_id`` (metrics/regions.py),
+    ``cause`` (categorical, CAUSES: the cause holding most of the gap; NaN where there is no
+    gap), ``detail`` (what held it, categorical text), ``overhead_ns`` (the gap's
+    launch-overhead part) and ``sync_call`` (the blocking call behind a synchronization or
+    blocking-copy gap), ``launch_op`` (the innermost host range open at its launch call,
+    categorical text), ``sync_ns`` (the gap's synchronization part); and the idle pieces
+    (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
+    cause (metrics/attribution.py), sorted by device and start."""
+    ops = ops.copy(deep=False)
+    ops["gap_ns"] = idle_gaps(ops)
+    api = trace.api
+    rows = launch_rows(ops, api)
+    has = rows >= 0
+    for col, src in (("api_start", "start"), ("api_tid", "tid")):
+        values = np.full(len(ops), np.nan)
+        if has.any():
+            values[has] = api[src].to_numpy(np.float64)[rows[has]]
+        ops[col] = values
+    ranges = top_level_ranges(trace.nvtx)
+    ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
+    result = attribute(
+        ops,
+        api,
+        host_ranges(trace),
+        steady_starts(ops, ranges),
+        rows,
+        pageable_copies(ops, trace),
     )
-    startup, _ = _api_class_overlap(api, "startup_api", g)
-    sync, sync_row = _api_class_overlap(api, "sync_api", g)
-    # a gap between two nodes of one CUDA-graph launch: previous op on the same device is
-    # from the same graph launch (same correlation id)
-    device = ops["device"].to_numpy()
-    graph = ops["graph"].to_numpy(bool)
-    corr = ops["correlation"].to_numpy()
-    prev = np.maximum(at - 1, 0)
-    same_graph = (at > 0) & (device[prev] == device[at]) & graph[at] & graph[prev]
-    same_graph &= corr[at] == corr[prev]
-    # the first condition that holds names the cause
-    causes = {
-        "startup": startup,
-        "synchronization": sync,
-        "graph_internal": same_graph,
-        "unattributed": np.isnan(api_end),  # no launch call in the trace
-        "host_bound": api_end > gap_start,  # the launch call ended after the device idled
-    }
-    cause = np.select(
-        list(causes.values()),
-        [CAUSE_CODE[name] for name in causes],
-        default=CAUSE_CODE["launch_latency"],
-    )
-    codes = np.full(len(ops), -1, dtype=np.int8)
-    codes[at] = cause
-    ops["cause"] = pd.Categorical.from_codes(codes, CAUSES)
-    # the blocking call behind a synchronization gap (categorical, as the API names)
-    names = _categorical(api["name"], len(api)) if len(api) else pd.Categorical([])
-    call_codes = np.full(len(ops), -1, dtype=names.codes.dtype)
-    on_sync = cause == CAUSE_CODE["synchronization"]
-    call_codes[at[on_sync]] = names.codes[sync_row[on_sync]]
-    ops["sync_call"] = pd.Categorical.from_codes(call_codes, names.categories)
-    return ops
+    ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
+    ops["detail"] = pd.Categorical(result.detail)
+    ops["overhead_ns"] = result.overhead_ns
+    ops["sync_call"] = pd.Categorical(result.sync_call)
+    ops["launch_op"] = pd.Categorical(result.launch_op)
+    ops["sync_ns"] = result.sync_ns
+    pieces = result.pieces
+    pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
+    pieces["detail"] = pd.Categorical(pieces["detail"])
+    return ops, pieces
 
 
-def gap_breakdown(gaps: pd.DataFrame) -> pd.DataFrame:
-    """Per (device, cause): gap count, total, median and max gap (ns)."""
-    g = gaps.loc[gaps["gap_ns"].to_numpy() > 0, ["device", "cause", "gap_ns"]]
+def host_ranges(trace: Trace) -> pd.DataFrame:
+    """The host's ranges on their threads: NVTX / record_function ranges and CPU ops (start,
+    end, pid, tid, text)."""
+    cols = ["start", "end", "pid", "tid", "text"]
+    parts = [trace.nvtx[cols]] if len(trace.nvtx) else []
+    ops = getattr(trace, "cpu_ops", None)
+    if ops is not None and len(ops):
+        parts.append(ops.rename(columns={"name": "text"})[cols])
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def pageable_copies(ops: pd.DataFrame, trace: Trace) -> np.ndarray:
+    """Per op: a copy between the device and pageable host memory (its launch call returns
+    only when the copy is done, even when asynchronous)."""
+    out = np.zeros(len(ops), dtype=bool)
+    copies = trace.memcpy
+    if copies.empty or not ({"src_memory", "dst_memory"} & set(copies.columns)):
+        return out
+    pageable = np.zeros(len(copies), dtype=bool)
+    for col in ("src_memory", "dst_memory"):
+        if col in copies:
+            pageable |= copies[col].astype(object).fillna("").astype(str).str.lower().eq(
+                "pageable").to_numpy()  # fmt: skip
+    rows = np.flatnonzero(ops["kind"].eq("memcpy").to_numpy())
+    out[rows] = pageable[ops["src"].to_numpy()[rows]]
+    return out
+
+
+def piece_segments(pieces: pd.DataFrame) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Per cause, per device: the idle pieces as disjoint sorted segments (ns)."""
+    out: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    if pieces.empty:
+        return out
+    codes = pieces["cause"].array.codes
+    device = pieces["device"].to_numpy()
+    start, end = pieces["start"].to_numpy(np.int64), pieces["end"].to_numpy(np.int64)
+    for code in np.unique(codes):
+        pick = np.flatnonzero(codes == code)
+        d = device[pick]
+        heads = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+        per = {}
+        for part in np.split(pick, heads[1:]):
+            per[int(device[part[0]])] = (start[part], end[part])
+        out[CAUSES[code]] = per
+    return out
+
+
+def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
+    """Per (device, cause): gaps with idle of that cause (count), its total, median and max
+    per gap (ns)."""
+    g = pieces.assign(gap_ns=pieces["end"] - pieces["start"])[["device", "cause", "gap_ns"]]
     out = g.groupby(["device", "cause"], observed=True)["gap_ns"].agg(
         ["count", "sum", "median", "max"]
     )
@@ -356,7 +337,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     device = ops["device"].to_numpy()
     gap_ns = ops["gap_ns"].to_numpy()
     cause = ops["cause"]
-    boundary = cause.isin(["startup", "synchronization", "unattributed"]).to_numpy().copy()
+    boundary = cause.isin(SEQUENCE_BREAKS).to_numpy().copy()
     boundary |= gap_ns > SEQUENCE_BREAK_NS
     boundary[1:] |= device[1:] != device[:-1]
     boundary[0] = True
@@ -376,12 +357,11 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     out["launches"] = _distinct_per_run(seq, _key(ops["pid"], ops["correlation"]), first)
     out["median_op_ns"] = _median_per_run(seq, (end - start).astype(np.float64), first)
     out["median_gap_ns"] = _median_per_run(seq, np.where(boundary, np.nan, gap_ns), first)
-    overhead = np.where(cause.isin(OVERHEAD_CAUSES).to_numpy(), inner_gap, 0)
+    overhead = np.where(boundary, 0, ops["overhead_ns"].to_numpy())
     out["overhead_ns"] = np.add.reduceat(overhead, first)
-    del overhead
     eager = ~cause.eq("graph_internal").to_numpy()
-    saving = np.where(eager & (inner_gap > 0), np.maximum(inner_gap - GRAPH_NODE_GAP_NS, 0), 0)
-    del inner_gap, eager
+    saving = np.where(eager, graph_saving(overhead), 0)
+    del inner_gap, eager, overhead
     out["graph_saving_ns"] = np.add.reduceat(saving, first)
     del saving
     out["graph_ops"] = np.add.reduceat(ops["graph"].to_numpy(np.int64), first)
@@ -393,6 +373,12 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
 
 
 SEQUENCE_ORDER = ("overhead_ns", ["device", "start_ns"])  # (order_rows' by and ties)
+
+
+def graph_saving(overhead_ns: np.ndarray) -> np.ndarray:
+    """Per gap: what one CUDA graph would save of its launch overhead: max(0, overhead -
+    GRAPH_NODE_GAP_NS) (ns)."""
+    return np.maximum(np.asarray(overhead_ns, dtype=np.int64) - GRAPH_NODE_GAP_NS, 0)
 
 
 def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:

@@ -155,10 +155,10 @@ def _occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
             )
         else:
             carve = k["smem_executed"].where(k["smem_executed"] > 0, spec.shared_mem_per_sm)
-            ctas, limiter = ctas_per_sm(
+            ctas, limiter = ctas_per_sm(  # (unknown registers / shared memory: no limit)
                 threads.to_numpy(),
-                k["registers"].to_numpy(),
-                smem.to_numpy(),
+                k["registers"].fillna(0).to_numpy(),
+                smem.fillna(0).to_numpy(),
                 carve.fillna(spec.shared_mem_per_sm).to_numpy(),
                 warp_size=spec.warp_size,
                 max_warps_per_sm=spec.max_warps_per_sm,

@@ -6,7 +6,10 @@ main thread's training step, and those ranges belong to the step. A GPU op belon
 top-level range open on its launching thread when its launch call started (joined by
 process + correlation id), else to the one open then in its process (work launched by
 autograd or data-loader threads while a step is open). A region's GPU window on a device
-runs from the first start to the last end of its ops there.
+runs from the first start to the last end of its ops there; its metrics are measured from
+the start of the idle gap before its first op (``lead_ns``: the gap that op held: the host
+was late for it, or it waited on a dependency), so the idle between two ranges belongs to
+the range whose work ended it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,17 @@ from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import pack_one
 
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
-WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "ops",
-               "launches"]  # fmt: skip
+WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "lead_ns", "host_start_ns",
+               "host_end_ns", "ops", "launches"]  # fmt: skip
+
+
+def measured_start(windows: pd.DataFrame) -> np.ndarray:
+    """Where a window's metrics start (ns): its start less its ``lead_ns`` (the idle gap its
+    first op held), or its start when it has none."""
+    start = windows["start_ns"].to_numpy(np.int64)
+    if "lead_ns" not in windows:
+        return start
+    return start - windows["lead_ns"].fillna(0).to_numpy(np.int64)
 
 
 def range_name(text: pd.Series) -> pd.Series:
@@ -97,11 +109,14 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
 
 
 def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
-    """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window),
-    host_start_ns, host_end_ns, ops, launches (host launch calls), pid."""
+    """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window: its
+    first op's start to its last op's end), lead_ns (the idle gap before its first op, which
+    that op held: measured with the range, metrics/attribution.py), host_start_ns,
+    host_end_ns, ops, launches (host launch calls), pid."""
     rows = np.flatnonzero(ops["range_id"].to_numpy() >= 0)
     if rows.size == 0:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
+    idle_from = ops["start"].to_numpy() - (ops["gap_ns"].to_numpy() if "gap_ns" in ops else 0)
     range_id = ops["range_id"].to_numpy()[rows].astype(np.int64)
     device = ops["device"].to_numpy()[rows].astype(np.int64)
     corr = ops["correlation"].to_numpy(np.float64)[rows]
@@ -115,12 +130,15 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
             "range_id": range_id[order][first],
             "device": device[order][first],
             "start_ns": np.minimum.reduceat(ops["start"].to_numpy()[rows][order], first),
+            # the idle gap before its first op (held by that op: the range's)
+            "lead_ns": np.minimum.reduceat(idle_from[rows][order], first),
             "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows][order], first),
             "ops": np.diff(np.append(first, len(key))),
             # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
             "launches": distinct_in_runs(corr, first),
         }
     )
+    w["lead_ns"] = w["start_ns"] - w["lead_ns"]
     w = w.merge(
         ranges[["range_id", "text", "start", "end", "pid"]].rename(
             columns={"text": "name", "start": "host_start_ns", "end": "host_end_ns"}

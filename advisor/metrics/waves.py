@@ -138,6 +138,10 @@ def kernel_groups(
     out["config"] = df["config"].to_numpy()
     out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
     out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
+    # most of its launches come from CPU ops that are no matrix multiply
+    vetoed = launches["op_not_gemm"].to_numpy(bool) if "op_not_gemm" in launches else None
+    out["op_not_gemm"] = (np.bincount(group, vetoed, len(first)) * 2 > out["launches"]
+                          if vetoed is not None else False)  # fmt: skip
     if worst:  # the start of each group's worst launch (where a finding points)
         out["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
     else:
@@ -146,7 +150,8 @@ def kernel_groups(
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
-             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled"]  # fmt: skip
+             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled",
+             "op_not_gemm"]  # fmt: skip
     return plain_columns(order_kernel_groups(out[order]))
 
 

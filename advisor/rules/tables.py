@@ -11,24 +11,48 @@ import pandas as pd
 
 from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
-from advisor.data import load_yaml, name_matches, names_in
+from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
-from advisor.metrics.gaps import GRAPH_NODE_GAP_NS, OVERHEAD_CAUSES
+from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
+
+# the regions' text columns naming what held each kind of idle (the pieces' detail with
+# the most time): column -> (cause, what the text is)
+_DETAIL_COLUMNS = {
+    "sync_in": ("synchronization", "the blocking call (and the host op that made it)"),
+    "copy_in": ("blocking_copy", "the blocking copy call (and the host op that made it)"),
+    "input_in": ("input_pipeline", "the input-pipeline range"),
+    "busy_in": ("host_busy", "the innermost host range (or API call) the host was in"),
+    "launch_in": ("host_bound", "the innermost host range (or API call) the host was in"),
+    "queued_on": ("queued_wait", "the dependency (event wait, CUDA graph, not in the trace)"),
+}
+
+NOTHING_RECORDED = "nothing recorded on the launching thread"
 
 _WINDOW_DOC = {
     "gpu_busy_ns": "time any GPU work runs (ns)",
     "idle_ns": "time nothing runs (ns)",
     "tail_idle_ns": "wave-quantization tail idle of its kernels (ns)",
     "underfill_idle_ns": "under-filled grid idle of its kernels (ns)",
-    "launch_overhead_ns": "host-bound + launch-latency + in-graph gaps (ns)",
-    "sync_idle_ns": "gaps after blocking host calls (ns)",
-    "sync_gaps": "number of synchronization gaps",
-    "sync_copy_idle_ns": "synchronization gaps whose blocking call is a synchronous copy (ns)",
-    "startup_idle_ns": "start-up gaps (ns)",
-    "unattributed_idle_ns": "gaps without a known host call (ns)",
+    "launch_overhead_ns": "idle while the host launched the next work (host_bound) plus launch "
+    "latency and node gaps inside CUDA graphs (ns)",
+    "sync_idle_ns": "idle held by blocking synchronize calls (synchronization, ns)",
+    "sync_gaps": "number of gaps a blocking synchronize held (in part)",
+    "copy_idle_ns": "idle held by blocking copies: synchronous memcpy/memset, async copies "
+    "from pageable host memory (blocking_copy, ns)",
+    "input_idle_ns": "idle while the launching thread was in the input pipeline "
+    "(DataLoader ranges: input_pipeline, ns)",
+    "host_busy_idle_ns": "idle while the host was late doing something other than launching "
+    "(host_busy, ns)",
+    "queued_idle_ns": "idle while launched work waited on a dependency: an event, a CUDA "
+    "graph's dependencies, or one the trace does not record (queued_wait, ns)",
+    "graph_saving_ns": "estimated saving if its eager launches ran from CUDA graphs: sum of "
+    "max(0, launch overhead - 256 ns) over its gaps (ns)",
+    "graph_op_share": "share of its GPU operations launched from CUDA graphs (0..1)",
+    "startup_idle_ns": "idle before the device's steady state (start-up, ns)",
+    "unattributed_idle_ns": "gaps without a known launch call (ns)",
     "comm_ns": "communication busy time (ns)",
     "compute_ns": "compute busy time (ns)",
     "overlap_ns": "communication overlapped by compute (ns)",
@@ -166,6 +190,10 @@ SCOPES: dict[str, dict[str, str]] = {
         "gemm_by": "what says this kernel is a GEMM: shape (--shape), op (a matrix-multiply op "
         "range launched it), user (--gemm), name (classify.yaml gemm_kernels), '' (nothing)",
         "gemm": "gemm_by is not '': the kernel is a GEMM by evidence",
+        "not_gemm_by": "what says it is not a GEMM (vetoes the GEMM strategies unless --shape / "
+        "--gemm name it): name (classify.yaml not_gemm_kernels: batch norm, norms, reductions, "
+        "optimizer, elementwise, softmax, cuBLAS's splitKreduce), op (most of its launches "
+        "come from a CPU op in not_gemm_ops), '' (nothing)",
         "memory": "a copy/fill kernel by name (classify.yaml memory_kernels)",
         "gemm_guess": "not gemm, yet shaped like one (data/thresholds.yaml gemm_guess): not "
         "comm/memory/persistent, and under-filled with long launches or heavy CTAs in 1-2 "
@@ -179,16 +207,26 @@ SCOPES: dict[str, dict[str, str]] = {
             c: _WINDOW_DOC[c]
             for c in (
                 *WINDOW_COLUMNS,
-                "sync_copy_idle_ns",
+                "graph_saving_ns",
+                "graph_op_share",
                 "overlap_ratio",
                 "hidable_comm_ns",
                 "window_ns",
                 "device",
             )
         },
+        **{
+            col: f"what held its {cause} idle the longest: {what} ('{NOTHING_RECORDED}' when "
+            "the trace names nothing)"
+            for col, (cause, what) in _DETAIL_COLUMNS.items()
+        },
         "last_device": "device most often last to reach this range's collectives (NaN none)",
         "collectives_per_instance": "collective kernels (comm that is not point-to-point) "
         "per instance of the range on the device",
+        "interleaved_share": "share of consecutive collectives with compute of the range "
+        "started between them (0..1; NaN under two): ~1 each collective between the GEMMs "
+        "it serves (tensor parallelism), ~0 collectives back to back after the compute "
+        "(data-parallel gradient buckets)",
         "pipeline_stage": "the range is the step family of a recognised pipeline on one of its "
         "stage devices (its point-to-point waits are the pipeline's bubble: the stages table)",
         **_AT_DOC,
@@ -231,11 +269,22 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["peak_tflops"] = k["device"].map({d: g.dense_fp16_tflops for d, g in gpus.items()})
     k["peak_tflops"] = k["peak_tflops"].astype(float)
     k["has_shape"] = k["m"].notna()
-    named_gemm, memory = names_in(k["name"], "gemm_kernels", "memory_kernels")
+    named_gemm, memory, named_not = names_in(k["name"], "gemm_kernels", "memory_kernels",
+                                             "not_gemm_kernels")  # fmt: skip
+    op_not = k["op_not_gemm"].to_numpy(bool) if "op_not_gemm" in k else np.zeros(len(k), bool)
+    k["not_gemm_by"] = np.select([named_not, op_not], ["name", "op"], default="")
     source = k["shape_source"].astype(object)
+    user = source.isin(["--shape", "--gemm"]).to_numpy()
+    vetoed = (k["not_gemm_by"] != "").to_numpy() & ~user  # (the user's word wins)
     k["gemm_by"] = np.select(
-        [source.eq("--shape"), source.isin(["nvtx", "op"]), source.eq("--gemm"), named_gemm],
-        ["shape", "op", "user", "name"],
+        [
+            source.eq("--shape"),
+            source.eq("--gemm"),
+            vetoed,
+            source.isin(["nvtx", "op"]),
+            named_gemm,
+        ],
+        ["shape", "user", "", "op", "name"],
         default="",
     )
     k["gemm"] = k["gemm_by"] != ""
@@ -249,6 +298,7 @@ def _gemm_guess(k: pd.DataFrame) -> np.ndarray:
     """The structural GEMM guess of data/thresholds.yaml, per kernel group."""
     t = load_yaml("thresholds.yaml")["gemm_guess"]
     candidate = ~k["gemm"] & ~k["memory"] & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)
+    candidate &= k["not_gemm_by"] == ""  # (a name or launching op says it is not a GEMM)
     long_underfilled = k["underfilled"].astype(bool) & (
         k["median_ns"] >= t["underfilled_min_median_ns"]
     )
@@ -266,41 +316,74 @@ def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:
     return table
 
 
-def sync_copy_gaps(a: Analysis) -> pd.DataFrame:
-    """The synchronization gaps behind a blocking copy call (copy_sync_calls): gap_ns,
-    device, region (its op's range name) per gap."""
-    return a.derived("sync_copy", _sync_copy_gaps)
+def held_by(a: Analysis) -> pd.DataFrame:
+    """Per (cause, region name, device) of the selection's idle pieces: the detail of the
+    pieces with the most time (ties: the alphabetically first); columns cause, name,
+    device, detail ('' for the whole device when the trace has no ranges)."""
+    return a.derived("held_by", _held_by)
 
 
-def _sync_copy_gaps(a: Analysis) -> pd.DataFrame:
+def _held_by(a: Analysis) -> pd.DataFrame:
+    p = a.pieces
+    if p.empty or "detail" not in p:
+        return pd.DataFrame(columns=["cause", "name", "device", "detail"])
+    region = a.ops["region"].reindex(p["row"].to_numpy()).astype(object).fillna("").to_numpy()
+    frame = pd.DataFrame({
+        "cause": p["cause"].astype(str).to_numpy(), "name": region,
+        "device": p["device"].to_numpy(), "detail": p["detail"].astype(str).to_numpy(),
+        "ns": (p["end"] - p["start"]).to_numpy(),
+    })  # fmt: skip
+    if a.regions.empty:
+        frame["name"] = ""
+    total = frame.groupby(["cause", "name", "device", "detail"], as_index=False)["ns"].sum()
+    total = total.sort_values(["ns", "detail"], ascending=[False, True], kind="stable")
+    best = total.drop_duplicates(["cause", "name", "device"])
+    return best[["cause", "name", "device", "detail"]].reset_index(drop=True)
+
+
+def region_graph_savings(a: Analysis) -> pd.DataFrame:
+    """Per (region name, device) of the selection: graph_saving_ns, the CUDA-graph saving of
+    the launch overhead of its ops' gaps (eager launches only)."""
+    return a.derived("graph_saving", _region_graph_savings)
+
+
+def _region_graph_savings(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    # (the text is matched on the few sync gaps only)
-    synced = np.flatnonzero(ops["cause"].eq("synchronization").to_numpy())
-    calls = pd.Series(ops["sync_call"].to_numpy(object)[synced], dtype=object)
-    rows = synced[name_matches(calls, "copy_sync_calls").to_numpy(bool)]
-    return pd.DataFrame(
+    eager = ~ops["cause"].eq("graph_internal").to_numpy()
+    saving = np.where(eager, graph_saving(ops["overhead_ns"].to_numpy()), 0)
+    frame = pd.DataFrame(
         {
-            "gap_ns": ops["gap_ns"].to_numpy()[rows],
-            "device": ops["device"].to_numpy()[rows],
-            "region": ops["region"].to_numpy(object)[rows],
+            "region": ops["region"].to_numpy(object),
+            "device": ops["device"].to_numpy(),
+            "graph_saving_ns": saving,
+            "graph_op": ops["graph"].to_numpy(np.float64),
         }
     )
+    frame["region"] = frame["region"].fillna("")
+    g = frame.groupby(["region", "device"], as_index=False)
+    return g.agg(graph_saving_ns=("graph_saving_ns", "sum"), graph_op_share=("graph_op", "mean"))
 
 
 def _regions(a: Analysis) -> pd.DataFrame:
     ops = a.ops  # (only its communication ops are read here)
-    sync_copy = sync_copy_gaps(a)
+    savings = region_graph_savings(a)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
         w["worst_start_ns"] = w["start_ns"]
-        w["sync_copy_idle_ns"] = w["device"].map(sync_copy.groupby("device")["gap_ns"].sum())
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
-        per = sync_copy.groupby(["region", "device"])["gap_ns"].sum()
-        idx = pd.MultiIndex.from_frame(w[["name", "device"]])
-        w["sync_copy_idle_ns"] = per.reindex(idx).fillna(0).to_numpy()
-    w["sync_copy_idle_ns"] = w["sync_copy_idle_ns"].fillna(0)
+    # (without ranges the ops' region is '': the whole device)
+    per = savings.set_index(["region", "device"])
+    idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
+    for col in ("graph_saving_ns", "graph_op_share"):
+        w[col] = per[col].reindex(idx).to_numpy() if len(per) else 0.0
+        w[col] = w[col].fillna(0).astype(np.float64)
+    held = held_by(a)
+    for col, (cause, _) in _DETAIL_COLUMNS.items():
+        mine = held[held["cause"] == cause].set_index(["name", "device"])["detail"]
+        texts = mine.reindex(idx).to_numpy(object) if len(mine) else np.full(len(w), None)
+        w[col] = pd.Series(texts).fillna(NOTHING_RECORDED).replace("", NOTHING_RECORDED).to_numpy()
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     # waits for other ranks are measured only when the trace holds several ranks' comm
     comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
@@ -321,7 +404,38 @@ def _regions(a: Analysis) -> pd.DataFrame:
     per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
     counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
+    share = interleaving(ops, coll)
+    w["interleaved_share"] = share.reindex(idx).to_numpy() if len(share) else np.nan
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
+
+
+def interleaving(ops: pd.DataFrame, coll: pd.DataFrame) -> pd.Series:
+    """Per (region name, device): the share of consecutive collectives (in start order)
+    between which a compute op of the same range started: ~1 when each collective sits
+    between GEMMs that feed it and consume it (tensor parallelism), ~0 when the collectives
+    run back to back after the compute (data-parallel gradient buckets). NaN with fewer than
+    two collectives."""
+    if coll.empty:
+        return pd.Series(dtype=np.float64)
+    compute = ops[ops["op_class"].eq("compute").to_numpy()]
+    region = coll["region"].astype(object).fillna("").to_numpy()
+    out = {}
+    for (name, device), rows in pd.Series(np.arange(len(coll))).groupby(
+        [region, coll["device"].to_numpy()]
+    ).indices.items():  # fmt: skip
+        if len(rows) < 2:
+            continue
+        c = coll.iloc[rows].sort_values("start", kind="stable")
+        mine = compute[
+            (compute["device"].to_numpy() == device)
+            & (compute["region"].astype(object).fillna("").to_numpy() == name)
+        ]
+        starts = np.sort(mine["start"].to_numpy())
+        lo = c["end"].to_numpy()[:-1]
+        hi = c["start"].to_numpy()[1:]
+        between = np.searchsorted(starts, hi, side="left") - np.searchsorted(starts, lo)
+        out[(name, int(device))] = float(np.mean(between > 0))
+    return pd.Series(out, dtype=np.float64)
 
 
 def sequence_table(a: Analysis) -> pd.DataFrame:
@@ -366,8 +480,16 @@ def _step_table(a: Analysis) -> pd.DataFrame:
     if not repeated.any():
         return pd.DataFrame()
     gap_row, gap = _step_gaps(a, r)
-    saving = np.maximum(gap - GRAPH_NODE_GAP_NS, 0)
+    saving = graph_saving(gap)
     inst = range_instances(a)  # (rows in the order of r)
+    # a step's numbers are its GPU window's (first op to last op): the gap before its first
+    # op, which the regions measure with it (lead_ns), is the transition between steps
+    inside = a.measure(r[["device", "start_ns", "end_ns"]])
+    r = r.assign(
+        gpu_busy_ns=inside["gpu_busy_ns"].to_numpy(),
+        idle_ns=inside["idle_ns"].to_numpy(),
+        launch_overhead_ns=inside["launch_overhead_ns"].to_numpy(),
+    )
     r = r.assign(
         family=family,
         cold=inst["cold"].to_numpy(),
@@ -416,11 +538,13 @@ def _step_table(a: Analysis) -> pd.DataFrame:
 
 
 def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(region row, gap ns) of every launch-overhead gap that opens inside its op's region
-    instance ``r`` (rows 0..n-1; the gap entering a step is the transition, not the step)."""
+    """(region row, launch overhead ns) of every gap with launch overhead that opens inside
+    its op's region instance ``r`` (rows 0..n-1; the gap entering a step is the transition,
+    not the step). CUDA-graph node gaps are left out (a graph already runs them)."""
     ops = a.ops
     range_id = ops["range_id"].to_numpy()
-    rows = np.flatnonzero(ops["cause"].isin(OVERHEAD_CAUSES).to_numpy() & (range_id >= 0))
+    eager = ~ops["cause"].eq("graph_internal").to_numpy()
+    rows = np.flatnonzero((ops["overhead_ns"].to_numpy() > 0) & eager & (range_id >= 0))
     devices = np.unique(r["device"].to_numpy())
     n_dev = len(devices)
     # dense (range_id, device) -> region row lookup
@@ -435,7 +559,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     gap = ops["gap_ns"].to_numpy()[rows]
     opens = ops["start"].to_numpy()[rows] - gap
     inside = (row >= 0) & (opens >= r["start_ns"].to_numpy()[np.maximum(row, 0)])
-    return row[inside], gap[inside]
+    return row[inside], ops["overhead_ns"].to_numpy()[rows][inside]
 
 
 def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:

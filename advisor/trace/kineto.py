@@ -11,9 +11,15 @@ distributed runs, ``distributedInfo`` (rank, world size). Categories read:
                               hipLaunchKernel ... on ROCm), joined to GPU work by correlation
   gpu_memcpy, gpu_memset      copies (direction and host memory from the event name) and sets
   user_annotation             record_function ranges (ProfilerStep#N, the user's own): NVTX-like
-  cpu_op                      only matrix-multiply ops (aten::mm/addmm/bmm/linear/...), as
-                              ranges whose text carries their Input Dims (GEMM evidence and
-                              shapes, as emit_nvtx(record_shapes=True) gives them)
+  cpu_op                      CPU ops: matrix-multiply ops (aten::mm/addmm/bmm/linear/...) as
+                              NVTX-like ranges whose text carries their Input Dims (GEMM
+                              evidence and shapes, as emit_nvtx(record_shapes=True) gives
+                              them); the others into ``cpu_ops`` (what the host was doing)
+
+PyTorch 1.8-1.10 wrote capitalised categories: ``Kernel``, ``Runtime``, ``Memcpy``,
+``Memset`` are read as kernel, cuda_runtime, gpu_memcpy, gpu_memset; ``Operator`` holds both
+the ops (names with ``::``, read as cpu_op) and the record_function ranges (ProfilerStep#N,
+``enumerate(DataLoader)#...``: read as user_annotation); ``Input dims`` is ``Input Dims``.
 
 Parsing: the compiled scanner (_kscan.c, optional) validates the events array and reads the
 fields of the wanted events into columns, with no Python object per event; an uncompressed
@@ -95,6 +101,11 @@ class ApiArgs(msgspec.Struct, gc=False):
 
 class OpArgs(msgspec.Struct, gc=False):
     dims: list | None = msgspec.field(default=None, name="Input Dims")
+    dims_v1: list | None = msgspec.field(default=None, name="Input dims")  # PyTorch <= 1.10
+
+    @property
+    def shapes(self) -> list | None:
+        return self.dims if self.dims is not None else self.dims_v1
 
 
 class DeviceProps(msgspec.Struct):
@@ -124,13 +135,17 @@ _DOCUMENT = msgspec.json.Decoder(Document)
 _EVENTS = msgspec.json.Decoder(list[Event])
 _STR = msgspec.json.Decoder(str)
 _OP_ARGS = msgspec.json.Decoder(OpArgs)
-HOST_API = ("cuda_runtime", "cuda_driver")
+HOST_API = ("cuda_runtime", "cuda_driver", "Runtime")
 # the scanner's categories and what it does with their args: 'k', 'c', 'a' read the
 # fields of KernelArgs, CopyArgs, ApiArgs; 'r' returns the raw args (decoded as OpArgs for
-# GEMM ops); '-' ignores them
+# GEMM ops); '-' ignores them. The capitalised ones are PyTorch 1.8-1.10's names.
 SCAN_CATEGORIES = ("kernel", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset",
-                   "user_annotation", "cpu_op")  # fmt: skip
-SCAN_MODES = "kaacc-r"
+                   "user_annotation", "cpu_op", "Kernel", "Runtime", "Memcpy", "Memset",
+                   "Operator")  # fmt: skip
+SCAN_MODES = "kaacc-rkaccr"
+# categories of CPU ops (routed by name: GEMM ops and, for Operator, range-like names to
+# the NVTX-like table, the rest to cpu_ops)
+_OP_CATEGORIES = ("cpu_op", "Operator")
 _SCAN_TYPES = {"cat": np.int8, "name": np.int32, "start": np.int64, "dur": np.int64,
                "args_off": np.int64, "args_len": np.int64}  # fmt: skip
 SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
@@ -143,10 +158,12 @@ _TABLE_COLUMNS = {
     "memcpy": ("start", "end", "pid", "device", "stream", "bytes", "correlation"),
     "memset": ("start", "end", "pid", "device", "stream", "bytes", "correlation"),
     "nvtx": ("start", "end", "pid", "tid"),
+    "cpu_ops": ("start", "end", "pid", "tid"),
 }  # fmt: skip
 # the tables and the event categories they hold (rows in the trace's order)
-_CATEGORIES_OF = {"kernels": ("kernel",), "api": HOST_API, "memcpy": ("gpu_memcpy",),
-                  "memset": ("gpu_memset",), "nvtx": ("user_annotation", "cpu_op")}  # fmt: skip
+_CATEGORIES_OF = {"kernels": ("kernel", "Kernel"), "api": HOST_API,
+                  "memcpy": ("gpu_memcpy", "Memcpy"), "memset": ("gpu_memset", "Memset"),
+                  "nvtx": ("user_annotation", *_OP_CATEGORIES)}  # fmt: skip
 _TABLE_OF = {cat: table for table, cats in _CATEGORIES_OF.items() for cat in cats}
 _COPY = re.compile(r"Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?", re.IGNORECASE)
 CHUNK_BYTES = 32 << 20  # events are decoded a chunk at a time: memory stays bounded
@@ -223,7 +240,7 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         path=str(p), format="kineto-json", producer_version=f"PyTorch profiler (Kineto, schema "
         f"{version})", kernels=tables["kernels"],
     )  # fmt: skip
-    for name in ("api", "memcpy", "memset", "nvtx"):
+    for name in ("api", "memcpy", "memset", "nvtx", "cpu_ops"):
         if tables[name] is not None:
             setattr(trace, name, tables[name])
     _host_pids(trace)
@@ -235,7 +252,9 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         )
     _tidy(trace)
     props = [x for d in docs for x in d.deviceProperties]
+    props = _renumbered(props, trace)
     trace.gpus = _gpus(props, trace.devices)
+    _workgroups(trace)
     info = next((d.distributedInfo for d in docs if d.distributedInfo), None) or {}
     if isinstance(info.get("rank"), int):
         trace.rank = int(info["rank"])
@@ -428,7 +447,7 @@ def _read_parallel(p: Path, size: int, processes: int) -> tuple[list[Document], 
             parts = list(pool.map(_read_span, [str(p)] * len(starts), starts, stops))
     tables = {
         name: _concat([t[name] for t, _ in parts if t[name] is not None])
-        for name in ("kernels", "api", "memcpy", "memset", "nvtx")
+        for name in ("kernels", "api", "memcpy", "memset", "nvtx", "cpu_ops")
     }
     tail = parts[-1][1]
     return [head, tail] if tail is not None else [head], tables
@@ -543,6 +562,8 @@ class _Collector:
                 else _set_table(c) if table == "memset"
                 else _BUILDERS[table](c, names)
             )  # fmt: skip
+            if table == "nvtx" and len(self.text) != len(c["start"]):
+                raise RuntimeError("range texts and rows disagree")
         return out
 
 
@@ -557,7 +578,11 @@ def _decode_events(events: list[Event]) -> _Chunk:
         if table is not None:
             lists[table].append(e)
     rows = {t: [e for e in b if e.ph == "X" and e.ts is not None] for t, b in lists.items()}
-    rows["nvtx"] = [e for e in rows["nvtx"] if e.cat != "cpu_op" or _is_gemm_op(e.name)]
+    ops = [e for e in rows["nvtx"] if e.cat in _OP_CATEGORIES]
+    rows["cpu_ops"] = [e for e in ops if _op_kind(e.cat, e.name) == _PLAIN_OP]
+    rows["nvtx"] = [e for e in rows["nvtx"]
+                    if e.cat not in _OP_CATEGORIES
+                    or _op_kind(e.cat, e.name) != _PLAIN_OP]  # fmt: skip
     labels: dict[str, int] = {}
     columns, text = {}, []
     for table, kind in _ARGS_OF.items():
@@ -569,9 +594,10 @@ def _decode_events(events: list[Event]) -> _Chunk:
                                 dtype=np.int64, count=len(events))  # fmt: skip
         columns[table] = {k: c[k] for k in (*_TABLE_COLUMNS[table], "name")}
         if table == "nvtx":
-            ops = [e for e in events if e.cat == "cpu_op"]
-            dims = iter([a.dims for a in _args(ops, OpArgs)] if ops else [])
-            text = [_op_text(e.name, next(dims)) if e.cat == "cpu_op" else e.name for e in events]
+            gemm = [e for e in events if _op_kind(e.cat, e.name) == _GEMM_OP]
+            dims = iter([a.shapes for a in _args(gemm, OpArgs)] if gemm else [])
+            text = [_op_text(e.name, next(dims)) if _op_kind(e.cat, e.name) == _GEMM_OP
+                    else e.name for e in events]  # fmt: skip
     return _Chunk(columns, list(labels), text)
 
 
@@ -579,10 +605,7 @@ def _scan_events(buf, start: int = 0, stop: int = -1) -> tuple[_Chunk, int] | No
     """(the columns, the offset after the array's closing ``]`` or -1) of the events in
     ``buf[start:stop]`` (see _kscan.c), from the compiled scanner; None where it declines
     the bytes (or a name or a GEMM op's args do not decode): then msgspec decodes them."""
-    try:
-        found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, _keep_op)
-    except msgspec.DecodeError:  # (a name the keep callback could not decode)
-        return None
+    found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, None)
     if found is None:
         return None
     rows, raw, raw_names, closed = found
@@ -593,37 +616,63 @@ def _scan_events(buf, start: int = 0, stop: int = -1) -> tuple[_Chunk, int] | No
     c = {k: np.frombuffer(v, dtype=_SCAN_TYPES.get(k, np.float64)) for k, v in raw.items()}
     codes, cat = c.pop("name"), c.pop("cat")
     c["end"] = c["start"] + c.pop("dur")
+    # CPU ops: GEMM ops and Operator range names join the ranges, the others are cpu_ops
+    is_op = np.isin(cat, [SCAN_CATEGORIES.index(x) for x in _OP_CATEGORIES])
+    kind = np.full(len(cat), -1, dtype=np.int8)
+    if is_op.any():
+        per_label = {x: np.array([_op_kind(x, name) for name in labels] or [0], dtype=np.int8)
+                     for x in _OP_CATEGORIES}  # fmt: skip
+        for x, table in per_label.items():
+            mine = cat == SCAN_CATEGORIES.index(x)
+            kind[mine] = table[codes[mine]]
     columns, text = {}, []
-    for table, cats in _CATEGORIES_OF.items():
-        at = np.flatnonzero(np.isin(cat, [SCAN_CATEGORIES.index(x) for x in cats]))
+    for table, cats in (*_CATEGORIES_OF.items(), ("cpu_ops", _OP_CATEGORIES)):
+        at = np.isin(cat, [SCAN_CATEGORIES.index(x) for x in cats])
+        if table == "nvtx":
+            at &= ~is_op | (kind != _PLAIN_OP)
+        elif table == "cpu_ops":
+            at &= kind == _PLAIN_OP
+        at = np.flatnonzero(at)
         if not len(at):
             continue
         columns[table] = {k: c[k][at] for k in _TABLE_COLUMNS[table]}
         columns[table]["name"] = codes[at]
         if table == "nvtx":
-            op = SCAN_CATEGORIES.index("cpu_op")
+            names = np.asarray(labels, dtype=object)[codes[at]]
+            gemm = np.flatnonzero(kind[at] == _GEMM_OP)
             try:
-                for code, kind, off, n in zip(codes[at], cat[at], c["args_off"][at],
-                                              c["args_len"][at], strict=True):  # fmt: skip
-                    name = labels[code]
-                    if kind == op:
-                        dims = _OP_ARGS.decode(buf[off : off + n]).dims if n else None
-                        name = _op_text(name, dims)
-                    text.append(name)
+                for i in gemm:
+                    off, n = c["args_off"][at[i]], c["args_len"][at[i]]
+                    dims = _OP_ARGS.decode(buf[off : off + n]).shapes if n else None
+                    names[i] = _op_text(names[i], dims)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return None
+            text = names.tolist()
     return _Chunk(columns, labels, text), closed
+
+
+_PLAIN_OP, _GEMM_OP, _RANGE_OP = 0, 1, 2  # what a CPU op is (_op_kind)
+
+
+@functools.cache
+def _op_kind(category: str, name: str) -> int:
+    """A CPU op event as the tables take it: a matrix-multiply op (a range with its shapes),
+    a PyTorch 1.8-1.10 ``Operator`` that is a record_function range (no ``::`` in its name:
+    ProfilerStep#3, enumerate(DataLoader)#...), or a plain op (cpu_ops)."""
+    if _is_gemm_op(name):
+        return _GEMM_OP
+    if category == "Operator" and "::" not in name and not _AUTOGRAD_NODE.search(name):
+        return _RANGE_OP
+    return _PLAIN_OP
+
+
+_AUTOGRAD_NODE = re.compile(r"^\w*Backward\d*$")  # CudnnConvolutionBackward (1.8: Operator)
 
 
 @functools.cache
 def _is_gemm_op(name: str) -> bool:
     """A cpu_op name of a matrix-multiply op (the data's gemm_op pattern)."""
     return regex("gemm_op").match(name) is not None
-
-
-def _keep_op(raw_name: bytes) -> bool:
-    """The scanner's question for a cpu_op name (raw JSON string): a matrix-multiply op?"""
-    return _is_gemm_op(_STR.decode(b'"' + raw_name + b'"'))
 
 
 def scanner_enabled() -> bool:
@@ -760,9 +809,17 @@ def _range_table(c: dict[str, np.ndarray], text: list[str]) -> pd.DataFrame:
     )
 
 
+def _op_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
+    """CPU ops (start, end, pid, tid, name): what the host threads were doing."""
+    return pd.DataFrame({"start": c["start"], "end": c["end"], "pid": c["pid"], "tid": c["tid"],
+                         "name": names})  # fmt: skip
+
+
+# the struct each table's events' args decode to
 _ARGS_OF = {"kernels": KernelArgs, "api": ApiArgs, "memcpy": CopyArgs, "memset": CopyArgs,
-            "nvtx": None}  # the struct each table's events' args decode to  # fmt: skip
-_BUILDERS = {"kernels": _kernel_table, "api": _api_table, "memcpy": _copy_table}
+            "nvtx": None, "cpu_ops": None}  # fmt: skip
+_BUILDERS = {"kernels": _kernel_table, "api": _api_table, "memcpy": _copy_table,
+             "cpu_ops": _op_table}  # fmt: skip
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame | None:
@@ -833,6 +890,7 @@ _INT_COLUMNS = {
     "memcpy": {"device": "int32", "stream": "int32", "correlation": "int64", "pid": "int32"},
     "memset": {"device": "int32", "stream": "int32", "correlation": "int64", "pid": "int32"},
     "nvtx": {"tid": "int64", "pid": "int32"},
+    "cpu_ops": {"tid": "int64", "pid": "int32"},
 }  # fmt: skip
 
 
@@ -895,6 +953,50 @@ def _xyz(lists: list, count: int) -> np.ndarray:
     return out
 
 
+def _renumbered(props: list[DeviceProps], trace: Trace) -> list[DeviceProps]:
+    """``deviceProperties`` for the trace's devices: a trace of one device whose one entry
+    has another id (ROCm numbers the visible device by HIP_VISIBLE_DEVICES: kernels on device
+    2, the entry id 0) takes that entry for its device, and says so."""
+    devices = trace.devices
+    ids = {p.id for p in props}
+    if len(props) == 1 and len(devices) == 1 and devices[0] not in ids:
+        trace.sources.append(
+            f"deviceProperties: the one entry (id {props[0].id}, {props[0].name}) describes "
+            f"device {devices[0]}, the trace's only device"
+        )
+        return [msgspec.structs.replace(props[0], id=devices[0])]
+    return props
+
+
+# ROCm launch calls whose grid is the global work size (work-items), not workgroups
+_WORK_ITEM_GRID_CALLS = ("hipExtModuleLaunchKernel", "hipHccModuleLaunchKernel")
+
+
+def _workgroups(trace: Trace) -> None:
+    """Grids of kernels launched by hipExtModuleLaunchKernel (Tensile/hipBLASLt GEMMs) count
+    work-items, as the call's arguments do: converted to workgroups (ceil(grid / block) per
+    dimension), as every other kernel's grid counts them."""
+    api, k = trace.api, trace.kernels
+    if api.empty or k.empty or "correlation" not in api:
+        return
+    calls = api[api["name"].isin(_WORK_ITEM_GRID_CALLS)]
+    if calls.empty:
+        return
+    rows = np.flatnonzero(k["correlation"].isin(set(calls["correlation"].dropna())).to_numpy())
+    if rows.size == 0:
+        return
+    for axis in "xyz":
+        grid = k[f"grid_{axis}"].to_numpy(np.float64)[rows]
+        block = k[f"block_{axis}"].to_numpy(np.float64)[rows]
+        col = k[f"grid_{axis}"].to_numpy(np.float64).copy()
+        col[rows] = np.where(block >= 1, np.ceil(grid / np.maximum(block, 1)), grid)
+        k[f"grid_{axis}"] = col.astype(k[f"grid_{axis}"].dtype) if np.isfinite(col).all() else col
+    trace.sources.append(
+        f"{rows.size:,} kernels launched by hipExtModuleLaunchKernel: their grid (work-items, "
+        "as that call takes it) converted to workgroups"
+    )
+
+
 def _gpus(props: list[DeviceProps], devices: list[int]) -> dict[int, GpuSpec]:
     """GPU facts from ``deviceProperties`` (per-SM limits the document lacks, such as the
     resident-block limit, come from the built-in entry of the same model or compute
@@ -905,9 +1007,12 @@ def _gpus(props: list[DeviceProps], devices: list[int]) -> dict[int, GpuSpec]:
             continue
         amd = bool(d.gcnArchName) or "AMD" in d.name or "Instinct" in d.name
         known = match_gpu(d.name) or (match_gpu(d.gcnArchName) if d.gcnArchName else None)
-        cc = d.gcnArchName.split(":")[0] if amd and d.gcnArchName else (
-            f"{d.computeMajor}.{d.computeMinor}" if d.computeMajor is not None else "?"
-        )  # fmt: skip
+        if amd:  # (a gfx target, never a CUDA compute capability: 9.4 is gfx94x, not Hopper)
+            cc = (d.gcnArchName.split(":")[0] if d.gcnArchName
+                  else known.compute_capability if known and known.vendor == "amd"
+                  else f"gfx{d.computeMajor}{d.computeMinor}?")  # fmt: skip
+        else:
+            cc = f"{d.computeMajor}.{d.computeMinor}" if d.computeMajor is not None else "?"
         warp = d.warpSize or (64 if amd else 32)
         base = known.to_dict() if known else {}
         smem_sm = d.sharedMemPerMultiprocessor or d.maxSharedMemoryPerMultiProcessor

@@ -127,9 +127,15 @@ def missing_facts_warning(trace: Trace, devices: list[int]) -> str:
             f"no GPU facts for agent(s) {ids} ({where}): "
             f"{limited}; pass --gpu NAME (e.g. --gpu MI300X; `advisor gpus` lists them)"
         )
+    amd = len(trace.api) > 0 and trace.api["name"].astype(str).str.startswith("hip").any()
+    example = "MI300X" if amd else "H100-SXM"
+    if trace.format.startswith("kineto"):
+        where = "the trace's deviceProperties do not describe it"
+    else:
+        where = "the export has no TARGET_INFO_GPU"
     return (
-        f"no GPU facts for device(s) {ids} (the export has no TARGET_INFO_GPU): {limited}; "
-        "pass --gpu NAME (e.g. --gpu H100-SXM; `advisor gpus` lists them)"
+        f"no GPU facts for device(s) {ids} ({where}): {limited}; "
+        f"pass --gpu NAME (e.g. --gpu {example}; `advisor gpus` lists them)"
     )
 
 

@@ -84,6 +84,13 @@ COLUMNS: dict[str, dict[str, str]] = {
         "correlation": "",
         "pid": "",
     },
+    "cpu_ops": {
+        "start": "ns",
+        "end": "ns",
+        "name": "CPU op name (aten::add, ...): what the host thread was doing",
+        "tid": "thread id (same numbering as api.tid)",
+        "pid": "",
+    },
     "nvtx": {
         "start": "ns",
         "end": "ns",
@@ -157,6 +164,8 @@ class Trace:
     graphs: pd.DataFrame = field(default_factory=lambda: empty_table("graphs"))
     sync: pd.DataFrame = field(default_factory=lambda: empty_table("sync"))
     nvtx: pd.DataFrame = field(default_factory=lambda: empty_table("nvtx"))
+    # CPU ops that are not ranges (Kineto cpu_op events): named host activity
+    cpu_ops: pd.DataFrame = field(default_factory=lambda: empty_table("cpu_ops"))
     gpus: dict[int, GpuSpec] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # companion files read with the trace

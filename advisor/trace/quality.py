@@ -97,8 +97,19 @@ def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     ok = np.logical_and.reduce([v[c] >= 1 for c in dims])
     ok &= v["grid_x"] * v["grid_y"] * v["grid_z"] <= MAX_GRID_BLOCKS
     ok &= threads <= MAX_BLOCK_THREADS
-    ok &= (regs >= 0) & (regs <= MAX_REGISTERS) & (smem >= 0)
+    # (registers or shared memory not recorded, as in ROCm Kineto traces: unknown, not damage)
+    ok &= np.isnan(regs) | ((regs >= 0) & (regs <= MAX_REGISTERS))
+    ok &= np.isnan(smem) | (smem >= 0)
     return ~ok & ~unrecorded_launches(k)  # nothing recorded is not damage
+
+
+def unknown_resources(k: pd.DataFrame) -> np.ndarray:
+    """Per launch: grid and block recorded but registers or shared memory not (ROCm Kineto
+    traces): occupancy is then bounded by what is known (block size, the GPU's limits)."""
+    regs = pd.to_numeric(k["registers"], errors="coerce").isna().to_numpy()
+    smem = (pd.to_numeric(k["static_smem"], errors="coerce").isna()
+            | pd.to_numeric(k["dynamic_smem"], errors="coerce").isna()).to_numpy()  # fmt: skip
+    return (regs | smem) & ~unrecorded_launches(k)
 
 
 def unrecorded_launches(k: pd.DataFrame) -> np.ndarray:
@@ -112,7 +123,11 @@ def unrecorded_launches(k: pd.DataFrame) -> np.ndarray:
 
 
 def coverage_counts(
-    ops: pd.DataFrame, impossible: int = 0, api_traced: bool = True, unrecorded: int = 0
+    ops: pd.DataFrame,
+    impossible: int = 0,
+    api_traced: bool = True,
+    unrecorded: int = 0,
+    unknown_resources: int = 0,
 ) -> dict[str, int]:
     """What coverage_notes reports, as counts (summable over the ranks of a job):
     ``kernels``, ``no_launch_call`` (kernels without their launch call), ``api_traced``
@@ -126,6 +141,7 @@ def coverage_counts(
         "repeated": _repeated_ops(ops),
         "unrecorded": int(unrecorded),
         "impossible": int(impossible),
+        "unknown_resources": int(unknown_resources),
     }
 
 
@@ -153,6 +169,13 @@ def coverage_notes(counts: dict[str, int]) -> list[str]:
             "trace (grid and block not recorded, as in ROCm PyTorch profiler traces): their "
             "occupancy, waves and tails are not computed (rocprofv3 --kernel-trace records "
             "them)"
+        )
+    if counts.get("unknown_resources"):
+        notes.append(
+            f"{counts['unknown_resources']:,} kernel launches have no registers or shared "
+            "memory in the trace (as ROCm PyTorch profiler traces record them): their "
+            "occupancy counts the block size and the GPU's limits only, an upper bound (their "
+            "waves a lower bound, their tails an estimate)"
         )
     if counts["impossible"]:
         notes.append(

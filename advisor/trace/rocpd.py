@@ -23,7 +23,11 @@ as one. Every time is a row of ``rocpd_timestamp`` (ns); every name a row of
   rocpd_memory_copy       copies: direction from the source/destination agents' types, bytes
 
 The schema followed is ROCm's rocprofiler-sdk ``rocpd_tables.sql`` / ``rocpd_views.sql``
-(schema_version 3).
+(schema_version 3). Newer rocprofv3 writes the times inline (``start``/``end`` and
+``pid``/``tid``/``agent_id``/``queue_id``/``stream_id`` columns on the dispatch, region and
+copy rows, no ``rocpd_timestamp`` or ``rocpd_track``): those are read the same way. Where a
+database's correlation ids are all 0, kernels are paired with their launch calls by order on
+each thread (the n-th launch call with the n-th dispatch it made), and the trace says so.
 """
 
 from __future__ import annotations
@@ -165,6 +169,8 @@ class _ById:
 
 def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     src = _sources(_names(conn))
+    if KERNELS in src and "rocpd_timestamp" not in src and "start" in _cols(conn, src[KERNELS]):
+        return _read_inline(conn, p, src)
     needed = (KERNELS, "rocpd_timestamp", "rocpd_track", "rocpd_info_kernel_symbol")
     missing = [t for t in needed if t not in src]
     if missing:
@@ -254,6 +260,149 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     return trace
 
 
+def _cols(conn: sqlite3.Connection, source: str) -> set[str]:
+    """The column names of a table, view or union (``source``: a FROM expression)."""
+    cur = conn.execute(f"SELECT * FROM {source} LIMIT 0")
+    return {c[0] for c in cur.description}
+
+
+def _pick(conn: sqlite3.Connection, source: str, wanted: dict[str, str]) -> str:
+    """A SELECT list of ``wanted`` (alias -> column), NULL for the columns ``source`` lacks."""
+    have = _cols(conn, source)
+    return ", ".join(f'"{col}" AS {alias}' if col in have else f"NULL AS {alias}"
+                     for alias, col in wanted.items())  # fmt: skip
+
+
+def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trace:
+    """A database whose rows carry their times and thread inline (newer rocprofv3)."""
+    if "rocpd_info_kernel_symbol" not in src:
+        raise AdvisorInputError(str(p), "rocpd database without rocpd_info_kernel_symbol: "
+                                "profile with rocprofv3 --kernel-trace")  # fmt: skip
+    agents = _agents(conn, src)
+    cols = {"guid": "guid", "dispatch": "dispatch_id", "kernel_id": "kernel_id",
+            "start": "start", "end": "end", "agent": "agent_id", "queue": "queue_id",
+            "stream_id": "stream_id", "pid": "pid", "tid": "tid", "event_id": "event_id",
+            "grid_x": "grid_size_x", "grid_y": "grid_size_y", "grid_z": "grid_size_z",
+            "wg_x": "workgroup_size_x", "wg_y": "workgroup_size_y",
+            "wg_z": "workgroup_size_z", "lds": "group_segment_size"}  # fmt: skip
+    d = _frame(conn, f"SELECT {_pick(conn, src[KERNELS], cols)} FROM {src[KERNELS]}")
+    rows = len(d)
+    d = d[d["start"].notna() & d["end"].notna()].reset_index(drop=True)
+    if d.empty:
+        raise AdvisorInputError(str(p), "rocpd database: no kernel dispatches with their times")
+    d["guid"] = d["guid"].fillna("")
+    d["stream"] = d["stream_id"].where(d["stream_id"].notna(), d["queue"])
+    d["start"] = d["start"].astype(np.int64)
+    d["end"] = d["end"].astype(np.int64)
+    events = _events(conn, p, src, "guid, " if "guid" in _cols(conn, src.get(
+        "rocpd_event", src[KERNELS])) else "", None)  # fmt: skip
+    d["correlation"] = events.get(d["guid"].to_numpy(object), d["event_id"], "correlation_id")
+    symbols = _frame(
+        conn, f"""SELECT {_pick(conn, src["rocpd_info_kernel_symbol"], {
+            "id": "id", "guid": "guid", "kernel_name": "kernel_name",
+            "display_name": "display_name", "arch_vgpr_count": "arch_vgpr_count",
+            "accum_vgpr_count": "accum_vgpr_count", "sgpr_count": "sgpr_count"})}
+        FROM {src["rocpd_info_kernel_symbol"]}""",
+    )  # fmt: skip
+    symbols["guid"] = symbols["guid"].fillna("")
+    sym = symbols.set_index(["guid", "id"]).reindex(
+        pd.MultiIndex.from_arrays([d["guid"], d["kernel_id"]])
+    )
+    names = sym["display_name"].where(sym["display_name"].notna(), sym["kernel_name"])
+    d["name"] = pd.Categorical(names.fillna("<unknown>").to_numpy())
+    for col, out in (("arch_vgpr_count", "arch_vgpr"), ("accum_vgpr_count", "accum_vgpr"),
+                     ("sgpr_count", "sgpr")):  # fmt: skip
+        d[out] = pd.to_numeric(sym[col], errors="coerce").to_numpy()
+    # the dispatch names its agent by node id (the agent row's absolute index) or row id
+    by_node = {(g, a): dev for (g, a), dev in agents.by_node.items()}
+    d["device"] = [by_node.get((g, a), agents.device.get((g, a), np.nan))
+                   for g, a in zip(d["guid"], d["agent"], strict=True)]  # fmt: skip
+    pid = int(d["pid"].dropna().iloc[0]) if d["pid"].notna().any() else 0
+    trace = Trace(path=str(p), format="rocpd",
+                  producer_version=f"rocprofv3 rocpd (schema {_schema_version(conn, src)}, "
+                  "inline times)", kernels=dispatches_to_kernels(d, pid))  # fmt: skip
+    trace.gpus = agents.specs
+    if rows > len(d):
+        trace.warnings.append(f"{rows - len(d):,} of {rows:,} kernel dispatches dropped: "
+                              "their times are missing (a damaged database)")  # fmt: skip
+    if "rocpd_region" in src and "rocpd_string" in src:
+        r = _frame(
+            conn,
+            f"""SELECT {
+                _pick(
+                    conn,
+                    src["rocpd_region"],
+                    {
+                        "guid": "guid",
+                        "name_id": "name_id",
+                        "start": "start",
+                        "end": "end",
+                        "pid": "pid",
+                        "tid": "tid",
+                        "event_id": "event_id",
+                    },
+                )
+            } FROM {src["rocpd_region"]}""",
+        )
+        r["guid"] = r["guid"].fillna("")
+        strings = _frame(conn, f"SELECT guid, id, string FROM {src['rocpd_string']}")
+        strings["guid"] = strings["guid"].fillna("")
+        strings = _ById(strings)
+        g = r["guid"].to_numpy(object)
+        r["name"] = strings.get(g, r["name_id"], "string")
+        r["category"] = pd.Series(strings.get(g, pd.Series(events.get(g, r["event_id"],
+                                  "category_id")), "string")).fillna("").astype(str)  # fmt: skip
+        r["correlation"] = events.get(g, r["event_id"], "correlation_id")
+        r = r[r["start"].notna() & r["end"].notna() & r["name"].notna()]
+        api = r[r["category"].str.match(API_CATEGORY.pattern)]
+        if len(api):
+            trace.api = _host_rows(api, "name", correlation=api["correlation"].astype("float64"))
+        markers = r[(r["category"] == MARKER_CATEGORY) & (r["end"] > r["start"])]
+        if len(markers):
+            trace.nvtx = _host_rows(markers, "text", domain="")
+    if trace.api.empty:
+        trace.warnings.append(
+            "no HIP API regions in the rocpd database: idle gaps cannot be attributed to host "
+            "causes (capture with rocprofv3 --hip-trace or --sys-trace)"
+        )
+    pair_by_order(trace, d["tid"].to_numpy(np.float64))
+    return trace
+
+
+def pair_by_order(trace: Trace, tids: np.ndarray) -> None:
+    """Where every kernel's correlation id is 0 or missing (newer rocprofv3 databases),
+    pair each thread's launch calls with the dispatches it made (``tids``: per kernel row,
+    the dispatching thread), in order (the n-th launch call with the n-th dispatch of that
+    thread), giving both a correlation id; say so."""
+    api = trace.api
+    k = trace.kernels.assign(tid=tids)
+    corr = pd.to_numeric(k["correlation"], errors="coerce").fillna(0)
+    if api.empty or (corr != 0).any():
+        return
+    launch = api["name"].astype(str).str.contains("Launch", regex=False).to_numpy()
+    calls = api[launch].sort_values(["pid", "tid", "start"], kind="stable")
+    k_order = k.assign(_row=np.arange(len(k))).sort_values(["pid", "tid", "start"],
+                                                            kind="stable")  # fmt: skip
+    call_rank = calls.groupby(["pid", "tid"]).cumcount()
+    k_rank = k_order.groupby(["pid", "tid"]).cumcount()
+    keys_calls = pd.MultiIndex.from_arrays([calls["pid"], calls["tid"], call_rank])
+    keys_k = pd.MultiIndex.from_arrays([k_order["pid"], k_order["tid"], k_rank])
+    ids = pd.Series(np.arange(1, len(calls) + 1, dtype=np.float64), index=keys_calls)
+    paired = ids.reindex(keys_k).to_numpy()
+    new_k = np.full(len(k), np.nan)
+    new_k[k_order["_row"].to_numpy()] = paired
+    trace.kernels["correlation"] = new_k
+    api_corr = np.full(len(api), np.nan)
+    api_corr[api.index.get_indexer(calls.index)] = ids.to_numpy()
+    api["correlation"] = api_corr
+    trace.warnings.append(
+        f"correlation ids are all 0 in this database: {int(np.isfinite(paired).sum()):,} of "
+        f"{len(k):,} kernels paired with their launch calls by order on each thread (the "
+        "n-th launch call with the n-th dispatch); a dispatch made without a traced call "
+        "shifts the pairing"
+    )
+
+
 def _host_rows(regions: pd.DataFrame, text: str, **extra) -> pd.DataFrame:
     """Host regions as a Trace table: start, end, their name as ``text``, tid, pid, and the
     ``extra`` columns."""
@@ -295,6 +444,7 @@ class _Agents:
 
     def __init__(self) -> None:
         self.device: dict[tuple, int] = {}
+        self.by_node: dict[tuple, int] = {}  # (guid, absolute index) -> device
         self.is_gpu: dict[tuple, bool] = {}
         self.specs: dict = {}
 
@@ -311,8 +461,10 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
     for row in rows.itertuples(index=False):
         index = row.logical_index if row.logical_index is not None else row.absolute_index
         device = int(index if index is not None else row.id)
-        out.device[(row.guid, row.id)] = device
-        out.is_gpu[(row.guid, row.id)] = str(row.type).upper() == "GPU"
+        out.device[(row.guid or "", row.id)] = device
+        if row.absolute_index is not None:
+            out.by_node[(row.guid or "", row.absolute_index)] = device
+        out.is_gpu[(row.guid or "", row.id)] = str(row.type).upper() == "GPU"
         if str(row.type).upper() != "GPU":
             continue
         try:

@@ -11,6 +11,7 @@ from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.render.markdown import report
 from advisor.report import write_report
+from advisor.units import fmt_ns, fmt_pct
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -26,26 +27,28 @@ def test_markdown_sections_and_numbers(single):
         assert f"\n{section}\n" in f"\n{text}", section
     # no communication in this trace: no comm section (and no comm chart, below)
     assert "## Communication and compute per device" not in text
-    # shares are of the steady time: 2.88 s window - 2.83 s start-up = 51.33 ms;
-    # busy 10.41 / 51.33 = 20.3 %, tail 0.747 / 51.33 = 1.5 % (of the window: 0.4 %, 0.0 %)
-    assert "| steady-state time (window - start-up) | 51.33 ms | 100.0 % |" in text
-    assert "| GPU busy | 10.41 ms | 20.3 % |" in text
-    assert "| wave-quantization tail idle (inside busy) | 747.48 us | 1.5 % |" in text
-    assert "(98.2 % of the window)" in text
+    # shares are of the steady time: the window less its start-up idle (the Triton
+    # compilation and module loads before the steady state)
+    s = single.summary()
+    steady = s["window_ns"] - s["startup_idle_ns"]
+    assert f"| steady-state time (window - start-up) | {fmt_ns(steady)} | 100.0 % |" in text
+    assert f"| GPU busy | 10.41 ms | {fmt_pct(s['gpu_busy_ns'] / steady)} |" in text
+    tail = fmt_pct(747_481 / steady)
+    assert f"| wave-quantization tail idle (inside busy) | 747.48 us | {tail} |" in text
+    assert f"({fmt_pct(s['startup_idle_ns'] / s['window_ns'])} of the window)" in text
     # launches under 5 us (the 864 ns elementwise chain) are not ranked by quantization idle
     assert "| vectorized_elementwise_kernel | 0 | 4x1x1 |" not in text
     assert "launches under 5.00 us left out" in text
-    # the sync range's only instance starts 2.84 s after the first GPU op
-    assert (
-        "| 1 | remove_sync | high | range sync_in_loop, device 0, at +2.84 s | 29.20 ms |" in text
-    )
+    # the sync range's only instance starts 2.84 s after the first GPU op; its idle is the
+    # host's np.sort after each .item() (tests/test_samples.py, test_sync_in_loop_range)
+    busy = fmt_ns(single.regions.set_index("name").loc["sync_in_loop", "host_busy_idle_ns"])
+    assert f"| 1 | host_work | high | range sync_in_loop, device 0, at +2.84 s | {busy} |" in text
     assert (
         "| tiled_gemm_kernel | 0 | 7x19x1 | 256 | 6 | 1.12 ms | 1 (registers) | 1.008 | "
         "49.6 % | 558.09 us | tail |"
     ) in text
-    assert "| 0 | startup | 35 | 2.83 s | 9.96 ms | 1.98 s |" in text
-    # 21 cudaStreamSynchronize gaps: 19 .item() reads of sync_in_loop, 2 in warmup (checks)
-    assert "| 0 | cudaStreamSynchronize | 21 | 29.42 ms |" in text
+    # the blocking calls per call and the host range that made it ("step i": "step")
+    assert "| 0 | cudaStreamSynchronize (in step) | 19 |" in text
     assert "| tiled_gemm_kernel | 0 | 18 | 4.64 ms | 187.34 us | 44.9 % |" in text
     assert "![waves per kernel](a/waves.png)" in text
 

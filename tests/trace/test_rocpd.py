@@ -59,10 +59,13 @@ def test_hand_built_analysis(hand):
     s = a.summary()
     # GPU window T0 .. T0+310_000; busy: copy 20_000 + 100_000 + 10_000 + 100_000
     assert s["window_ns"] == 310_000 and s["gpu_busy_ns"] == 230_000
-    # idle: [20_000, 40_000] waits for the GEMM's launch call (launch overhead); [150_000,
-    # 210_000] follows hipStreamSynchronize (the host was blocked until 150_500: sync idle)
+    # idle: [20_000, 40_000] waits for the GEMM's launch call, which ended at 35_000
+    # (host-bound 15_000, then launch latency 5_000); [150_000, 210_000]: the host sat in
+    # hipStreamSynchronize [39_000, 150_500] as the device ran dry, then launched at
+    # 202_000: 500 in the call and the 51_500 after it (the call had waited 111_000 before
+    # the device idled) are synchronization, 8_000 launch latency
     assert s["idle_ns"] == 80_000
-    assert s["launch_overhead_ns"] == 20_000 and s["sync_idle_ns"] == 60_000
+    assert s["launch_overhead_ns"] == 28_000 and s["sync_idle_ns"] == 52_000
     # occupancy on the MI300X: the GEMM's 64 KiB of LDS per workgroup fills a CU's 64 KiB,
     # so 1 workgroup per CU, 304 slots; 320 workgroups = 2 waves, the last holding 16:
     # tail idle = 100_000 x (1 - 16/304) / 2
@@ -76,7 +79,9 @@ def test_hand_built_analysis(hand):
     r = a.regions.iloc[0]
     assert (r["name"], r["ops"], r["start_ns"], r["end_ns"]) == ("step", 3, T0 + 40_000,
                                                                  T0 + 310_000)  # fmt: skip
-    assert (r["gpu_busy_ns"], r["idle_ns"], r["sync_idle_ns"]) == (210_000, 60_000, 60_000)
+    # measured from the gap its first kernel held (lead 20_000): both gaps are the step's
+    assert r["lead_ns"] == 20_000
+    assert (r["gpu_busy_ns"], r["idle_ns"], r["sync_idle_ns"]) == (210_000, 80_000, 52_000)
 
 
 def test_views_absent_and_two_processes_merged(tmp_path):
@@ -169,3 +174,98 @@ def test_epoch_timestamps_stay_exact(tmp_path):
     t = load_trace(p)
     assert t.kernels["start"].tolist() == [t0 + 40_000, t0 + 140_000, t0 + 210_000]
     assert t.api["start"].iloc[0] == t0 - 5_000 and t.nvtx["end"].iloc[0] == t0 + 400_000
+
+
+def _inline_db(path):
+    """A database in newer rocprofv3 layout (times, thread and agent inline on each row; no
+    rocpd_timestamp or rocpd_track) whose correlation ids are all 0. Thread 11 of process
+    77 on an MI300X (agent row 5, node / absolute index 2); times in ns from T0:
+
+        hipLaunchKernel [0, 5_000]        GEMM       [10_000, 110_000]
+        hipLaunchKernel [6_000, 8_000]    pointwise  [110_000, 120_000]
+        hipStreamSynchronize [9_000, 120_500]
+        hipLaunchKernel [150_000, 152_000] GEMM      [160_000, 260_000]
+    """
+    import json
+    import sqlite3
+
+    from rocpd_db import GEMM, MI300X, POINTWISE, T0
+
+    u, g = "ab12", "ab-12"
+    ddl = {
+        "rocpd_metadata": "tag TEXT, value TEXT",
+        "rocpd_string": "string TEXT",
+        "rocpd_info_agent": "type TEXT, absolute_index INT, logical_index INT, "
+        "type_index INT, name TEXT, product_name TEXT, extdata TEXT",
+        "rocpd_info_kernel_symbol": "kernel_name TEXT, display_name TEXT, arch_vgpr_count "
+        "INT, accum_vgpr_count INT, sgpr_count INT",
+        "rocpd_event": "category_id INT, correlation_id INT",
+        "rocpd_region": 'nid INT, pid INT, tid INT, start INT, "end" INT, name_id INT, '
+        "event_id INT",
+        "rocpd_kernel_dispatch": "nid INT, pid INT, tid INT, agent_id INT, kernel_id INT, "
+        'dispatch_id INT, queue_id INT, stream_id INT, start INT, "end" INT, '
+        "workgroup_size_x INT, workgroup_size_y INT, workgroup_size_z INT, grid_size_x INT, "
+        "grid_size_y INT, grid_size_z INT, group_segment_size INT, event_id INT",
+    }
+    conn = sqlite3.connect(path)
+    for t, cols in ddl.items():
+        conn.execute(f'CREATE TABLE "{t}_{u}" (id INTEGER PRIMARY KEY, guid TEXT, {cols})')
+        conn.execute(f'CREATE VIEW "{t}" AS SELECT * FROM "{t}_{u}"')
+
+    def ins(t, **v):
+        cols = ["guid", *v]
+        cur = conn.execute(f'INSERT INTO "{t}_{u}" ({", ".join(map(repr, cols))}) VALUES '
+                           f"({', '.join('?' * len(cols))})", [g, *v.values()])  # fmt: skip
+        return cur.lastrowid
+
+    ins("rocpd_metadata", tag="schema_version", value="4")
+    s = {x: ins("rocpd_string", string=x) for x in ("HIP_RUNTIME_API", "KERNEL_DISPATCH",
+         "hipLaunchKernel", "hipStreamSynchronize")}  # fmt: skip
+    conn.execute(f'INSERT INTO "rocpd_info_agent_{u}" VALUES (5, ?, "GPU", 2, 0, 0, "gfx942", '
+                 '"AMD Instinct MI300X", ?)', [g, json.dumps(MI300X)])  # fmt: skip
+    gemm = ins("rocpd_info_kernel_symbol", kernel_name=GEMM + ".kd", display_name=GEMM,
+               arch_vgpr_count=128, accum_vgpr_count=128, sgpr_count=96)  # fmt: skip
+    pw = ins("rocpd_info_kernel_symbol", kernel_name=POINTWISE + ".kd", display_name=POINTWISE,
+             arch_vgpr_count=16, accum_vgpr_count=0, sgpr_count=16)  # fmt: skip
+    for name, a, b in (("hipLaunchKernel", 0, 5_000), ("hipLaunchKernel", 6_000, 8_000),
+                       ("hipStreamSynchronize", 9_000, 120_500),
+                       ("hipLaunchKernel", 150_000, 152_000)):  # fmt: skip
+        e = ins("rocpd_event", category_id=s["HIP_RUNTIME_API"], correlation_id=0)
+        ins("rocpd_region", nid=1, pid=77, tid=11, start=T0 + a, end=T0 + b,
+            name_id=s[name], event_id=e)  # fmt: skip
+    for i, (sym, a, b, grid) in enumerate(((gemm, 10_000, 110_000, 320 * 256),
+                                           (pw, 110_000, 120_000, 4096),
+                                           (gemm, 160_000, 260_000, 320 * 256))):  # fmt: skip
+        e = ins("rocpd_event", category_id=s["KERNEL_DISPATCH"], correlation_id=0)
+        ins("rocpd_kernel_dispatch", nid=1, pid=77, tid=11, agent_id=2, kernel_id=sym,
+            dispatch_id=i + 1, queue_id=1, stream_id=None, start=T0 + a, end=T0 + b,
+            workgroup_size_x=256, workgroup_size_y=1, workgroup_size_z=1, grid_size_x=grid,
+            grid_size_y=1, grid_size_z=1, group_segment_size=65536 if sym == gemm else 0,
+            event_id=e)  # fmt: skip
+    conn.commit()
+    conn.close()
+
+
+def test_inline_times_and_zero_correlations_are_read(tmp_path):
+    # issue 28: the newer layout is read, not refused; kernels find their launch calls by
+    # order on their thread, and the trace says so
+    from rocpd_db import T0
+
+    p = tmp_path / "77_results.db"
+    _inline_db(p)
+    t = load_trace(p)
+    assert t.format == "rocpd" and "inline times" in t.producer_version
+    assert t.kernels["start"].tolist() == [T0 + 10_000, T0 + 110_000, T0 + 160_000]
+    assert t.kernels["grid_x"].tolist() == [320, 16, 320]  # work-items -> workgroups
+    # the dispatch names its agent by node id 2; devices count by logical index (0), as the
+    # reader numbers them for every rocprof format
+    assert set(t.kernels["device"]) == {0} and t.gpus[0].sm_count == 304
+    assert t.kernels["correlation"].tolist() == [1.0, 2.0, 3.0]
+    launches = t.api[t.api["name"] == "hipLaunchKernel"]
+    assert launches["correlation"].tolist() == [1.0, 2.0, 3.0]
+    assert any("paired with their launch calls by order" in w for w in t.warnings)
+    s = analyze(t).summary()
+    # [120_000, 160_000]: the host sat in hipStreamSynchronize until 120_500 (it waited
+    # 111_000 before the device ran dry), then launched at 152_000: synchronization 32_000,
+    # launch latency 8_000
+    assert (s["idle_ns"], s["sync_idle_ns"], s["launch_overhead_ns"]) == (40_000, 32_000, 8_000)

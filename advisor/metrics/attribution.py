@@ -1,0 +1,705 @@
+"""Why the GPU waited: every idle nanosecond of a device attributed to exactly one cause by
+following what held the operation that ended the idle (docs/metrics.md, "Why the GPU
+waited").
+
+A device's idle time is the gaps before its operations (metrics/gaps.py). For the gap
+[g0, g1) that ends when op X starts, X could start only once (a) the host had enqueued it
+(its launch call: ``enqueue`` = min(call end, X's start)), (b) its stream predecessor had
+finished (always by g0: the device was idle) and (c) whatever else it waited on (an event
+another stream records, a CUDA graph's dependencies). The gap belongs to the dependency
+satisfied last:
+
+1. ``startup``: the gap lies before the steady state of its device (the first instance of
+   a top-level range that recurs to the end of the trace, else the first run of op names
+   that recurs in the device's last quarter): a position, not an API name.
+2. ``unattributed``: no launch call is known for X (API not traced).
+3. ``queued_wait``: X waited longer after it was enqueued than the device's launch latency
+   L (g1 - max(enqueue, g0) > L): something other than the host was satisfied last, and the
+   whole gap is its: an event wait (a stream-wait-event call on the launching thread
+   between X's stream predecessor's launch and X's), a CUDA graph's dependencies (X ran
+   from a graph launch), else a dependency the trace does not record.
+4. Otherwise [max(enqueue, g0), g1) is ``launch_latency`` (``graph_internal`` between
+   two nodes of one graph launch), and when the launch call returned after g0 the host was
+   late for [g0, enqueue), split by what the launching thread did then:
+   ``synchronization`` (inside a blocking synchronize call), ``blocking_copy`` (inside a
+   synchronous copy or set, or an async copy from pageable memory), ``startup`` (inside a
+   module load: code loads once, wherever it happens), ``input_pipeline``
+   (inside a DataLoader range), and the rest: first, when a blocking call was waiting as
+   the device ran dry (it spans g0) and returned before the launch, up to (g0 - its start)
+   of the rest is that call's (the time the host lost waiting: without the wait it would
+   have been that much earlier); what remains is ``host_bound`` (launch work: at most
+   host_launch_max_ns, or inside the range that launches X) or ``host_busy`` (longer, in
+   something else).
+
+Thresholds: data/thresholds.yaml ``attribution``; name patterns: classify.yaml.
+The pieces of one gap are laid out in that order from g0 (their lengths are exact; their
+order inside one gap is a convention) so that windows can clip them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+from advisor.data import load_yaml, name_matches
+from advisor.metrics.intervals import grouped_order, union
+from advisor.metrics.regions import range_name
+
+# the causes, in the order a gap's pieces are laid out (the categorical's codes)
+CAUSES = ("startup", "unattributed", "queued_wait", "synchronization", "blocking_copy",
+          "input_pipeline", "host_busy", "host_bound", "graph_internal",
+          "launch_latency")  # fmt: skip
+CAUSE_CODE = {name: code for code, name in enumerate(CAUSES)}
+# the idle a CUDA graph (or fusion, a persistent kernel) removes
+OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
+# what the host did while late, in priority order where several overlap (API level first)
+_SYNC, _COPY, _LOAD, _INPUT = 1, 2, 3, 4
+
+PIECE_COLUMNS = ["device", "start", "end", "cause", "row", "detail"]
+
+
+@cache
+def thresholds() -> dict:
+    """data/thresholds.yaml ``attribution``."""
+    return dict(load_yaml("thresholds.yaml")["attribution"])
+
+
+@dataclass
+class Attribution:
+    """Per op (rows of the ops table): ``cause`` (the gap's dominant cause, codes into
+    CAUSES, -1 without a gap), ``detail`` (what held it, '' when nothing is named),
+    ``overhead_ns`` (its gap's launch-overhead part), ``sync_call`` (the blocking call
+    behind a synchronization or blocking-copy gap, '' otherwise); ``pieces``: the idle
+    pieces (PIECE_COLUMNS; cause as codes), sorted by (device, start); ``latency_ns``:
+    the launch latency bound per device (ns)."""
+
+    cause: np.ndarray
+    detail: np.ndarray
+    overhead_ns: np.ndarray
+    sync_call: np.ndarray
+    pieces: pd.DataFrame
+    latency_ns: dict[int, int]
+    launch_op: np.ndarray  # per op: the innermost host range open at its launch call ('')
+    sync_ns: np.ndarray  # per op: the synchronization part of its gap (ns)
+
+
+def attribute(
+    ops: pd.DataFrame,
+    api: pd.DataFrame,
+    host_ranges: pd.DataFrame,
+    steady_start: dict[int, int],
+    api_row: np.ndarray,
+    pageable_copy: np.ndarray,
+) -> Attribution:
+    """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
+    ``graph``, ``correlation``, ``stream``) to causes (module doc).
+
+    ``api``: the trace's host API calls; ``api_row``: per op its launch call's row in
+    ``api`` (-1: none); ``host_ranges``: the host's ranges (start, end, pid, tid, text: NVTX,
+    record_function and CPU ops); ``steady_start``: per device the steady state's first ns;
+    ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks).
+    """
+    n = len(ops)
+    t = thresholds()
+    gap = ops["gap_ns"].to_numpy(np.int64)
+    at = np.flatnonzero(gap > 0)
+    g1 = ops["start"].to_numpy(np.int64)[at]
+    g0 = g1 - gap[at]
+    device = ops["device"].to_numpy()[at]
+    row = api_row[at]
+    known = row >= 0
+    api_start = api["start"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
+    api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
+    api_tid = api["tid"].to_numpy(np.float64) if len(api) else np.zeros(0)
+    api_pid = api["pid"].to_numpy(np.float64) if len(api) else np.zeros(0)
+    safe = np.maximum(row, 0)
+    launch_start = np.where(known, api_start[safe] if len(api) else 0, g1)
+    enqueue = np.where(known, np.minimum(api_end[safe] if len(api) else 0, g1), g1)
+
+    latency = _latency_bounds(ops, api_row, api_end, t)
+    bound = np.array([latency.get(int(d), t["latency_default_ns"]) for d in device],
+                     dtype=np.int64) if len(at) else np.zeros(0, np.int64)  # fmt: skip
+    waited = g1 - np.maximum(enqueue, g0)  # held after it was enqueued (or after g0)
+    never = np.iinfo(np.int64).min
+    steady = pd.Series(device).map(steady_start).fillna(never).to_numpy(np.float64)
+    queued = known & (waited > bound)  # (held by a dependency even before the steady state)
+    startup = (g1 <= steady) & ~queued
+    timed = known & ~startup & ~queued
+    late = np.where(timed, np.clip(enqueue - g0, 0, None), 0)  # host-late time [g0, enqueue)
+    latency_part = np.where(timed, gap[at] - late, 0)
+
+    # a gap between two nodes of one CUDA-graph launch
+    graph = ops["graph"].to_numpy(bool)
+    corr = ops["correlation"].to_numpy(np.float64)
+    dev_all = ops["device"].to_numpy()
+    prev = np.maximum(at - 1, 0)
+    same_graph = (at > 0) & (dev_all[prev] == dev_all[at]) & graph[at] & graph[prev]
+    same_graph &= corr[at] == corr[prev]
+
+    # what the launching thread did while the host was late
+    host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy)
+    tid = np.where(known, api_tid[safe] if len(api) else np.nan, np.nan)
+    pid = np.where(known, api_pid[safe] if len(api) else np.nan, np.nan)
+    split = host.split(pid, tid, g0, g0 + late, launch_start)
+
+    k = len(at)
+    amounts = np.zeros((k, len(CAUSES)), dtype=np.int64)
+    amounts[startup, CAUSE_CODE["startup"]] = gap[at][startup]
+    amounts[:, CAUSE_CODE["startup"]] += split["startup"]  # (host-late in a module load)
+    amounts[~known & ~startup, CAUSE_CODE["unattributed"]] = gap[at][~known & ~startup]
+    amounts[queued, CAUSE_CODE["queued_wait"]] = gap[at][queued]
+    for name in ("synchronization", "blocking_copy", "input_pipeline", "host_busy",
+                 "host_bound"):  # fmt: skip
+        amounts[:, CAUSE_CODE[name]] = split[name]
+    amounts[same_graph, CAUSE_CODE["graph_internal"]] = latency_part[same_graph]
+    amounts[~same_graph, CAUSE_CODE["launch_latency"]] = latency_part[~same_graph]
+    assert (amounts.sum(axis=1) == gap[at]).all(), "idle pieces must sum to the gap"
+
+    cause = np.full(n, -1, dtype=np.int8)
+    dominant = np.argmax(amounts, axis=1).astype(np.int8) if k else np.zeros(0, np.int8)
+    cause[at] = dominant
+    overhead = np.zeros(n, dtype=np.int64)
+    overhead[at] = amounts[:, [CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=1)
+
+    # what held each piece: the labels of the host's activity, the queued op's dependency
+    labels = split["labels"]
+    by_cause = {
+        "synchronization": labels["sync"], "blocking_copy": labels["copy"],
+        "input_pipeline": labels["input"], "host_busy": labels["host"],
+        "host_bound": labels["host"],
+    }  # fmt: skip
+    if queued.any():
+        queued_detail = np.full(k, "", dtype=object)
+        queued_detail[queued] = _queued_detail(ops, api, at[queued], api_row, host)
+        by_cause["queued_wait"] = queued_detail
+    pieces = _pieces(device, g0, amounts, at, by_cause)
+    detail = np.full(n, "", dtype=object)
+    sync_call = np.full(n, "", dtype=object)
+    for name, values in by_cause.items():
+        mine = dominant == CAUSE_CODE[name]
+        detail[at[mine]] = values[mine]
+    sync_call[at[dominant == CAUSE_CODE["synchronization"]]] = labels["sync_api"][
+        dominant == CAUSE_CODE["synchronization"]
+    ]
+    sync_call[at[dominant == CAUSE_CODE["blocking_copy"]]] = labels["copy_api"][
+        dominant == CAUSE_CODE["blocking_copy"]
+    ]
+    sync_ns = np.zeros(n, dtype=np.int64)
+    sync_ns[at] = amounts[:, CAUSE_CODE["synchronization"]]
+    return Attribution(cause, detail, overhead, sync_call, pieces, latency,
+                       host.launching_ops(api_row), sync_ns)  # fmt: skip
+
+
+def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The idle pieces, laid out from each gap's start in CAUSES order, with the label of
+    what held each (``details``: per cause, per gap; '' for the others)."""
+    k, c = amounts.shape
+    ends = g0[:, None] + np.cumsum(amounts, axis=1)
+    starts = ends - amounts
+    keep = amounts > 0
+    codes = np.broadcast_to(np.arange(c, dtype=np.int8), (k, c))
+    gap_of = np.broadcast_to(np.arange(k)[:, None], (k, c))[keep]
+    cause = codes[keep]
+    detail = np.full(len(cause), "", dtype=object)
+    for name, values in details.items():
+        mine = cause == CAUSE_CODE[name]
+        detail[mine] = values[gap_of[mine]]
+    return pd.DataFrame(
+        {
+            "device": np.broadcast_to(device[:, None], (k, c))[keep],
+            "start": starts[keep],
+            "end": ends[keep],
+            "cause": cause,
+            "row": at[gap_of],
+            "detail": detail,
+        }
+    )  # (row-major: by gap, then cause: sorted by device and start already)
+
+
+def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, int]:
+    """Per device: the launch latency bound L (ns): the ``latency_quantile`` of
+    (start - launch call end) over ops launched while their device was idle (the call ended
+    after the gap began), clamped to [latency_min_ns, latency_max_ns]; with too few such
+    ops, latency_default_ns."""
+    out: dict[int, int] = {}
+    gap = ops["gap_ns"].to_numpy(np.int64)
+    start = ops["start"].to_numpy(np.int64)
+    device = ops["device"].to_numpy()
+    has = (api_row >= 0) & (gap > 0)
+    if not has.any() or len(api_end) == 0:
+        return out
+    rows = np.flatnonzero(has)
+    end = api_end[api_row[rows]]
+    into_idle = end > start[rows] - gap[rows]
+    rows, end = rows[into_idle], end[into_idle]
+    wait = np.maximum(start[rows] - end, 0)
+    for d in np.unique(device[rows]):
+        w = wait[device[rows] == d]
+        if len(w) < t["latency_min_samples"]:
+            continue
+        q = float(np.quantile(w, t["latency_quantile"]))
+        out[int(d)] = int(np.clip(q, t["latency_min_ns"], t["latency_max_ns"]))
+    return out
+
+
+def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
+    """What held queued ops ``rows``: an event wait issued by the launching thread between
+    the stream predecessor's launch and the op's, a CUDA graph launch's dependencies, or a
+    dependency the trace does not record."""
+    out = np.full(len(rows), "a dependency not in the trace", dtype=object)
+    names = api["name"].astype(object).to_numpy()[np.maximum(api_row[rows], 0)]
+    by_graph = ops["graph"].to_numpy(bool)[rows] | pd.Series(names).str.contains(
+        "GraphLaunch", regex=False).to_numpy()  # fmt: skip
+    out[by_graph] = "a CUDA graph launch's dependencies"
+    if host.event_waits is None:
+        return out
+    # the stream predecessor of each op (same device and stream)
+    order = grouped_order(ops["stream"].to_numpy(), ops["device"].to_numpy())
+    prev_in_stream = np.full(len(ops), -1, dtype=np.int64)
+    dev, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    prev_in_stream[order[1:]] = np.where(same[1:], order[:-1], -1)
+    pred = prev_in_stream[rows]
+    a_start = api["start"].to_numpy(np.int64)
+    mine = api_row[rows]
+    lo = np.where(
+        (pred >= 0) & (api_row[np.maximum(pred, 0)] >= 0),
+        a_start[np.maximum(api_row[np.maximum(pred, 0)], 0)],
+        np.iinfo(np.int64).min,
+    )
+    hi = a_start[np.maximum(mine, 0)]
+    waits = host.event_waits_in(api["pid"].to_numpy(np.float64)[mine],
+                                api["tid"].to_numpy(np.float64)[mine], lo, hi)  # fmt: skip
+    waited = waits != ""
+    out[waited] = "an event wait (" + waits[waited] + ")"
+    return out
+
+
+class _HostActivity:
+    """The launching threads' activity: blocking calls (synchronize, copies), input-pipeline
+    ranges, event waits, and the innermost host range / API call at a time, per thread
+    (process id, thread id)."""
+
+    def __init__(self, api, ranges, ops, api_row, pageable_copy) -> None:
+        self.thread_of = {}
+        cat = np.zeros(len(api), dtype=np.int8)
+        if len(api):
+            sync = name_matches(api["name"], "sync_api").to_numpy(bool)
+            copy = sync & name_matches(api["name"], "copy_sync_calls").to_numpy(bool)
+            cat[sync] = _SYNC
+            cat[copy] = _COPY
+            cat[name_matches(api["name"], "module_load_api").to_numpy(bool)] = _LOAD
+            blocking_copy_rows = api_row[(api_row >= 0) & pageable_copy]
+            cat[blocking_copy_rows] = _COPY
+            waits = name_matches(api["name"], "event_wait_api").to_numpy(bool)
+            self.event_waits = np.flatnonzero(waits) if waits.any() else None
+            launch = name_matches(api["name"], "launch_api").to_numpy(bool)
+        else:
+            self.event_waits = None
+            launch = np.zeros(0, dtype=bool)
+        self.api = api
+        self.api_cat = cat
+        self.api_launch = launch
+        self.ranges = ranges.assign(text=_plain_text(ranges["text"])) if len(ranges) else ranges
+        self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
+                      if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
+        self._api_threads = _by_thread(api) if len(api) else {}
+        self._range_threads = _by_thread(ranges) if len(ranges) else {}
+        self._innermost: dict = {}
+
+    def split(self, pid, tid, lo, hi, launch_start) -> dict:
+        """For host-late windows [lo, hi) on threads (pid, tid): ns per cause
+        (synchronization, blocking_copy, input_pipeline, host_busy, host_bound) and the
+        labels of what the thread did (module doc, step 4)."""
+        k = len(lo)
+        t = thresholds()
+        out = {c: np.zeros(k, dtype=np.int64) for c in ("synchronization", "blocking_copy",
+                                                       "startup", "input_pipeline",
+                                                       "host_busy", "host_bound")}  # fmt: skip
+        labels = {x: np.full(k, "", dtype=object) for x in ("sync", "copy", "input", "host",
+                                                            "sync_api", "copy_api")}  # fmt: skip
+        out["labels"] = labels
+        length = np.maximum(hi - lo, 0)
+        work = np.flatnonzero(length > 0)
+        rest = length.copy()
+        own_launch = np.zeros(k, dtype=bool)
+        if work.size:
+            keys = _thread_keys(pid[work], tid[work])
+            for key in np.unique(keys[~np.isnan(keys)]):
+                rows = work[keys == key]
+                own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, out, rest)
+        # what nothing named: launch work, or the host busy elsewhere
+        busy = (rest > t["host_launch_max_ns"]) & ~own_launch
+        out["host_busy"] = np.where(busy, rest, 0)
+        out["host_bound"] = np.where(busy, 0, rest)
+        return out
+
+    def _split_thread(self, key, rows, lo, hi, launch_start, out, rest) -> np.ndarray:
+        """Fill ``out`` and ``rest`` for the windows ``rows`` of one thread; returns per
+        window whether the innermost range at its middle also holds the op's launch."""
+        a, b = lo[rows], hi[rows]
+        painted = self._painted(key)
+        for code, name in ((_SYNC, "synchronization"), (_COPY, "blocking_copy"),
+                           (_LOAD, "startup"), (_INPUT, "input_pipeline")):  # fmt: skip
+            seg = painted.get(code)
+            if seg is None:
+                continue
+            covered = _covered(seg, a, b)
+            out[name][rows] += covered
+            rest[rows] -= covered
+        calls = self._api_threads.get(key)
+        if calls is not None:
+            # blocking calls that overlap the window: their names; the one spanning lo
+            # (waiting when the device ran dry) gets up to (lo - its start) of the rest
+            cat = self.api_cat[calls]
+            for code, name, label in ((_SYNC, "synchronization", "sync"),
+                                      (_COPY, "blocking_copy", "copy")):  # fmt: skip
+                mine = calls[cat == code]
+                if mine.size == 0:
+                    continue
+                s = self.api["start"].to_numpy(np.int64)[mine]
+                e = self.api["end"].to_numpy(np.int64)[mine]
+                pos = np.searchsorted(s, b, side="left") - 1  # last call starting before b
+                ok = pos >= 0
+                p = np.maximum(pos, 0)
+                overlaps = ok & (e[p] > a)
+                spans = overlaps & (s[p] < a) & (e[p] <= b)
+                credit = np.where(spans, np.minimum(a - s[p], rest[rows]), 0)
+                out[name][rows] += credit
+                rest[rows] -= credit
+                names = np.asarray(self.api["name"].astype(object).to_numpy()[mine][p])
+                api_label = np.where(overlaps, names, "")
+                out["labels"][label + "_api"][rows] = api_label
+                where = self.range_at(key, np.where(overlaps, s[p], a))
+                out["labels"][label][rows] = _with_context(api_label, where)
+        inputs = self._range_threads.get(key)
+        if inputs is not None:
+            rows_in = inputs[self.input[inputs]]
+            if rows_in.size:
+                s = self.ranges["start"].to_numpy(np.int64)[rows_in]
+                e = self.ranges["end"].to_numpy(np.int64)[rows_in]
+                order = np.argsort(s, kind="stable")
+                s, e, rows_in = s[order], e[order], rows_in[order]
+                pos = np.searchsorted(s, b, side="left") - 1
+                hit = (pos >= 0) & (e[np.maximum(pos, 0)] > a)
+                texts = self.ranges["text"].astype(object).to_numpy()[rows_in]
+                out["labels"]["input"][rows] = np.where(hit, texts[np.maximum(pos, 0)], "")
+        # the rest's label: the innermost host range (or non-launch API call) around the
+        # window's middle that covers at least half of it; whether that range also holds
+        # the op's own launch call
+        mid = a + (b - a) // 2
+        text, own = self.innermost(key, mid, launch_start[rows], (a, b))
+        out["labels"]["host"][rows] = text
+        return own
+
+    def _painted(self, key) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per category code: disjoint segments on the thread, higher priority (lower code)
+        painted over lower."""
+        calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+        ranges = self._range_threads.get(key, np.zeros(0, dtype=np.int64))
+        parts = []
+        for code in (_SYNC, _COPY, _LOAD):
+            c = calls[self.api_cat[calls] == code]
+            parts.append((code, self.api["start"].to_numpy(np.int64)[c],
+                          self.api["end"].to_numpy(np.int64)[c]))  # fmt: skip
+        r = ranges[self.input[ranges]] if len(ranges) else ranges
+        parts.append((_INPUT, self.ranges["start"].to_numpy(np.int64)[r],
+                      self.ranges["end"].to_numpy(np.int64)[r]))  # fmt: skip
+        return _paint(parts)
+
+    def range_at(self, key, times: np.ndarray) -> np.ndarray:
+        """The innermost host range open on the thread at each time ('' for none)."""
+        return self.innermost(key, times, None)[0]
+
+    def innermost(self, key, times, launch_start, window=None) -> tuple[np.ndarray, np.ndarray]:
+        """(label, holds_launch) per time: the innermost host range open on the thread then
+        (with ``window`` (lo, hi): the innermost that covers at least half of it; a
+        non-launch API call there is named too: ``cudaMalloc (in aten::empty)``), and
+        whether that range is also open at ``launch_start`` (the op's own launch)."""
+        times = np.asarray(times, dtype=np.int64)
+        label = np.full(len(times), "", dtype=object)
+        own = np.zeros(len(times), dtype=bool)
+        index = self._index(key)
+        if index is not None:
+            pos = index.find(times)
+            if window is not None:
+                pos = index.covering(pos, *window)
+            hit = pos >= 0
+            label[hit] = index.text[pos[hit]]
+            if launch_start is not None:
+                own = hit & (index.start[np.maximum(pos, 0)] <= launch_start) & (
+                    index.end[np.maximum(pos, 0)] > launch_start)  # fmt: skip
+        calls = self._api_threads.get(key)
+        if calls is not None and len(calls):
+            other = calls[~self.api_launch[calls] & (self.api_cat[calls] == 0)]
+            if other.size:
+                s = self.api["start"].to_numpy(np.int64)[other]
+                e = self.api["end"].to_numpy(np.int64)[other]
+                p = np.searchsorted(s, times, side="right") - 1
+                inside = (p >= 0) & (e[np.maximum(p, 0)] > times)
+                names = self.api["name"].astype(object).to_numpy()[other]
+                call = np.where(inside, names[np.maximum(p, 0)], "")
+                label = _with_context(call, label, keep_context=True)
+                own &= ~inside  # (in another API call: not launching this op)
+        return label, own
+
+    def _index(self, key) -> _Innermost | None:
+        if key not in self._innermost:
+            rows = self._range_threads.get(key)
+            self._innermost[key] = None if rows is None else _Innermost(self.ranges, rows)
+        return self._innermost[key]
+
+    def launching_ops(self, api_row: np.ndarray) -> np.ndarray:
+        """Per op: the innermost host range (CPU op, record_function, NVTX) open on its
+        launching thread when its launch call began ('' where none or no call)."""
+        out = np.full(len(api_row), "", dtype=object)
+        has = np.flatnonzero(api_row >= 0)
+        if has.size == 0 or len(self.ranges) == 0:
+            return out
+        rows = api_row[has]
+        keys = _thread_keys(self.api["pid"].to_numpy(np.float64)[rows],
+                            self.api["tid"].to_numpy(np.float64)[rows])  # fmt: skip
+        start = self.api["start"].to_numpy(np.int64)[rows]
+        for key in np.unique(keys[~np.isnan(keys)]):
+            index = self._index(key)
+            if index is None:
+                continue
+            mine = np.flatnonzero(keys == key)
+            pos = index.find(start[mine])
+            hit = pos >= 0
+            out[has[mine[hit]]] = index.text[pos[hit]]
+        return out
+
+    def event_waits_in(self, pid, tid, lo, hi) -> np.ndarray:
+        """Per window: the name of the last event-wait call on the thread in (lo, hi), ''."""
+        out = np.full(len(lo), "", dtype=object)
+        if self.event_waits is None:
+            return out
+        keys = _thread_keys(pid, tid)
+        w = self.event_waits
+        wkeys = _thread_keys(self.api["pid"].to_numpy(np.float64)[w],
+                             self.api["tid"].to_numpy(np.float64)[w])  # fmt: skip
+        names = self.api["name"].astype(object).to_numpy()[w]
+        starts = self.api["start"].to_numpy(np.int64)[w]
+        for key in np.unique(keys[~np.isnan(keys)]):
+            mine = np.flatnonzero(wkeys == key)
+            if mine.size == 0:
+                continue
+            mine = mine[np.argsort(starts[mine], kind="stable")]
+            q = np.flatnonzero(keys == key)
+            p = np.searchsorted(starts[mine], hi[q], side="left") - 1
+            ok = (p >= 0) & (starts[mine][np.maximum(p, 0)] > lo[q])
+            out[q[ok]] = names[mine][p[ok]]
+        return out
+
+
+def _plain_text(text: pd.Series) -> pd.Series:
+    """Range texts as range names (metrics/regions.range_name: PyTorch's emit_nvtx
+    decorations and a trailing step number removed, so that ``step_3`` and ``step_4`` name
+    one thing), converted once per distinct text."""
+    cat = text.astype("category")
+    clean = range_name(pd.Series(cat.cat.categories.astype(str)))
+    return pd.Series(np.asarray(clean, dtype=object)[cat.cat.codes.to_numpy()], index=text.index)
+
+
+def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = False):
+    """``call (in where)``, the call alone without a range, the range alone without a call
+    when ``keep_context``, else ''."""
+    call = np.asarray(call, dtype=object)
+    where = np.asarray(where, dtype=object)
+    has_call = call != ""
+    has_where = where != ""
+    both = has_call & has_where
+    out = np.where(has_call, call, where if keep_context else "")
+    out = out.astype(object)
+    out[both] = call[both] + " (in " + where[both] + ")"
+    return out
+
+
+def _thread_keys(pid, tid) -> np.ndarray:
+    """One float key per (process, thread) pair, equal across calls for equal pairs (NaN
+    where either is unknown)."""
+    pid = np.asarray(pid, dtype=np.float64)
+    tid = np.asarray(tid, dtype=np.float64)
+    bad = np.isnan(pid) | np.isnan(tid)
+    out = np.full(len(pid), np.nan)
+    if (~bad).any():
+        pairs = np.stack([pid[~bad], tid[~bad]], axis=1).astype(np.int64)
+        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        codes = np.array([float(hash((int(p), int(t))) % (1 << 52)) for p, t in uniq])
+        out[~bad] = codes[inverse.ravel()]
+    return out
+
+
+def _by_thread(table: pd.DataFrame) -> dict[float, np.ndarray]:
+    """Row positions of ``table`` per (pid, tid) key, each sorted by start."""
+    keys = _thread_keys(table["pid"].to_numpy(np.float64), table["tid"].to_numpy(np.float64))
+    start = table["start"].to_numpy(np.int64)
+    valid = np.flatnonzero(~np.isnan(keys))
+    order = valid[np.lexsort((start[valid], keys[valid]))]
+    k = keys[order]
+    heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
+    return {float(k[h]): part for h, part in zip(heads, np.split(order, heads[1:]), strict=True)}
+
+
+def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
+    """Disjoint segments per category code from overlapping intervals, the lowest code
+    winning where categories overlap."""
+    unions = {code: union(s, e) for code, s, e in parts if len(s)}
+    if not unions:
+        return {}
+    points = np.unique(np.concatenate([np.concatenate(u) for u in unions.values()]))
+    if len(points) < 2:
+        return {}
+    lo, hi = points[:-1], points[1:]
+    owner = np.zeros(len(lo), dtype=np.int8)
+    for code in sorted(unions, reverse=True):  # (lower codes painted last: they win)
+        s, e = unions[code]
+        p = np.searchsorted(s, lo, side="right") - 1
+        inside = (p >= 0) & (e[np.maximum(p, 0)] > lo)
+        owner[inside] = code
+    out = {}
+    for code in unions:
+        mine = owner == code
+        if mine.any():
+            out[code] = union(lo[mine], hi[mine])
+    return out
+
+
+def _covered(segments: tuple[np.ndarray, np.ndarray], lo, hi) -> np.ndarray:
+    """Time the disjoint sorted ``segments`` cover in each window [lo, hi) (ns)."""
+    s, e = segments
+    cum = np.concatenate([[0], np.cumsum(e - s)])
+
+    def before(t):
+        k = np.searchsorted(s, t, side="right")
+        last = np.maximum(k - 1, 0)
+        partial = np.clip(np.minimum(t, e[last]) - s[last], 0, None)
+        return np.where(k > 0, cum[last] + partial, 0)
+
+    return np.maximum(before(hi) - before(lo), 0)
+
+
+class _Innermost:
+    """The innermost range open at a time on one thread, for properly nested ranges: the
+    open ranges at time t are d(t) = #starts <= t - #ends <= t deep, and the innermost is the
+    last range to start at or before t among those at depth d(t) - 1 (the depth of a range
+    is how many ranges were open when it began)."""
+
+    def __init__(self, ranges: pd.DataFrame, rows: np.ndarray) -> None:
+        s = ranges["start"].to_numpy(np.int64)[rows]
+        e = ranges["end"].to_numpy(np.int64)[rows]
+        keep = e > s
+        s, e, rows = s[keep], e[keep], rows[keep]
+        order = np.lexsort((-e, s))  # parents before children that start with them
+        self.start, self.end = s[order], e[order]
+        self.text = ranges["text"].astype(object).to_numpy()[rows[order]]
+        self.sorted_ends = np.sort(self.end)
+        depth = np.arange(len(self.start)) - np.searchsorted(self.sorted_ends, self.start,
+                                                              side="right")  # fmt: skip
+        self.levels = {}
+        for d in np.unique(depth):
+            at = np.flatnonzero(depth == d)
+            self.levels[int(d)] = at
+        # each range's parent: the last range one level up to start at or before it
+        self.parent = np.full(len(self.start), -1, dtype=np.int64)
+        for d, at in self.levels.items():
+            up = self.levels.get(d - 1)
+            if up is None:
+                continue
+            p = np.searchsorted(self.start[up], self.start[at], side="right") - 1
+            ok = p >= 0
+            self.parent[at[ok]] = up[p[ok]]
+
+    def covering(self, pos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """From each range ``pos`` (-1: none) up its parents to the first that covers at
+        least half of the window [lo, hi) (-1 when none does)."""
+        pos = pos.copy()
+        need = (hi - lo) / 2
+        for _ in range(len(self.levels) + 1):
+            p = np.maximum(pos, 0)
+            cover = np.minimum(self.end[p], hi) - np.maximum(self.start[p], lo)
+            climb = (pos >= 0) & (cover < need)
+            if not climb.any():
+                break
+            pos[climb] = self.parent[pos[climb]]
+        return pos
+
+    def find(self, times: np.ndarray) -> np.ndarray:
+        """Position of the innermost range open at each time, -1 where none is."""
+        open_ = np.searchsorted(self.start, times, side="right") - np.searchsorted(
+            self.sorted_ends, times, side="right")  # fmt: skip
+        out = np.full(len(times), -1, dtype=np.int64)
+        for d, at in self.levels.items():
+            q = np.flatnonzero(open_ - 1 == d)
+            if q.size == 0:
+                continue
+            p = np.searchsorted(self.start[at], times[q], side="right") - 1
+            ok = p >= 0
+            cand = at[np.maximum(p, 0)]
+            ok &= self.end[cand] > times[q]
+            out[q[ok]] = cand[ok]
+        return out
+
+
+def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
+    """Per device: where its steady state begins (ns): the first GPU op of the first
+    top-level range family that recurs into the device's last ``tail_share`` of ops, else
+    the first op of the first ``kgram`` op names that recur there; devices with neither
+    have no start-up (absent)."""
+    t = thresholds()
+    out: dict[int, int] = {}
+    if ops.empty:
+        return out
+    device = ops["device"].to_numpy()
+    start = ops["start"].to_numpy(np.int64)
+    range_id = ops["range_id"].to_numpy() if "range_id" in ops else np.full(len(ops), -1)
+    family = None
+    if len(ranges):
+        counts = ranges.groupby(["pid", "text"])["range_id"].transform("size").to_numpy()
+        repeated = np.zeros(int(ranges["range_id"].max()) + 1, dtype=bool)
+        repeated[ranges["range_id"].to_numpy()[counts >= 2]] = True
+        fam_codes = pd.factorize(ranges["text"])[0]
+        family = np.full(len(repeated), -1, dtype=np.int64)
+        family[ranges["range_id"].to_numpy()] = fam_codes
+    names = ops["name"].array
+    codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
+    for d in np.unique(device):
+        rows = np.flatnonzero(device == d)  # (sorted by start: device_ops' order)
+        n = len(rows)
+        tail_from = int(n * (1 - t["tail_share"]))
+        if family is not None:
+            rid = range_id[rows]
+            ok = rid >= 0
+            rep = np.zeros(n, dtype=bool)
+            rep[ok] = repeated[rid[ok]]
+            fam = np.where(rep, family[np.maximum(rid, 0)], -1)
+            late = np.unique(fam[tail_from:][fam[tail_from:] >= 0])
+            cand = np.flatnonzero(np.isin(fam, late) & (fam >= 0))
+            if cand.size:
+                out[int(d)] = int(start[rows[cand[0]]])
+                continue
+        k = int(t["kgram"])
+        if n < 4 * k:
+            continue
+        grams = _kgram_hashes(codes[rows].astype(np.int64), k)
+        late = np.unique(grams[tail_from:])
+        first = np.flatnonzero(np.isin(grams[:tail_from], late))
+        if first.size:
+            out[int(d)] = int(start[rows[first[0]]])
+    return out
+
+
+def _kgram_hashes(codes: np.ndarray, k: int) -> np.ndarray:
+    """A 64-bit hash per run of ``k`` consecutive codes (wrapping arithmetic)."""
+    m = len(codes) - k + 1
+    h = np.zeros(m, dtype=np.uint64)
+    mult = np.uint64(1099511628211)  # FNV prime
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            h = h * mult + (codes[j : j + m].astype(np.uint64) + np.uint64(1))
+    return h

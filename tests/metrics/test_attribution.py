@@ -1,0 +1,216 @@
+"""Idle attribution on one hand-built trace with one scenario per cause (times in ns; every
+expected number below is worked out by hand from the rules in metrics/attribution.py, with
+the default thresholds: fewer than 20 launches into an idle device, so the launch latency
+bound L is the default 20 us; host-late time nothing names is launch work up to 100 us).
+
+Device 0, process 1, launching thread 10; ops sorted by start:
+
+  op   GPU interval           launch call                     gap before  pieces (cause: ns)
+  k1   [0, 1000)              -                               -           (first op)
+  k2   [1450, 2000)           [1300, 1400]                    450         A
+  k3   [200300, 201000)       [200100, 200200]                198300      B
+  m1   [259000, 259500) copy  cudaMemcpy [201100, 260000]     58000       C
+  k4   [260300, 261000)       [260100, 260200]                800         C'
+  k5   [500200, 501000)       [500000, 500100]                239200      D
+  k6   [690200, 691000)       [690000, 690100]                189200      E
+  k7   [800000, 801000) s9    [691300, 691400]                109000      F
+  k8   [802000, 803000)       none (corr 99)                  1000        G
+  k9   [850300, 851000)       [850100, 850200]                47300       I
+  k10  [851300, 852000) graph cudaGraphLaunch [851100, 851200] 300        J
+  k11  [852100, 853000) graph same graph launch                100        J'
+
+A  the host waits in cudaStreamSynchronize [500, 1200] while k1 runs (it spans g0=1000):
+   [1000, 1400) host-late = 400: 200 inside the call, and the 200 after it up to the launch
+   are the call's too (it waited 1000 - 500 = 500 before g0): synchronization 400;
+   [1400, 1450) launch_latency 50.
+B  cudaStreamSynchronize [1950, 2050] spans g0=2000, then the DataLoader range
+   [2100, 200000): host-late [2000, 200200) = 198200: sync covers 50, input covers 197900;
+   the rest 250 takes the sync's credit min(2000 - 1950, 250) = 50, leaving 200 of launch
+   work: synchronization 100, input_pipeline 197900, host_bound 200; latency 100.
+C  the op ends when its own blocking copy call lets it start: [201000, 259000) host-late,
+   the call covers [201100, 259000) = 57900 (blocking_copy), 100 before it (host_bound).
+C' k4's gap [259500, 260300): host-late 700, the copy call covers 500 and, spanning g0,
+   is credited the remaining 200: blocking_copy 700; latency 100.
+D  239100 host-late in NVTX "compute_metrics" [262000, 499000) (covers over half of it),
+   which does not hold k5's launch: longer than 100 us -> host_busy 239100; latency 100.
+E  189100 host-late in "aten::addmm" [501500, 700000), which holds k6's own launch call:
+   launch work however long -> host_bound 189100; latency 100.
+F  cudaStreamWaitEvent [691100, 691200] then k7 launched at 691400, yet it starts at
+   800000: it waited 108600 > L after its launch: the whole gap is queued_wait 109000,
+   held by "an event wait (cudaStreamWaitEvent)".
+G  no launch call: unattributed 1000.
+I  cuModuleLoadData [803100, 850000] inside host-late [803000, 850200): startup 46900,
+   the 300 around it host_bound; latency 100.
+J  k10: host-late [851000, 851200) host_bound 200, latency 100; k11 waits 100 <= L after
+   the graph launch, behind k10 of the same launch: graph_internal 100.
+
+Totals: synchronization 500, input_pipeline 197900, blocking_copy 58600, host_busy 239100,
+host_bound 189900, queued_wait 109000, unattributed 1000, startup 46900, launch_latency
+650, graph_internal 100: 843650 = the sum of the gaps.
+"""
+
+import pandas as pd
+import pytest
+from builders import api as api_table
+from builders import kernels, nvtx
+
+from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown
+from advisor.trace.model import Trace
+
+KERNELS = [
+    dict(start=0, end=1000, correlation=1),
+    dict(start=1450, end=2000, correlation=2),
+    dict(start=200300, end=201000, correlation=3),
+    dict(start=260300, end=261000, correlation=5),
+    dict(start=500200, end=501000, correlation=6),
+    dict(start=690200, end=691000, correlation=7),
+    dict(start=800000, end=801000, correlation=8, stream=9),
+    dict(start=802000, end=803000, correlation=99),
+    dict(start=850300, end=851000, correlation=10),
+    dict(start=851300, end=852000, correlation=11, graph_node=1),
+    dict(start=852100, end=853000, correlation=11, graph_node=2),
+]
+API = [
+    ("cudaStreamSynchronize", 500, 1200, None),
+    ("cudaLaunchKernel", 1300, 1400, 2),
+    ("cudaStreamSynchronize", 1950, 2050, None),
+    ("cudaLaunchKernel", 200100, 200200, 3),
+    ("cudaMemcpy", 201100, 260000, 4),
+    ("cudaLaunchKernel", 260100, 260200, 5),
+    ("cudaLaunchKernel", 500000, 500100, 6),
+    ("cudaLaunchKernel", 690000, 690100, 7),
+    ("cudaStreamWaitEvent", 691100, 691200, None),
+    ("cudaLaunchKernel", 691300, 691400, 8),
+    ("cuModuleLoadData", 803100, 850000, None),
+    ("cudaLaunchKernel", 850100, 850200, 10),
+    ("cudaGraphLaunch", 851100, 851200, 11),
+]
+RANGES = [
+    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 2100, 200000),
+    ("compute_metrics", 262000, 499000),
+    ("aten::addmm", 501500, 700000),
+]
+LOADER = RANGES[0][0]
+
+
+def hand_trace() -> Trace:
+    t = Trace(path="<hand-built>", format="test", producer_version="test",
+              kernels=kernels(KERNELS))  # fmt: skip
+    t.api = api_table(API)
+    t.nvtx = nvtx(RANGES)
+    t.memcpy = pd.DataFrame([{"device": 0, "stream": 7, "start": 259000, "end": 259500,
+                              "bytes": 4, "kind": "DtoH", "correlation": 4, "pid": 1}])  # fmt: skip
+    return t
+
+
+@pytest.fixture(scope="module")
+def attributed():
+    t = hand_trace()
+    return attribute_gaps(device_ops(t), t)
+
+
+def _by_op(ops, pieces) -> dict:
+    """{op start: {cause: ns}} of the pieces."""
+    at = ops.loc[pieces["row"], "start"].to_numpy()
+    p = pieces.assign(ns=pieces["end"] - pieces["start"], at=at)
+    return {int(s): {str(c): int(n) for c, n in zip(g["cause"], g["ns"], strict=True)}
+            for s, g in p.groupby("at")}  # fmt: skip
+
+
+def test_each_gap_split_by_what_held_it(attributed):
+    ops, pieces = attributed
+    assert _by_op(ops, pieces) == {
+        1450: {"synchronization": 400, "launch_latency": 50},
+        200300: {"synchronization": 100, "input_pipeline": 197900, "host_bound": 200,
+                 "launch_latency": 100},
+        259000: {"blocking_copy": 57900, "host_bound": 100},
+        260300: {"blocking_copy": 700, "launch_latency": 100},
+        500200: {"host_busy": 239100, "launch_latency": 100},
+        690200: {"host_bound": 189100, "launch_latency": 100},
+        800000: {"queued_wait": 109000},
+        802000: {"unattributed": 1000},
+        850300: {"startup": 46900, "host_bound": 300, "launch_latency": 100},
+        851300: {"host_bound": 200, "launch_latency": 100},
+        852100: {"graph_internal": 100},
+    }  # fmt: skip
+
+
+def test_idle_is_the_sum_of_causes(attributed):
+    ops, pieces = attributed
+    b = gap_breakdown(pieces).set_index("cause")["total_ns"].to_dict()
+    assert b == {
+        "synchronization": 500, "input_pipeline": 197900, "blocking_copy": 58600,
+        "host_busy": 239100, "host_bound": 189900, "queued_wait": 109000, "unattributed": 1000,
+        "startup": 46900, "launch_latency": 650, "graph_internal": 100,
+    }  # fmt: skip
+    assert sum(b.values()) == ops["gap_ns"].sum() == 843650
+    # the pieces tile the gaps: disjoint, inside their gap
+    gap_start = ops["start"] - ops["gap_ns"]
+    assert (pieces["start"].to_numpy() >= gap_start[pieces["row"]].to_numpy()).all()
+    assert (pieces["end"].to_numpy() <= ops.loc[pieces["row"], "start"].to_numpy()).all()
+    assert (pieces["start"].to_numpy()[1:] >= pieces["end"].to_numpy()[:-1]).all()
+
+
+def test_what_held_each_gap_is_named(attributed):
+    ops, _ = attributed
+    got = {int(s): (str(c), str(d)) for s, c, d in
+           zip(ops["start"], ops["cause"], ops["detail"], strict=True) if pd.notna(c)}  # fmt: skip
+    assert got[1450] == ("synchronization", "cudaStreamSynchronize")
+    assert got[200300] == ("input_pipeline", LOADER)
+    assert got[259000] == ("blocking_copy", "cudaMemcpy")
+    assert got[500200] == ("host_busy", "compute_metrics")
+    assert got[690200] == ("host_bound", "aten::addmm")
+    assert got[800000] == ("queued_wait", "an event wait (cudaStreamWaitEvent)")
+    assert got[850300] == ("startup", "")
+    # the op that launched each kernel
+    assert ops.set_index("start").loc[690200, "launch_op"] == "aten::addmm"
+    # the overhead a CUDA graph would act on: host_bound + latency + graph_internal
+    assert int(ops["overhead_ns"].sum()) == 189900 + 650 + 100
+
+
+def test_a_sync_that_did_not_hold_the_launch_back_owns_nothing():
+    # a long synchronize that began before the device went idle while the next launch had
+    # been issued before it: the gap is launch latency (the op was queued)
+    from builders import trace
+
+    t = trace(
+        [dict(start=0, end=1000, correlation=1), dict(start=1200, end=2000, correlation=2)],
+        [("cudaLaunchKernel", 100, 150, 2), ("cudaDeviceSynchronize", 200, 2100, None)],
+    )
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    assert pieces[["cause", "start", "end"]].astype({"cause": str}).values.tolist() == [
+        ["launch_latency", 1000, 1200]
+    ]
+
+
+def test_startup_is_a_position_not_a_name():
+    # a repeated top-level range "step" whose instances run to the end of the trace: the
+    # idle before its first instance is start-up; a cudaGetDeviceProperties call inside
+    # the steps (as ROCm PyTorch makes thousands of) is host time of the steps
+    from builders import trace
+
+    rows, api, ranges = [], [], [("init", 0, 9000)]
+    rows.append(dict(start=0, end=1000, correlation=1))
+    api.append(("cudaLaunchKernel", 0, 100, 1))
+    for i in range(4):  # steps at 10000, 20000, 30000, 40000: two kernels each
+        base = 10000 * (i + 1)
+        ranges.append((f"step_{i}", base - 500, base + 9000))
+        for j, at in enumerate((base, base + 5000)):
+            c = 10 + 2 * i + j
+            rows.append(dict(start=at, end=at + 1000, correlation=c))
+            api.append(("cudaLaunchKernel", at - 200, at - 100, c))
+        api.append(("cudaGetDeviceProperties", base + 1100, base + 4700, None))
+    t = trace(rows, api, ranges)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    p = pieces.assign(ns=pieces["end"] - pieces["start"]).astype({"cause": str})
+    totals = p.groupby("cause")["ns"].sum().to_dict()
+    # start-up: the gap before the first step's first kernel, [1000, 10000)
+    assert totals["startup"] == 9000
+    # inside each step: [base+1000, base+5000) host-late until the launch ended at
+    # base+4900 (3900, launch work inside the step range), then 100 of latency; between
+    # steps: [base+6000, base+10000): 3900 + 100 the same way
+    assert totals["host_bound"] == 7 * 3900
+    assert totals["launch_latency"] == 7 * 100
+    # (ranges named as range families: step_0 .. step_3 are "step")
+    details = p.loc[p["cause"] == "host_bound", "detail"].astype(str)
+    assert details.value_counts().to_dict() == {"cudaGetDeviceProperties (in step)": 4, "step": 3}
