@@ -1,0 +1,257 @@
+"""Why the GPU waited: one workload per idle cause (held-out captures for issue 28).
+
+    python3 why_idle.py PART FACTS.json {nsys|kineto} [KINETO_OUT.json]
+
+PART (each run on its own, so each trace holds one story):
+
+  dataloader     a training loop whose DataLoader workers are slow (2 workers, 4 ms per item,
+                 8 items per batch) with a loss.item() each step: the GPU waits for the
+                 input pipeline; the 1-us synchronize before each wait is not its cause
+  event_wait     work launched on stream B behind cudaStreamWaitEvent on an event that
+                 stream A records after a 20 ms host function (cudaLaunchHostFunc: the GPU
+                 runs nothing meanwhile): queued work held by an event
+  pageable_copy  each step copies 32 MB from pageable host memory to the GPU and reads a
+                 result back into pageable memory: the host sits in blocking copies
+  short_chains   one range of 40 iterations, each 3 chains of 24 tiny launches ended by an
+                 .item(): launch-bound although no chain reaches 50 launches
+  dp_allreduce   10 independent GEMMs, then 10 all-reduces of 128 MiB gradients
+                 (torch.distributed, NCCL, one process: the collectives run, no peer waits)
+  nongemm        conv + batch-norm + layer-norm + softmax + loss + Adam (multi_tensor_apply),
+                 and a skinny fp32 GEMM that cuBLAS splits along K (splitKreduce_kernel):
+                 kernels that are not GEMMs
+  devprops       a step loop calling cudaGetDeviceProperties (cuda-python) between launches
+                 in every step: a call that start-up-by-name would have taken for start-up
+
+nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
+(DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
+kineto: torch.profiler over the same loop (the same ranges as user annotations).
+Facts: what the workload planted and measured on the host (seconds, per step).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+from markers import nvtx
+
+STEPS = 8
+
+
+def profiled(kind: str, out: str | None):
+    """The capture context: emit_nvtx for nsys, torch.profiler for kineto."""
+    if kind == "kineto":
+        from torch.profiler import ProfilerActivity, profile
+
+        class _Kineto:
+            def __enter__(self):
+                self.p = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                                 record_shapes=True)  # fmt: skip
+                self.p.__enter__()
+
+            def __exit__(self, *exc):
+                torch.cuda.synchronize()
+                self.p.__exit__(*exc)
+                self.p.export_chrome_trace(out)
+
+        return _Kineto()
+    return torch.autograd.profiler.emit_nvtx()
+
+
+class SlowItems(torch.utils.data.Dataset):
+    """Items that take ITEM_S seconds of host time each (decoding, augmentation)."""
+
+    ITEM_S = 0.004
+
+    def __len__(self) -> int:
+        return 1 << 20
+
+    def __getitem__(self, i):
+        time.sleep(self.ITEM_S)
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(512, generator=g), torch.randint(0, 10, (), generator=g)
+
+
+def dataloader(kind, out, facts):
+    model = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 10)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(SlowItems(), batch_size=8, num_workers=2)
+    it = iter(loader)
+    for _ in range(3):  # warm-up: workers started, kernels loaded
+        x, y = next(it)
+        nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+    torch.cuda.synchronize()
+    waits = []
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"train_step_{i}", sync=False):
+                t0 = time.perf_counter()
+                x, y = next(it)  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__
+                waits.append(time.perf_counter() - t0)
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss.item()
+    facts.update(item_s=SlowItems.ITEM_S, batch=8, workers=2, loader_wait_s=waits)
+
+
+def event_wait(kind, out, facts):
+    import ctypes
+    import glob
+
+    hold_s = 0.02
+    lib = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*",
+                                        "lib", "libcudart.so*")))  # fmt: skip
+    cudart = ctypes.CDLL(lib[0] if lib else "libcudart.so")
+    host_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: time.sleep(hold_s))
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    w = torch.randn(2048, 2048, device="cuda")
+    x = torch.randn(2048, 2048, device="cuda")
+    ev = torch.cuda.Event()
+    (x @ w).sum().item()  # warm-up: cuBLAS loaded
+    print("event_wait: warm", flush=True)
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"iter_{i}", sync=False):
+                # a runs a host function (20 ms on a driver thread: the GPU runs nothing),
+                # then records the event that b's work waits for
+                rc = cudart.cudaLaunchHostFunc(ctypes.c_void_p(a.cuda_stream), host_fn, None)
+                assert rc == 0, rc
+                ev.record(a)
+                b.wait_event(ev)  # cudaStreamWaitEvent: b's work waits for a's record
+                with torch.cuda.stream(b):
+                    y = x @ w
+                    y = torch.relu(y)
+                done = torch.cuda.Event()
+                done.record(b)
+                deadline = time.perf_counter() + 5
+                while not done.query():  # (never hang; sleeping lets the host function run)
+                    if time.perf_counter() > deadline:
+                        print("event_wait: b never ran", flush=True)
+                        os._exit(3)
+                    time.sleep(0.001)
+            print("event_wait: iteration", i, flush=True)
+    facts.update(hold_s=hold_s, mechanism="cudaLaunchHostFunc on stream a, then an event")
+
+
+def pageable_copy(kind, out, facts):
+    host = np.random.default_rng(0).random(4 << 20)  # 32 MB of float64, pageable
+    back = np.empty(4 << 20)
+    copy_s = []
+    torch.from_numpy(host).cuda().sum().item()  # warm-up
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"step_{i}", sync=False):
+                t0 = time.perf_counter()
+                x = torch.from_numpy(host).to("cuda")  # cudaMemcpyAsync from pageable memory
+                copy_s.append(time.perf_counter() - t0)
+                for _ in range(4):
+                    x = x * 1.0001 + 0.5
+                back[:] = x.cpu().numpy()  # device to pageable host memory
+    facts.update(bytes=host.nbytes, copy_call_s=copy_s)
+
+
+def short_chains(kind, out, facts):
+    x = torch.randn(4096, device="cuda")
+    x.sum().item()
+    with profiled(kind, out), nvtx("decode_loop"):
+        for _ in range(40):
+            for _ in range(3):
+                for _ in range(12):
+                    x = x * 0.999  # 2 tiny kernels per iteration: 24 per chain
+                    x = x + 0.001
+                x.sum().item()  # a sync ends the chain (sum + copy: 26 launches per chain)
+    facts.update(iterations=40, chains_per_iteration=3, launches_per_chain=26)
+
+
+def dp_allreduce(kind, out, facts):
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    grads = [torch.randn(32 << 20, device="cuda") for _ in range(10)]  # 128 MiB of fp32 each
+    a = torch.randn(4096, 4096, device="cuda")
+    for g in grads[:2]:
+        dist.all_reduce(g)
+    torch.cuda.synchronize()
+    with profiled(kind, out):
+        for i in range(3):
+            with nvtx(f"train_step_{i}", sync=False):
+                outs = [a @ a for _ in range(10)]  # independent GEMMs (the backward's)
+                for g in grads:
+                    dist.all_reduce(g)  # gradient buckets, after the GEMMs
+                sum(o[0, 0] for o in outs).item()
+    dist.destroy_process_group()
+    facts.update(collective_bytes=grads[0].numel() * 4, collectives_per_step=10)
+
+
+def nongemm(kind, out, facts):
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.Conv2d(64, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.LayerNorm(1024), nn.Linear(1024, 10),
+    ).cuda()  # fmt: skip
+    opt = torch.optim.Adam(model.parameters(), foreach=True)  # multi_tensor_apply_kernel
+    x = torch.randn(64, 3, 64, 64, device="cuda")
+    y = torch.randint(0, 10, (64,), device="cuda")
+    skinny_a = torch.randn(64, 1 << 16, device="cuda")
+    skinny_b = torch.randn(1 << 16, 64, device="cuda")
+    for _ in range(2):
+        nn.functional.cross_entropy(model(x), y).backward()
+        (skinny_a @ skinny_b).sum().item()
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"train_step_{i}", sync=False):
+                logits = model(x)
+                loss = nn.functional.cross_entropy(torch.softmax(logits, 1), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                (skinny_a @ skinny_b).sum().item()  # cuBLAS split-K + splitKreduce_kernel
+    facts.update(skinny_gemm=[64, 64, 1 << 16])
+
+
+def devprops(kind, out, facts):
+    from cuda.bindings import runtime
+
+    x = torch.randn(1 << 16, device="cuda")
+    x.sum().item()
+    call_s = []
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"train_step_{i}", sync=False):
+                for _ in range(10):
+                    x = torch.sin(x)
+                    t0 = time.perf_counter()
+                    runtime.cudaGetDeviceProperties(0)  # per-op device query (as ROCm PyTorch)
+                    call_s.append(time.perf_counter() - t0)
+                x.sum().item()
+    facts.update(calls_per_step=10, call_s=call_s)
+
+
+PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, short_chains,
+                                  dp_allreduce, nongemm, devprops)}  # fmt: skip
+
+
+def main() -> None:
+    part, facts_path, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+    out = sys.argv[4] if len(sys.argv) > 4 else None
+    torch.manual_seed(0)
+    facts: dict = {"part": part, "kind": kind, "device": torch.cuda.get_device_name(0),
+                   "torch": torch.__version__}  # fmt: skip
+    t0 = time.time()
+    PARTS[part](kind, out, facts)
+    facts["wall_s"] = time.time() - t0
+    with open(facts_path, "w") as fh:
+        json.dump(facts, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
