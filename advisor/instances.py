@@ -35,7 +35,9 @@ def range_instances(a: Analysis) -> pd.DataFrame:
     periods = pd.DataFrame({"device": r["device"].to_numpy(), "start_ns": r["start_ns"].to_numpy(),
                             "end_ns": instance_periods(r)})  # fmt: skip
     m = a.measure(periods)
-    cold, reasons = cold_instances(r)
+    # (start-up inside the instance's own period: the gap before its first op, which the
+    # regions measure with it, is the transition into it)
+    cold, reasons = cold_instances(r.assign(startup_idle_ns=m["startup_idle_ns"].to_numpy()))
     out = pd.DataFrame({
         "name": r["name"].astype(str).to_numpy(), "device": r["device"].to_numpy(),
         "start_ns": periods["start_ns"].to_numpy(), "period_end_ns": periods["end_ns"].to_numpy(),

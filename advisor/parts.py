@@ -57,6 +57,7 @@ _DERIVED_ORDERS = {
     "stage_ops": lambda t: t.reset_index(drop=True),
     "graph_saving": lambda t: t.reset_index(drop=True),
     "held_by": lambda t: t.reset_index(drop=True),
+    "interleaving": lambda t: t.reset_index(drop=True),
 }
 
 
@@ -106,6 +107,7 @@ def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = 
         "sync_stalls": views.sync_stalls(a),
         "graph_saving": rule_tables.region_graph_savings(a),
         "held_by": rule_tables.held_by(a),
+        "interleaving": rule_tables.interleaving(a),
         "steps": rule_tables.step_table(a),
         "stage_ops": views.stage_ops(a),
     }

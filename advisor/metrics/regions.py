@@ -23,7 +23,7 @@ from advisor.metrics.keys import pack_one
 
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "lead_ns", "host_start_ns",
-               "host_end_ns", "ops", "launches"]  # fmt: skip
+               "host_end_ns", "ops", "kernels", "launches"]  # fmt: skip
 
 
 def measured_start(windows: pd.DataFrame) -> np.ndarray:
@@ -112,7 +112,7 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     """One row per (range, device) with GPU work: name, start_ns, end_ns (GPU window: its
     first op's start to its last op's end), lead_ns (the idle gap before its first op, which
     that op held: measured with the range, metrics/attribution.py), host_start_ns,
-    host_end_ns, ops, launches (host launch calls), pid."""
+    host_end_ns, ops, kernels (ops that are kernels), launches (host launch calls), pid."""
     rows = np.flatnonzero(ops["range_id"].to_numpy() >= 0)
     if rows.size == 0:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
@@ -134,6 +134,9 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
             "lead_ns": np.minimum.reduceat(idle_from[rows][order], first),
             "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows][order], first),
             "ops": np.diff(np.append(first, len(key))),
+            "kernels": np.add.reduceat(
+                ops["kind"].eq("kernel").to_numpy()[rows][order].astype(np.int64), first
+            ),
             # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
             "launches": distinct_in_runs(corr, first),
         }

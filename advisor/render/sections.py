@@ -38,6 +38,18 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+# the steady idle by cause (docs/metrics.md, "Why the GPU waited"), in the summary's order
+IDLE_LABELS = {
+    "launch_overhead_ns": "launch overhead (host launching + latency + in-graph)",
+    "sync_idle_ns": "synchronization stalls (blocking synchronize)",
+    "copy_idle_ns": "blocking copies (synchronous / pageable)",
+    "input_idle_ns": "input pipeline (DataLoader)",
+    "host_busy_idle_ns": "host busy elsewhere (not launching)",
+    "queued_idle_ns": "launched work held by a dependency",
+    "unattributed_idle_ns": "no launch call in the trace",
+}
+
+
 def summary(a: Analysis) -> Section:
     """Where the GPU time went. Shares are of the steady-state time (the windows minus their
     start-up idle), so a start-up of seconds does not hide the symptoms; start-up is shown
@@ -59,8 +71,8 @@ def summary(a: Analysis) -> Section:
         row("steady-state time (window - start-up)", steady),
         row("GPU busy", s["gpu_busy_ns"]),
         row("GPU idle (steady)", s["idle_ns"] - startup),
-        row("  synchronization stalls", s["sync_idle_ns"]),
-        row("  launch overhead (host-bound + latency + in-graph)", s["launch_overhead_ns"]),
+        *[row(f"  {label}", s[col]) for col, label in IDLE_LABELS.items()
+          if s[col] or col in ("launch_overhead_ns", "sync_idle_ns")],
         row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"]),
         row("under-filled grid idle (inside busy)", s["underfill_idle_ns"]),
     ]  # fmt: skip

@@ -17,6 +17,7 @@ from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
+from advisor.units import fmt_ns
 
 # the regions' text columns naming what held each kind of idle (the pieces' detail with
 # the most time): column -> (cause, what the text is)
@@ -179,6 +180,8 @@ SCOPES: dict[str, dict[str, str]] = {
         "k": "GEMM K (NaN unknown)",
         "batch": "GEMM batch count (NaN unknown)",
         "has_shape": "M, N, K known",
+        "shape": "the GEMM shape in words: 'shape M=.. N=.. K=..', or that the trace does not "
+        "hold it",
         "tile_m": "output tile rows (NaN unknown)",
         "tile_n": "output tile columns (NaN unknown)",
         "tile_k": "K step per iteration (NaN unknown)",
@@ -221,6 +224,8 @@ SCOPES: dict[str, dict[str, str]] = {
             for col, (cause, what) in _DETAIL_COLUMNS.items()
         },
         "last_device": "device most often last to reach this range's collectives (NaN none)",
+        "rank_wait": "the waits for other ranks in words: how long and who arrives last, 'none', "
+        "or 'not measured (the trace holds one rank)'",
         "collectives_per_instance": "collective kernels (comm that is not point-to-point) "
         "per instance of the range on the device",
         "interleaved_share": "share of consecutive collectives with compute of the range "
@@ -291,6 +296,14 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["memory"] = memory
     k["gemm_guess"] = _gemm_guess(k)
     add_tile_columns(k)
+    known = k["m"].notna() & k["n"].notna() & k["k"].notna()
+    k["shape"] = np.where(
+        known,
+        "shape M=" + k["m"].fillna(0).astype(np.int64).astype(str) + " N="
+        + k["n"].fillna(0).astype(np.int64).astype(str) + " K="
+        + k["k"].fillna(0).astype(np.int64).astype(str),
+        "shape not in the trace (--shape PATTERN=MxNxK gives it)",
+    )  # fmt: skip
     return _at(k, k["worst_start_ns"], a.origin_ns)
 
 
@@ -399,24 +412,45 @@ def _regions(a: Analysis) -> pd.DataFrame:
     )
     idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
+    w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
+                      zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
     # collectives (comm kernels that are not point-to-point) launched per range instance
     coll = ops[ops["op_class"].eq("comm").to_numpy() & ~point_to_point(ops)]
     per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
     counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
-    share = interleaving(ops, coll)
+    share = interleaving(a).set_index(["name", "device"])["interleaved_share"]
     w["interleaved_share"] = share.reindex(idx).to_numpy() if len(share) else np.nan
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
-def interleaving(ops: pd.DataFrame, coll: pd.DataFrame) -> pd.Series:
-    """Per (region name, device): the share of consecutive collectives (in start order)
-    between which a compute op of the same range started: ~1 when each collective sits
-    between GEMMs that feed it and consume it (tensor parallelism), ~0 when the collectives
-    run back to back after the compute (data-parallel gradient buckets). NaN with fewer than
-    two collectives."""
+def _rank_wait(wait: float, last: float) -> str:
+    """The waits for other ranks in words (never 'unknown')."""
+    if wait is None or np.isnan(wait):
+        return "its wait for other ranks is not measured (the trace holds one rank)"
+    if wait <= 0:
+        return "none of it waits for other ranks"
+    who = (
+        f" (most often last: device {int(last)})" if last is not None and np.isfinite(last) else ""
+    )
+    return f"{fmt_ns(wait)} of it waits for other ranks{who}"
+
+
+def interleaving(a: Analysis) -> pd.DataFrame:
+    """Per (region name, device) of the selection (name, device, interleaved_share): the
+    share of consecutive collectives of one range instance (in start order) between which a
+    compute op of the range started: ~1 when each collective sits between GEMMs that feed it
+    and consume it (tensor parallelism), ~0 when the collectives run back to back after the
+    compute (data-parallel gradient buckets); rows only with two or more collectives."""
+    return a.derived("interleaving", _interleaving)
+
+
+def _interleaving(a: Analysis) -> pd.DataFrame:
+    ops = a.ops
+    coll = ops[ops["op_class"].eq("comm").to_numpy() & ~point_to_point(ops)]
+    cols = ["name", "device", "interleaved_share"]
     if coll.empty:
-        return pd.Series(dtype=np.float64)
+        return pd.DataFrame(columns=cols)
     compute = ops[ops["op_class"].eq("compute").to_numpy()]
     region = coll["region"].astype(object).fillna("").to_numpy()
     out = {}
@@ -434,8 +468,11 @@ def interleaving(ops: pd.DataFrame, coll: pd.DataFrame) -> pd.Series:
         lo = c["end"].to_numpy()[:-1]
         hi = c["start"].to_numpy()[1:]
         between = np.searchsorted(starts, hi, side="left") - np.searchsorted(starts, lo)
-        out[(name, int(device))] = float(np.mean(between > 0))
-    return pd.Series(out, dtype=np.float64)
+        rid = c["range_id"].to_numpy()
+        same = rid[1:] == rid[:-1]  # (pairs inside one instance: a step's end and the next
+        if same.any():  # step's start are not interleaving)
+            out[(name, int(device))] = float(np.mean(between[same] > 0))
+    return pd.DataFrame([(n, d, v) for (n, d), v in out.items()], columns=cols)
 
 
 def sequence_table(a: Analysis) -> pd.DataFrame:
@@ -476,7 +513,12 @@ def _step_table(a: Analysis) -> pd.DataFrame:
         return pd.DataFrame()
     r = r.reset_index(drop=True)
     family = r["name"].astype(str).to_numpy()
-    repeated = pd.Series(family).groupby([family, r["device"].to_numpy()]).transform("size") > 1
+    per = pd.Series(family).groupby([family, r["device"].to_numpy()])
+    # steps: a family run more than once whose instances launch kernels (an NVTX range around
+    # each tensor's .cuda() moves data, it is no step)
+    kernels = pd.Series(r["kernels"].to_numpy() if "kernels" in r else np.ones(len(r)))
+    holds = kernels.groupby([family, r["device"].to_numpy()]).transform("median") >= 1
+    repeated = (per.transform("size") > 1) & holds
     if not repeated.any():
         return pd.DataFrame()
     gap_row, gap = _step_gaps(a, r)

@@ -596,11 +596,41 @@ static int has_high(const uc *s, Py_ssize_t n) {
 
 /* a numeric field as kineto._num reads it: number -> value, null/absent -> NaN; anything
  * else (strings included, which _num parses loosely) -> bail */
+/* a string where kineto.py's _num expects a number (PyTorch <= 1.10 wrote "tid": "1890023"
+ * and "tid": "stream 7"): plain digits are the number, a string holding a character no
+ * Python float literal can hold is NaN, anything else is declined (msgspec decides) */
+static int num_string(const Val *v, double *out) {
+    if (v->esc) return -1;
+    const uc *p = v->s + 1, *e = v->s + v->n - 1;
+    if (p >= e) {
+        *out = NAN; /* float("") fails */
+        return 0;
+    }
+    const uc *q = p + (*p == '-');
+    int digits = q < e && e - q <= 15;
+    for (const uc *c = q; c < e && digits; c++) digits = *c >= '0' && *c <= '9';
+    if (digits) {
+        int64_t x = 0;
+        for (; q < e; q++) x = x * 10 + (*q - '0');
+        *out = (double)(*p == '-' ? -x : x);
+        return 0;
+    }
+    static const char maybe[] = "0123456789.+-eE_ \t\n\rinfatyINFATY";
+    for (const uc *c = p; c < e; c++) {
+        if (!memchr(maybe, *c, sizeof(maybe) - 1)) {
+            *out = NAN;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static int num_field(const Val *v, double *out) {
     if (v->type == T_NONE || v->type == T_NULL) {
         *out = NAN;
         return 0;
     }
+    if (v->type == T_STR) return num_string(v, out);
     if (v->type != T_NUM) return -1;
     return to_double(v, out);
 }

@@ -18,8 +18,9 @@ distributed runs, ``distributedInfo`` (rank, world size). Categories read:
 
 PyTorch 1.8-1.10 wrote capitalised categories: ``Kernel``, ``Runtime``, ``Memcpy``,
 ``Memset`` are read as kernel, cuda_runtime, gpu_memcpy, gpu_memset; ``Operator`` holds both
-the ops (names with ``::``, read as cpu_op) and the record_function ranges (ProfilerStep#N,
-``enumerate(DataLoader)#...``: read as user_annotation); ``Input dims`` is ``Input Dims``.
+the ops (names with ``::`` and autograd nodes such as ``CudnnConvolutionBackward``, read as
+cpu_op) and the record_function ranges (ProfilerStep#N, ``enumerate(DataLoader)#...``: read
+as user_annotation); ``Input dims`` is ``Input Dims``; thread ids were strings.
 
 Parsing: the compiled scanner (_kscan.c, optional) validates the events array and reads the
 fields of the wanted events into columns, with no Python object per event; an uncompressed

@@ -307,8 +307,10 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
 def _read_api(r: _Reader) -> pd.DataFrame:
     if not r.has(RUNTIME):
         return pd.DataFrame(columns=["start", "end", "name", "tid", "pid", "correlation"])
-    # only the calls the metrics use: launches, blocking calls, start-up calls
-    wanted = r.string_ids(("launch_api", "sync_api", "startup_api"), strip=_VERSION_SUFFIX)
+    # only the calls the metrics use: launches, blocking calls, event waits, the set-up calls
+    # that name what the host was doing (metrics/attribution.py)
+    wanted = r.string_ids(("launch_api", "sync_api", "startup_api", "event_wait_api",
+                           "module_load_api"), strip=_VERSION_SUFFIX)  # fmt: skip
     where = f"t.nameId IN ({','.join(map(str, wanted))})" if wanted else "0"
     api = r.scan(
         RUNTIME,

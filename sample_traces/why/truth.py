@@ -22,7 +22,6 @@ import gzip
 import json
 import sqlite3
 import sys
-from bisect import bisect_right
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -46,8 +45,8 @@ def kineto_events(path: Path):
         elif cat in ("cuda_runtime", "cuda_driver"):
             s, t = ns(e)
             calls[args.get("correlation")] = (s, t, e["pid"], e["tid"], e["name"])
-            ranges.setdefault((e["pid"], e["tid"]), []).append((s, t, "api:" + e["name"],
-                                                                args.get("correlation")))  # fmt: skip
+            row = (s, t, "api:" + e["name"], args.get("correlation"))
+            ranges.setdefault((e["pid"], e["tid"]), []).append(row)
         elif cat in ("user_annotation", "cpu_op"):
             s, t = ns(e)
             ranges.setdefault((e["pid"], e["tid"]), []).append((s, t, e["name"], None))
@@ -58,8 +57,8 @@ def nsys_events(path: Path):
     """The same from an Nsight Systems export."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     names = dict(db.execute("SELECT id, value FROM StringIds"))
-    ops = [(s, e, d, c, names.get(n, "?")) for s, e, d, c, n in db.execute(
-        "SELECT start, end, deviceId, correlationId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL")]  # fmt: skip
+    query = "SELECT start, end, deviceId, correlationId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    ops = [(s, e, d, c, names.get(n, "?")) for s, e, d, c, n in db.execute(query)]
     pageable = set()
     for s, e, d, c, src, dst in db.execute(
         "SELECT start, end, deviceId, correlationId, srcKind, dstKind "
@@ -132,13 +131,13 @@ def truth(path: Path) -> dict:
         reach = e if reach is None else max(reach, e)
     # launch chains between synchronize calls, on the thread that launched the most
     launchers = {}
-    for s, e, pid, tid, name in calls.values():
+    for _, _, pid, tid, name in calls.values():
         if "Launch" in name:
             launchers[(pid, tid)] = launchers.get((pid, tid), 0) + 1
     if launchers:
         thread = max(launchers, key=launchers.get)
         chain, chains = 0, []
-        for s, e, name, _ in ranges.get(thread, []):
+        for _, _, name, _ in ranges.get(thread, []):
             if not name.startswith("api:"):
                 continue
             if "Synchronize" in name:

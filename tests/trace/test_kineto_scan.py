@@ -114,7 +114,8 @@ def test_regions_between_cuts():
     [
         b'{"ph": "X", "c\\u0061t": "kernel", "name": "k", "ts": 1}',  # an escaped key
         b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "ts": 2}',  # a duplicate key
-        b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"device": "1"}}',
+        # a string that may be a float literal (Python's float() decides: msgspec reads it)
+        b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"device": "1.5e"}}',
         b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": []}',
         b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"grid": [1, true]}}',
         b'{"ph": "X", "cat": "kernel", "name": 5, "ts": 1}',
@@ -275,3 +276,19 @@ def test_uncorrupted_base_is_scanned():
     # (in the trace's order)
     assert tables["nvtx"]["text"].tolist() == ["aten::mm, sizes = [[8,16],[16,4]]", "step"]
     assert np.array_equal(tables["kernels"]["start"], [12500])
+
+
+def test_numbers_written_as_strings_read_as_the_reference_reads_them(tmp_path):
+    # PyTorch <= 1.10 wrote thread ids as strings ("1890023232", and "stream 7" for GPU
+    # rows): digits are the number, text no float can hold is NaN, as msgspec's reader has it
+    buf = (b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 1, '
+           b'"args": {"device": "1", "correlation": 5}}, {"ph": "X", "cat": "cuda_runtime", '
+           b'"name": "cudaLaunchKernel", "pid": 7, "tid": "1890023232", "ts": 0, "dur": 1, '
+           b'"args": {"correlation": 5}}]')  # fmt: skip
+    found = _kscan.scan(buf, ("kernel", "cuda_runtime"), "ka")
+    assert found is not None
+    plain = tmp_path / "old.json"
+    plain.write_bytes(b'{"traceEvents": ' + buf + b"}")
+    assert _read_both(plain)
+    t = kineto.read_kineto(plain)
+    assert t.api["tid"].tolist() == [1890023232] and t.kernels["device"].tolist() == [1]
