@@ -120,8 +120,8 @@ def attribute(
     enqueue = np.where(known, np.minimum(api_end[safe] if len(api) else 0, g1), g1)
 
     latency = _latency_bounds(ops, api_row, api_end, t)
-    bound = np.array([latency.get(int(d), t["latency_default_ns"]) for d in device],
-                     dtype=np.int64) if len(at) else np.zeros(0, np.int64)  # fmt: skip
+    bound = (pd.Series(device).map(latency).fillna(t["latency_default_ns"])
+             .to_numpy(np.int64))  # fmt: skip
     waited = g1 - np.maximum(enqueue, g0)  # held after it was enqueued (or after g0)
     never = np.iinfo(np.int64).min
     steady = pd.Series(device).map(steady_start).fillna(never).to_numpy(np.float64)
@@ -146,23 +146,24 @@ def attribute(
     split = host.split(pid, tid, g0, g0 + late, launch_start)
 
     k = len(at)
-    amounts = np.zeros((k, len(CAUSES)), dtype=np.int64)
-    amounts[startup, CAUSE_CODE["startup"]] = gap[at][startup]
-    amounts[:, CAUSE_CODE["startup"]] += split["startup"]  # (host-late in a module load)
-    amounts[~known & ~startup, CAUSE_CODE["unattributed"]] = gap[at][~known & ~startup]
-    amounts[queued, CAUSE_CODE["queued_wait"]] = gap[at][queued]
+    # ns per (cause, gap): one contiguous row per cause
+    amounts = np.zeros((len(CAUSES), k), dtype=np.int64)
+    gaps = gap[at]
+    amounts[CAUSE_CODE["startup"]] = np.where(startup, gaps, 0) + split["startup"]
+    amounts[CAUSE_CODE["unattributed"]] = np.where(~known & ~startup, gaps, 0)
+    amounts[CAUSE_CODE["queued_wait"]] = np.where(queued, gaps, 0)
     for name in ("synchronization", "blocking_copy", "input_pipeline", "host_busy",
                  "host_bound"):  # fmt: skip
-        amounts[:, CAUSE_CODE[name]] = split[name]
-    amounts[same_graph, CAUSE_CODE["graph_internal"]] = latency_part[same_graph]
-    amounts[~same_graph, CAUSE_CODE["launch_latency"]] = latency_part[~same_graph]
-    assert (amounts.sum(axis=1) == gap[at]).all(), "idle pieces must sum to the gap"
+        amounts[CAUSE_CODE[name]] = split[name]
+    amounts[CAUSE_CODE["graph_internal"]] = np.where(same_graph, latency_part, 0)
+    amounts[CAUSE_CODE["launch_latency"]] = np.where(same_graph, 0, latency_part)
+    assert (amounts.sum(axis=0) == gaps).all(), "idle pieces must sum to the gap"
 
     cause = np.full(n, -1, dtype=np.int8)
-    dominant = np.argmax(amounts, axis=1).astype(np.int8) if k else np.zeros(0, np.int8)
+    dominant = _dominant(amounts)
     cause[at] = dominant
     overhead = np.zeros(n, dtype=np.int64)
-    overhead[at] = amounts[:, [CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=1)
+    overhead[at] = amounts[[CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=0)
 
     # what held each piece: the labels of the host's activity, the queued op's dependency
     labels = split["labels"]
@@ -188,35 +189,65 @@ def attribute(
         dominant == CAUSE_CODE["blocking_copy"]
     ]
     sync_ns = np.zeros(n, dtype=np.int64)
-    sync_ns[at] = amounts[:, CAUSE_CODE["synchronization"]]
+    sync_ns[at] = amounts[CAUSE_CODE["synchronization"]]
     return Attribution(cause, detail, overhead, sync_call, pieces, latency,
                        host.launching_ops(api_row), sync_ns)  # fmt: skip
 
 
+def _dominant(amounts: np.ndarray) -> np.ndarray:
+    """Per gap (column of ``amounts``, ns per cause): the code of the cause with the most
+    time, the first in CAUSES order on ties (argmax one cause row at a time: rows are
+    contiguous)."""
+    best = amounts[0].copy()
+    out = np.zeros(amounts.shape[1], dtype=np.int8)
+    for code in range(1, len(amounts)):
+        more = amounts[code] > best
+        out[more] = code
+        np.maximum(best, amounts[code], out=best)
+    return out
+
+
 def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray]) -> pd.DataFrame:
     """The idle pieces, laid out from each gap's start in CAUSES order, with the label of
-    what held each (``details``: per cause, per gap; '' for the others)."""
-    k, c = amounts.shape
-    ends = g0[:, None] + np.cumsum(amounts, axis=1)
-    starts = ends - amounts
-    keep = amounts > 0
-    codes = np.broadcast_to(np.arange(c, dtype=np.int8), (k, c))
-    gap_of = np.broadcast_to(np.arange(k)[:, None], (k, c))[keep]
-    cause = codes[keep]
-    detail = np.full(len(cause), "", dtype=object)
-    for name, values in details.items():
-        mine = cause == CAUSE_CODE[name]
-        detail[mine] = values[gap_of[mine]]
-    return pd.DataFrame(
-        {
-            "device": np.broadcast_to(device[:, None], (k, c))[keep],
-            "start": starts[keep],
-            "end": ends[keep],
-            "cause": cause,
-            "row": at[gap_of],
-            "detail": detail,
-        }
-    )  # (row-major: by gap, then cause: sorted by device and start already)
+    what held each (``details``: per cause, per gap; '' for the others, categorical text).
+    Rows are sorted by gap (device, start), then cause: each piece is written straight to
+    its slot (no sort), one cause at a time over the gaps that hold it."""
+    c, k = amounts.shape  # (ns per cause, per gap)
+    nonzero = amounts != 0
+    slot_of = np.zeros(k, dtype=np.int64)  # per gap: its next free row
+    np.cumsum(nonzero.sum(axis=0)[:-1], out=slot_of[1:])
+    total = int(nonzero.sum())
+    start = np.empty(total, dtype=np.int64)
+    end = np.empty(total, dtype=np.int64)
+    cause = np.empty(total, dtype=np.int8)
+    gap = np.empty(total, dtype=np.int64)
+    text = np.zeros(total, dtype=np.int64)  # codes into ``vocab``; 0: ''
+    vocab: dict[str, int] = {"": 0}
+    offset = g0.copy()
+    for code in range(c):
+        nz = np.flatnonzero(nonzero[code])
+        if nz.size == 0:
+            continue
+        slot = slot_of[nz]
+        slot_of[nz] += 1
+        amount = amounts[code, nz]
+        start[slot] = offset[nz]
+        offset[nz] += amount
+        end[slot] = offset[nz]
+        cause[slot] = code
+        gap[slot] = nz
+        values = details.get(CAUSES[code])
+        if values is not None:  # (factorized over its pieces only, then into ``vocab``)
+            codes, uniques = pd.factorize(values[nz])
+            ids = np.array([vocab.setdefault(u, len(vocab)) for u in uniques], dtype=np.int64)
+            text[slot] = ids[codes]
+    words = np.array(list(vocab), dtype=object)
+    order = np.argsort(words)  # categories sorted, as text_categorical makes them
+    rank = np.empty(len(words), dtype=np.int64)
+    rank[order] = np.arange(len(words))
+    detail = pd.Categorical.from_codes(rank[text], pd.Index(words[order], dtype=object))
+    return pd.DataFrame({"device": device[gap], "start": start, "end": end, "cause": cause,
+                         "row": at[gap], "detail": detail}, copy=False)  # fmt: skip
 
 
 def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, int]:
@@ -250,7 +281,7 @@ def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
     the stream predecessor's launch and the op's, a CUDA graph launch's dependencies, or a
     dependency the trace does not record."""
     out = np.full(len(rows), "a dependency not in the trace", dtype=object)
-    names = api["name"].astype(object).to_numpy()[np.maximum(api_row[rows], 0)]
+    names = host.api_names[np.maximum(api_row[rows], 0)]
     by_graph = ops["graph"].to_numpy(bool)[rows] | pd.Series(names).str.contains(
         "GraphLaunch", regex=False).to_numpy()  # fmt: skip
     out[by_graph] = "a CUDA graph launch's dependencies"
@@ -302,9 +333,14 @@ class _HostActivity:
             self.event_waits = None
             launch = np.zeros(0, dtype=bool)
         self.api = api
+        self.api_names = api["name"].astype(object).to_numpy() if len(api) else np.zeros(0)
+        self.api_start = api["start"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
+        self.api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
         self.api_cat = cat
         self.api_launch = launch
         self.ranges = ranges.assign(text=_plain_text(ranges["text"])) if len(ranges) else ranges
+        self.range_texts = (self.ranges["text"].to_numpy(object) if len(ranges)
+                            else np.zeros(0, dtype=object))  # fmt: skip
         self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
                       if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
         self._api_threads = _by_thread(api) if len(api) else {}
@@ -361,8 +397,8 @@ class _HostActivity:
                 mine = calls[cat == code]
                 if mine.size == 0:
                     continue
-                s = self.api["start"].to_numpy(np.int64)[mine]
-                e = self.api["end"].to_numpy(np.int64)[mine]
+                s = self.api_start[mine]
+                e = self.api_end[mine]
                 pos = np.searchsorted(s, b, side="left") - 1  # last call starting before b
                 ok = pos >= 0
                 p = np.maximum(pos, 0)
@@ -371,11 +407,11 @@ class _HostActivity:
                 credit = np.where(spans, np.minimum(a - s[p], rest[rows]), 0)
                 out[name][rows] += credit
                 rest[rows] -= credit
-                names = np.asarray(self.api["name"].astype(object).to_numpy()[mine][p])
-                api_label = np.where(overlaps, names, "")
-                out["labels"][label + "_api"][rows] = api_label
-                where = self.range_at(key, np.where(overlaps, s[p], a))
-                out["labels"][label][rows] = _with_context(api_label, where)
+                hit = np.flatnonzero(overlaps)  # (the range around the call: only for those)
+                api_label = self.api_names[mine][p[hit]]
+                out["labels"][label + "_api"][rows[hit]] = api_label
+                where = self.range_at(key, s[p[hit]])
+                out["labels"][label][rows[hit]] = _with_context(api_label, where)
         inputs = self._range_threads.get(key)
         if inputs is not None:
             rows_in = inputs[self.input[inputs]]
@@ -386,7 +422,7 @@ class _HostActivity:
                 s, e, rows_in = s[order], e[order], rows_in[order]
                 pos = np.searchsorted(s, b, side="left") - 1
                 hit = (pos >= 0) & (e[np.maximum(pos, 0)] > a)
-                texts = self.ranges["text"].astype(object).to_numpy()[rows_in]
+                texts = self.range_texts[rows_in]
                 out["labels"]["input"][rows] = np.where(hit, texts[np.maximum(pos, 0)], "")
         # the rest's label: the innermost host range (or non-launch API call) around the
         # window's middle that covers at least half of it; whether that range also holds
@@ -404,8 +440,7 @@ class _HostActivity:
         parts = []
         for code in (_SYNC, _COPY, _LOAD):
             c = calls[self.api_cat[calls] == code]
-            parts.append((code, self.api["start"].to_numpy(np.int64)[c],
-                          self.api["end"].to_numpy(np.int64)[c]))  # fmt: skip
+            parts.append((code, self.api_start[c], self.api_end[c]))
         r = ranges[self.input[ranges]] if len(ranges) else ranges
         parts.append((_INPUT, self.ranges["start"].to_numpy(np.int64)[r],
                       self.ranges["end"].to_numpy(np.int64)[r]))  # fmt: skip
@@ -437,11 +472,11 @@ class _HostActivity:
         if calls is not None and len(calls):
             other = calls[~self.api_launch[calls] & (self.api_cat[calls] == 0)]
             if other.size:
-                s = self.api["start"].to_numpy(np.int64)[other]
-                e = self.api["end"].to_numpy(np.int64)[other]
+                s = self.api_start[other]
+                e = self.api_end[other]
                 p = np.searchsorted(s, times, side="right") - 1
                 inside = (p >= 0) & (e[np.maximum(p, 0)] > times)
-                names = self.api["name"].astype(object).to_numpy()[other]
+                names = self.api_names[other]
                 call = np.where(inside, names[np.maximum(p, 0)], "")
                 label = _with_context(call, label, keep_context=True)
                 own &= ~inside  # (in another API call: not launching this op)
@@ -450,7 +485,8 @@ class _HostActivity:
     def _index(self, key) -> _Innermost | None:
         if key not in self._innermost:
             rows = self._range_threads.get(key)
-            self._innermost[key] = None if rows is None else _Innermost(self.ranges, rows)
+            index = None if rows is None else _Innermost(self.ranges, rows, self.range_texts)
+            self._innermost[key] = index
         return self._innermost[key]
 
     def launching_ops(self, api_row: np.ndarray) -> np.ndarray:
@@ -483,7 +519,7 @@ class _HostActivity:
         w = self.event_waits
         wkeys = _thread_keys(self.api["pid"].to_numpy(np.float64)[w],
                              self.api["tid"].to_numpy(np.float64)[w])  # fmt: skip
-        names = self.api["name"].astype(object).to_numpy()[w]
+        names = self.api_names[w]
         starts = self.api["start"].to_numpy(np.int64)[w]
         for key in np.unique(keys[~np.isnan(keys)]):
             mine = np.flatnonzero(wkeys == key)
@@ -521,17 +557,19 @@ def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = Fals
 
 
 def _thread_keys(pid, tid) -> np.ndarray:
-    """One float key per (process, thread) pair, equal across calls for equal pairs (NaN
-    where either is unknown)."""
+    """One float key per (process, thread) pair, equal across calls for equal pairs (a 52-bit
+    mix of the two ids: exact in float64; two threads of a trace colliding is a 1 in 2^40
+    event); NaN where either id is unknown."""
     pid = np.asarray(pid, dtype=np.float64)
     tid = np.asarray(tid, dtype=np.float64)
-    bad = np.isnan(pid) | np.isnan(tid)
+    ok = ~(np.isnan(pid) | np.isnan(tid))
     out = np.full(len(pid), np.nan)
-    if (~bad).any():
-        pairs = np.stack([pid[~bad], tid[~bad]], axis=1).astype(np.int64)
-        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        codes = np.array([float(hash((int(p), int(t))) % (1 << 52)) for p, t in uniq])
-        out[~bad] = codes[inverse.ravel()]
+    if ok.any():
+        p = pid[ok].astype(np.int64).view(np.uint64)
+        t = tid[ok].astype(np.int64).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = (t * np.uint64(0x9E3779B97F4A7C15)) ^ (p * np.uint64(0xC2B2AE3D27D4EB4F))
+        out[ok] = (h >> np.uint64(12)).astype(np.float64)
     return out
 
 
@@ -539,11 +577,19 @@ def _by_thread(table: pd.DataFrame) -> dict[float, np.ndarray]:
     """Row positions of ``table`` per (pid, tid) key, each sorted by start."""
     keys = _thread_keys(table["pid"].to_numpy(np.float64), table["tid"].to_numpy(np.float64))
     start = table["start"].to_numpy(np.int64)
-    valid = np.flatnonzero(~np.isnan(keys))
-    order = valid[np.lexsort((start[valid], keys[valid]))]
-    k = keys[order]
-    heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
-    return {float(k[h]): part for h, part in zip(heads, np.split(order, heads[1:]), strict=True)}
+    codes, uniques = pd.factorize(keys, use_na_sentinel=True)  # (NaN: -1)
+    if len(uniques) == 0:
+        return {}
+    if (start[1:] >= start[:-1]).all():  # by start already: a stable sort by thread keeps it
+        small = codes.astype(np.int16) if len(uniques) < 32000 else codes
+        order = np.argsort(small, kind="stable")
+    else:
+        order = np.lexsort((start, codes))
+    order = order[codes[order] >= 0]
+    c = codes[order]
+    heads = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    return {float(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),
+                                                           strict=True)}  # fmt: skip
 
 
 def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
@@ -590,14 +636,14 @@ class _Innermost:
     last range to start at or before t among those at depth d(t) - 1 (the depth of a range
     is how many ranges were open when it began)."""
 
-    def __init__(self, ranges: pd.DataFrame, rows: np.ndarray) -> None:
+    def __init__(self, ranges: pd.DataFrame, rows: np.ndarray, texts: np.ndarray) -> None:
         s = ranges["start"].to_numpy(np.int64)[rows]
         e = ranges["end"].to_numpy(np.int64)[rows]
         keep = e > s
         s, e, rows = s[keep], e[keep], rows[keep]
         order = np.lexsort((-e, s))  # parents before children that start with them
         self.start, self.end = s[order], e[order]
-        self.text = ranges["text"].astype(object).to_numpy()[rows[order]]
+        self.text = texts[rows[order]]
         self.sorted_ends = np.sort(self.end)
         depth = np.arange(len(self.start)) - np.searchsorted(self.sorted_ends, self.start,
                                                               side="right")  # fmt: skip

@@ -17,7 +17,7 @@ from pandas.api.types import union_categoricals
 
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
-from advisor.metrics.keys import pack
+from advisor.metrics.keys import pack, text_categorical
 from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
@@ -201,14 +201,13 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
         pageable_copies(ops, trace),
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
-    ops["detail"] = pd.Categorical(result.detail)
+    ops["detail"] = text_categorical(result.detail)
     ops["overhead_ns"] = result.overhead_ns
-    ops["sync_call"] = pd.Categorical(result.sync_call)
-    ops["launch_op"] = pd.Categorical(result.launch_op)
+    ops["sync_call"] = text_categorical(result.sync_call)
+    ops["launch_op"] = text_categorical(result.launch_op)
     ops["sync_ns"] = result.sync_ns
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
-    pieces["detail"] = pd.Categorical(pieces["detail"])
     return ops, pieces
 
 

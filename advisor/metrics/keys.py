@@ -83,3 +83,10 @@ def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) ->
     """``pack`` of one table: its keys (None when it does not fit and fallback is None)."""
     packed = pack(columns, fallback=fallback)
     return None if packed is None else packed.keys[0]
+
+
+def text_categorical(values: np.ndarray) -> pd.Categorical:
+    """An object array of texts as a categorical (factorized by hashing: no inference of a
+    string dtype over millions of rows), categories sorted."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
+    return pd.Categorical.from_codes(codes, pd.Index(uniques, dtype=object))

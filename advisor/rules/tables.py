@@ -338,20 +338,30 @@ def held_by(a: Analysis) -> pd.DataFrame:
 
 def _held_by(a: Analysis) -> pd.DataFrame:
     p = a.pieces
+    cols = ["cause", "name", "device", "detail"]
     if p.empty or "detail" not in p:
-        return pd.DataFrame(columns=["cause", "name", "device", "detail"])
-    region = a.ops["region"].reindex(p["row"].to_numpy()).astype(object).fillna("").to_numpy()
-    frame = pd.DataFrame({
-        "cause": p["cause"].astype(str).to_numpy(), "name": region,
-        "device": p["device"].to_numpy(), "detail": p["detail"].astype(str).to_numpy(),
-        "ns": (p["end"] - p["start"]).to_numpy(),
-    })  # fmt: skip
+        return pd.DataFrame(columns=cols)
+    # grouped on integer codes; only the winners are turned into text
+    at = a.ops.index.get_indexer(p["row"].to_numpy())
+    region = a.ops["region"].array
+    region_code = np.where(at >= 0, region.codes[np.maximum(at, 0)], -1)
     if a.regions.empty:
-        frame["name"] = ""
-    total = frame.groupby(["cause", "name", "device", "detail"], as_index=False)["ns"].sum()
-    total = total.sort_values(["ns", "detail"], ascending=[False, True], kind="stable")
-    best = total.drop_duplicates(["cause", "name", "device"])
-    return best[["cause", "name", "device", "detail"]].reset_index(drop=True)
+        region_code = np.full(len(p), -1)
+    frame = pd.DataFrame({
+        "c": p["cause"].array.codes, "r": region_code, "d": p["device"].to_numpy(),
+        "t": p["detail"].array.codes, "ns": (p["end"] - p["start"]).to_numpy(),
+    })  # fmt: skip
+    total = frame.groupby(["c", "r", "d", "t"], as_index=False, sort=False)["ns"].sum()
+    details = np.asarray(p["detail"].array.categories, dtype=object)
+    total["text"] = details[total["t"].to_numpy()]
+    total = total.sort_values(["ns", "text"], ascending=[False, True], kind="stable")
+    best = total.drop_duplicates(["c", "r", "d"])
+    names = np.append(np.asarray(region.categories, dtype=object), "")
+    return pd.DataFrame({
+        "cause": np.asarray(p["cause"].array.categories, dtype=object)[best["c"].to_numpy()],
+        "name": names[best["r"].to_numpy()], "device": best["d"].to_numpy(),
+        "detail": best["text"].to_numpy(),
+    })[cols].reset_index(drop=True)  # fmt: skip
 
 
 def region_graph_savings(a: Analysis) -> pd.DataFrame:
@@ -364,17 +374,25 @@ def _region_graph_savings(a: Analysis) -> pd.DataFrame:
     ops = a.ops
     eager = ~ops["cause"].eq("graph_internal").to_numpy()
     saving = np.where(eager, graph_saving(ops["overhead_ns"].to_numpy()), 0)
+    region = ops["region"].array  # (categorical: grouped on its codes, -1 = no region)
     frame = pd.DataFrame(
         {
-            "region": ops["region"].to_numpy(object),
+            "r": region.codes,
             "device": ops["device"].to_numpy(),
             "graph_saving_ns": saving,
             "graph_op": ops["graph"].to_numpy(np.float64),
         }
     )
-    frame["region"] = frame["region"].fillna("")
-    g = frame.groupby(["region", "device"], as_index=False)
-    return g.agg(graph_saving_ns=("graph_saving_ns", "sum"), graph_op_share=("graph_op", "mean"))
+    sums = {"graph_saving_ns": ("graph_saving_ns", "sum"), "graph_op": ("graph_op", "sum"),
+            "n": ("graph_op", "size")}  # fmt: skip
+    out = frame.groupby(["r", "device"], as_index=False, sort=False).agg(**sums)
+    names = np.append(np.asarray(region.categories, dtype=object), "")
+    out.insert(0, "region", names[out.pop("r").to_numpy()])
+    if out["region"].eq("").sum() > 1:  # (a range named '' and no range at all are one)
+        sums["n"] = ("n", "sum")
+        out = out.groupby(["region", "device"], as_index=False).agg(**sums)
+    out["graph_op_share"] = out.pop("graph_op") / out.pop("n")
+    return out.sort_values(["region", "device"], kind="stable").reset_index(drop=True)
 
 
 def _regions(a: Analysis) -> pd.DataFrame:
