@@ -77,6 +77,27 @@ def test_work_held_behind_an_event_is_a_queued_wait_not_a_blocking_copy():
     assert "sync-copy" not in rules(a) or rules(a)["sync-copy"][0].est_savings_ns < 1e6
 
 
+@pytest.mark.parametrize(
+    "name, truth",
+    # truth.py: gaps whose op was enqueued > 100 us before it started (8 in the Nsight run,
+    # 7 in torch.profiler's window), each after a cudaStreamWaitEvent by the launching thread
+    [("why_event_wait.sqlite", (8, 171_798_552)),
+     ("why_event_wait.pt.trace.json.gz", (7, 148_420_621))],
+)  # fmt: skip
+def test_own_event_wait_capture(name, truth):
+    # stream b's GEMM waits for an event that stream a records after a 20 ms host function
+    # (cudaLaunchHostFunc): the GPU idles with the GEMM already launched
+    gaps, ns = truth
+    a = analysis_of(WHY / name)
+    p = pieces(a)
+    queued = p[p["cause"].eq("queued_wait")]
+    assert (len(queued), int(queued["ns"].sum())) == (gaps, ns)
+    assert set(queued["detail"]) == {"an event wait (cudaStreamWaitEvent)"}
+    f = rules(a)["queued-wait"][0]
+    assert (f.severity, f.est_savings_ns) == ("high", ns)
+    assert not any(f.strategy == "cuda_graph" for f in find(a))
+
+
 # --- 2. host stalls are blamed on what the host was doing ---------------------------------
 
 
@@ -313,7 +334,7 @@ def test_findings_never_claim_more_idle_than_their_cause_held(path):
 
 
 RANGE_OF = {"dataloader": "train_step", "pageable_copy": "step", "short_chains": "decode_loop",
-            "devprops": "train_step", "nongemm": "train_step"}  # fmt: skip
+            "devprops": "train_step", "nongemm": "train_step", "event_wait": "iter"}  # fmt: skip
 
 
 @pytest.mark.parametrize("part", list(RANGE_OF))

@@ -23,7 +23,9 @@ satisfied last:
    late for [g0, enqueue), split by what the launching thread did then:
    ``synchronization`` (inside a blocking synchronize call), ``blocking_copy`` (inside a
    synchronous copy or set, or an async copy from pageable memory), ``startup`` (inside a
-   module load: code loads once, wherever it happens), ``input_pipeline``
+   module load, or inside a kernel's first launch call on its device when that call takes
+   longer than host_launch_max_ns: lazy module loading loads the kernel's code then; code
+   loads once, wherever it happens), ``input_pipeline
    (inside a DataLoader range), and the rest: first, when a blocking call was waiting as
    the device ran dry (it spans g0) and returned before the launch, up to (g0 - its start)
    of the rest is that call's (the time the host lost waiting: without the wait it would
@@ -113,8 +115,6 @@ def attribute(
     known = row >= 0
     api_start = api["start"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
-    api_tid = api["tid"].to_numpy(np.float64) if len(api) else np.zeros(0)
-    api_pid = api["pid"].to_numpy(np.float64) if len(api) else np.zeros(0)
     safe = np.maximum(row, 0)
     launch_start = np.where(known, api_start[safe] if len(api) else 0, g1)
     enqueue = np.where(known, np.minimum(api_end[safe] if len(api) else 0, g1), g1)
@@ -141,9 +141,8 @@ def attribute(
 
     # what the launching thread did while the host was late
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy)
-    tid = np.where(known, api_tid[safe] if len(api) else np.nan, np.nan)
-    pid = np.where(known, api_pid[safe] if len(api) else np.nan, np.nan)
-    split = host.split(pid, tid, g0, g0 + late, launch_start)
+    keys = np.where(known, host.api_keys[safe] if len(api) else -1, -1)
+    split = host.split(keys, g0, g0 + late, launch_start)
 
     k = len(at)
     # ns per (cause, gap): one contiguous row per cause
@@ -303,8 +302,8 @@ def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
         np.iinfo(np.int64).min,
     )
     hi = a_start[np.maximum(mine, 0)]
-    waits = host.event_waits_in(api["pid"].to_numpy(np.float64)[mine],
-                                api["tid"].to_numpy(np.float64)[mine], lo, hi)  # fmt: skip
+    keys = np.where(mine >= 0, host.api_keys[np.maximum(mine, 0)], -1)
+    waits = host.event_waits_in(keys, lo, hi)
     waited = waits != ""
     out[waited] = "an event wait (" + waits[waited] + ")"
     return out
@@ -326,6 +325,7 @@ class _HostActivity:
             cat[name_matches(api["name"], "module_load_api").to_numpy(bool)] = _LOAD
             blocking_copy_rows = api_row[(api_row >= 0) & pageable_copy]
             cat[blocking_copy_rows] = _COPY
+            cat[_slow_first_launches(ops, api, api_row)] = _LOAD
             waits = name_matches(api["name"], "event_wait_api").to_numpy(bool)
             self.event_waits = np.flatnonzero(waits) if waits.any() else None
             launch = name_matches(api["name"], "launch_api").to_numpy(bool)
@@ -338,17 +338,21 @@ class _HostActivity:
         self.api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
         self.api_cat = cat
         self.api_launch = launch
-        self.ranges = ranges.assign(text=_plain_text(ranges["text"])) if len(ranges) else ranges
-        self.range_texts = (self.ranges["text"].to_numpy(object) if len(ranges)
+        self.ranges = ranges
+        self.range_texts = (_plain_text(ranges["text"]) if len(ranges)
                             else np.zeros(0, dtype=object))  # fmt: skip
         self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
                       if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
-        self._api_threads = _by_thread(api) if len(api) else {}
-        self._range_threads = _by_thread(ranges) if len(ranges) else {}
+        self.api_keys = (_thread_keys(api["pid"].to_numpy(), api["tid"].to_numpy()) if len(api)
+                         else np.zeros(0, dtype=np.int64))  # fmt: skip
+        self._api_threads = _by_thread(self.api_keys, self.api_start) if len(api) else {}
+        self._range_threads = (
+            _by_thread(_thread_keys(ranges["pid"].to_numpy(), ranges["tid"].to_numpy()),
+                       ranges["start"].to_numpy(np.int64)) if len(ranges) else {})  # fmt: skip
         self._innermost: dict = {}
 
-    def split(self, pid, tid, lo, hi, launch_start) -> dict:
-        """For host-late windows [lo, hi) on threads (pid, tid): ns per cause
+    def split(self, keys, lo, hi, launch_start) -> dict:
+        """For host-late windows [lo, hi) on threads ``keys`` (_thread_keys): ns per cause
         (synchronization, blocking_copy, input_pipeline, host_busy, host_bound) and the
         labels of what the thread did (module doc, step 4)."""
         k = len(lo)
@@ -364,8 +368,8 @@ class _HostActivity:
         rest = length.copy()
         own_launch = np.zeros(k, dtype=bool)
         if work.size:
-            keys = _thread_keys(pid[work], tid[work])
-            for key in np.unique(keys[~np.isnan(keys)]):
+            keys = keys[work]
+            for key in np.unique(keys[keys >= 0]):
                 rows = work[keys == key]
                 own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, out, rest)
         # what nothing named: launch work, or the host busy elsewhere
@@ -497,10 +501,9 @@ class _HostActivity:
         if has.size == 0 or len(self.ranges) == 0:
             return out
         rows = api_row[has]
-        keys = _thread_keys(self.api["pid"].to_numpy(np.float64)[rows],
-                            self.api["tid"].to_numpy(np.float64)[rows])  # fmt: skip
-        start = self.api["start"].to_numpy(np.int64)[rows]
-        for key in np.unique(keys[~np.isnan(keys)]):
+        keys = self.api_keys[rows]
+        start = self.api_start[rows]
+        for key in np.unique(keys[keys >= 0]):
             index = self._index(key)
             if index is None:
                 continue
@@ -510,18 +513,17 @@ class _HostActivity:
             out[has[mine[hit]]] = index.text[pos[hit]]
         return out
 
-    def event_waits_in(self, pid, tid, lo, hi) -> np.ndarray:
-        """Per window: the name of the last event-wait call on the thread in (lo, hi), ''."""
+    def event_waits_in(self, keys, lo, hi) -> np.ndarray:
+        """Per window on thread ``keys``: the name of the last event-wait call on the
+        thread in (lo, hi), ''."""
         out = np.full(len(lo), "", dtype=object)
         if self.event_waits is None:
             return out
-        keys = _thread_keys(pid, tid)
         w = self.event_waits
-        wkeys = _thread_keys(self.api["pid"].to_numpy(np.float64)[w],
-                             self.api["tid"].to_numpy(np.float64)[w])  # fmt: skip
+        wkeys = self.api_keys[w]
         names = self.api_names[w]
-        starts = self.api["start"].to_numpy(np.int64)[w]
-        for key in np.unique(keys[~np.isnan(keys)]):
+        starts = self.api_start[w]
+        for key in np.unique(keys[keys >= 0]):
             mine = np.flatnonzero(wkeys == key)
             if mine.size == 0:
                 continue
@@ -533,13 +535,31 @@ class _HostActivity:
         return out
 
 
-def _plain_text(text: pd.Series) -> pd.Series:
+def _slow_first_launches(ops: pd.DataFrame, api: pd.DataFrame, api_row) -> np.ndarray:
+    """Rows of ``api``: the launch calls of each kernel's first launch on its device (by
+    name) that took longer than host_launch_max_ns: with lazy module loading (CUDA's default
+    since 12.2) the kernel's code is loaded inside that call."""
+    rows = np.flatnonzero(ops["kind"].isin(["kernel", "graph"]).to_numpy())
+    if rows.size == 0:
+        return rows
+    names = ops["name"].array
+    codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
+    key = pd.DataFrame({"d": ops["device"].to_numpy()[rows], "n": codes[rows]})
+    first = rows[~key.duplicated().to_numpy()]  # (ops are sorted by device and start)
+    call = api_row[first]
+    call = call[call >= 0]
+    took = api["end"].to_numpy(np.int64)[call] - api["start"].to_numpy(np.int64)[call]
+    return call[took > thresholds()["host_launch_max_ns"]]
+
+
+def _plain_text(text: pd.Series) -> np.ndarray:
     """Range texts as range names (metrics/regions.range_name: PyTorch's emit_nvtx
     decorations and a trailing step number removed, so that ``step_3`` and ``step_4`` name
-    one thing), converted once per distinct text."""
-    cat = text.astype("category")
+    one thing), converted once per distinct text (an object array; '' for a missing
+    text)."""
+    cat = text if isinstance(text.dtype, pd.CategoricalDtype) else text.astype("category")
     clean = range_name(pd.Series(cat.cat.categories.astype(str)))
-    return pd.Series(np.asarray(clean, dtype=object)[cat.cat.codes.to_numpy()], index=text.index)
+    return np.append(np.asarray(clean, dtype=object), "")[cat.cat.codes.to_numpy()]
 
 
 def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = False):
@@ -557,27 +577,30 @@ def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = Fals
 
 
 def _thread_keys(pid, tid) -> np.ndarray:
-    """One float key per (process, thread) pair, equal across calls for equal pairs (a 52-bit
-    mix of the two ids: exact in float64; two threads of a trace colliding is a 1 in 2^40
-    event); NaN where either id is unknown."""
-    pid = np.asarray(pid, dtype=np.float64)
-    tid = np.asarray(tid, dtype=np.float64)
-    ok = ~(np.isnan(pid) | np.isnan(tid))
-    out = np.full(len(pid), np.nan)
-    if ok.any():
-        p = pid[ok].astype(np.int64).view(np.uint64)
-        t = tid[ok].astype(np.int64).view(np.uint64)
-        with np.errstate(over="ignore"):
-            h = (t * np.uint64(0x9E3779B97F4A7C15)) ^ (p * np.uint64(0xC2B2AE3D27D4EB4F))
-        out[ok] = (h >> np.uint64(12)).astype(np.float64)
+    """One int64 key per (process, thread) pair, equal across calls for equal pairs (a
+    52-bit mix of the two ids; two threads of a trace colliding is a 1 in 2^40 event); -1
+    where either id is unknown (NaN)."""
+    pid, tid = np.asarray(pid), np.asarray(tid)
+    ok = np.ones(len(pid), dtype=bool)
+    for ids in (pid, tid):
+        if ids.dtype.kind == "f":
+            ok &= ~np.isnan(ids)
+    every = bool(ok.all())
+    p = (pid if every else np.where(ok, pid, 0)).astype(np.int64, copy=False).view(np.uint64)
+    t = (tid if every else np.where(ok, tid, 0)).astype(np.int64, copy=False).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = (t * np.uint64(0x9E3779B97F4A7C15)) ^ (p * np.uint64(0xC2B2AE3D27D4EB4F))
+    h >>= np.uint64(12)
+    out = h.view(np.int64)
+    if not every:
+        out[~ok] = -1
     return out
 
 
-def _by_thread(table: pd.DataFrame) -> dict[float, np.ndarray]:
-    """Row positions of ``table`` per (pid, tid) key, each sorted by start."""
-    keys = _thread_keys(table["pid"].to_numpy(np.float64), table["tid"].to_numpy(np.float64))
-    start = table["start"].to_numpy(np.int64)
-    codes, uniques = pd.factorize(keys, use_na_sentinel=True)  # (NaN: -1)
+def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
+    """Row positions per thread key (_thread_keys; -1: none), each sorted by ``start``."""
+    codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if (keys < 0).any()
+                                  else keys, use_na_sentinel=True)  # fmt: skip
     if len(uniques) == 0:
         return {}
     if (start[1:] >= start[:-1]).all():  # by start already: a stable sort by thread keeps it
@@ -588,7 +611,7 @@ def _by_thread(table: pd.DataFrame) -> dict[float, np.ndarray]:
     order = order[codes[order] >= 0]
     c = codes[order]
     heads = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-    return {float(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),
+    return {int(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),
                                                            strict=True)}  # fmt: skip
 
 

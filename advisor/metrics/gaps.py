@@ -213,15 +213,31 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
 
 def host_ranges(trace: Trace) -> pd.DataFrame:
     """The host's ranges on their threads: NVTX / record_function ranges and CPU ops (start,
-    end, pid, tid, text)."""
-    cols = ["start", "end", "pid", "tid", "text"]
-    parts = [trace.nvtx[cols]] if len(trace.nvtx) else []
+    end, pid, tid, text: categorical, so that names are matched and cleaned once per
+    distinct text, not per row: a Kineto trace holds millions of CPU ops)."""
+    cols = ["start", "end", "pid", "tid"]
+    parts = [(trace.nvtx, "text")] if len(trace.nvtx) else []
     ops = getattr(trace, "cpu_ops", None)
     if ops is not None and len(ops):
-        parts.append(ops.rename(columns={"name": "text"})[cols])
+        parts.append((ops, "name"))
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in [*cols, "text"]})
+    texts = union_categoricals([_as_categorical(t[col]) for t, col in parts])
+    frame = (
+        pd.concat([t[cols] for t, _ in parts], ignore_index=True)
+        if len(parts) > 1
+        else parts[0][0][cols].reset_index(drop=True)
+    )
+    frame["text"] = texts
+    return frame
+
+
+def _as_categorical(values: pd.Series) -> pd.Categorical:
+    """Texts as a categorical with object categories (so that categoricals combine)."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return text_categorical(values.astype(object).fillna("").to_numpy())
+    cats = pd.Index(np.asarray(values.cat.categories, dtype=object), dtype=object)
+    return pd.Categorical.from_codes(values.cat.codes.to_numpy(), cats)
 
 
 def pageable_copies(ops: pd.DataFrame, trace: Trace) -> np.ndarray:

@@ -11,7 +11,10 @@ spent inside:
   - a DataLoader range (a record_function / NVTX range whose name holds "DataLoader"),
   - a copy call (cudaMemcpy*, cudaMemset*) that blocked: a synchronous one, or an async one
     whose copy involves pageable memory;
-and the launch chains between blocking reads (cudaStreamSynchronize / cudaDeviceSynchronize
+the gaps whose op had been enqueued (its launch call ended) more than 100 us before it
+started, with the time from that later of (call end, g0) to g1 ("queued"), and how many of
+them follow an event-wait call (cudaStreamWaitEvent / hipStreamWaitEvent) made by the
+launching thread in the 1 ms before the launch; and the launch chains between blocking reads (cudaStreamSynchronize / cudaDeviceSynchronize
 calls on the launching thread): launches per chain. Printed as JSON; the tests in
 tests/test_why_idle_captures.py compare advisor's answers with these numbers.
 """
@@ -109,13 +112,23 @@ def truth(path: Path) -> dict:
         ranges[key].sort()
     reach, out = None, {"trace": path.name, "device": device, "ops": len(ops), "idle_ns": 0,
                         "gaps": 0, "dataloader_ns": 0, "dataloader_gaps": 0,
-                        "blocking_copy_ns": 0, "late_ns": 0}  # fmt: skip
+                        "blocking_copy_ns": 0, "late_ns": 0, "queued_gaps": 0,
+                        "queued_gap_ns": 0, "queued_held_ns": 0,
+                        "queued_after_event_wait": 0}  # fmt: skip
     for s, e, _, corr, _ in ops:
         if reach is not None and s > reach:
             g0, g1 = reach, s
             out["idle_ns"] += g1 - g0
             out["gaps"] += 1
             call = calls.get(corr)
+            if call is not None and g1 - max(call[1], g0) > 100_000:
+                out["queued_gaps"] += 1
+                out["queued_gap_ns"] += g1 - g0
+                out["queued_held_ns"] += g1 - max(call[1], g0)
+                mine = ranges.get((call[2], call[3]), [])
+                out["queued_after_event_wait"] += any(
+                    n.startswith("api:") and "StreamWaitEvent" in n and call[0] - 1_000_000 <= a
+                    <= call[0] for a, _, n, _ in mine)  # fmt: skip
             if call is not None and min(call[1], g1) > g0:
                 hi = min(call[1], g1)
                 out["late_ns"] += hi - g0

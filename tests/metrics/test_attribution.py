@@ -214,3 +214,36 @@ def test_startup_is_a_position_not_a_name():
     # (ranges named as range families: step_0 .. step_3 are "step")
     details = p.loc[p["cause"] == "host_bound", "detail"].astype(str)
     assert details.value_counts().to_dict() == {"cudaGetDeviceProperties (in step)": 4, "step": 3}
+
+
+def test_a_kernels_slow_first_launch_is_startup():
+    # Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms), P = 20 ms). In each: gemm at
+    # [iP, iP + 1000) launched [iP - 600, iP - 500]; relu launched from iP + 1100, its call
+    # lasting 9 ms in steps 0 and 1 (lazy module loading in step 0; step 1's is just slow)
+    # and 100 ns after, relu starting 100 ns after its call returns. Steady state begins at
+    # step 0 (the first instance of the recurring range), so position makes nothing start-up.
+    # relu_0's gap [1000, 9001200): host-late [1000, 9001100); inside its first launch call
+    # [1100, 9001100) (9 ms > 100 us) 9,000,000 is start-up; the 100 before the call is
+    # launch work (host_bound); 100 launch latency. relu_1's identical call is no first
+    # launch: 9,000,100 host_bound (inside "step", which holds the launch), latency 100.
+    # relu_2 (a 100 ns call): host-late [2P + 1000, 2P + 1200) = 200 host_bound, latency 100.
+    p = 20_000_000
+    ks, calls, ranges = [], [], []
+    for i in range(4):
+        slow = 9_000_000 if i < 2 else 100
+        base = i * p
+        ks.append(dict(start=base, end=base + 1000, correlation=10 * i + 1, name="gemm"))
+        relu_start = base + 1100 + slow + 100
+        ks.append(dict(start=relu_start, end=relu_start + 800, correlation=10 * i + 2,
+                       name="relu"))  # fmt: skip
+        calls += [("cudaLaunchKernel", base - 600, base - 500, 10 * i + 1),
+                  ("cudaLaunchKernel", base + 1100, base + 1100 + slow, 10 * i + 2)]  # fmt: skip
+        ranges.append(("step", base - 1000, base + 15_000_000))
+    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(ks))
+    t.api = api_table(calls)
+    t.nvtx = nvtx(ranges)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    got = _by_op(ops, pieces)
+    assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
+    assert got[p + 9_001_200] == {"host_bound": 9_000_100, "launch_latency": 100}
+    assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
