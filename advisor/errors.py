@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import zlib
+
 MAX_MESSAGE = 400  # characters
+# what reading a damaged or unreadable file raises besides its format's own errors: I/O
+# errors (gzip.BadGzipFile among them), a gzip stream that breaks (zlib.error) or ends early
+READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+# why a JSON document nesting past the decoder's recursion limit (RecursionError) is refused
+TOO_DEEP = "nests deeper than the JSON decoder follows (a damaged or hostile file)"
 
 
 class AdvisorInputError(Exception):
@@ -15,6 +22,13 @@ class AdvisorInputError(Exception):
         if len(self.message) > MAX_MESSAGE:
             self.message = self.message[: MAX_MESSAGE - 3] + "..."
         super().__init__(f"{path}: {self.message}" if path else self.message)
+
+
+def read_problem(exc: Exception) -> str:
+    """What one of READ_ERRORS says, in words for a damaged file."""
+    if isinstance(exc, zlib.error):
+        return f"damaged gzip data ({exc})"
+    return str(exc)
 
 
 def error_line(path: str, exc: Exception) -> str:

@@ -53,7 +53,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import regex
-from advisor.errors import AdvisorInputError
+from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, read_problem
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace
 
@@ -185,8 +185,8 @@ def read_head(path: Path, size: int = 65536) -> bytes:
     try:
         with opener(path, "rb") as fh:
             return fh.read(size)
-    except (OSError, EOFError) as exc:
-        raise AdvisorInputError(str(path), f"cannot read: {exc}") from None
+    except READ_ERRORS as exc:
+        raise AdvisorInputError(str(path), f"cannot read: {read_problem(exc)}") from None
 
 
 def read_kineto(path: str | Path, processes: int | None = None) -> Trace:
@@ -226,10 +226,14 @@ def _read_kineto(p: Path, processes: int) -> Trace:
             tables = collect.tables()
         else:
             docs, tables = read
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise AdvisorInputError(str(p), f"cannot read the Kineto trace: {exc}") from None
+    except READ_ERRORS as exc:
+        raise AdvisorInputError(
+            str(p), f"cannot read the Kineto trace: {read_problem(exc)}"
+        ) from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: {exc}") from None
+    except RecursionError:  # (msgspec, where the compiled scanner declines the bytes)
+        raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: it {TOO_DEEP}") from None
     if not any(d.traceEvents is not None for d in docs):
         raise AdvisorInputError(str(p), "JSON without 'traceEvents': not a PyTorch profiler trace")
     if tables["kernels"] is None:

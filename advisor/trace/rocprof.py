@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from advisor.errors import AdvisorInputError
+from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, read_problem
 from advisor.trace.gpus import agent_spec, cdna_spec
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
@@ -125,8 +125,8 @@ _NUMERIC = ["dispatch", "device", "queue", "stream", "pid", "tid", "correlation"
 def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError) as exc:
-        raise AdvisorInputError(str(path), f"not a readable CSV: {exc}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, *READ_ERRORS) as exc:
+        raise AdvisorInputError(str(path), f"not a readable CSV: {read_problem(exc)}") from None
     except pd.errors.EmptyDataError:
         raise AdvisorInputError(str(path), "CSV without a header") from None
 
@@ -433,8 +433,12 @@ def read_rocprof_json(path: str | Path) -> Trace:
             doc = json.load(fh)
         tool = doc["rocprofiler-sdk-tool"][0]
         dispatch = tool["buffer_records"]["kernel_dispatch"]
-    except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise AdvisorInputError(str(p), f"not a rocprofv3 JSON trace: {exc}") from None
+    except (*READ_ERRORS, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise AdvisorInputError(
+            str(p), f"not a rocprofv3 JSON trace: {read_problem(exc)}"
+        ) from None
+    except RecursionError:
+        raise AdvisorInputError(str(p), f"not a rocprofv3 JSON trace: it {TOO_DEEP}") from None
     if not dispatch:
         raise AdvisorInputError(str(p), "rocprofv3 JSON: no kernel dispatches")
     agents = {a["id"]["handle"]: a for a in tool.get("agents", [])}

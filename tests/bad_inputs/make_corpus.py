@@ -17,6 +17,7 @@ import random
 import shutil
 import sqlite3
 import sys
+import zlib
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ class Case:
     args: list[str]
     codes: tuple[int, ...] = (2,)
     names: str = ""  # the error line must contain this (default: the file's name)
+    says: str = ""  # ... and this (what is wrong, in the user's words)
     outputs: list[str] = field(default_factory=list)  # must not exist after a failure
     hold: str = ""  # "lock": another connection holds a write lock while the case runs
     warns: str = ""  # on exit 0, a JSON warning must contain this (damage must be told)
@@ -65,9 +67,20 @@ def _bytes(out: Path, name: str, data: bytes) -> Path:
     return p
 
 
-def _raw(out: Path, name: str, data: bytes, args: list[str]) -> Case:
-    """A case whose file holds ``data`` as given (expected: exit 2)."""
-    return Case(name, args, path=_bytes(out, name, data))
+def _raw(out: Path, name: str, data: bytes, args: list[str], says: str = "") -> Case:
+    """A case whose file holds ``data`` as given (expected: exit 2, the line saying ``says``)."""
+    return Case(name, args, says=says, path=_bytes(out, name, data))
+
+
+def _gzip_breaking(data: bytes) -> bytes:
+    """``data`` gzip-compressed up to a point, then a deflate block of a type that does not
+    exist: the stream starts well and breaks (zlib.error while reading)."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, 31)  # (31: with the gzip header)
+    return deflate.compress(data) + deflate.flush(zlib.Z_FULL_FLUSH) + b"\x07" + bytes(64)
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"a": ' * depth + b"1" + b"}" * depth
 
 
 def _flip(data: bytes, count: int, seed: int, lo: int = 0) -> bytes:
@@ -344,7 +357,11 @@ def _csv_cases(out: Path) -> list[Case]:
         _raw(out, "rocprof_truncated.json", b'{"rocprofiler-sdk-tool": [{"agents": [', analyze),
         _raw(out, "rocprof_not_json.json", b"\x00\x01 not json", analyze),
         _raw(out, "rocprof_wrong_shape.json", b"[1, 2, 3]", analyze),
-    ]
+        _raw(out, "rocprof_nested_5000.json", b'{"rocprofiler-sdk-tool": ' + _nested(5000) + b"}",
+             analyze, says="nests deeper than the JSON decoder follows"),
+        _raw(out, "csv_deflate_breaks.csv.gz", _gzip_breaking("\n".join(lines).encode()),
+             analyze, says="damaged gzip data"),
+    ]  # fmt: skip
     edits = [  # (file, column, new value, every n-th row, exit codes, warning on exit 0)
         ("csv_empty_timestamps.csv", "Start_Timestamp", "", 2, (0,), "kernel launches dropped"),
         ("csv_end_before_start.csv", "End_Timestamp", "5", 3, (0,), "kernel launches dropped"),
@@ -480,6 +497,12 @@ def _kineto_cases(out: Path) -> list[Case]:
     text = gzip.decompress(raw)
     no_gpu = b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", ' \
              b'"name": "aten::add", "ts": 1.5, "dur": 2.0, "pid": 1, "tid": 1}]}'  # fmt: skip
+    # one kernel's args nest 5000 deep: the compiled scanner declines the event, msgspec's
+    # decoder reaches its recursion limit
+    first_args = text.index(b'"args": {', text.index(b'"cat": "kernel"')) + len(b'"args": {')
+    deep = text[:first_args] + b'"deep": ' + _nested(5000) + b", " + text[first_args:]
+    deep_says = "nests deeper than the JSON decoder follows"
+    steps = gzip.decompress((KINETO.parent / "h200_train_steps.pt.trace.json.gz").read_bytes())
     return [
         _raw(out, "kineto_truncated.pt.trace.json.gz", raw[: len(raw) // 2], analyze),
         _raw(out, "kineto_truncated_text.pt.trace.json", text[: len(text) // 2], analyze),
@@ -487,7 +510,13 @@ def _kineto_cases(out: Path) -> list[Case]:
         _raw(out, "other_program.json", b'{"name": "not a trace", "values": [1, 2, 3]}', analyze),
         _raw(out, "kineto_without_gpu.json", no_gpu, analyze),
         _raw(out, "kineto_not_gzip.json.gz", b"\x1f\x8bnot really gzip", analyze),
-    ]
+        _raw(out, "kineto_args_nested_5000.pt.trace.json", deep, analyze, says=deep_says),
+        _raw(out, "kineto_args_nested_5000.pt.trace.json.gz", gzip.compress(deep, mtime=0),
+             analyze, says=deep_says),
+        # past the first 64 KiB (read to tell the format) the deflate stream breaks
+        _raw(out, "kineto_deflate_breaks.pt.trace.json.gz", _gzip_breaking(steps[: 1 << 20]),
+             analyze, says="damaged gzip data"),
+    ]  # fmt: skip
 
 
 def _rocpd(out: Path, name: str, damage: str = "") -> Path:

@@ -57,6 +57,8 @@ def _check(case, args, code, stdout, stderr) -> list[str]:
             problems.append(f"{where}: expected one error line, got {lines!r}")
         elif case.names not in lines[0]:
             problems.append(f"{where}: error line does not name {case.names!r}: {lines[0]}")
+        elif case.says not in lines[0]:
+            problems.append(f"{where}: error line does not say {case.says!r}: {lines[0]}")
         if stdout:
             problems.append(f"{where}: exit 2 but stdout has {len(stdout)} characters")
         problems += [f"{where}: partial output {path}" for path in case.outputs
@@ -94,3 +96,7 @@ def test_the_checks_catch_each_broken_guarantee(tmp_path):
     }
     for what, (code, out, err) in broken.items():
         assert _check(case, case.args, code, out, err), what
+    case.says = "no kernels"
+    assert _check(case, case.args, 2, "", good) == []
+    case.says = "no kernel table"
+    assert _check(case, case.args, 2, "", good), "says something else"
