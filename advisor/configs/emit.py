@@ -200,6 +200,8 @@ def planner_section(gpu: GpuSpec) -> str:
 
 def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
     row = f.emit.row
+    if f.strategy == "warp_specialization" and (gpu.cc_major or 0) < 9:
+        return {}, Emitted(missing="TMA/warp-specialized kernels need compute capability >= 9")
     if row.get("m") is None or (isinstance(row.get("m"), float) and math.isnan(row["m"])):
         return {}, Emitted(
             missing="GEMM shape (M, N, K) is not in the trace: pass --shape "
@@ -207,11 +209,12 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
             "torch.autograd.profiler.emit_nvtx(record_shapes=True)"
         )
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-    cfg = knobs.CHOOSERS[f.strategy](knobs.Problem(m, n, k, gpu))
+    try:
+        cfg = knobs.CHOOSERS[f.strategy](knobs.Problem(m, n, k, gpu))
+    except knobs.NoTileFits as exc:
+        return {}, Emitted(missing=str(exc))
     cfg["strategy"] = f.strategy
     cfg.update(M=m, N=n, K=k, trace_kernel_ns=row.get("median_ns"), gpu=gpu.name)
-    if f.strategy == "warp_specialization" and (gpu.cc_major or 0) < 9:
-        return {}, Emitted(missing="TMA/warp-specialized kernels need compute capability >= 9")
     header = _docstring(
         f"{f.strategy} reference GEMM emitted by advisor.",
         f,

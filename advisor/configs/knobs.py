@@ -36,6 +36,10 @@ ELEMENT_BYTES = 2  # bf16/fp16 operands
 GROUP_M = 8
 
 
+class NoTileFits(ValueError):
+    """No candidate tile of the planner fits the GPU (shared memory, warps, CTAs per SM)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One GEMM to tune: shape and the GPU it runs on."""
@@ -114,9 +118,16 @@ def _base(p: Problem, cand, kernel: str = "triton") -> dict | None:
 
 
 def _feasible(p: Problem, kernels: tuple[str, ...] = ("triton",)) -> list[dict]:
-    """The candidates that fit on the GPU, per kernel in CANDIDATES order, as ``_base`` dicts."""
-    return [b for kernel in kernels for cand in CANDIDATES
-            if (b := _base(p, cand, kernel)) is not None]  # fmt: skip
+    """The candidates that fit on the GPU, per kernel in CANDIDATES order, as ``_base`` dicts
+    (NoTileFits when none does)."""
+    found = [b for kernel in kernels for cand in CANDIDATES
+             if (b := _base(p, cand, kernel)) is not None]  # fmt: skip
+    if not found:
+        raise NoTileFits(
+            f"no GEMM tile of the planner fits {p.gpu.name} ({p.gpu.shared_mem_per_sm} B shared "
+            f"memory per SM, {p.gpu.max_shared_mem_per_block} B per block)"
+        )
+    return found
 
 
 def _fixed_ns(strategy: str, kernel: str) -> float:
@@ -221,6 +232,11 @@ def tma_warp_specialized(p: Problem) -> dict:
     tile = (128, 256, 64, 8, 3) if p.n >= 256 else (128, 128, 64, 8, 4)
     cand = next(c for c in CANDIDATES if c[:5] == tile)
     b = _base(p, cand, p.kernels[-1])  # the Gluon kernel on Hopper
+    if b is None:
+        raise NoTileFits(
+            f"the warp-specialized {tile[0]}x{tile[1]}x{tile[2]} tile ({tile[4]} stages) does "
+            f"not fit {p.gpu.name} ({p.gpu.max_shared_mem_per_block} B shared memory per block)"
+        )
     return _finish(
         dict(b, model_ns=_data_parallel_ns(b)),
         "warp_specialization",

@@ -30,7 +30,7 @@ from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
-from advisor.rules.finding import EmitRequest, Finding
+from advisor.rules.finding import EmitKind, EmitRequest, Finding, emit_problem
 from advisor.rules.tables import SCOPES
 from advisor.units import fmt_ns, fmt_pct
 from advisor.user_yaml import load_packaged_yaml, load_user_yaml
@@ -48,7 +48,7 @@ LOCATION = {
 
 class EmitSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["gemm", "launch", "grid_stride", "overlap", "advice"]
+    kind: EmitKind
     params: dict = Field(default_factory=dict)
 
 
@@ -191,6 +191,9 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
             fld = ".".join(str(p) for p in err["loc"]) or "(rule)"
             raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {err['msg']}") from None
         known = set(SCOPES[spec.scope])
+        problem = spec.emit and emit_problem(spec.emit.kind, spec.strategy, known)
+        if problem:
+            raise AdvisorInputError(source, f"{_field_of(spec.id, 'emit.kind')}: {problem}")
         conds = [spec.when] if isinstance(spec.when, str) else spec.when
         try:
             fld = "when"

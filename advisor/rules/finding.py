@@ -5,14 +5,36 @@ the gate use (``finding_dict``; fields in docs/json.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
+
+# what the config emitters (advisor/configs/emit.py) write per kind of ``emit:``
+EmitKind = Literal["gemm", "launch", "grid_stride", "overlap", "advice"]
+# the strategies the GEMM emitter plans knobs for and has a script of (configs/knobs.py's
+# CHOOSERS, configs/emit.py's GEMM_TEMPLATES): a rule emitting kind gemm names one of them
+GEMM_STRATEGIES = ("split_k", "stream_k", "tile_reshape", "persistent", "warp_specialization")
+# the row columns an emit kind cannot do without (the kinds not listed need none)
+EMIT_NEEDS: dict[str, tuple[str, ...]] = {"gemm": ("m", "n", "k"), "grid_stride": ("grid_blocks",)}
+
+
+def emit_problem(kind: str, strategy: str, columns: set[str]) -> str | None:
+    """Why the config emitters cannot write ``kind`` for a finding of ``strategy`` whose row
+    holds ``columns`` (None: they can)."""
+    if kind == "gemm" and strategy not in GEMM_STRATEGIES:
+        known = ", ".join(GEMM_STRATEGIES)
+        return (f"kind 'gemm' writes GEMM scripts for the strategies {known} only, not "
+                f"{strategy!r} (emit kind advice writes a note for any strategy)")  # fmt: skip
+    missing = [c for c in EMIT_NEEDS.get(kind, ()) if c not in columns]
+    if missing:
+        return (f"kind {kind!r} reads the column(s) {', '.join(missing)}, which the rule's "
+                "scope does not have (scope kernels has them)")  # fmt: skip
+    return None
 
 
 @dataclass(frozen=True)
 class EmitRequest:
-    """What a rule's ``emit:`` block asks of the config emitters: ``kind`` (gemm | launch |
-    overlap | advice), its ``params``, and ``row``: the plain values of the table row that
-    spoke for the finding (m, n, k, median_ns, ops, launches, ...), read by the emitters."""
+    """What a rule's ``emit:`` block asks of the config emitters: ``kind`` (EmitKind), its
+    ``params``, and ``row``: the plain values of the table row that spoke for the finding
+    (m, n, k, median_ns, ops, launches, ...), read by the emitters."""
 
     kind: str
     params: dict[str, Any] = field(default_factory=dict)

@@ -397,6 +397,7 @@ def _config_cases(out: Path) -> list[Case]:
         p = out / name
         p.write_bytes(random.Random(8).randbytes(4000) if text is None else text.encode())
         cases.append(Case(name, ["rules", "validate", "{f}"], path=p))
+    cases += _emit_rule_cases(out)
     nsys = str(NSYS)
     for name, text in {
         "gate_alias_bomb.yaml": "\n".join(bomb) + "\n",
@@ -409,6 +410,46 @@ def _config_cases(out: Path) -> list[Case]:
         cases.append(
             Case(name, ["gate", "--baseline", nsys, "--candidate", nsys, "--config", "{f}"], path=p)
         )
+    return cases
+
+
+def _emit_rule_cases(out: Path) -> list[Case]:
+    """User rules asking the config emitters for what they cannot write (refused at load, by
+    `rules validate` and by `analyze --rules`), and a warp-specialization emit for GPUs
+    without the capability or room for its tile (a finding without a config, exit 0)."""
+    rule = ("rules:\n  - id: {id}\n    scope: {scope}\n    when: {when}\n    savings: {savings}\n"
+            "    strategy: {strategy}\n    emit: {{kind: {kind}}}\n")  # fmt: skip
+    gemm = dict(scope="kernels", when="gemm and has_shape", savings="total_ns")
+    texts = {
+        "rules_emit_gemm_unknown_strategy.yaml": rule.format(
+            id="my-gemm", strategy="my_own_strategy", kind="gemm", **gemm),
+        "rules_emit_grid_stride_on_regions.yaml": rule.format(
+            id="my-loop", scope="regions", when="idle_ns > 0", savings="idle_ns",
+            strategy="my_loop", kind="grid_stride"),
+        "rules_warp_specialization_anywhere.yaml": rule.format(
+            id="ws-anywhere", strategy="warp_specialization", kind="gemm", **gemm),
+    }  # fmt: skip
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = out / name
+        paths[name].write_text(text)
+    trace = str(ROOT / "sample_traces" / "h200_scheduling.sqlite")  # a GEMM whose shape is given
+    emit_dir = out.parent / f"{out.name}_outputs"
+
+    def analyze(into: str) -> list[str]:
+        return ["analyze", trace, "--shape", "tail_gemm=896x4864x8192", "--rules", "{f}",
+                "--emit", str(emit_dir / into), "--format", "json"]  # fmt: skip
+
+    cases = []
+    for name in list(texts)[:2]:
+        says = "field 'emit.kind': kind "
+        cases.append(Case(name, ["rules", "validate", "{f}"], says=says, path=paths[name]))
+        cases.append(Case(f"analyze_{name}", analyze(name), says=says, names=name,
+                          outputs=[str(emit_dir / name)], path=paths[name]))  # fmt: skip
+    ws = paths["rules_warp_specialization_anywhere.yaml"]
+    for gpu in ("T4", "RTX-5090"):  # no capability; capability 12 but no room for the tile
+        cases.append(Case(f"warp_specialization_on_{gpu}", [*analyze(gpu), "--gpu", gpu], (0,),
+                          path=ws))  # fmt: skip
     return cases
 
 

@@ -245,9 +245,30 @@ def test_overlap_note_from_the_two_gpu_sample(tmp_path):
     assert "same stream as compute" in text
 
 
-def test_warp_specialization_needs_hopper(tmp_path):
-    (e,) = emit([synthetic("warp_specialization")], {0: match_gpu("A100-SXM4-80GB")}, tmp_path)
+@pytest.mark.parametrize("gpu", ["A100-SXM4-80GB", "T4", "L4", "MI300X"])
+def test_warp_specialization_needs_hopper(gpu, tmp_path):
+    # (on T4, L4, MI300X the planner's tile does not fit either: checked first, no TypeError)
+    (e,) = emit([synthetic("warp_specialization")], {0: match_gpu(gpu)}, tmp_path)
     assert e.config == () and "compute capability >= 9" in e.missing
+
+
+def test_a_gpu_no_tile_fits_gets_no_script_and_says_why(tmp_path):
+    (e,) = emit([synthetic("warp_specialization")], {0: match_gpu("RTX-5090")}, tmp_path)
+    assert e.config == () and e.missing.startswith(
+        "the warp-specialized 128x256x64 tile (3 stages) does not fit RTX-5090"
+    )
+    small = replace(H200, name="small", shared_mem_per_sm=16384, max_shared_mem_per_block=16384)
+    for strategy in ("split_k", "stream_k", "persistent"):
+        (e,) = emit([synthetic(strategy)], {0: small}, tmp_path)
+        assert e.config == () and e.missing.startswith("no GEMM tile of the planner fits small")
+
+
+def test_the_gemm_strategies_rules_may_emit_are_the_planners():
+    from advisor.configs import knobs
+    from advisor.configs.emit import GEMM_TEMPLATES
+    from advisor.rules.finding import GEMM_STRATEGIES
+
+    assert set(GEMM_STRATEGIES) == set(knobs.CHOOSERS) == set(GEMM_TEMPLATES)
 
 
 def test_cutlass_command_for_stream_k_on_hopper():

@@ -102,6 +102,31 @@ def test_missing_and_extra_fields():
     assert "field 'colour'" in bad(GOOD + "    colour: red\n")
 
 
+def test_an_emit_the_emitters_cannot_write_is_refused_at_load():
+    # kind gemm for a strategy without a GEMM planner (it raised KeyError at --emit)
+    gemm = (
+        GOOD.replace("strategy: stream_k", "strategy: my_gemm_trick") + "    emit: {kind: gemm}\n"
+    )
+    assert bad(gemm).startswith(
+        "my.yaml: rule 'my-tail': field 'emit.kind': kind 'gemm' writes GEMM scripts for the "
+        "strategies split_k, stream_k, tile_reshape, persistent, warp_specialization only, "
+        "not 'my_gemm_trick'"
+    )
+    # kind grid_stride reads grid_blocks, which only the kernels table has (KeyError before)
+    regions = GOOD.replace("scope: kernels", "scope: regions").replace(
+        "tail_fraction >= 0.25", "idle_ns > 0"
+    )
+    regions = regions.replace("waves >= 1", "gpu_busy_ns > 0").replace("tail_idle_ns", "idle_ns")
+    regions = regions.replace("message: ", "message: x # ").replace("[waves, tail_fraction]", "[]")
+    (ok,) = parse_rules(textwrap.dedent(regions), "my.yaml")  # (the rule itself is valid)
+    assert "field 'emit.kind': kind 'grid_stride' reads the column(s) grid_blocks" in bad(
+        regions + "    emit: {kind: grid_stride}\n"
+    )
+    # what the emitters can write: any strategy as advice, a GEMM strategy as gemm
+    assert parse_rules(GOOD + "    emit: {kind: gemm}\n", "my.yaml")
+    assert parse_rules(regions + "    emit: {kind: advice}\n", "my.yaml")
+
+
 def test_optional_fields_have_defaults():
     (rule,) = parse_rules(GOOD.replace("    rationale: because\n", ""), "f.yaml")
     assert rule.spec.rationale == ""
