@@ -339,8 +339,7 @@ class _HostActivity:
         self.api_cat = cat
         self.api_launch = launch
         self.ranges = ranges
-        self.range_texts = (_plain_text(ranges["text"]) if len(ranges)
-                            else np.zeros(0, dtype=object))  # fmt: skip
+        self.range_texts = _Texts(ranges["text"] if len(ranges) else pd.Series([], dtype=str))
         self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
                       if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
         self.api_keys = (_thread_keys(api["pid"].to_numpy(), api["tid"].to_numpy()) if len(api)
@@ -468,7 +467,7 @@ class _HostActivity:
             if window is not None:
                 pos = index.covering(pos, *window)
             hit = pos >= 0
-            label[hit] = index.text[pos[hit]]
+            label[hit] = index.text(pos[hit])
             if launch_start is not None:
                 own = hit & (index.start[np.maximum(pos, 0)] <= launch_start) & (
                     index.end[np.maximum(pos, 0)] > launch_start)  # fmt: skip
@@ -510,7 +509,7 @@ class _HostActivity:
             mine = np.flatnonzero(keys == key)
             pos = index.find(start[mine])
             hit = pos >= 0
-            out[has[mine[hit]]] = index.text[pos[hit]]
+            out[has[mine[hit]]] = index.text(pos[hit])
         return out
 
     def event_waits_in(self, keys, lo, hi) -> np.ndarray:
@@ -552,14 +551,20 @@ def _slow_first_launches(ops: pd.DataFrame, api: pd.DataFrame, api_row) -> np.nd
     return call[took > thresholds()["host_launch_max_ns"]]
 
 
-def _plain_text(text: pd.Series) -> np.ndarray:
+class _Texts:
     """Range texts as range names (metrics/regions.range_name: PyTorch's emit_nvtx
     decorations and a trailing step number removed, so that ``step_3`` and ``step_4`` name
-    one thing), converted once per distinct text (an object array; '' for a missing
-    text)."""
-    cat = text if isinstance(text.dtype, pd.CategoricalDtype) else text.astype("category")
-    clean = range_name(pd.Series(cat.cat.categories.astype(str)))
-    return np.append(np.asarray(clean, dtype=object), "")[cat.cat.codes.to_numpy()]
+    one thing), kept as one code per row and converted once per distinct text; ``[rows]``
+    gives an object array ('' for a missing text)."""
+
+    def __init__(self, text: pd.Series) -> None:
+        cat = text if isinstance(text.dtype, pd.CategoricalDtype) else text.astype("category")
+        clean = range_name(pd.Series(cat.cat.categories.astype(str)))
+        self.names = np.append(np.asarray(clean, dtype=object), "")
+        self.codes = cat.cat.codes.to_numpy()  # (-1, a missing text: the '' at the end)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self.names[self.codes[rows]]
 
 
 def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = False):
@@ -659,30 +664,41 @@ class _Innermost:
     last range to start at or before t among those at depth d(t) - 1 (the depth of a range
     is how many ranges were open when it began)."""
 
-    def __init__(self, ranges: pd.DataFrame, rows: np.ndarray, texts: np.ndarray) -> None:
+    def __init__(self, ranges: pd.DataFrame, rows: np.ndarray, texts: _Texts) -> None:
         s = ranges["start"].to_numpy(np.int64)[rows]
         e = ranges["end"].to_numpy(np.int64)[rows]
         keep = e > s
-        s, e, rows = s[keep], e[keep], rows[keep]
-        order = np.lexsort((-e, s))  # parents before children that start with them
-        self.start, self.end = s[order], e[order]
-        self.text = texts[rows[order]]
-        self.sorted_ends = np.sort(self.end)
-        depth = np.arange(len(self.start)) - np.searchsorted(self.sorted_ends, self.start,
-                                                              side="right")  # fmt: skip
-        self.levels = {}
-        for d in np.unique(depth):
-            at = np.flatnonzero(depth == d)
-            self.levels[int(d)] = at
+        if not keep.all():
+            s, e, rows = s[keep], e[keep], rows[keep]
+        # parents before children that start with them: (start, -end) order; rows come by
+        # start (_by_thread), so the sort is skipped where they are in that order already
+        later = s[1:] > s[:-1]
+        if not (later | ((s[1:] == s[:-1]) & (e[1:] <= e[:-1]))).all():
+            order = np.lexsort((-e, s))
+            s, e, rows = s[order], e[order], rows[order]
+        self.start, self.end, self._rows, self._texts = s, e, rows, texts
+        self.sorted_ends = np.sort(e)
+        depth = np.arange(len(s)) - np.searchsorted(self.sorted_ends, s, side="right")
+        small = np.int16 if len(s) == 0 or depth.max() < 2**15 else np.int64  # (radix sort)
+        by_depth = np.argsort(depth.astype(small), kind="stable")  # (by start per level)
+        d = depth[by_depth]
+        heads = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+        self.levels = ({int(d[h]): at for h, at in zip(heads, np.split(by_depth, heads[1:]),
+                                                       strict=True)} if len(d) else {})  # fmt: skip
+        self._level_start = {lvl: s[at] for lvl, at in self.levels.items()}
         # each range's parent: the last range one level up to start at or before it
-        self.parent = np.full(len(self.start), -1, dtype=np.int64)
-        for d, at in self.levels.items():
-            up = self.levels.get(d - 1)
+        self.parent = np.full(len(s), -1, dtype=np.int64)
+        for lvl, at in self.levels.items():
+            up = self.levels.get(lvl - 1)
             if up is None:
                 continue
-            p = np.searchsorted(self.start[up], self.start[at], side="right") - 1
+            p = np.searchsorted(self._level_start[lvl - 1], s[at], side="right") - 1
             ok = p >= 0
             self.parent[at[ok]] = up[p[ok]]
+
+    def text(self, pos: np.ndarray) -> np.ndarray:
+        """The range names at positions ``pos`` (>= 0)."""
+        return self._texts[self._rows[pos]]
 
     def covering(self, pos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """From each range ``pos`` (-1: none) up its parents to the first that covers at
@@ -707,7 +723,7 @@ class _Innermost:
             q = np.flatnonzero(open_ - 1 == d)
             if q.size == 0:
                 continue
-            p = np.searchsorted(self.start[at], times[q], side="right") - 1
+            p = np.searchsorted(self._level_start[d], times[q], side="right") - 1
             ok = p >= 0
             cand = at[np.maximum(p, 0)]
             ok &= self.end[cand] > times[q]

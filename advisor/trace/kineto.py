@@ -744,7 +744,8 @@ def _kernel_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFra
             "correlation": c["correlation"],
             "pid": np.zeros(n),  # the launching process, from the calls (_host_pids)
             "graph_node": c["graph_node"],
-        }
+        },
+        copy=False,  # (no block consolidation: a second copy of millions of rows)
     )  # fmt: skip
 
 
@@ -757,7 +758,8 @@ def _api_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
             "tid": c["tid"],
             "pid": c["pid"],
             "correlation": c["correlation"],
-        }
+        },
+        copy=False,
     )
 
 
@@ -772,7 +774,8 @@ def _set_table(c: dict[str, np.ndarray]) -> pd.DataFrame:
             "bytes": c["bytes"],
             "correlation": c["correlation"],
             "pid": np.zeros(len(c["start"])),
-        }
+        },
+        copy=False,
     )
 
 
@@ -810,14 +813,15 @@ def _range_table(c: dict[str, np.ndarray], text: list[str]) -> pd.DataFrame:
             "tid": c["tid"],
             "pid": c["pid"],
             "domain": [""] * len(text),
-        }
+        },
+        copy=False,
     )
 
 
 def _op_table(c: dict[str, np.ndarray], names: pd.Categorical) -> pd.DataFrame:
     """CPU ops (start, end, pid, tid, name): what the host threads were doing."""
     return pd.DataFrame({"start": c["start"], "end": c["end"], "pid": c["pid"], "tid": c["tid"],
-                         "name": names})  # fmt: skip
+                         "name": names}, copy=False)  # fmt: skip
 
 
 # the struct each table's events' args decode to
