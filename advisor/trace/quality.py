@@ -17,17 +17,19 @@ MAX_TIME_NS = 1 << 62
 MAX_BLOCK_THREADS = 1024
 MAX_REGISTERS = 512  # per thread: 255 on CUDA, 512 VGPRs (incl. AGPRs) on CDNA
 MAX_GRID_BLOCKS = 2.0**53  # CUDA allows (2^31 - 1) * 65535 * 65535 ~ 2^63; beyond 2^53 is damage
+MAX_DEVICE = 2**31  # device ids are small numbers (a Kineto GPU event without one: its pid)
 
 _LABELS = {"kernels": "kernel launches", "memcpy": "memory copies", "memset": "memsets",
            "graphs": "CUDA graph launches", "sync": "synchronization events",
-           "api": "runtime API calls", "nvtx": "NVTX ranges"}  # fmt: skip
+           "api": "runtime API calls", "nvtx": "NVTX ranges", "cpu_ops": "CPU ops"}  # fmt: skip
 
 
 def drop_impossible_rows(trace) -> None:
     """Make every timed table of ``trace`` (in place) hold only rows that can be real: text
     in a numeric column becomes missing (counted); rows whose start/end are missing,
     negative, at or beyond 2^62 ns, or end before they start, and GPU rows without a
-    device or stream, are removed, with one warning per table saying how many."""
+    device or stream or whose device id cannot be one (negative, fractional, 2^31 or more),
+    are removed, with one warning per table saying how many."""
     for table, label in _LABELS.items():
         df = getattr(trace, table)
         if df.empty:
@@ -38,12 +40,14 @@ def drop_impossible_rows(trace) -> None:
         for col in ("device", "stream"):  # GPU work must say where it ran
             if col in df and table != "api":
                 bad |= pd.isna(df[col]).to_numpy()
+        if "device" in df:
+            bad |= _impossible_devices(df["device"])
         if bad.any():
             kept = df[~bad].reset_index(drop=True)
             trace.warnings.append(
                 f"{int(bad.sum()):,} of {len(df):,} {label} dropped: missing timestamps or "
-                "device/stream, end before start, or times outside 0..2^62 ns (a damaged "
-                "trace); every metric is computed without them"
+                "device/stream, a device id that cannot be one, end before start, or times "
+                "outside 0..2^62 ns (a damaged trace); every metric is computed without them"
             )
             df = kept
         for col in ("device", "stream"):
@@ -75,6 +79,13 @@ def _coerce_numbers(trace, df: pd.DataFrame, contract: dict, label: str) -> None
             )
 
 
+def _impossible_devices(col: pd.Series) -> np.ndarray:
+    """Per row: True where the device id is negative, fractional or 2^31 or more (missing
+    ids are counted as missing, not here)."""
+    v = pd.to_numeric(col, errors="coerce").to_numpy(np.float64)
+    return (v < 0) | (v >= MAX_DEVICE) | ((v != np.floor(v)) & ~np.isnan(v))
+
+
 def _times(col: pd.Series) -> np.ndarray:
     """A time column as int64 when it is one (no copy), else as float64 (NaN: missing)."""
     if col.dtype == np.int64:
@@ -84,9 +95,9 @@ def _times(col: pd.Series) -> np.ndarray:
 
 def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     """Per launch: True when its recorded configuration cannot run on any GPU (a grid or block
-    dimension below 1 or missing, over MAX_GRID_BLOCKS blocks, more than MAX_BLOCK_THREADS threads,
-    registers outside 0..MAX_REGISTERS, negative shared memory): no occupancy or waves are
-    computed for it."""
+    dimension below 1, fractional or missing, over MAX_GRID_BLOCKS blocks, more than
+    MAX_BLOCK_THREADS threads, registers outside 0..MAX_REGISTERS, negative shared memory): no
+    occupancy or waves are computed for it."""
     dims = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
     v = {c: pd.to_numeric(k[c], errors="coerce").to_numpy(np.float64) for c in dims}
     threads = v["block_x"] * v["block_y"] * v["block_z"]
@@ -94,7 +105,7 @@ def impossible_launches(k: pd.DataFrame) -> np.ndarray:
     smem = pd.to_numeric(k["static_smem"], errors="coerce").to_numpy(np.float64) + pd.to_numeric(
         k["dynamic_smem"], errors="coerce"
     ).to_numpy(np.float64)
-    ok = np.logical_and.reduce([v[c] >= 1 for c in dims])
+    ok = np.logical_and.reduce([(v[c] >= 1) & (v[c] == np.floor(v[c])) for c in dims])
     ok &= v["grid_x"] * v["grid_y"] * v["grid_z"] <= MAX_GRID_BLOCKS
     ok &= threads <= MAX_BLOCK_THREADS
     # (registers or shared memory not recorded, as in ROCm Kineto traces: unknown, not damage)
@@ -180,7 +191,7 @@ def coverage_notes(counts: dict[str, int]) -> list[str]:
     if counts["impossible"]:
         notes.append(
             f"{counts['impossible']:,} kernel launches have impossible launch configurations "
-            "(zero or negative dimensions, over 1024 threads, or out-of-range "
+            "(zero, negative or fractional dimensions, over 1024 threads, or out-of-range "
             "registers/shared memory): their occupancy, waves and tails are not computed"
         )
     return notes

@@ -12,6 +12,7 @@ unchanged). Cases that need the running process (a writer holding a lock) set ``
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import random
 import shutil
@@ -183,6 +184,8 @@ def _sqlite_cases(out: Path) -> list[Case]:
             "end = 9223372036854775800 WHERE rowid % 6 = 0"
         ],
         "negative_timestamps.sqlite": [f"UPDATE {k} SET start = -start WHERE rowid % 9 = 0"],
+        "negative_devices.sqlite": [f"UPDATE {k} SET deviceId = -1 WHERE rowid % 5 = 0"],
+        "fractional_grids.sqlite": [f"UPDATE {k} SET gridX = gridX + 0.5 WHERE rowid % 3 = 0"],
         "all_kernels_at_one_instant.sqlite": [f"UPDATE {k} SET start = 1000, end = 5000"],
         "duplicated_rows.sqlite": [f"INSERT INTO {k} SELECT * FROM {k}"],
         "huge_grids.sqlite": [
@@ -211,6 +214,8 @@ def _sqlite_cases(out: Path) -> list[Case]:
         "some_end_before_start.sqlite": "kernel launches dropped",
         "timestamps_near_2p63.sqlite": "kernel launches dropped",
         "negative_timestamps.sqlite": "kernel launches dropped",
+        "negative_devices.sqlite": "kernel launches dropped",
+        "fractional_grids.sqlite": "impossible launch configurations",
         "all_kernels_at_one_instant.sqlite": "repeat another's device, stream, start and end",
         "duplicated_rows.sqlite": "repeat another's device, stream, start and end",
         "huge_grids.sqlite": "impossible launch configurations",
@@ -560,6 +565,51 @@ def _kineto_cases(out: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+def _kineto_damaged(out: Path, name: str, category: str, damage) -> Path:
+    """The Kineto sample with ``damage(event)`` applied to every third event of ``category``,
+    written back as Kineto lays a trace out (one event per line: the compiled scanner reads
+    it)."""
+    doc = json.loads(gzip.decompress(KINETO.read_bytes()))
+    events = doc.pop("traceEvents")
+    for i, e in enumerate(x for x in events if x.get("cat") == category):
+        if i % 3 == 0:
+            damage(e, i)
+    head = json.dumps(doc)[:-1]
+    p = out / name
+    p.write_text(head + ', "traceEvents": [\n  ' + ",\n  ".join(map(json.dumps, events)) + "\n]}")
+    return p
+
+
+def _absurd_launch(event: dict, i: int) -> None:
+    """Grid and block values no GPU runs: zero, negative, 2^72 blocks, 4096 threads."""
+    bad = [("grid", [0, 1, 1]), ("grid", [-5, 1, 1]), ("grid", [2**40, 65535, 65535]),
+           ("block", [4096, 1, 1])][i // 3 % 4]  # fmt: skip
+    event["args"][bad[0]] = bad[1]
+
+
+def _kineto_damage_cases(out: Path) -> list[Case]:
+    """Damaged Kineto traces that are still traces: the damaged rows are dropped (or their
+    launch configurations flagged) and counted, one warning per kind, exit 0."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+
+    def negative(e: dict, _: int) -> None:
+        e["dur"] = -abs(e["dur"]) - 1.0
+
+    def device(e: dict, _: int) -> None:
+        e["args"]["device"] = -1
+
+    cases = [  # (file, category damaged, damage, the warning it must give)
+        ("kineto_negative_kernel_durations.pt.trace.json", "kernel", negative,
+         "kernel launches dropped"),
+        ("kineto_negative_cpu_op_durations.pt.trace.json", "cpu_op", negative, "CPU ops dropped"),
+        ("kineto_negative_devices.pt.trace.json", "kernel", device, "kernel launches dropped"),
+        ("kineto_absurd_launches.pt.trace.json", "kernel", _absurd_launch,
+         "impossible launch configurations"),
+    ]  # fmt: skip
+    return [Case(name, analyze, (0,), warns=warns, path=_kineto_damaged(out, name, cat, damage))
+            for name, cat, damage, warns in cases]  # fmt: skip
+
+
 def _rocpd(out: Path, name: str, damage: str = "") -> Path:
     """The hand-built rocpd database of tests/trace/rocpd_db.py, then ``damage`` (SQL)."""
     sys.path.insert(0, str(ROOT / "tests" / "trace"))
@@ -600,7 +650,7 @@ def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
-             + _kineto_cases(out) + _rocpd_cases(out))  # fmt: skip
+             + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out))  # fmt: skip
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name

@@ -26,10 +26,27 @@ def test_impossible_rows_are_dropped_and_counted():
     drop_impossible_rows(t)
     assert t.kernels["start"].tolist() == [0, 400]
     assert t.warnings == [
-        "3 of 5 kernel launches dropped: missing timestamps or device/stream, end before "
-        "start, or times outside 0..2^62 ns (a damaged trace); every metric is computed "
-        "without them"
+        "3 of 5 kernel launches dropped: missing timestamps or device/stream, a device id that "
+        "cannot be one, end before start, or times outside 0..2^62 ns (a damaged trace); every "
+        "metric is computed without them"
     ]
+
+
+def test_rows_on_a_device_that_cannot_exist_are_dropped():
+    devices = [0, -1, 2.5, 2**31, 3]  # negative, fractional, beyond any device numbering
+    t = trace([dict(start=i * 100, end=i * 100 + 50, device=d) for i, d in enumerate(devices)])
+    drop_impossible_rows(t)
+    assert t.kernels["device"].tolist() == [0, 3] and t.devices == [0, 3]
+    assert t.warnings[0].startswith("3 of 5 kernel launches dropped")
+
+
+def test_cpu_ops_with_negative_durations_are_dropped_and_counted():
+    t = trace([dict(start=0, end=100)])
+    t.cpu_ops = pd.DataFrame({"start": [0, 50, 90], "end": [10, 40, 95], "name": ["a", "b", "c"],
+                              "tid": 1, "pid": 1})  # fmt: skip
+    drop_impossible_rows(t)
+    assert t.cpu_ops["name"].tolist() == ["a", "c"]
+    assert t.warnings[0].startswith("1 of 3 CPU ops dropped")
 
 
 def test_missing_timestamps_count_as_impossible():
@@ -47,16 +64,17 @@ def test_impossible_launch_configurations_get_no_waves():
             dict(start=4000, end=5000, block_x=2048),  # over 1024 threads
             dict(start=6000, end=7000, registers=-3),  # damaged register count
             dict(start=8000, end=9000, grid_x=2**31, grid_y=2**16, grid_z=2**16),  # 2^63 blocks
+            dict(start=10000, end=11000, block_x=128.5),  # a fraction of a thread
         ]
     )
-    assert impossible_launches(t.kernels).tolist() == [False, True, True, True, True]
+    assert impossible_launches(t.kernels).tolist() == [False, True, True, True, True, True]
     a = analyze(t)
     k = a.kernel_table()
     waves = dict(zip(k["grid_blocks"], k["waves"], strict=True))
     # 128 threads x 32 registers: 16 CTAs/SM (by blocks/warps), 132 SMs -> 2112 slots
     assert waves[133] == 133 / (132 * 16) and np.isnan(waves[0])
-    assert k["waves"].isna().sum() == 4 and k["tail_idle_ns"].sum() == 0
-    assert any("4 kernel launches have impossible launch configurations" in w for w in a.warnings)
+    assert k["waves"].isna().sum() == 5 and k["tail_idle_ns"].sum() == 0
+    assert any("5 kernel launches have impossible launch configurations" in w for w in a.warnings)
 
 
 def test_kernels_without_launch_calls_are_counted():
