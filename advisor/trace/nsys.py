@@ -9,6 +9,7 @@ with plain sqlite3 as the fallback.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
@@ -75,13 +76,32 @@ _BATCH_OPTION = "adbc.sqlite.query.batch_rows"
 _POOL = pa.system_memory_pool()
 
 
+# What the ADBC driver raises where it cannot run or type a query, besides its own DB-API errors:
+# OSError from its Arrow stream (a column whose SQLite values change type) and Arrow's
+# conversion errors. The readers then read with sqlite3; anything else (a bug, MemoryError) is
+# raised, not turned into a second read of the whole table.
+ARROW_ERRORS = (OSError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+
+
+@functools.cache
+def adbc_sqlite():
+    """(the ADBC SQLite driver's DB-API module, the errors it raises where it cannot do a
+    query: adbc_driver_manager.Error and ARROW_ERRORS), or (None, ()) when not installed."""
+    try:
+        import adbc_driver_sqlite.dbapi as adbc
+    except ImportError:
+        return None, ()
+    return adbc, (adbc.Error, *ARROW_ERRORS)
+
+
 def looks_like_sqlite(path: Path) -> bool:
     """True when the file starts with the SQLite 3 header."""
     with open(path, "rb") as fh:
         return fh.read(16) == SQLITE_MAGIC
 
 
-def _ro_uri(path: Path) -> str:
+def ro_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only, with no journal, lock or file beside it."""
     return path.resolve().as_uri() + "?mode=ro&immutable=1"
 
 
@@ -95,7 +115,7 @@ class _Reader:
         StringIds table when another reader of the same export has loaded it already."""
         self.path = path
         self.threads = threads
-        self.conn = sqlite3.connect(_ro_uri(path), uri=True)
+        self.conn = sqlite3.connect(ro_uri(path), uri=True)
         self.columns: dict[str, set[str]] = {}  # table -> its columns, in one query
         for table, column in self.conn.execute(
             "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
@@ -104,13 +124,13 @@ class _Reader:
             self.columns.setdefault(table, set()).add(column)
         self._adbc = None
         self._strings = strings
-        try:
-            import adbc_driver_sqlite.dbapi as adbc
-
-            self._adbc = adbc.connect(_ro_uri(path))
-            self._connect = lambda: adbc.connect(_ro_uri(path))
-        except Exception:  # driver missing or cannot open: sqlite3 fallback
-            self._adbc = None
+        adbc, self._errors = adbc_sqlite()
+        if adbc is not None:
+            try:
+                self._adbc = adbc.connect(ro_uri(path))
+                self._connect = lambda: adbc.connect(ro_uri(path))
+            except self._errors:  # the driver cannot open it: sqlite3 throughout
+                self._adbc = None
 
     def close(self) -> None:
         if self._adbc is not None:
@@ -160,7 +180,7 @@ class _Reader:
 
     def frame(self, sql: str) -> pd.DataFrame:
         """Run one query into a DataFrame (ADBC/Arrow when possible)."""
-        table = self._arrow(self._adbc, sql) if self._adbc is not None else None
+        table = self._arrow(sql) if self._adbc is not None else None
         if table is not None:
             # columns are released as they convert: no second copy of the table
             return table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
@@ -168,14 +188,13 @@ class _Reader:
         names = [d[0] for d in cur.description]
         return pd.DataFrame.from_records(cur.fetchall(), columns=names)
 
-    @staticmethod
-    def _arrow(conn, sql: str) -> pa.Table | None:
+    def _arrow(self, sql: str) -> pa.Table | None:
         """One query into an Arrow table; None when the driver cannot type the result."""
         try:
-            with closing(conn.cursor()) as cur:
+            with closing(self._adbc.cursor()) as cur:
                 cur.execute(sql)
                 return cur.fetch_arrow_table()
-        except Exception:  # type inference over mixed SQLite types: fall back
+        except self._errors:  # type inference over mixed SQLite types: fall back
             return None
 
     def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
@@ -213,7 +232,7 @@ class _Reader:
             types) or a column holds text."""
             try:
                 with closing(self._connect()) as conn, closing(conn.cursor()) as cur:
-                    with suppress(Exception):  # (a driver without the option: its default)
+                    with suppress(*self._errors):  # (a driver without the option: its default)
                         cur.adbc_statement.set_options(**{_BATCH_OPTION: str(BATCH_ROWS)})
                     cur.execute(query)
                     for batch in cur.fetch_record_batch():
@@ -223,7 +242,7 @@ class _Reader:
                             return False
                         offset += batch.num_rows
                 return True
-            except Exception:
+            except self._errors:
                 return False
 
         with ThreadPoolExecutor(threads) as pool:

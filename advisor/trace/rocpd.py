@@ -44,6 +44,7 @@ import pandas as pd
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import agent_spec
 from advisor.trace.model import Trace, empty_table
+from advisor.trace.nsys import adbc_sqlite, ro_uri
 from advisor.trace.rocprof import dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
@@ -52,10 +53,6 @@ MARKER_CATEGORY = "MARKER_CORE_API"  # roctxRangePush/Pop, roctxRangeStart/Stop
 TABLES = ("rocpd_metadata", "rocpd_string", "rocpd_info_agent", "rocpd_info_kernel_symbol",
           "rocpd_track", "rocpd_timestamp", "rocpd_event", "rocpd_region", KERNELS,
           "rocpd_memory_copy")  # fmt: skip
-
-
-def _ro_uri(path: Path) -> str:
-    return path.resolve().as_uri() + "?mode=ro&immutable=1"
 
 
 def _names(conn: sqlite3.Connection) -> dict[str, str]:
@@ -67,7 +64,7 @@ def is_rocpd(path: Path) -> bool:
     """True when the SQLite file at ``path`` holds rocpd tables (kernel dispatches or the
     metadata table, with or without a uuid suffix)."""
     try:
-        with closing(sqlite3.connect(_ro_uri(path), uri=True)) as conn:
+        with closing(sqlite3.connect(ro_uri(path), uri=True)) as conn:
             names = _names(conn)
     except sqlite3.Error:
         return False
@@ -94,7 +91,7 @@ def read_rocpd(path: str | Path) -> Trace:
     """Read a rocprofv3 rocpd database (read-only) into a Trace."""
     p = Path(path)
     try:
-        with closing(sqlite3.connect(_ro_uri(p), uri=True)) as conn:
+        with closing(sqlite3.connect(ro_uri(p), uri=True)) as conn:
             return _read(conn, p)
     except sqlite3.Error as exc:
         raise AdvisorInputError(str(p), f"corrupt or unreadable rocpd database: {exc}") from exc
@@ -110,13 +107,14 @@ def _frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
 def _columns(conn: sqlite3.Connection, p: Path, sql: str) -> pd.DataFrame:
     """A large table's columns, through Arrow (ADBC: no Python object per row) when the
     driver can type them, else through sqlite3."""
+    adbc, errors = adbc_sqlite()
+    if adbc is None:  # (not installed)
+        return _frame(conn, sql)
     try:
-        import adbc_driver_sqlite.dbapi as adbc
-
-        with closing(adbc.connect(_ro_uri(p))) as db, closing(db.cursor()) as cur:
+        with closing(adbc.connect(ro_uri(p))) as db, closing(db.cursor()) as cur:
             cur.execute(sql)
             return cur.fetch_arrow_table().to_pandas()
-    except Exception:  # driver missing, or a column it cannot type: the slow path
+    except errors:  # a column it cannot type: the slow path
         return _frame(conn, sql)
 
 

@@ -156,6 +156,31 @@ def test_bad_rocpd_input(tmp_path, sql, says):
     assert says in str(err.value) and str(p) in str(err.value)
 
 
+class _Driver:
+    """A stand-in ADBC driver whose connections raise ``error``."""
+
+    class Error(Exception):
+        pass
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def connect(self, uri: str):
+        raise self.error
+
+
+def test_the_driver_failing_is_read_with_sqlite3_and_a_bug_is_raised(hand, monkeypatch):
+    from advisor.trace import rocpd
+
+    expected = load_trace(hand).kernels
+    driver = _Driver(_Driver.Error("cannot type a column"))
+    monkeypatch.setattr(rocpd, "adbc_sqlite", lambda: (driver, (_Driver.Error, OSError)))
+    assert load_trace(hand).kernels.equals(expected)
+    driver.error = RuntimeError("a bug")  # (before: also read again, silently)
+    with pytest.raises(RuntimeError, match="a bug"):
+        load_trace(hand)
+
+
 def test_rocpd_without_dispatches(tmp_path):
     p = tmp_path / "empty.db"
     with open_db(p) as conn:

@@ -105,3 +105,30 @@ def test_sliced_read_equals_one_whole_query(damaged, damaged_copy, monkeypatch):
     if damaged:
         assert sliced.kernels["grid_x"].isna().sum() > 0
         assert sliced.kernels["registers"].max() == 5_000_000_000
+
+
+def test_a_column_the_driver_cannot_type_is_read_another_way(damaged_copy, monkeypatch):
+    # text among the integers past the first batches: the driver's Arrow stream raises
+    # OSError (a type mismatch), and the table is read with sqlite3 instead
+    with sqlite3.connect(damaged_copy) as db:
+        k = "CUPTI_ACTIVITY_KIND_KERNEL"
+        db.execute(f"UPDATE {k} SET registersPerThread = 'x' "
+                   f"WHERE rowid = (SELECT MAX(rowid) FROM {k})")  # fmt: skip
+    monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)
+    monkeypatch.setattr(nsys, "SLICE_ROWS", 128)
+    monkeypatch.setattr(nsys, "BATCH_ROWS", 50)
+    registers = nsys.read_nsys(damaged_copy).kernels["registers"]
+    assert registers.tolist().count("x") == 1 and 5_000_000_000 in registers.tolist()
+
+
+@pytest.mark.parametrize("error", [RuntimeError("a bug"), MemoryError()])
+def test_a_bug_or_no_memory_in_a_sliced_read_is_raised_not_read_again(error, monkeypatch):
+    monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)
+    monkeypatch.setattr(nsys, "READ_THREADS", 3)
+
+    def put(self, offset, table):
+        raise error
+
+    monkeypatch.setattr(SliceColumns, "put", put)
+    with pytest.raises(type(error)):
+        nsys.read_nsys(H200_SINGLE)
