@@ -15,13 +15,11 @@ import typer
 import typer.core
 from rich.console import Console
 
-from advisor import __version__, pipeline
-from advisor.configs.emit import emit_into
+from advisor import __version__, api
 from advisor.errors import AdvisorInputError
 from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir, check_output_file
-from advisor.render import json as json_render
 from advisor.render import terminal
 from advisor.render.progress import progress_bar
 from advisor.render.tables import titled_table
@@ -52,6 +50,23 @@ app = typer.Typer(
     help="Measure scheduling idle time in GPU traces (wave tails, launch gaps, comm bubbles) "
     "and recommend strategies.",
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        _out(f"advisor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_show_version, help="Print the version."
+    ),
+) -> None:
+    """Measure scheduling idle time in GPU traces (wave tails, launch gaps, comm bubbles) and
+    recommend strategies."""
+
 
 # the same option on every command that reads traces
 GPU_SPEC_OPTION = typer.Option(
@@ -127,16 +142,6 @@ def _input_errors():
         _errors([exc])
 
 
-def _expand(traces: list[str]) -> list[str]:
-    """Paths to analyse: a folder holding *.sqlite exports stands for those files."""
-    out = []
-    for t in traces:
-        p = Path(t)
-        found = sorted(p.glob("*.sqlite")) if p.is_dir() else []
-        out += [str(f) for f in found] or [t]
-    return out
-
-
 @app.command()
 def analyze(
     traces: list[str] = typer.Argument(
@@ -198,61 +203,39 @@ def analyze(
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
     One trace, or several (files or folders) analysed as the ranks of one job."""
-    paths = _expand(traces)
-    options = AnalysisOptions(
-        gpu=gpu,
-        gpu_spec=gpu_spec,
-        rule_paths=tuple(rules or ()),
-        shapes=tuple(shape or ()),
-        gemms=tuple(gemm or ()),
-        range_text=range_text,
-        device=device,
-        emit_dir=emit_dir,
-        jobs=jobs,
-        dask=dask,
-    )
-    ranks, errors = None, []
+    paths = api.expand_paths(traces)
+    options = dict(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
+                   gemms=gemm or (), range_text=range_text, device=device, emit=emit_dir,
+                   jobs=jobs, dask=dask)  # fmt: skip
     with _input_errors():
-        if emit_dir:
-            check_output_dir(emit_dir, paths, "emit folder")
-        rule_set = options.check().rules()  # bad options fail here, before any trace is read
+        api.options_for(**options)  # bad options fail here, before any trace is read
         if len(paths) == 1 and not dask:
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
-                result, findings = pipeline.run(
-                    paths[0], options, rule_set, bar.advance, advise_huge_pages
-                )
+                result = api.analyze(paths, progress=bar.advance, memory_advice=advise_huge_pages,
+                                     **options)  # fmt: skip
         else:
-            job = _analyze_ranks(paths, options, rule_set)
-            result, findings, errors = job.analysis, job.findings, job.errors
-            ranks = job.ranks if len(paths) > 1 else None
-        if emit_dir:
-            findings = emit_into(findings, result.trace.gpus, emit_dir)
+            n = len(paths)
+            where = f" on {dask}" if dask else ""
+            with progress_bar(n + 1, f"analysing {n} traces{where}") as bar:
+                result = api.analyze(paths, progress=_rank_steps(bar, n, where), **options)
+                bar.advance(None)
     if format is OutputFormat.json:
-        _out(json_render.render(result, findings, ranks))
+        _out(result.to_json())
     else:
-        terminal.render(result, findings, _console(), top=top, ranks=ranks)
-    _errors(errors)  # the traces that could not be read, after the others' report
+        terminal.render(result.analysis, result.finding_list, _console(), top=top,
+                        ranks=result.ranks)  # fmt: skip
+    _errors(result.errors)  # the traces that could not be read, after the others' report
 
 
-def _analyze_ranks(paths: list[str], options: AnalysisOptions, rule_set):
-    """Several traces, one per rank, analysed as one job (multi.py: here or on Dask), with a
-    progress bar over the ranks. When none could be read, NoTraceRead ends the command
-    (_input_errors) with nothing on stdout."""
-    from advisor.cluster import runner
-    from advisor.multi import analyze_ranks
+def _rank_steps(bar, n: int, where: str):
+    """The progress callback for ``n`` ranks: one step per trace analysed, then merging."""
+    done = iter(range(1, n + 1))
 
-    n = len(paths)
-    where = f" on {options.dask}" if options.dask else ""
-    with runner(options) as run, progress_bar(n + 1, f"analysing {n} traces{where}") as bar:
-        done = iter(range(1, n + 1))
+    def read(_) -> None:
+        i = next(done)
+        bar.advance(f"{i}/{n} traces analysed{where}" if i < n else "merging the ranks")
 
-        def read(_) -> None:
-            i = next(done)
-            bar.advance(f"{i}/{n} traces analysed{where}" if i < n else "merging the ranks")
-
-        job = analyze_ranks(paths, options, rule_set, read, run)
-        bar.advance(None)
-        return job
+    return read
 
 
 rules_app = typer.Typer(help="List and validate rule files (the YAML symptom matrix).")
@@ -363,8 +346,8 @@ def gate(
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input.
     With --calibrate: measure the noise of repeated unchanged runs into a gate.yaml."""
-    from advisor.gate import load_config as load_gate_config
-    from advisor.gate.run import run_gate
+    from advisor.gating import load_config as load_gate_config
+    from advisor.gating.run import run_gate
     from advisor.render import gate as gate_render
 
     with _input_errors():
@@ -396,8 +379,8 @@ def gate(
 
 def _calibrate(traces, output, cfg, options: AnalysisOptions) -> None:
     """gate --calibrate: the noise table on stdout, the thresholds into ``output``."""
-    from advisor.gate.calibrate import calibrate, calibration_warnings, config_yaml
-    from advisor.gate.run import metric_sets
+    from advisor.gating.calibrate import calibrate, calibration_warnings, config_yaml
+    from advisor.gating.run import metric_sets
     from advisor.render import gate as gate_render
     from advisor.report import write_text
 
@@ -429,7 +412,7 @@ def baseline_save(
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
-    from advisor.gate.run import metric_sets
+    from advisor.gating.run import metric_sets
 
     with _input_errors():
         if store:
@@ -488,10 +471,10 @@ def report(
     dask: str = DASK_OPTION,
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
-    from advisor.gate import load_config as load_gate_config
-    from advisor.gate.run import compare_two
+    from advisor.gating import load_config as load_gate_config
+    from advisor.gating.run import compare_two
     from advisor.render import markdown
-    from advisor.report import write_report, write_text
+    from advisor.report import write_text
 
     with _input_errors():
         if len(traces) not in (1, 2):
@@ -514,10 +497,10 @@ def report(
             if dask:  # (its charts are drawn from every GPU op of the trace)
                 typer.echo("advisor: note: a one-trace report is analysed here; --dask is "
                            "for BASELINE CANDIDATE", err=True)  # fmt: skip
-            analysis, findings = pipeline.run(traces[0], options, memory_advice=advise_huge_pages)
-            if emit_dir:
-                findings = emit_into(findings, analysis.trace.gpus, emit_dir)
-            written = write_report(analysis, findings, output, assets)
+            result = api.analyze(traces[0], memory_advice=advise_huge_pages, gpu=gpu,
+                                 gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
+                                 gemms=gemm or (), emit=emit_dir)  # fmt: skip
+            written = result.write_report(output, assets)
     for path in written:
         _out(f"wrote {path}")
 

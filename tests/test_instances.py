@@ -2,7 +2,7 @@
 
 from conftest import PUBLIC_ROCPROF, analysis_of
 
-from advisor.gate.digest import metric_set
+from advisor.gating.digest import metric_set
 from advisor.instances import INSTANCE_COLUMNS, range_instances
 
 

@@ -27,16 +27,19 @@ ALLOWED = {
               "trace"},
     "configs": {"rules", "trace"},
     "baselines": set(),
-    "gate": {"analysis", "baselines", "cluster", "findings", "instances", "metrics", "options",
+    "gating": {"analysis", "baselines", "cluster", "findings", "instances", "metrics", "options",
              "parts", "pipeline", "rules"},
-    "render": {"analysis", "gate", "metrics", "rules", "views"},
+    "render": {"analysis", "gating", "metrics", "rules", "views"},
     "report": {"analysis", "render", "rules"},
-    "cli": {"baselines", "cluster", "configs", "gate", "memory", "multi", "options", "pipeline",
+    "api": {"analysis", "cluster", "configs", "gating", "multi", "options", "pipeline", "render",
+            "report", "rules"},
+    "cli": {"api", "baselines", "cluster", "configs", "gating", "memory", "multi", "options",
+            "pipeline",
             "render",
             "report", "rules", "trace", "__version__"},
     "launch": {"cli", "memory"},
     "__main__": {"launch"},
-    "__init__": set(),
+    "__init__": {"api"},
 }  # fmt: skip
 
 

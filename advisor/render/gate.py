@@ -7,9 +7,9 @@ import textwrap
 
 from rich.console import Console
 
-from advisor.gate import GateResult, Row
-from advisor.gate.compare import fmt_value as _fmt
-from advisor.gate.config import COUNTS
+from advisor.gating import GateResult, Row
+from advisor.gating.compare import fmt_value as _fmt
+from advisor.gating.config import COUNTS
 from advisor.render.fit import Col, fitted_table
 from advisor.render.json import json_text
 from advisor.units import fmt_ns
@@ -210,7 +210,7 @@ NOISE_COLUMNS = (
 
 def noise_table(noise, console: Console) -> None:
     """The measured run-to-run noise per metric (advisor gate --calibrate)."""
-    from advisor.gate.config import COUNTS as counts
+    from advisor.gating.config import COUNTS as counts
 
     cells = []
     for n in noise:

@@ -11,6 +11,7 @@ from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.metrics.regions import WINDOW_KEYS
 from advisor.plain import plain, plain_int
 from advisor.rules.finding import Finding, finding_dict
+from advisor.rules.tables import step_table
 
 SCHEMA_VERSION = 1
 TOP_KERNELS = 50  # rows of top_kernels in the document
@@ -68,6 +69,22 @@ def region_rows(regions: pd.DataFrame) -> list[dict]:
     return [dict(zip(REGION_KEYS, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
+STEP_KEYS = ["name", "device", "steps", "steady_steps", "step_ns", "busy_ns", "idle_ns",
+             "overhead_ns", "sync_idle_ns", "launches", "median_gap_ns", "graph_saving_ns",
+             "first_start_ns"]  # fmt: skip
+
+
+def step_rows(a: Analysis) -> list[dict]:
+    """One dict per step family (a repeated top-level range) and device: medians over its
+    steady steps (ns, rounded to integers), counts as integers (docs/json.md)."""
+    t = step_table(a)
+    rows = []
+    for r in t.to_dict("records"):
+        rows.append({k: (r[k] if k == "name" else None if pd.isna(r[k]) else int(round(r[k])))
+                     for k in STEP_KEYS})  # fmt: skip
+    return rows
+
+
 def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> dict:
     """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
     one, when several were given)."""
@@ -97,6 +114,7 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
             "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
             "copies": views.copies(a).to_dict("records"),
             "sync_stalls": views.sync_stalls(a).to_dict("records"),
+            "steps": step_rows(a),
             "pipeline_stages": views.pipeline_stages(a)[views.PIPELINE_COLUMNS].to_dict("records"),
             "findings": [finding_dict(f) for f in findings],
         }

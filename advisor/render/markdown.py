@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.analysis import Analysis
-from advisor.gate import GateResult
+from advisor.gating import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
 from advisor.render.fit import shorten_middle

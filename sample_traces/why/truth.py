@@ -14,9 +14,10 @@ spent inside:
 the gaps whose op had been enqueued (its launch call ended) more than 100 us before it
 started, with the time from that later of (call end, g0) to g1 ("queued"), and how many of
 them follow an event-wait call (cudaStreamWaitEvent / hipStreamWaitEvent) made by the
-launching thread in the 1 ms before the launch; and the launch chains between blocking reads (cudaStreamSynchronize / cudaDeviceSynchronize
-calls on the launching thread): launches per chain. Printed as JSON; the tests in
-tests/test_why_idle_captures.py compare advisor's answers with these numbers.
+launching thread in the 1 ms before the launch; and the launch chains between blocking
+reads (cudaStreamSynchronize / cudaDeviceSynchronize calls on the launching thread):
+launches per chain. Printed as JSON; the tests in
+tests/test_why_idle.py compare advisor's answers with these numbers.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import yaml
 from conftest import H200_SINGLE, PUBLIC_NSYS, SAMPLES
 
 from advisor import baselines
-from advisor.gate import load_config
+from advisor.gating import load_config
 
 
 def run(*args, env=None, cwd=None):

@@ -22,7 +22,7 @@ from datetime import date
 import numpy as np
 
 from advisor.errors import AdvisorInputError
-from advisor.gate.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
+from advisor.gating.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
 
 SAFETY = 1.5  # tolerance = SAFETY x the largest spread seen between unchanged runs
 MIN_REL = 0.01

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
-from advisor.gate.config import OVERALL, RANGE
+from advisor.gating.config import OVERALL, RANGE
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at

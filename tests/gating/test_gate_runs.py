@@ -24,7 +24,7 @@ import pytest
 from conftest import SAMPLES
 
 from advisor import pipeline
-from advisor.gate import compare, load_config, metric_set
+from advisor.gating import compare, load_config, metric_set
 
 SETS = {"nsys1": "gate_runs.tar.xz", "nsys2": "gate_runs2.tar.xz", "kineto": "gate_runs3.tar.xz"}
 CFG = load_config()

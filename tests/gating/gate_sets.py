@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.gate.digest import VERSION
+from advisor.gating.digest import VERSION
 
 OVERALL_DEFAULT = {"span_ns": 1_000_000.0, "gpu_busy_ns": 1_000_000.0, "tail_idle_ns": 0.0,
                    "underfill_idle_ns": 0.0, "launch_overhead_ns": 0.0, "sync_idle_ns": 0.0,

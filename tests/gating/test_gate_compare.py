@@ -1,11 +1,11 @@
-"""advisor.gate.compare and config on hand-built metric sets (expected numbers by hand)."""
+"""advisor.gating.compare and config on hand-built metric sets (expected numbers by hand)."""
 
 import numpy as np
 import pytest
 from gate_sets import finding, mset
 
 from advisor.errors import AdvisorInputError
-from advisor.gate import compare, load_config
+from advisor.gating import compare, load_config
 from advisor.render.gate import shown
 
 CFG = load_config()

@@ -1,10 +1,10 @@
-"""advisor.gate.stats: the tests that decide a gate row, on samples whose answers are known
+"""advisor.gating.stats: the tests that decide a gate row, on samples whose answers are known
 by hand."""
 
 import numpy as np
 import pytest
 
-from advisor.gate.stats import judge, side_value
+from advisor.gating.stats import judge, side_value
 
 KW = dict(alpha=0.05, confidence=0.95, noise_floor=0.02)
 

@@ -11,9 +11,9 @@ from advisor.analysis import Analysis
 from advisor.cluster import runner
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
-from advisor.gate.compare import GateResult, compare
-from advisor.gate.config import GateConfig
-from advisor.gate.digest import metric_set
+from advisor.gating.compare import GateResult, compare
+from advisor.gating.config import GateConfig
+from advisor.gating.digest import metric_set
 from advisor.options import AnalysisOptions
 from advisor.parts import RankPart, merge_parts
 from advisor.pipeline import MemoryAdvice

@@ -7,8 +7,8 @@ gate result or a comparison report. Exit codes: 0 pass, 1 regression,
 2 bad input (docs/gate.md).
 """
 
-from advisor.gate.compare import GateResult, Row, compare
-from advisor.gate.config import GateConfig, load_config
-from advisor.gate.digest import metric_set
+from advisor.gating.compare import GateResult, Row, compare
+from advisor.gating.config import GateConfig, load_config
+from advisor.gating.digest import metric_set
 
 __all__ = ["GateConfig", "GateResult", "Row", "compare", "load_config", "metric_set"]

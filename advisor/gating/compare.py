@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.errors import AdvisorInputError
-from advisor.gate.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
-from advisor.gate.digest import VERSION
-from advisor.gate.stats import Judgement, judge, side_value
+from advisor.gating.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
+from advisor.gating.digest import VERSION
+from advisor.gating.stats import Judgement, judge, side_value
 from advisor.units import fmt_ns, fmt_pct
 
 SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
