@@ -76,8 +76,9 @@ DASK_OPTION = typer.Option(
     None,
     "--dask",
     metavar="ADDRESS",
-    help="Analyse the traces on a Dask cluster: its scheduler (tcp://host:port), or 'local' "
-    "for one started here; workers read the traces by path (docs/scaling.md).",
+    help="Analyse the traces on a Dask cluster: its scheduler (tcp://host:port, or tls://host:port "
+    "with Dask's TLS settings), or 'local' for one started here on loopback; workers read the "
+    "traces by path (docs/scaling.md, docs/dask_security.md).",
 )
 
 

@@ -1,13 +1,19 @@
 """Where the ranks' analyses run: ``LocalRunner`` (worker processes on this machine) or
-``DaskRunner`` (the workers of a dask.distributed cluster: ``--dask tcp://host:port``, or
-``--dask local`` for a LocalCluster here). Both run parts.rank_part once per trace and hand
-back the RankParts in the order of the paths; only the parts travel back.
+``DaskRunner`` (the workers of a dask.distributed cluster: ``--dask tcp://host:port`` or
+``tls://host:port``, or ``--dask local`` for a LocalCluster here). Both run parts.rank_part
+once per trace and hand back the RankParts in the order of the paths; only the parts travel
+back.
 
 On Dask, workers read the traces by path (a shared filesystem). A trace that cannot be read
 becomes its part's one-line error, naming the worker; a task whose worker dies is run again
 on another worker by the scheduler, and reported when it has killed two (the LocalCluster
 allows one failure; a cluster of your own follows its scheduler's
 ``distributed.scheduler.allowed-failures``).
+
+The LocalCluster listens on loopback only (scheduler, nannies and workers on 127.0.0.1) and
+starts no dashboard. A ``tls://`` scheduler is reached with Dask's own security settings
+(``distributed.comm.tls.*`` in Dask's configuration: the CA and the client's certificate and
+key), as every Dask client reads them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from advisor.parts import RankPart, rank_part
 OnDone = Callable[[RankPart], None]
 Extra = Callable  # parts.rank_part's ``extra``: (Analysis, AnalysisOptions) -> dict
 INSTALL_HINT = 'pip install "advisor[dask]"'
+LOOPBACK = "127.0.0.1"  # where --dask local listens: nothing beyond this machine
 
 
 def runner(options: AnalysisOptions) -> Runner:
@@ -99,8 +106,9 @@ def _on_worker(path: str, options: AnalysisOptions, extra: Extra | None) -> Rank
 
 class DaskRunner(Runner):
     """Rank tasks on the dask.distributed cluster at ``address`` (``local``: a LocalCluster
-    of ``jobs`` single-threaded worker processes, default one per core). AdvisorInputError
-    when Dask is not installed or the scheduler cannot be reached."""
+    of ``jobs`` single-threaded worker processes, default one per core, on loopback and
+    without a dashboard). AdvisorInputError when Dask is not installed or the scheduler
+    cannot be reached."""
 
     def __init__(self, address: str, jobs: int | None = None) -> None:
         try:
@@ -116,11 +124,14 @@ class DaskRunner(Runner):
                 with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
                     self.cluster = LocalCluster(
                         n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
-                        processes=True, dashboard_address=":0",  # (any free port)
+                        processes=True, host=LOOPBACK,
+                        # no dashboard; the HTTP endpoints Dask always serves (health,
+                        # metrics) on loopback too, at any free port
+                        dashboard_address=f"{LOOPBACK}:0", scheduler_kwargs={"dashboard": False},
                     )  # fmt: skip
                 self.client = Client(self.cluster)
             else:
-                self.client = Client(address, timeout="20s")
+                self.client = Client(address, security=_security(address), timeout="20s")
         except (OSError, TimeoutError) as exc:
             self.close()
             raise AdvisorInputError(
@@ -129,7 +140,7 @@ class DaskRunner(Runner):
         except ValueError as exc:  # (not an address: Dask names what is wrong with it)
             self.close()
             raise AdvisorInputError(
-                None, f"--dask {address}: {exc}; give tcp://HOST:PORT or 'local'"
+                None, f"--dask {address}: {exc}; give tcp://HOST:PORT, tls://HOST:PORT or 'local'"
             ) from None
 
     def close(self) -> None:
@@ -161,6 +172,32 @@ class DaskRunner(Runner):
             notify(parts[i])
             future.release()
         return parts
+
+
+TLS_SETTINGS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
+                "distributed.comm.tls.client.key")  # fmt: skip
+
+
+def _security(address: str):
+    """Dask's security settings from its configuration (distributed.Security), as every Dask
+    client reads them; for a ``tls://`` scheduler they must name the CA and the client's
+    certificate and key (AdvisorInputError when they do not, or cannot be read)."""
+    from distributed.security import Security
+
+    try:
+        security = Security()
+        context = security.get_connection_args("client")["ssl_context"]
+    except OSError as exc:  # (ssl.SSLError too: a file that is not a PEM certificate or key)
+        raise AdvisorInputError(
+            None, f"--dask {address}: Dask's TLS settings name a file that cannot be read: {exc}"
+        ) from None
+    if address.startswith("tls://") and context is None:
+        settings = ", ".join(TLS_SETTINGS)
+        raise AdvisorInputError(
+            None, f"--dask {address}: a tls:// scheduler needs Dask's TLS settings ({settings}; "
+            "e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem): no client certificate is set",
+        )  # fmt: skip
+    return security
 
 
 def _result(future, path: str) -> RankPart:

@@ -26,7 +26,7 @@ class AnalysisOptions:
     device: int | None = None
     emit_dir: str | None = None
     jobs: int | None = None
-    dask: str | None = None  # --dask ADDRESS (tcp://host:port, or "local")
+    dask: str | None = None  # --dask ADDRESS (tcp:// or tls://host:port, or "local")
 
     @cached_property
     def shape_options(self) -> list[ShapeOption]:

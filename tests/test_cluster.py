@@ -1,14 +1,18 @@
 """The ranks' analyses on Dask (cluster.py): a LocalCluster, and a scheduler with workers
-started as separate processes on loopback, give the documents of the local run; a bad or
-missing trace is one line naming it (and the worker), the others finish; a task whose worker
-dies is run again, and reported when it has killed two; without Dask, one line says how to
-install it."""
+started as separate processes on loopback (over TCP, and over TLS with a certificate made
+here), give the documents of the local run; the LocalCluster listens on loopback only; a bad
+or missing trace is one line naming it (and the worker), the others finish; a task whose
+worker dies is run again, and reported when it has killed two; without Dask, or without TLS
+settings for a tls:// scheduler, one line says what to do."""
 
 import functools
+import ipaddress
 import json
 import os
+import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -34,13 +38,13 @@ def ranks(tmp_path_factory):
     return [str(p) for p in split(str(H200_2GPU), tmp_path_factory.mktemp("ranks"))]
 
 
-def advisor(*args, timeout=300):
+def advisor(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+                          text=True, timeout=timeout, env=env)  # fmt: skip
 
 
-def analyze_json(*args):
-    proc = advisor("analyze", *args, "--format", "json")
+def analyze_json(*args, env=None):
+    proc = advisor("analyze", *args, "--format", "json", env=env)
     return proc, (json.loads(proc.stdout) if proc.stdout else None)
 
 
@@ -57,16 +61,16 @@ def test_a_local_cluster_gives_the_local_document(ranks, tmp_path):
     assert remote == local and remote["findings"]
 
 
-@pytest.fixture(scope="module")
-def scheduler(tmp_path_factory):
+def _cluster(folder: Path, scheduler_args=(), common=(), security=None):
     """A dask scheduler and two single-threaded workers, each its own process on
-    127.0.0.1 (as `dask scheduler` / `dask worker` on a cluster's nodes)."""
-    folder = tmp_path_factory.mktemp("dask")
+    127.0.0.1 (as `dask scheduler` / `dask worker` on a cluster's nodes); yields the
+    scheduler's address once both workers joined."""
     info = folder / "scheduler.json"
-    common = ["--no-dashboard"]
+    # (Dask's HTTP endpoints bind every interface unless told otherwise, dashboard or not)
+    common = ["--no-dashboard", "--dashboard-address", "127.0.0.1:0", *common]
     procs = [subprocess.Popen(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-         "--port", "0", "--scheduler-file", str(info), *common],
+         "--port", "0", "--scheduler-file", str(info), *scheduler_args, *common],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
     try:
         deadline = time.time() + 60
@@ -75,17 +79,48 @@ def scheduler(tmp_path_factory):
         address = json.loads(info.read_text())["address"]
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
-             str(info), "--nworkers", "2", "--nthreads", "1", *common],
+             str(info), "--host", "127.0.0.1", "--nworkers", "2", "--nthreads", "1", *common],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
         from distributed import Client
 
-        with Client(address, timeout="60s") as client:
+        with Client(address, timeout="60s", security=security) as client:
             client.wait_for_workers(2, timeout=60)
         yield address
     finally:
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A scheduler and two workers over plain TCP on loopback."""
+    yield from _cluster(tmp_path_factory.mktemp("dask"))
+
+
+@pytest.fixture(scope="module")
+def tls_scheduler(tmp_path_factory):
+    """A scheduler and two workers over TLS on loopback, with a self-signed certificate made
+    here (its own CA, for every party); yields the address and the environment that gives an
+    advisor run Dask's TLS settings."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the test certificate")
+    folder = tmp_path_factory.mktemp("dask_tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
+                   capture_output=True)  # fmt: skip
+    from distributed.security import Security
+
+    tls = ["--tls-ca-file", str(cert), "--tls-cert", str(cert), "--tls-key", str(key)]
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(cert),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(cert),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(key)}  # fmt: skip
+    security = Security(tls_ca_file=str(cert), tls_client_cert=str(cert),
+                        tls_client_key=str(key), require_encryption=True)  # fmt: skip
+    for address in _cluster(folder, ["--protocol", "tls"], tls, security):
+        yield address, env
 
 
 def test_a_scheduler_and_workers_on_loopback(ranks, scheduler, tmp_path):
@@ -100,6 +135,60 @@ def test_a_scheduler_and_workers_on_loopback(ranks, scheduler, tmp_path):
     line = proc.stderr.strip().splitlines()[-1]
     assert line.startswith(f"advisor: error: {missing}: ") and "(on Dask worker tcp://" in line
     assert [r["error"] is None for r in doc["ranks"]] == [True, False]
+
+
+def test_a_scheduler_and_workers_over_tls(ranks, tls_scheduler):
+    address, env = tls_scheduler
+    assert address.startswith("tls://127.0.0.1:")
+    _, local = analyze_json(*ranks)
+    proc, remote = analyze_json(*ranks, "--dask", address, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert remote == local
+    # without Dask's TLS settings, or over plain TCP: one line, exit 2, nothing on stdout
+    plain = {k: v for k, v in env.items() if not k.startswith("DASK_DISTRIBUTED__COMM__TLS")}
+    tcp = address.replace("tls://", "tcp://")
+    for args, env_, says in [
+        ([address], plain, f"--dask {address}: a tls:// scheduler needs Dask's TLS settings "
+                           "(distributed.comm.tls.ca-file, distributed.comm.tls.client.cert, "),
+        ([tcp], plain, f"--dask {tcp}: cannot reach the scheduler"),
+    ]:  # fmt: skip
+        proc = advisor("analyze", ranks[0], "--dask", *args, env=env_, timeout=120)
+        assert proc.returncode == 2 and not proc.stdout
+        assert proc.stderr.startswith(f"advisor: error: {says}"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+LISTENERS = textwrap.dedent("""
+    import json, sys
+
+    import psutil
+
+    from advisor.cluster import DaskRunner
+
+    if __name__ == "__main__":
+        with DaskRunner("local", jobs=2) as run:  # (as `advisor ... --dask local --jobs 2`)
+            run.client.wait_for_workers(2, timeout=60)
+            me = psutil.Process()
+            sockets = [c.laddr.ip for p in [me, *me.children(recursive=True)]
+                       for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+            info = run.client.scheduler_info()
+            json.dump({"sockets": sockets, "processes": len(me.children(recursive=True)),
+                       "addresses": [info["address"], *info["workers"]]}, sys.stdout)
+""")
+
+
+def test_a_local_cluster_listens_on_loopback_only(tmp_path):
+    # in a process of its own: the listening sockets of it and its children are the cluster's
+    script = tmp_path / "listeners.py"
+    script.write_text(LISTENERS)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout)
+    # scheduler, two nannies and two workers, each worker with its HTTP endpoints
+    assert found["processes"] >= 2 and len(found["sockets"]) >= 5
+    assert all(ipaddress.ip_address(ip).is_loopback for ip in found["sockets"]), found
+    assert all(a.startswith("tcp://127.0.0.1:") for a in found["addresses"]), found
 
 
 def test_the_gate_on_the_cluster(scheduler):
@@ -155,7 +244,7 @@ def test_an_unreachable_scheduler_is_one_line():
 
 
 def test_a_malformed_address_is_one_line():
-    with pytest.raises(AdvisorInputError, match=r"--dask foo: .*give tcp://HOST:PORT"):
+    with pytest.raises(AdvisorInputError, match=r"--dask foo: .*give tcp://HOST:PORT, tls://"):
         DaskRunner("foo")
 
 
