@@ -181,8 +181,9 @@ def test_a_local_cluster_listens_on_loopback_only(tmp_path):
     # in a process of its own: the listening sockets of it and its children are the cluster's
     script = tmp_path / "listeners.py"
     script.write_text(LISTENERS)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # (this checkout's advisor)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)  # fmt: skip
+                          timeout=300, env=env)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout)
     # scheduler, two nannies and two workers, each worker with its HTTP endpoints
