@@ -25,3 +25,14 @@ def find(a: Analysis, rules: list[Rule] | None = None) -> list[Finding]:
     """All findings, ranked by estimated savings (largest first)."""
     rules = load_rules() if rules is None else rules
     return evaluate(rules, build_tables(a), steady_spans(a))
+
+
+def find_on_device(
+    a: Analysis, device: int | None, rules: list[Rule] | None = None
+) -> list[Finding]:
+    """The findings of ``a`` that concern ``device`` (all of them for None), found on all of
+    its devices: evidence that crosses devices (which rank a collective waited for, who was
+    last) needs them, so a device's findings and savings are the ones the whole run gives
+    it."""
+    found = find(a, rules)
+    return found if device is None else [f for f in found if f.device == device]

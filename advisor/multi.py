@@ -131,17 +131,29 @@ def analyze_ranks(
     parts with the options' selection and apply ``rules`` (default: the options').
     NoTraceRead when none could be read; the errors of the others are in the result, the
     rest is analysed."""
-    from advisor.findings import find
-
     with runner or runner_for(options) as run:
         parts = run.map(paths, options, on_done=on_read)
     errors = [p.error for p in parts if p.error]
     if len(errors) == len(parts):
         raise NoTraceRead(errors)
-    analysis = merge_parts(parts, options.range_text, options.device)
-    findings = find(analysis, options.rules() if rules is None else rules)
+    analysis, findings = merge_and_find(parts, options, rules)
     rows = rank_rows(parts)
     if len(parts) > 1:  # (one trace, on Dask: as analysed here, no ranks)
         rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
         findings = [f.with_rank(rank_of.get(f.device)) for f in findings]
     return RanksResult(analysis, findings, rows, errors)
+
+
+def merge_and_find(
+    parts: list[RankPart], options: AnalysisOptions, rules=None
+) -> tuple[Analysis, list[Finding]]:
+    """The readable parts merged with the options' selection, and its findings: found on
+    every device of the job, then those of the selected device (findings.find_on_device),
+    so a device's findings are the ones the whole job gives it."""
+    from advisor.findings import find_on_device
+
+    whole = merge_parts(parts, options.range_text, None)
+    found = find_on_device(whole, options.device, options.rules() if rules is None else rules)
+    if options.device is None:
+        return whole, found
+    return merge_parts(parts, options.range_text, options.device), found

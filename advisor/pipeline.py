@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from advisor.analysis import Analysis, analyze, check_device, check_range
-from advisor.findings import find
+from advisor.findings import find_on_device
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.rules.finding import Finding
@@ -57,9 +57,12 @@ def run_trace(
     a = analysis_of(trace, options, memory_advice)
     step("applying rules")
     check_device(trace, options.device)
-    a = a.select(options.range_text, options.device)
-    check_range(a, options.range_text)
-    findings = find(a, options.rules() if rules is None else rules)
+    whole = a.select(options.range_text, None)  # (every device: see find_on_device)
+    check_range(whole, options.range_text)
+    findings = find_on_device(whole, options.device, options.rules() if rules is None else rules)
+    if options.device is not None:
+        whole = a.select(options.range_text, options.device)
+    a = whole
     step(None)
     return a, findings
 

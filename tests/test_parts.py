@@ -12,7 +12,7 @@ from conftest import H200_2GPU, PUBLIC, PUBLIC_NSYS, ROOT
 
 from advisor.analysis import analyze
 from advisor.findings import find
-from advisor.multi import load_one, merge_traces
+from advisor.multi import load_one, merge_and_find, merge_traces
 from advisor.options import AnalysisOptions
 from advisor.parts import merge_parts, rank_part, summarize
 from advisor.pipeline import run_trace
@@ -36,8 +36,8 @@ def whole_and_parts(paths: list[str], **selection) -> tuple[dict, dict]:
     """The document of the ranks merged into one Trace, and of their parts merged."""
     options = AnalysisOptions(**selection)
     a, f = run_trace(merge_traces([load_one(p, None) for p in paths]), options)
-    b = merge_parts([rank_part(p, options) for p in paths], options.range_text, options.device)
-    return document(a, f), document(b, find(b))
+    b, fb = merge_and_find([rank_part(p, options) for p in paths], options)
+    return document(a, f), document(b, fb)
 
 
 SETS = {
