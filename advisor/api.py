@@ -177,6 +177,20 @@ def analyze(
     return result.emit(opts.emit_dir) if opts.emit_dir else result
 
 
+def analyze_each(traces: TracePaths, **options) -> tuple[list[Result], list[str]]:
+    """Each trace analysed on its own (``advisor analyze --separate``): the results of those
+    that could be read, in order, and one error line per trace that could not."""
+    from advisor.errors import AdvisorInputError, error_line
+
+    results, errors = [], []
+    for path in expand_paths(traces):
+        try:
+            results.append(analyze(path, **options))
+        except AdvisorInputError as exc:
+            errors.append(error_line(path, exc))
+    return results, errors
+
+
 def _ranks(paths: list[str], opts: AnalysisOptions, rule_set, progress) -> Result:
     """Several traces, one per rank, as one job (here with --jobs processes, or on Dask)."""
     from advisor.cluster import runner

@@ -200,16 +200,29 @@ def analyze(
         help="Worker processes for several traces (default: cores).",
     ),
     dask: str = DASK_OPTION,
+    separate: bool = typer.Option(
+        False,
+        "--separate",
+        help="Several traces: analyse each on its own (not as the ranks of one job).",
+    ),
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
-    One trace, or several (files or folders) analysed as the ranks of one job."""
+    One trace, or several (files or folders) analysed as the ranks of one job (traces that
+    cannot be one job are refused; --separate analyses each on its own)."""
     paths = api.expand_paths(traces)
     options = dict(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
                    gemms=gemm or (), range_text=range_text, device=device, emit=emit_dir,
                    jobs=jobs, dask=dask)  # fmt: skip
     with _input_errors():
         api.options_for(**options)  # bad options fail here, before any trace is read
+        if separate and (emit_dir or dask):
+            raise AdvisorInputError(None, "--separate takes no --emit or --dask: run one "
+                                          "trace at a time for those")  # fmt: skip
+    if separate:
+        _analyze_each(paths, options, format, top)
+        return
+    with _input_errors():
         if len(paths) == 1 and not dask:
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
                 result = api.analyze(paths, progress=bar.advance, memory_advice=advise_huge_pages,
@@ -226,6 +239,22 @@ def analyze(
         terminal.render(result.analysis, result.finding_list, _console(), top=top,
                         ranks=result.ranks)  # fmt: skip
     _errors(result.errors)  # the traces that could not be read, after the others' report
+
+
+def _analyze_each(paths: list[str], options: dict, format: OutputFormat, top: int) -> None:
+    """--separate: each trace on its own; JSON: a list of documents, one per trace read;
+    the traces that could not be read: one error line each, exit 2 at the end."""
+    with progress_bar(len(paths), f"analysing {len(paths)} traces one by one") as bar:
+        results, errors = api.analyze_each(paths, **options)
+        bar.advance(None)
+    if format is OutputFormat.json:
+        _out("[" + ",\n".join(r.to_json() for r in results) + "]")
+    else:
+        console = _console()
+        for r in results:
+            console.rule(f"[bold]{r.analysis.trace.path}")
+            terminal.render(r.analysis, r.finding_list, console, top=top)
+    _errors(errors)
 
 
 def _rank_steps(bar, n: int, where: str):

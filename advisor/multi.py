@@ -136,6 +136,7 @@ def analyze_ranks(
     errors = [p.error for p in parts if p.error]
     if len(errors) == len(parts):
         raise NoTraceRead(errors)
+    check_one_job(parts)
     analysis, findings = merge_and_find(parts, options, rules)
     rows = rank_rows(parts)
     if len(parts) > 1:  # (one trace, on Dask: as analysed here, no ranks)
@@ -157,3 +158,58 @@ def merge_and_find(
     if options.device is None:
         return whole, found
     return merge_parts(parts, options.range_text, options.device), found
+
+
+def check_one_job(parts: list[RankPart]) -> None:
+    """AdvisorInputError (one line naming two of the traces and why) when the readable parts
+    cannot be the ranks of one job, from what the traces record: different profilers (their
+    clocks and tables differ), two that say they are the same rank, different world sizes,
+    or GPU work further apart on the UTC clock than thresholds.yaml ``one_job`` allows."""
+    from advisor.data import load_yaml
+
+    ok = [p for p in parts if p.error is None]
+    hint = "; analyse them one by one with --separate"
+
+    def refuse(a: RankPart, b: RankPart, why: str) -> None:
+        raise AdvisorInputError(None, f"{a.path} and {b.path} cannot be ranks of one job: "
+                                      f"{why}{hint}")  # fmt: skip
+
+    for b in ok[1:]:
+        if b.format != ok[0].format:
+            refuse(ok[0], b, f"one was recorded by {ok[0].producer_version}, the other by "
+                             f"{b.producer_version}")  # fmt: skip
+    said = [p for p in ok if p.rank is not None]
+    for i, a in enumerate(said):
+        for b in said[i + 1 :]:
+            if a.rank == b.rank:
+                refuse(a, b, f"both say they are rank {a.rank}")
+            sizes = (a.world_size, b.world_size)
+            if None not in sizes and sizes[0] != sizes[1]:
+                refuse(a, b, f"their world sizes differ ({sizes[0]} and {sizes[1]})")
+    timed = [p for p in ok if p.utc_window is not None]
+    if len(timed) > 1:
+        first_end = min(timed, key=lambda p: p.utc_window[1])
+        last_start = max(timed, key=lambda p: p.utc_window[0])
+        apart_ns = last_start.utc_window[0] - first_end.utc_window[1]
+        limit_s = float(load_yaml("thresholds.yaml")["one_job"]["max_apart_s"])
+        if apart_ns > limit_s * 1e9:
+            refuse(first_end, last_start,
+                   f"their GPU work ran {_duration(apart_ns)} apart (the first ended "
+                   f"{_utc(first_end.utc_window[1])}, the other began "
+                   f"{_utc(last_start.utc_window[0])}; ranks of one job run together)")  # fmt: skip
+
+
+def _utc(ns: int) -> str:
+    """UTC ns since the epoch as ``2026-12-01 11:22:57 UTC``."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(ns: int) -> str:
+    """A long time span in words: ``61.2 days``, ``12.3 hours``, ``6.0 minutes``."""
+    s = ns / 1e9
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if s >= size:
+            return f"{s / size:.1f} {unit}"
+    return f"{s:.1f} s"

@@ -81,6 +81,10 @@ class RankPart:
     derived: dict = field(default_factory=dict)  # _DERIVED_ORDERS' keys
     comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
     extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked
+    rank: int | None = None  # what the trace says (Trace.rank, world_size)
+    world_size: int | None = None
+    # its GPU work's first start and last end, UTC ns since the epoch (None: not known)
+    utc_window: tuple[int, int] | None = None
 
     def nbytes(self) -> int:
         """Memory of the part's tables (B): what travels from a worker."""
@@ -121,8 +125,17 @@ def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = 
         shape_notes=a0.notes[len(coverage_notes(a0.coverage)):], origin_ns=a0.origin_ns,
         tables={k: _compact(v) for k, v in tables.items()},
         derived={k: _compact(v) for k, v in derived.items()},
-        comm=_compact(comm),
+        comm=_compact(comm), rank=t.rank, world_size=t.world_size, utc_window=utc_window(a0),
     )  # fmt: skip
+
+
+def utc_window(a: Analysis) -> tuple[int, int] | None:
+    """The first GPU op's start and the last one's end, UTC ns since the epoch; None when
+    the trace does not say when it ran (Trace.epoch_offset_ns)."""
+    offset, d = a.trace.epoch_offset_ns, a.devices
+    if offset is None or d.empty:
+        return None
+    return int(d["start_ns"].min()) + offset, int(d["end_ns"].max()) + offset
 
 
 def rank_part(

@@ -130,6 +130,7 @@ class Document(msgspec.Struct):
     deviceProperties: list[DeviceProps] = []  # noqa: N815
     distributedInfo: dict | None = None  # noqa: N815
     schemaVersion: Scalar = None  # noqa: N815
+    baseTimeNanoseconds: Scalar = None  # noqa: N815  (epoch ns of ts 0, PyTorch >= 2.1)
 
 
 _DOCUMENT = msgspec.json.Decoder(Document)
@@ -264,6 +265,11 @@ def _read_kineto(p: Path, processes: int) -> Trace:
     if isinstance(info.get("rank"), int):
         trace.rank = int(info["rank"])
         trace.sources.append(f"distributedInfo: rank {info['rank']} of {info.get('world_size')}")
+    if isinstance(info.get("world_size"), int):
+        trace.world_size = int(info["world_size"])
+    base = next((d.baseTimeNanoseconds for d in docs if d.baseTimeNanoseconds is not None), None)
+    if isinstance(base, int) and base > 0:
+        trace.epoch_offset_ns = base  # (ts counts from the host's boot; base is its epoch time)
     return trace
 
 

@@ -52,7 +52,20 @@ def load_trace(
     if trace.kernels.empty and trace.graphs.empty:
         raise AdvisorInputError(str(p), "no kernel with valid timestamps: no GPU work to analyze")
     _settle_gpus(trace, gpu)
+    if trace.epoch_offset_ns is None and _first_ns(trace) >= EPOCH_CLOCK_NS:
+        trace.epoch_offset_ns = 0  # (timestamps that are UTC ns since the epoch already)
     return trace
+
+
+# timestamps at or above this are taken as counted from the epoch (1973-03-03): a clock
+# that counts from boot or from the session start does not reach it
+EPOCH_CLOCK_NS = 10**17
+
+
+def _first_ns(trace: Trace) -> float:
+    """The first GPU op's start (trace ns; 0 when there is none)."""
+    starts = [t["start"].min() for t in (trace.kernels, trace.graphs) if len(t)]
+    return float(min(starts)) if starts else 0.0
 
 
 def _read_file(p: Path, cores: int | None) -> Trace:

@@ -170,6 +170,10 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # companion files read with the trace
     rank: int | None = None  # the job rank the trace says it is (Kineto distributedInfo)
+    world_size: int | None = None  # the job's rank count, where the trace says it
+    # what added to a timestamp gives UTC ns since the epoch (the session start for nsys,
+    # baseTimeNanoseconds for Kineto, 0 for epoch clocks); None: the trace does not say
+    epoch_offset_ns: int | None = None
     # the devices of a job merged from rank summaries (parts.py), which holds no GPU ops
     device_ids: list[int] | None = None
 

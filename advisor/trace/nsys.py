@@ -544,6 +544,18 @@ def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
         r.close()
 
 
+def _session_start(r: _Reader) -> int | None:
+    """The session's start, UTC ns since the epoch (the export's timestamps count from it):
+    TARGET_INFO_SESSION_START_TIME.utcEpochNs, None where the export lacks it."""
+    if not r.has("TARGET_INFO_SESSION_START_TIME"):
+        return None
+    try:
+        row = r.conn.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row and isinstance(row[0], int) else None
+
+
 def _read(r: _Reader, path: str) -> Trace:
     if "StringIds" not in r.columns or not any(r.has(t) for t in META_TABLES):
         raise AdvisorInputError(
@@ -570,6 +582,7 @@ def _read(r: _Reader, path: str) -> Trace:
             kernels=kernels if kernels is not None else empty_table("kernels"),
         )
         trace.api = api.result() if api is not None else _read_api(r)
+    trace.epoch_offset_ns = _session_start(r)
     if trace.api.empty:
         trace.warnings.append(
             "no CUDA runtime API launch calls in the export (profile with nsys -t cuda): idle "
