@@ -6,9 +6,9 @@ import sys
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, analysis_of
 
-from advisor import views
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
+from advisor.render import charts
 from advisor.render.markdown import report
 from advisor.report import write_report
 from advisor.units import fmt_ns, fmt_pct
@@ -17,7 +17,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_markdown_sections_and_numbers(single):
-    text = report(single, find(single), {"waves": "a/waves.png"})
+    text = report(single, find(single), {"waves": "a/waves.png", "gaps": "a/gaps.png"})
     for section in ("# advisor tuning report: h200_scheduling.sqlite", "## Summary",
                     "## Findings, ranked by estimated savings (estimates)",
                     "## Top kernels by GPU time", "## Wave quantization per kernel",
@@ -50,7 +50,10 @@ def test_markdown_sections_and_numbers(single):
     # the blocking calls per call and the host range that made it ("step i": "step")
     assert "| 0 | cudaStreamSynchronize (in step) | 19 |" in text
     assert "| tiled_gemm_kernel | 0 | 18 | 4.64 ms | 187.34 us | 44.9 % |" in text
-    assert "![waves per kernel](a/waves.png)" in text
+    assert "![Kernels by wave-quantization idle](a/waves.png)" in text
+    # the idle-by-cause chart plots the summary's rows: it comes right after them
+    gaps = text.index("![Why was the GPU idle? Steady-state idle time by cause](a/gaps.png)")
+    assert text.index("| GPU idle (steady) |") < gaps < text.index("## Findings")
 
 
 def test_report_files_and_charts(tmp_path):
@@ -92,21 +95,22 @@ def test_charts_draw_what_is_there(tmp_path, single, two_gpu):
     written = write_report(single, find(single), tmp_path / "one.md")
     assert [p.name for p in written[1:]] == ["timeline.png", "waves.png", "gaps.png"]
     assert "comm.png" not in written[0].read_text()
-    # the waves chart leaves out NCCL and persistent kernels (their grids do not quantize)
-    rows = views.wave_kernels(two_gpu, top=50)
-    assert not rows["comm"].any() and not rows["persistent"].any()
+    # the waves chart leaves out NCCL kernels (their grids do not quantize) and shows the
+    # persistent dominant GEMM only as such (tests/render/test_charts.py)
+    rows = charts.wave_rows(two_gpu, top=50).rows
+    assert not rows["name"].str.startswith("nccl").any()
+    assert (rows["status"].str.startswith("persistent") == rows["dominant_gemm"]).all()
     assert two_gpu.kernel_table()["comm"].any()  # (there were NCCL kernels to leave out)
 
 
-def test_timeline_cuts_start_up(single):
-    from advisor.render import charts
-
-    t0, t1 = int(single.ops["start"].min()), int(single.ops["end"].max())
-    cuts = views.timeline_cuts(single, t0, t1)
-    # 2.83 s of the 2.88 s window is start-up idle: most of it is cut, and no cut hides work
-    assert sum(e - b for b, e in cuts) > 2.7e9
+def test_timeline_compresses_start_up(single):
+    t = charts.timeline_data(single)
+    # 2.78 s of the 2.88 s window is start-up idle: most of it is compressed into bands in
+    # which the GPU ran under 2 % of the time, so the steady state fills the drawing
+    assert sum(b.end_ns - b.start_ns for b in t.bands) > 2.7e9
     ops = single.ops
-    for b, e in cuts:
-        assert not ((ops["start"] < e) & (ops["end"] > b)).any()
-    _, _, width_ms = charts._axis(t0, t1, cuts)
-    assert width_ms < 0.05 * (t1 - t0) / 1e6  # the steady state fills the drawing
+    for b in t.bands:
+        ran = ((ops["end"].clip(upper=b.end_ns) - ops["start"].clip(lower=b.start_ns))
+               .clip(lower=0).sum())  # fmt: skip
+        assert ran <= 0.02 * (b.end_ns - b.start_ns)
+    assert t.width < 0.05 * (t.t1 - t.t0) / 1e6
