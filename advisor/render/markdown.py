@@ -92,14 +92,15 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
     """The whole report; ``charts`` maps chart name -> image path relative to the report."""
     name = Path(a.trace.path).name
     lines = [f"# advisor tuning report: {name}", "", "## Summary", ""] + _summary(a)
+    if "gaps" in charts:  # (it plots the summary's idle rows)
+        lines += [f"![Why was the GPU idle? Steady-state idle time by cause]({charts['gaps']})",
+                  ""]  # fmt: skip
     lines += ["## Findings, ranked by estimated savings (estimates)", ""] + _findings(findings, top)
     lines += ["## Top kernels by GPU time", ""] + _section(sections.top_kernels(a, top))
     lines += ["## Wave quantization per kernel", ""] + _section(sections.quantization(a, top))
     if "waves" in charts:
-        lines += [f"![waves per kernel]({charts['waves']})", ""]
+        lines += [f"![Kernels by wave-quantization idle]({charts['waves']})", ""]
     lines += ["## Launch gaps", ""] + _section(sections.gaps(a))
-    if "gaps" in charts:
-        lines += [f"![gap histogram by cause]({charts['gaps']})", ""]
     lines += ["## Synchronization stalls by blocking call", ""] + _section(
         sections.sync_stalls(a, a.origin_ns), "No synchronization stalls."
     )
@@ -117,7 +118,7 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
         sections.regions(a, top), "The trace has no NVTX ranges."
     )
     if "timeline" in charts:
-        lines += [f"![GPU busy over time]({charts['timeline']})", ""]
+        lines += [f"![GPU busy over time, by range]({charts['timeline']})", ""]
     if any(f.config for f in findings):
         lines += [
             "## Running the reference configs",
