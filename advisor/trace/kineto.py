@@ -42,10 +42,11 @@ import os
 import queue
 import re
 import threading
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -56,25 +57,28 @@ from advisor.data import regex
 from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, read_problem
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace
+from advisor.trace.quality import non_numeric_warning
 
 try:  # the optional compiled scanner (setup.py); without it msgspec decodes every event
     from advisor.trace import _kscan
 except ImportError:  # pragma: no cover (built wherever the tests run)
     _kscan = None
 
-Scalar = int | float | str | None
+# fields read loosely (any JSON value): a value of the wrong type is treated as missing and
+# counted (_num, _xyz), so one damaged event does not reject the trace
+Scalar = Any
 
 
 class Event(msgspec.Struct, gc=False):
     """One trace event; ``args`` stays raw JSON until its category is known to matter."""
 
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
+    ph: Scalar = ""
+    cat: Scalar = ""
+    name: Scalar = ""
     pid: Scalar = None
     tid: Scalar = None
-    ts: float | None = None
-    dur: float | None = None
+    ts: Scalar = None
+    dur: Scalar = None
     args: msgspec.Raw = msgspec.Raw(b"{}")
 
 
@@ -82,8 +86,8 @@ class KernelArgs(msgspec.Struct, gc=False):
     device: Scalar = None
     stream: Scalar = None
     correlation: Scalar = None
-    grid: list | None = None
-    block: list | None = None
+    grid: Scalar = None
+    block: Scalar = None
     registers: Scalar = msgspec.field(default=None, name="registers per thread")
     smem: Scalar = msgspec.field(default=None, name="shared memory")
     graph_node: Scalar = msgspec.field(default=None, name="graph node id")
@@ -101,8 +105,8 @@ class ApiArgs(msgspec.Struct, gc=False):
 
 
 class OpArgs(msgspec.Struct, gc=False):
-    dims: list | None = msgspec.field(default=None, name="Input Dims")
-    dims_v1: list | None = msgspec.field(default=None, name="Input dims")  # PyTorch <= 1.10
+    dims: Scalar = msgspec.field(default=None, name="Input Dims")
+    dims_v1: Scalar = msgspec.field(default=None, name="Input dims")  # PyTorch <= 1.10
 
     @property
     def shapes(self) -> list | None:
@@ -224,9 +228,9 @@ def _read_kineto(p: Path, processes: int) -> Trace:
         if read is None:
             with gzip.open(p, "rb") if gz else open(p, "rb") as fh, _ReadAhead(fh) as ahead:
                 docs = _stream(ahead, collect)
-            tables = collect.tables()
+            tables, bad = collect.tables(), collect.bad
         else:
-            docs, tables = read
+            docs, tables, bad = read
     except READ_ERRORS as exc:
         raise AdvisorInputError(
             str(p), f"cannot read the Kineto trace: {read_problem(exc)}"
@@ -249,6 +253,8 @@ def _read_kineto(p: Path, processes: int) -> Trace:
     for name in ("api", "memcpy", "memset", "nvtx", "cpu_ops"):
         if tables[name] is not None:
             setattr(trace, name, tables[name])
+    for (table, field), n in sorted(bad.items()):
+        trace.warnings.append(non_numeric_warning(n, table, field))
     _host_pids(trace)
     _known_devices(trace)
     if trace.api.empty:
@@ -421,7 +427,7 @@ def _next_cut(fh, offset: int) -> int | None:
         tail = block[-(len(_BOUNDARY) - 1) :]
 
 
-def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document | None]:
+def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document | None, Counter]:
     """The tables of the events between two cuts (``start``: the offset of a cut's comma or
     of the array's ``[``; ``stop``: the next span's start, None: the end of the document)."""
     collect = _Collector()
@@ -431,10 +437,12 @@ def _read_span(path: str, start: int, stop: int | None) -> tuple[dict, Document 
         tail = _feed(fh, bytearray(b"["), collect, remaining)
     if tail is not None and tail.traceEvents:
         tail.traceEvents = []  # (read into the tables already: not sent back)
-    return collect.tables(), tail
+    return collect.tables(), tail, collect.bad
 
 
-def _read_parallel(p: Path, size: int, processes: int) -> tuple[list[Document], dict] | None:
+def _read_parallel(
+    p: Path, size: int, processes: int
+) -> tuple[list[Document], dict, Counter] | None:
     """Read an uncompressed Kineto trace in spans cut between events, one process per span
     (events are decoded where they are read; only the tables travel back). None when the
     document is not laid out as Kineto writes it (then it is read in one process)."""
@@ -457,17 +465,18 @@ def _read_parallel(p: Path, size: int, processes: int) -> tuple[list[Document], 
         with ProcessPoolExecutor(max_workers=len(starts)) as pool:
             parts = list(pool.map(_read_span, [str(p)] * len(starts), starts, stops))
     tables = {
-        name: _concat([t[name] for t, _ in parts if t[name] is not None])
+        name: _concat([t[name] for t, _, _ in parts if t[name] is not None])
         for name in ("kernels", "api", "memcpy", "memset", "nvtx", "cpu_ops")
     }
     tail = parts[-1][1]
-    return [head, tail] if tail is not None else [head], tables
+    bad = sum((b for _, _, b in parts), Counter())
+    return [head, tail] if tail is not None else [head], tables, bad
 
 
 SCAN_CHUNK_BYTES = 64 << 20  # the scanner's chunks of a memory-mapped trace
 
 
-def _read_mapped(p: Path, threads: int) -> tuple[list[Document], dict] | None:
+def _read_mapped(p: Path, threads: int) -> tuple[list[Document], dict, Counter] | None:
     """Read an uncompressed Kineto trace through a read-only memory map: the compiled scanner
     reads it in place, in chunks cut between events, ``threads`` chunks at a time (it
     releases the GIL); each chunk's pages are given back when it is done, so the map never
@@ -495,7 +504,7 @@ def _read_mapped(p: Path, threads: int) -> tuple[list[Document], dict] | None:
     collect = _Collector()
     for chunk, _ in parts:
         collect.append(chunk)
-    return [head, parts[-1][1]], collect.tables()
+    return [head, parts[-1][1]], collect.tables(), collect.bad
 
 
 def _scan_chunk(mm: mmap.mmap, start: int, stop: int) -> tuple[_Chunk, Document | None]:
@@ -525,6 +534,7 @@ class _Chunk(NamedTuple):
     columns: dict[str, dict[str, np.ndarray]]
     labels: list[str]
     text: list[str]
+    bad: Counter = Counter()  # (table, field) -> values of the wrong type (read as missing)
 
 
 class _Collector:
@@ -534,6 +544,7 @@ class _Collector:
     def __init__(self) -> None:
         self.pieces: dict[str, list[dict[str, np.ndarray]]] = {t: [] for t in _TABLE_COLUMNS}
         self.text: list[str] = []
+        self.bad: Counter = Counter()  # (table, field) -> values of the wrong type
         self._code: dict[str, int] = {}  # name -> code, in order of first appearance
         self.scanner = scanner_enabled()
 
@@ -558,6 +569,7 @@ class _Collector:
         for table, c in chunk.columns.items():
             self.pieces[table].append({**c, "name": lut[c["name"]]})
         self.text += chunk.text
+        self.bad.update(chunk.bad)
 
     def tables(self) -> dict[str, pd.DataFrame | None]:
         labels = np.array(list(self._code), dtype=object)
@@ -585,10 +597,13 @@ def _decode_events(events: list[Event]) -> _Chunk:
     lists: dict[str, list[Event]] = {table: [] for table in _TABLE_COLUMNS}
     get = _TABLE_OF.get
     for e in events:
-        table = get(e.cat)
+        table = get(e.cat) if isinstance(e.cat, str) else None
         if table is not None:
+            if not isinstance(e.name, str):
+                e.name = "" if e.name is None else msgspec.json.encode(e.name).decode()
             lists[table].append(e)
     rows = {t: [e for e in b if e.ph == "X" and e.ts is not None] for t, b in lists.items()}
+    bad: Counter = Counter()
     ops = [e for e in rows["nvtx"] if e.cat in _OP_CATEGORIES]
     rows["cpu_ops"] = [e for e in ops if _op_kind(e.cat, e.name) == _PLAIN_OP]
     rows["nvtx"] = [e for e in rows["nvtx"]
@@ -600,16 +615,17 @@ def _decode_events(events: list[Event]) -> _Chunk:
         events = rows[table]
         if not events:
             continue
-        c = _columns(events, kind)
+        c = _columns(events, kind, bad, table)
         c["name"] = np.fromiter((labels.setdefault(e.name, len(labels)) for e in events),
                                 dtype=np.int64, count=len(events))  # fmt: skip
         columns[table] = {k: c[k] for k in (*_TABLE_COLUMNS[table], "name")}
         if table == "nvtx":
             gemm = [e for e in events if _op_kind(e.cat, e.name) == _GEMM_OP]
-            dims = iter([a.shapes for a in _args(gemm, OpArgs)] if gemm else [])
+            dims = iter([a.shapes if isinstance(a.shapes, list) else None
+                         for a in _args(gemm, OpArgs)] if gemm else [])  # fmt: skip
             text = [_op_text(e.name, next(dims)) if _op_kind(e.cat, e.name) == _GEMM_OP
                     else e.name for e in events]  # fmt: skip
-    return _Chunk(columns, list(labels), text)
+    return _Chunk(columns, list(labels), text, bad)
 
 
 def _scan_events(buf, start: int = 0, stop: int = -1) -> tuple[_Chunk, int] | None:
@@ -703,14 +719,20 @@ def _categorical(labels: np.ndarray, codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(rank[codes], categories=pd.Index(names[order].tolist()))
 
 
-def _columns(events: list[Event], kind: type | None) -> dict[str, np.ndarray]:
+def _columns(
+    events: list[Event], kind: type | None, bad: Counter | None = None, table: str = ""
+) -> dict[str, np.ndarray]:
     """The scanner's columns for decoded events: times (ns), pid, tid and the fields of
-    ``kind``, the struct their ``args`` decode to (grid and block as _x, _y, _z)."""
+    ``kind``, the struct their ``args`` decode to (grid and block as _x, _y, _z). Values of
+    the wrong type are missing (NaN; times: -1, which the reader's quality check drops) and
+    counted in ``bad`` per (table, field)."""
     n = len(events)
+    bad = Counter() if bad is None else bad
     start, end = _times(events)
     c = {
         "start": start,
         "end": end,
+        # (ids Kineto may write as text: "stream 7" for GPU rows of PyTorch 1.8; not damage)
         "pid": _num([e.pid for e in events], n),
         "tid": _num([e.tid for e in events], n),
     }
@@ -718,12 +740,13 @@ def _columns(events: list[Event], kind: type | None) -> dict[str, np.ndarray]:
         args = _args(events, kind)
         for field in kind.__struct_fields__:
             values = [getattr(a, field) for a in args]
+            name = kind.__struct_encode_fields__[kind.__struct_fields__.index(field)]
             if field in ("grid", "block"):
-                xyz = _xyz(values, n)
+                xyz = _xyz(values, n, bad, (table, name))
                 for i, axis in enumerate("xyz"):
                     c[f"{field}_{axis}"] = xyz[:, i]
             else:
-                c[field] = _num(values, n)
+                c[field] = _num(values, n, bad, (table, name))
     return c
 
 
@@ -915,8 +938,21 @@ def _tidy(trace: Trace) -> None:
     for name, cols in _INT_COLUMNS.items():
         table = getattr(trace, name)
         for col, dtype in cols.items():
-            if col in table and len(table) and table[col].notna().all():
+            if col in table and len(table) and _fits(table[col], np.dtype(dtype)):
                 table[col] = table[col].astype(dtype)
+
+
+def _fits(col: pd.Series, dtype: np.dtype) -> bool:
+    """Whether every value of ``col`` is an integer that ``dtype`` holds (the conversion
+    loses nothing: a fractional or out-of-range value keeps the column as it is, for the
+    quality check to see)."""
+    if not pd.api.types.is_numeric_dtype(col) or col.isna().any():
+        return False
+    v = col.to_numpy()
+    if v.dtype.kind == "f" and not (v == np.floor(v)).all():
+        return False
+    info = np.iinfo(dtype)
+    return bool(len(v) == 0 or (v.min() >= info.min and v.max() <= info.max))
 
 
 def _ns(ts: np.ndarray) -> np.ndarray:
@@ -927,32 +963,52 @@ def _ns(ts: np.ndarray) -> np.ndarray:
 
 
 def _times(events: list[Event]) -> tuple[np.ndarray, np.ndarray]:
-    ts = np.fromiter((e.ts for e in events), dtype=np.float64, count=len(events))
-    dur = np.fromiter((e.dur or 0.0 for e in events), dtype=np.float64, count=len(events))
-    start = _ns(ts)
-    return start, start + np.round(dur * 1000).astype(np.int64)
+    """(start, end) ns; -1 for an event whose ts or dur is not a number (a missing dur is
+    0), which the reader's quality check drops and counts."""
+    n = len(events)
+    ts = _num([e.ts for e in events], n)
+    dur = _num([0.0 if e.dur is None else e.dur for e in events], n)
+    ok = np.isfinite(ts) & np.isfinite(dur)
+    if ok.all():
+        start = _ns(ts)
+        return start, start + np.round(dur * 1000).astype(np.int64)
+    start = np.full(n, -1, dtype=np.int64)
+    end = np.full(n, -1, dtype=np.int64)
+    start[ok] = _ns(ts[ok])
+    end[ok] = start[ok] + np.round(dur[ok] * 1000).astype(np.int64)
+    return start, end
 
 
-def _num(values, count: int) -> np.ndarray:
+def _num(values, count: int, bad: Counter | None = None, key=None) -> np.ndarray:
     """A float column from loosely typed values (numbers, numeric strings, None -> NaN);
-    all-number columns, the usual case, in one pass."""
+    all-number columns, the usual case, in one pass. Other values (text, lists, objects,
+    booleans) are NaN, and counted in ``bad[key]``."""
     values = list(values)
     try:
-        return np.fromiter(values, dtype=np.float64, count=count)
+        if not any(isinstance(v, bool) for v in values):
+            return np.fromiter(values, dtype=np.float64, count=count)
     except (TypeError, ValueError):
         pass
     out = np.full(count, np.nan)
+    wrong = 0
     for i, v in enumerate(values):
-        if isinstance(v, int | float):
+        if isinstance(v, int | float) and not isinstance(v, bool):
             out[i] = v
         elif isinstance(v, str):
-            with contextlib.suppress(ValueError):
+            try:
                 out[i] = float(v)
+            except ValueError:
+                wrong += 1
+        elif v is not None:
+            wrong += 1
+    if wrong and bad is not None:
+        bad[key] += wrong
     return out
 
 
-def _xyz(lists: list, count: int) -> np.ndarray:
-    """(count, 3) floats from [x, y, z] lists (NaN where missing or malformed)."""
+def _xyz(lists: list, count: int, bad: Counter | None = None, key=None) -> np.ndarray:
+    """(count, 3) floats from [x, y, z] lists (NaN where missing or malformed; malformed
+    ones counted in ``bad[key]``)."""
     try:
         out = np.array(lists, dtype=np.float64)
         if out.shape == (count, 3):
@@ -960,11 +1016,19 @@ def _xyz(lists: list, count: int) -> np.ndarray:
     except (TypeError, ValueError):
         pass
     out = np.full((count, 3), np.nan)
+    wrong = 0
     for i, v in enumerate(lists):
-        if isinstance(v, list):
-            for j, x in enumerate(v[:3]):
-                if isinstance(x, int | float):
+        if isinstance(v, list) and 1 <= len(v) <= 3:
+            for j, x in enumerate(v):
+                if isinstance(x, int | float) and not isinstance(x, bool):
                     out[i, j] = x
+                else:
+                    wrong += 1
+                    break
+        elif v is not None:
+            wrong += 1
+    if wrong and bad is not None:
+        bad[key] += wrong
     return out
 
 

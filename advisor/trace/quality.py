@@ -74,9 +74,17 @@ def _coerce_numbers(trace, df: pd.DataFrame, contract: dict, label: str) -> None
         lost = int((values.isna() & df[col].notna()).sum())
         df[col] = values
         if lost:
-            trace.warnings.append(
-                f"{lost:,} {label} have a non-numeric {col!r} (a damaged trace): treated as missing"
-            )
+            trace.warnings.append(_non_numeric(lost, label, col))
+
+
+def non_numeric_warning(count: int, table: str, field: str) -> str:
+    """The warning for ``count`` values of ``field`` in ``table`` (a Trace table name) that
+    were not numbers (a reader read them as missing)."""
+    return _non_numeric(count, _LABELS.get(table, table), field)
+
+
+def _non_numeric(count: int, label: str, field: str) -> str:
+    return f"{count:,} {label} have a non-numeric {field!r} (a damaged trace): treated as missing"
 
 
 def _impossible_devices(col: pd.Series) -> np.ndarray:

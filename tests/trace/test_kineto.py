@@ -225,3 +225,51 @@ def test_read_ahead_returns_the_file_exactly(tmp_path):
     # leaving early with blocks still queued does not hang (the producer is drained)
     with _ReadAhead(io.BytesIO(data * 100), block=7, ahead=1) as ahead:
         assert ahead.read(1) == data[:1]
+
+
+def _damaged_capture(tmp_path):
+    """The training-steps capture in Kineto's own layout with four events damaged: the 4th
+    kernel's grid is "x", the 6th kernel's ts is "abc", the 3rd runtime call's correlation
+    is "zz" and the 1st copy's bytes is [1]. Returns (path, kernels in the capture)."""
+    text = gzip.decompress((KINETO / "h200_train_steps.pt.trace.json.gz").read_bytes()).decode()
+    open_at = text.index("[", text.index('"traceEvents"')) + 1
+    close_at = text.rindex("\n  ]")
+    body = text[open_at:close_at].removeprefix("\n  ")
+    blocks = [b if b.startswith("{") else "{" + b for b in body.split(",\n  {")]
+    seen = {"kernel": 0, "cuda_runtime": 0, "gpu_memcpy": 0}
+    damage = {("kernel", 4): ("args", "grid", "x"), ("kernel", 6): (None, "ts", "abc"),
+              ("cuda_runtime", 3): ("args", "correlation", "zz"),
+              ("gpu_memcpy", 1): ("args", "bytes", [1])}  # fmt: skip
+    for i, block in enumerate(blocks):
+        event = json.loads(block)
+        cat = event.get("cat")
+        if cat in seen:
+            seen[cat] += 1
+            hit = damage.get((cat, seen[cat]))
+            if hit:
+                where, key, value = hit
+                (event[where] if where else event)[key] = value
+                blocks[i] = json.dumps(event)
+    path = tmp_path / "damaged.pt.trace.json"
+    path.write_text(text[:open_at] + "\n  " + ",\n  ".join(blocks) + text[close_at:])
+    return path, seen["kernel"]
+
+
+@pytest.mark.parametrize("mode", ["scanner", "msgspec", "msgspec in spans"])
+def test_bad_values_are_missing_and_counted_not_fatal(tmp_path, monkeypatch, mode):
+    from advisor.trace import kineto
+
+    path, kernels = _damaged_capture(tmp_path)
+    if mode != "scanner":
+        monkeypatch.setenv(kineto.SCANNER_ENV, "0")
+    if mode == "msgspec in spans":
+        monkeypatch.setattr(kineto, "PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(kineto, "SPAN_MIN_BYTES", path.stat().st_size // 3)
+        monkeypatch.setattr(kineto, "READ_PROCESSES", 3)
+    t = load_trace(path)
+    assert len(t.kernels) == kernels - 1  # (the one whose ts is not a number)
+    for line in ("1 kernel launches have a non-numeric 'grid'",
+                 "1 runtime API calls have a non-numeric 'correlation'",
+                 "1 memory copies have a non-numeric 'bytes'",
+                 f"1 of {kernels:,} kernel launches dropped"):  # fmt: skip
+        assert sum(line in w for w in t.warnings) == 1, (line, t.warnings)
