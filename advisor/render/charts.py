@@ -539,7 +539,7 @@ DEVICE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564
 RANGE_PALETTE = [matplotlib.colormaps["tab20"](i) for i in range(1, 20, 2)] + [
     matplotlib.colormaps["Pastel2"](i) for i in range(8)
 ] + [matplotlib.colormaps["Pastel1"](i) for i in (0, 1)]  # fmt: skip
-CAPTION_CHARS = 170  # characters per caption line (8 pt on an 11 in wide figure)
+CAPTION_CHARS = 150  # characters per caption line (9 pt on an 11 in wide figure)
 
 
 def _time_unit(ns: float) -> tuple[float, str]:
@@ -553,8 +553,8 @@ def _time_unit(ns: float) -> tuple[float, str]:
 def _caption(fig, text: str, width: float) -> float:
     """Write ``text`` under the axes; returns the share of the figure height it takes."""
     lines = textwrap.wrap(text, int(CAPTION_CHARS * width / 11))
-    fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, va="bottom", ha="left", color="#333333")
-    return (0.15 * len(lines) + 0.08) / fig.get_figheight()
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=9, va="bottom", ha="left", color="#333333")
+    return (0.17 * len(lines) + 0.08) / fig.get_figheight()
 
 
 def _save(fig, path: Path, bottom: float = 0.0, top: float = 1.0) -> Path:
@@ -581,14 +581,14 @@ def gaps(a: Analysis, path: Path) -> Path | None:
                 label=f"device {dev}" if len(devices) > 1 else None)  # fmt: skip
         left += v
     for yi, (ns, share) in enumerate(zip(c["idle_ns"], c["share"], strict=True)):
-        ax.text(ns / div, yi, f"  {fmt_ns(ns)} ({fmt_pct(share)})", va="center", fontsize=8)
-    ax.set_yticks(y, c["label"], fontsize=8)
+        ax.text(ns / div, yi, f"  {fmt_ns(ns)} ({fmt_pct(share)})", va="center", fontsize=9)
+    ax.set_yticks(y, c["label"], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, float(c["idle_ns"].max()) / div * 1.3)
     ax.set_xlabel(f"GPU idle time ({unit}), summed over devices")
     ax.set_title("Why was the GPU idle? Steady-state idle time by cause", fontsize=11)
     if len(devices) > 1:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=9, loc="lower right")
     startup = (
         f"Start-up idle ({fmt_ns(d.startup_ns)}: module loads, compilation, allocation "
         "before the steady state) is left out, as the summary leaves it out of its "
@@ -631,11 +631,11 @@ def waves(a: Analysis, path: Path, top: int = WAVE_TOP) -> Path | None:
                 f"{mark}{fmt_ns(r.idle_ns)}: {r.waves:.3f} waves, "
                 f"{fmt_pct(r.tail_fraction)} of the SMs idle, {int(r.launches)} launch(es)"
             )
-        inside = r.idle_ns / div > 0.5 * span  # (long bars: the text inside, in white)
+        inside = r.idle_ns / div > 0.62 * span  # (long bars: the text inside, in white)
         ax.text(r.idle_ns / div + (-0.01 if inside else 0.01) * span, yi, text, va="center",
-                ha="right" if inside else "left", fontsize=7,
+                ha="right" if inside else "left", fontsize=8,
                 color="white" if inside else "black")  # fmt: skip
-    ax.set_yticks(y, k["label"], fontsize=7)
+    ax.set_yticks(y, k["label"], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, span * 1.05)
     ax.set_xlabel(f"GPU idle inside the kernel's launches ({unit}), summed over launches")
@@ -653,7 +653,7 @@ def waves(a: Analysis, path: Path, top: int = WAVE_TOP) -> Path | None:
     )  # fmt: skip
     cap = _caption(fig, text, 11)
     if (k["idle_ns"] > 0).any():
-        fig.legend(loc="lower center", ncol=2, fontsize=8, frameon=False,
+        fig.legend(loc="lower center", ncol=2, fontsize=9, frameon=False,
                    bbox_to_anchor=(0.5, cap))  # fmt: skip
         cap += 0.3 / fig.get_figheight()
     return _save(fig, path, bottom=cap)
@@ -683,7 +683,7 @@ def timeline(a: Analysis, path: Path) -> Path | None:
             h = ax.axvspan(b.x0, b.x1, fc="#f4f4f4", hatch="////", ec="#999999", lw=0)
             handles.setdefault("\0band", h)
             ax.text((b.x0 + b.x1) / 2, 0.45, f"{fmt_ns(b.end_ns - b.start_ns)} start-up",
-                    rotation=90, ha="center", va="center", fontsize=7,
+                    rotation=90, ha="center", va="center", fontsize=8,
                     transform=ax.get_xaxis_transform(),
                     bbox=dict(fc="white", ec="none", pad=1, alpha=0.85))  # fmt: skip
         h = ax.fill_between(t.xs[:-1], t.busy[device] * 100, step="post", color="#08306b",
@@ -717,7 +717,7 @@ def timeline(a: Analysis, path: Path) -> Path | None:
     text += f"Span {fmt_ns(t.t1 - t.t0)} from the first to the last GPU op."
     cap = _caption(fig, text, 11)
     ncol = min(len(keys), 4)
-    fig.legend([handles[k] for k in keys], labels, loc="lower center", ncol=ncol, fontsize=7,
+    fig.legend([handles[k] for k in keys], labels, loc="lower center", ncol=ncol, fontsize=8,
                frameon=False, bbox_to_anchor=(0.5, cap))  # fmt: skip
     rows = math.ceil(len(keys) / ncol)
     return _save(fig, path, bottom=cap + (0.17 * rows + 0.1) / fig.get_figheight())
@@ -726,14 +726,14 @@ def timeline(a: Analysis, path: Path) -> Path | None:
 def _range_label(ax, r, width: float) -> None:
     """The range's name in the lane when it fits there (the legend names every range)."""
     room = (r.x1 - r.x0) / width * 900  # (about the drawn width in pixels)
-    chars = int(room / 5.5) - 1
+    chars = int(room / 6.3) - 1
     if chars < 6:
         return
     ax.text(
         (r.x0 + r.x1) / 2,
         (LANE[0] + LANE[1]) / 2,
         shorten_middle(str(r.name), chars),
-        fontsize=7,
+        fontsize=8,
         ha="center",
         va="center",
         clip_on=True,
@@ -759,7 +759,7 @@ def comm(a: Analysis, path: Path) -> Path | None:
     ax.set_xlabel(f"time ({unit})")
     ax.set_title("How much communication is exposed? Compute and communication per device",
                  fontsize=10)  # fmt: skip
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _save(fig, path)
 
 
