@@ -330,7 +330,7 @@ def _common_prefix(texts: list[str]) -> str:
 
 
 BINS = 400  # time bins of the timeline, over its drawn width
-SPARSE = 0.02  # a compressed band may hold this share of time outside start-up idle
+SPARSE = 0.1  # a compressed band may hold this share of time outside start-up idle
 BRIDGE = 0.02  # ... in stretches each shorter than this share of the steady time
 NEAR, LOCAL = 0.05, 0.1  # ... around which (NEAR of the steady time each side) LOCAL is active
 MIN_BAND = 0.03  # start-up stretches longer than this share of the steady time are compressed
@@ -710,10 +710,11 @@ def timeline(a: Analysis, path: Path) -> Path | None:
     other = f"other ranges ({t.others} names)"
     labels = [names.get(k) or (shorten_middle(k, 40) if k else other) for k in keys]
     total = sum(b.end_ns - b.start_ns for b in t.bands)
+    most = max((b.active_ns / (b.end_ns - b.start_ns) for b in t.bands), default=0.0)
     text = (f"{len(t.bands)} start-up stretch(es), {fmt_ns(total)} in all, compressed "
-            "(hatched bands, '//' on the axis): in them, devices ran or idled "
-            "for another cause under 2 % of the time; the rest is drawn to scale. "
-            if t.bands else "Drawn to scale. ")  # fmt: skip
+            "(hatched bands, '//' on the axis; their busy share still drawn): in them, a "
+            f"device ran or idled for another cause {fmt_pct(most)} of the time at most; the "
+            "rest is drawn to scale. " if t.bands else "Drawn to scale. ")  # fmt: skip
     text += f"Span {fmt_ns(t.t1 - t.t0)} from the first to the last GPU op."
     cap = _caption(fig, text, 11)
     ncol = min(len(keys), 4)

@@ -106,7 +106,7 @@ def test_charts_draw_what_is_there(tmp_path, single, two_gpu):
 def test_timeline_compresses_start_up(single):
     t = charts.timeline_data(single)
     # 2.78 s of the 2.88 s window is start-up idle: most of it is compressed into bands in
-    # which the GPU ran under 2 % of the time, so the steady state fills the drawing
+    # which the GPU ran under 2 % of the time (here), so the steady state fills the drawing
     assert sum(b.end_ns - b.start_ns for b in t.bands) > 2.7e9
     ops = single.ops
     for b in t.bands:
