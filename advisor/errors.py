@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zlib
 
 MAX_MESSAGE = 400  # characters
@@ -29,6 +30,46 @@ def read_problem(exc: Exception) -> str:
     if isinstance(exc, zlib.error):
         return f"damaged gzip data ({exc})"
     return str(exc)
+
+
+# msgspec's names of JSON types, in words
+_JSON_TYPES = {"array": "a list", "object": "an object", "str": "text", "int": "a number",
+               "float": "a number", "bool": "true/false", "null": "null"}  # fmt: skip
+_MSGSPEC = re.compile(r"Expected `([^`]*)`, got `([^`]*)`(?: - at `\$\.?([^`]*)`)?")
+
+
+def json_problem(exc: Exception) -> str:
+    """A JSON decoder's complaint in words: msgspec's "Expected `array | null`, got `int` -
+    at `$.traceEvents`" -> "traceEvents is a number where a list belongs"; other messages
+    as they are."""
+    m = _MSGSPEC.search(str(exc))
+    if not m:
+        return str(exc)
+    want = " or ".join(
+        dict.fromkeys(
+            _JSON_TYPES.get(t.strip(), t.strip())
+            for t in m.group(1).split("|")
+            if t.strip() != "null"
+        )
+    )
+    got = _JSON_TYPES.get(m.group(2), m.group(2))
+    where = m.group(3) or "the top level"
+    return f"{where} is {got} where {want or 'null'} belongs"
+
+
+def not_a_trace(doc) -> str:
+    """Why a decoded JSON document is not a trace advisor reads, in words (its top-level
+    type, or the keys it has)."""
+    expected = ("expected a PyTorch profiler trace (an object with 'traceEvents') or a "
+                "rocprofv3 JSON (an object with 'rocprofiler-sdk-tool')")  # fmt: skip
+    if isinstance(doc, dict):
+        keys = ", ".join(repr(k) for k in list(doc)[:5]) + (", ..." if len(doc) > 5 else "")
+        what = f"a JSON object with keys {keys}" if doc else "an empty JSON object"
+    elif isinstance(doc, list):
+        what = f"a JSON list of {len(doc)} item(s)" if doc else "an empty JSON list"
+    else:
+        what = f"a JSON {type(doc).__name__}"
+    return f"{what}, not a profiler trace: {expected}"
 
 
 def error_line(path: str, exc: Exception) -> str:

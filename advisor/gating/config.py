@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from advisor.data import gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
-from advisor.user_yaml import load_user_yaml
+from advisor.user_yaml import field_problem, load_user_yaml
 
 # metric -> True when a larger value is worse (data/gate_metrics.yaml)
 TIME_METRICS = gate_metrics()["time"]
@@ -76,9 +76,8 @@ def load_config(path: str | Path | None = None) -> GateConfig:
     try:
         cfg = GateConfig.model_validate(base)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        fld = ".".join(str(x) for x in err["loc"] if not str(x).startswith(("float", "literal")))
-        raise AdvisorInputError(str(path), f"gate config field {fld!r}: {err['msg']}") from None
+        fld, problem = field_problem(exc)
+        raise AdvisorInputError(str(path), f"gate config field {fld!r}: {problem}") from None
     unknown = set(cfg.metrics) - set(ALL_METRICS)
     if unknown:
         raise AdvisorInputError(str(path), f"gate config: unknown metric {sorted(unknown)[0]!r}")

@@ -33,7 +33,7 @@ from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.finding import EmitKind, EmitRequest, Finding, emit_problem
 from advisor.rules.tables import SCOPES
 from advisor.units import fmt_ns, fmt_pct
-from advisor.user_yaml import load_packaged_yaml, load_user_yaml
+from advisor.user_yaml import field_problem, load_packaged_yaml, load_user_yaml
 
 # where a finding points, per scope: (kernel column, region column)
 LOCATION = {
@@ -187,9 +187,8 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
         try:
             spec = RuleSpec.model_validate(raw)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            fld = ".".join(str(p) for p in err["loc"]) or "(rule)"
-            raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {err['msg']}") from None
+            fld, problem = field_problem(exc, "(rule)")
+            raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {problem}") from None
         known = set(SCOPES[spec.scope])
         problem = spec.emit and emit_problem(spec.emit.kind, spec.strategy, known)
         if problem:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from advisor.data import gpu_facts, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.trace.model import GpuSpec
-from advisor.user_yaml import load_user_yaml
+from advisor.user_yaml import field_problem, load_user_yaml
 
 _FIELDS = set(GpuSpec.__dataclass_fields__) - {"source"}
 
@@ -122,9 +122,8 @@ def gpu_from_file(path: str) -> GpuSpec:
     try:
         spec = GpuSpecFile.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        fld = ".".join(str(x) for x in err["loc"]) or "(file)"
-        raise AdvisorInputError(str(p), f"--gpu-spec field {fld!r}: {err['msg']}") from None
+        fld, problem = field_problem(exc)
+        raise AdvisorInputError(str(p), f"--gpu-spec field {fld!r}: {problem}") from None
     values = spec.model_dump()
     values["warp_size"] = values["warp_size"] or (64 if spec.vendor == "amd" else 32)
     values["max_shared_mem_per_block"] = (

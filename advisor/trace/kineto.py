@@ -54,7 +54,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import regex
-from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, read_problem
+from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, json_problem, read_problem
 from advisor.trace.gpus import match_gpu
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.quality import non_numeric_warning
@@ -236,7 +236,8 @@ def _read_kineto(p: Path, processes: int) -> Trace:
             str(p), f"cannot read the Kineto trace: {read_problem(exc)}"
         ) from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: {exc}") from None
+        raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: {json_problem(exc)}"
+                                ) from None  # fmt: skip
     except RecursionError:  # (msgspec, where the compiled scanner declines the bytes)
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: it {TOO_DEEP}") from None
     if not any(d.traceEvents is not None for d in docs):

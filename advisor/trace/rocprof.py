@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, read_problem
+from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, not_a_trace, read_problem
 from advisor.trace.gpus import agent_spec, cdna_spec
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
@@ -178,7 +178,9 @@ def read_table(path: str | Path) -> tuple[Layout, pd.DataFrame]:
     layout = sniff(list(raw.columns))
     if layout is None:
         head = ", ".join(list(raw.columns)[:6])
-        raise AdvisorInputError(str(p), f"unknown CSV layout (header starts: {head})")
+        raise AdvisorInputError(
+            str(p), f"not a rocprof CSV: its header ({head}) is no layout rocprof writes"
+        )
     table = normalize(raw, layout, str(p))
     if layout.name.startswith("rocprofv3 counter_collection"):
         table = table.drop_duplicates("dispatch")  # one row per counter and dispatch
@@ -431,14 +433,28 @@ def read_rocprof_json(path: str | Path) -> Trace:
     try:
         with opener(p, "rt") as fh:
             doc = json.load(fh)
-        tool = doc["rocprofiler-sdk-tool"][0]
-        dispatch = tool["buffer_records"]["kernel_dispatch"]
-    except (*READ_ERRORS, ValueError, KeyError, IndexError, TypeError) as exc:
+    except UnicodeDecodeError:
+        raise AdvisorInputError(str(p), "not a profiler trace: binary data, not JSON") from None
+    except json.JSONDecodeError as exc:
         raise AdvisorInputError(
-            str(p), f"not a rocprofv3 JSON trace: {read_problem(exc)}"
+            str(p),
+            f"not a profiler trace: the text is not JSON (line {exc.lineno}, column {exc.colno})",
         ) from None
+    except READ_ERRORS as exc:
+        raise AdvisorInputError(str(p), f"cannot read: {read_problem(exc)}") from None
     except RecursionError:
         raise AdvisorInputError(str(p), f"not a rocprofv3 JSON trace: it {TOO_DEEP}") from None
+    if not isinstance(doc, dict) or "rocprofiler-sdk-tool" not in doc:
+        raise AdvisorInputError(str(p), not_a_trace(doc))
+    try:
+        tool = doc["rocprofiler-sdk-tool"][0]
+        dispatch = tool["buffer_records"]["kernel_dispatch"]
+    except (KeyError, IndexError, TypeError):
+        raise AdvisorInputError(
+            str(p),
+            "rocprofv3 JSON without kernel dispatch records (rocprofiler-sdk-tool[0]."
+            "buffer_records.kernel_dispatch): profile with rocprofv3 --kernel-trace",
+        ) from None
     if not dispatch:
         raise AdvisorInputError(str(p), "rocprofv3 JSON: no kernel dispatches")
     agents = {a["id"]["handle"]: a for a in tool.get("agents", [])}

@@ -646,11 +646,41 @@ def _rocpd_cases(out: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+def _wrong_file_cases(out: Path) -> list[Case]:
+    """The files users give by mistake (issue 31): JSON that is no trace, gzipped text,
+    another tool's JSON, a picture named like an export; each is told what it is."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    expected = "not a profiler trace"
+    chrome = json.dumps(
+        {
+            "traceEvents": [
+                {"name": "paint", "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1, "cat": "blink"}
+            ]
+        }
+    ).encode()
+    return [
+        _raw(out, "empty_list.json", b"[]", analyze, says="an empty JSON list, " + expected),
+        _raw(out, "empty_object.json", b"{}", analyze, says="an empty JSON object, " + expected),
+        _raw(out, "package.json", b'{"name": "app", "version": "1.0.0", "dependencies": {}}',
+             analyze, says="a JSON object with keys 'name', 'version', 'dependencies'"),
+        _raw(out, "text.json.gz", gzip.compress(b"hello world\n"), analyze,
+             says="the text is not JSON (line 1, column 1)"),
+        _raw(out, "notes.json", b"hello world\n", analyze,
+             says="the text is not JSON (line 1, column 1)"),
+        _raw(out, "chrome_page.json", chrome, analyze, says="without GPU kernels"),
+        _raw(out, "events_not_a_list.json", b'{"traceEvents": 5}', analyze,
+             says="traceEvents is a number where a list belongs"),
+        _raw(out, "picture.sqlite", b"\x89PNG\r\n\x1a\n" + bytes(200), analyze,
+             says="not a supported trace"),
+    ]  # fmt: skip
+
+
 def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
-             + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out))  # fmt: skip
+             + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out)
+             + _wrong_file_cases(out))  # fmt: skip
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name

@@ -11,6 +11,10 @@ from corpus_runner import fingerprint, run
 from make_corpus import build
 
 MIN_CASES = 50
+# what an error line must not show: Python's and the decoders' own words (the user's mistake
+# is said in the user's terms instead)
+INTERNALS = ("list indices must be", "KeyError", "TypeError", "Expecting value",
+             "Expected `", "Value error,", "object is not subscriptable", "NoneType")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +63,8 @@ def _check(case, args, code, stdout, stderr) -> list[str]:
             problems.append(f"{where}: error line does not name {case.names!r}: {lines[0]}")
         elif case.says not in lines[0]:
             problems.append(f"{where}: error line does not say {case.says!r}: {lines[0]}")
+        elif leaked := [x for x in INTERNALS if x in lines[0]]:
+            problems.append(f"{where}: error line leaks internals {leaked}: {lines[0]}")
         if stdout:
             problems.append(f"{where}: exit 2 but stdout has {len(stdout)} characters")
         problems += [f"{where}: partial output {path}" for path in case.outputs

@@ -146,7 +146,7 @@ def test_kineto_training_steps():
             "without GPU kernels",
         ),
         (b'{"schemaVersion": 1, "deviceProperties": []}', "without 'traceEvents'"),
-        (b'{"foo": [1, 2, 3]}', "not a rocprofv3 JSON trace"),
+        (b'{"foo": [1, 2, 3]}', "a JSON object with keys 'foo', not a profiler trace"),
     ],
 )
 def test_bad_kineto_input(tmp_path, data, says):

@@ -268,7 +268,7 @@ ROW = '"KERNEL_DISPATCH",4,1,2,"k",1,{start},{end},0,0,256,1,1,{grid},1,1'
 @pytest.mark.parametrize(
     "body, words",
     [
-        ("Foo,Bar\n1,2\n", "unknown CSV layout (header starts: Foo, Bar)"),
+        ("Foo,Bar\n1,2\n", "not a rocprof CSV: its header (Foo, Bar) is no layout"),
         (  # the only dispatch ends before it starts: dropped, nothing left
             KERNEL_HEADER + "\n" + ROW.format(start=10, end=5, grid=1024) + "\n",
             "no kernel with valid timestamps: no GPU work to analyze",
