@@ -40,10 +40,9 @@ def _db(path: Path, create: bool) -> sqlite_utils.Database:
         except sqlite3.Error as exc:
             raise AdvisorInputError(str(path), f"not a baseline store: {exc}") from None
         if tables - {TABLE}:
+            why = "refusing to write into it" if create else "it holds no baselines"
             raise AdvisorInputError(
-                str(path),
-                "not a baseline store (it holds other tables, e.g. a trace's): "
-                "refusing to write into it",
+                str(path), f"not a baseline store (it holds other tables, e.g. a trace's): {why}"
             )
     elif not create:
         raise AdvisorInputError(str(path), "no baseline store here (save one first)")

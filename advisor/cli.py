@@ -148,8 +148,10 @@ def analyze(
     traces: list[str] = typer.Argument(
         ...,
         metavar="TRACE",
-        help="Trace file(s): Nsight Systems SQLite export, rocprof CSV/JSON or folder. "
-        "Several traces (or a folder of .sqlite exports) are analysed as one per rank.",
+        help="Trace file(s): Nsight Systems export (.sqlite, or .nsys-rep with nsys on PATH), "
+        "PyTorch profiler (Kineto) JSON (.json/.json.gz), rocprofv3 rocpd database, rocprof "
+        "CSV/JSON or folder. Several traces (or a folder of .sqlite exports) are analysed as "
+        "the ranks of one job.",
     ),
     format: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-f", help="Output format."
@@ -208,8 +210,7 @@ def analyze(
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
-    One trace, or several (files or folders) analysed as the ranks of one job (traces that
-    cannot be one job are refused; --separate analyses each on its own)."""
+    Several traces are the ranks of one job (refused if they cannot be); --separate: each alone."""
     paths = api.expand_paths(traces)
     options = dict(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
                    gemms=gemm or (), range_text=range_text, device=device, emit=emit_dir,

@@ -30,7 +30,7 @@ from advisor.parts import RankPart, rank_part
 
 OnDone = Callable[[RankPart], None]
 Extra = Callable  # parts.rank_part's ``extra``: (Analysis, AnalysisOptions) -> dict
-INSTALL_HINT = 'pip install "advisor[dask]"'
+INSTALL_HINT = 'pip install ".[dask]" (in the advisor checkout)'
 LOOPBACK = "127.0.0.1"  # where --dask local listens: nothing beyond this machine
 
 

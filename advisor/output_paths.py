@@ -30,6 +30,12 @@ def check_output_file(out: str, inputs: list[str], what: str) -> None:
         raise AdvisorInputError(out, f"is a directory: give a file name for the {what}")
     if p.exists() and not p.is_file():
         raise AdvisorInputError(out, f"is not a regular file: cannot write the {what} there")
+    if not p.parent.is_dir():
+        raise AdvisorInputError(
+            out,
+            f"its folder {p.parent} does not exist: create it first (advisor creates no "
+            f"folders above the {what})",
+        )
 
 
 def check_output_dir(out: str, inputs: list[str], what: str) -> None:

@@ -436,3 +436,32 @@ def test_gemm_option(tmp_path):
     d = json.loads(cli("analyze", str(trace), "--format", "json", "--gemm", "^_kernel$"))
     assert {f["gemm_by"] for f in d["findings"] if f["kernel"] == "_kernel"} == {"user"}
     assert "--gemm '[': bad pattern" in bad_cli("analyze", str(trace), "--gemm", "[")
+
+
+def test_small_things_a_user_sees(tmp_path):
+    """Issue 31's smaller items: each as the user meets it."""
+    base = [sys.executable, "-m", "advisor"]
+
+    env = {**os.environ, "COLUMNS": "200"}
+
+    def run(*args):
+        return subprocess.run([*base, *map(str, args)], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path, env=env)  # fmt: skip
+
+    # a report into a folder that does not exist: refused, and no folder is created
+    missing = tmp_path / "no" / "such" / "dir"
+    proc = run("report", H200_SINGLE, "-o", missing / "r.md")
+    assert proc.returncode == 2 and "does not exist: create it first" in proc.stderr
+    assert not (tmp_path / "no").exists()
+    # listing baselines reads: a trace given as the store is not "written into"
+    proc = run("baseline", "list", "--store", H200_SINGLE)
+    assert proc.returncode == 2 and "it holds no baselines" in proc.stderr
+    assert "refusing to write" not in proc.stderr
+    # --gpu none: tails are not computed, not "0 ns"
+    out = run("analyze", H200_SINGLE, "--gpu", "none").stdout
+    tail = next(line for line in out.splitlines() if "wave-quantization tail idle" in line)
+    assert "not computed" in tail and "0 ns" not in tail
+    # the help names every format analyze reads
+    text = " ".join(run("analyze", "--help").stdout.split())
+    for fmt in ("Nsight Systems", ".nsys-rep", "Kineto", "rocpd", "rocprof CSV/JSON"):
+        assert fmt in text, fmt

@@ -258,5 +258,7 @@ def test_without_dask_it_says_how_to_install(monkeypatch):
             "from advisor.cli import main; main()")  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2 and not proc.stdout
-    assert proc.stderr.strip() == ("advisor: error: --dask needs dask.distributed, which is "
-                                   'not installed: pip install "advisor[dask]"')  # fmt: skip
+    assert proc.stderr.strip() == (
+        "advisor: error: --dask needs dask.distributed, which is not installed: "
+        'pip install ".[dask]" (in the advisor checkout)'
+    )

@@ -64,6 +64,13 @@ def summary(a: Analysis) -> Section:
         return [label, fmt_ns(ns), fmt_pct(ns / steady) if steady > 0 else "-"]
 
     what = "selected ranges' GPU windows" if a.selection.get("range") else "first to last GPU op"
+    waves_rows = (
+        [row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"]),
+         row("under-filled grid idle (inside busy)", s["underfill_idle_ns"])]
+        if a.trace.gpus else
+        [["wave-quantization tail idle (inside busy)", "not computed", "(no GPU facts)"],
+         ["under-filled grid idle (inside busy)", "not computed", "(no GPU facts)"]]
+    )  # fmt: skip
     rows = [
         [f"window ({what}, per device)", fmt_ns(window), ""],
         ["start-up idle (module load, compile, allocation; excluded)", fmt_ns(startup),
@@ -73,8 +80,7 @@ def summary(a: Analysis) -> Section:
         row("GPU idle (steady)", s["idle_ns"] - startup),
         *[row(f"  {label}", s[col]) for col, label in IDLE_LABELS.items()
           if s[col] or col in ("launch_overhead_ns", "sync_idle_ns")],
-        row("wave-quantization tail idle (inside busy)", s["tail_idle_ns"]),
-        row("under-filled grid idle (inside busy)", s["underfill_idle_ns"]),
+        *waves_rows,
     ]  # fmt: skip
     if s["comm_ns"]:
         rows += [

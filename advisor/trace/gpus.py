@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.data import gpu_facts, load_yaml
 from advisor.errors import AdvisorInputError
@@ -104,10 +104,27 @@ class GpuSpecFile(BaseModel):
     shared_mem_per_sm: int = Field(gt=0, le=1 << 24)
     warp_size: int | None = Field(default=None, gt=0, le=128)
     max_shared_mem_per_block: int | None = Field(default=None, gt=0, le=1 << 24)
-    reserved_shared_mem_per_block: int = Field(default=0, ge=0, le=1 << 16)
+    reserved_shared_mem_per_block: int | None = Field(default=None, ge=0, le=1 << 16)
     clock_mhz: float | None = Field(default=None, gt=0, le=10000)
     memory_bandwidth_gbs: float | None = Field(default=None, gt=0, le=1e6)
     dense_fp16_tflops: float | None = Field(default=None, gt=0, le=1e6)
+
+    @field_validator("compute_capability", mode="before")
+    @classmethod
+    def _unquoted(cls, value):
+        """``compute_capability: 9.0`` unquoted (YAML reads a number) means "9.0"."""
+        return f"{value:.1f}" if isinstance(value, float) else value
+
+
+def reserved_shared_mem(vendor: str, compute_capability: str) -> int:
+    """Shared memory the driver reserves per CTA (B): 1 KiB on NVIDIA compute capability
+    8.0 and later, 0 before and on AMD (gpus.yaml ``nsys_fallback``)."""
+    facts = gpu_facts("nsys_fallback")
+    major = compute_capability.split(".")[0]
+    if vendor != "nvidia" or not major.isdigit():
+        return 0
+    return facts["reserved_shared_mem_per_block"] if int(major) >= facts[
+        "reserved_from_cc_major"] else 0  # fmt: skip
 
 
 def gpu_from_file(path: str) -> GpuSpec:
@@ -129,4 +146,8 @@ def gpu_from_file(path: str) -> GpuSpec:
     values["max_shared_mem_per_block"] = (
         values["max_shared_mem_per_block"] or values["shared_mem_per_sm"]
     )
+    if values["reserved_shared_mem_per_block"] is None:  # (as the CUDA driver reserves it)
+        values["reserved_shared_mem_per_block"] = reserved_shared_mem(
+            spec.vendor, spec.compute_capability
+        )
     return GpuSpec(**values, source=f"--gpu-spec {p.name}")

@@ -24,7 +24,7 @@ import pyarrow as pa
 from advisor.data import gpu_facts, names_in
 from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
-from advisor.trace.gpus import match_gpu
+from advisor.trace.gpus import match_gpu, reserved_shared_mem
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
 
@@ -452,9 +452,7 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
             registers_per_sm=pick("maxRegistersPerSm", "registers_per_sm"),
             shared_mem_per_sm=pick("maxShmemPerSm", "shared_mem_per_sm"),
             max_shared_mem_per_block=pick("maxShmemPerBlockOptin", "max_shared_mem_per_block"),
-            reserved_shared_mem_per_block=fallback["reserved_shared_mem_per_block"]
-            if int(cc.split(".")[0]) >= fallback["reserved_from_cc_major"]
-            else 0,
+            reserved_shared_mem_per_block=reserved_shared_mem("nvidia", cc),
             clock_mhz=float(clock) / 1e6 if clock else None,
             memory_bandwidth_gbs=float(bandwidth) / 1e9 if bandwidth else None,
             dense_fp16_tflops=base.dense_fp16_tflops if base else None,

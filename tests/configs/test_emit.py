@@ -462,3 +462,17 @@ def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
     assert script.gluon_config(a, {**cfg, "BLOCK_M": 64}, 0) is None
     a.dtype = torch.float32
     assert script.gluon_config(a, cfg, 0) is None
+
+
+@needs_kernels
+def test_grid_stride_check_on_the_cpu_defaults_to_a_small_size_and_says_so(tmp_path):
+    # the traced size (160 pieces of 16384 elements) takes minutes under the interpreter:
+    # without --n the check runs 16 blocks + 3 elements over at most 4 programs, and says so
+    script, _ = _grid_stride_emit(tmp_path)
+    proc = run_script(script, "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == ("check on the CPU (Triton interpreter): 16387 elements over 4 programs "
+                     "instead of the traced 2621440 (--n N to choose)")  # fmt: skip
+    checks = [line for line in proc.stdout.splitlines() if line.startswith("check seed")]
+    assert len(checks) == 4 and all(" n=16387 " in c and c.endswith(" ok") for c in checks)

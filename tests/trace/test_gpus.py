@@ -27,6 +27,24 @@ def test_the_table_covers_the_common_gpus_with_sources():
 
 
 @pytest.mark.parametrize(
+    ("vendor", "cc", "given", "reserved"),
+    [("nvidia", "9.0", None, 1024), ("nvidia", "8.0", None, 1024), ("nvidia", "7.5", None, 0),
+     ("amd", "gfx942", None, 0), ("nvidia", "9.0", 0, 0), ("nvidia", "7.0", 512, 512)],
+)  # fmt: skip
+def test_gpu_spec_reserved_shared_memory_as_the_driver_reserves_it(
+    tmp_path, vendor, cc, given, reserved
+):
+    # docs/metrics.md: 1024 B per CTA from compute capability 8.0, 0 before and on AMD,
+    # unless the file gives its own value
+    text = SPEC.replace("vendor: amd", f"vendor: {vendor}").replace("gfx942", cc)
+    if given is not None:
+        text += f"reserved_shared_mem_per_block: {given}\n"
+    f = tmp_path / "gpu.yaml"
+    f.write_text(text)
+    assert gpu_from_file(str(f)).reserved_shared_mem_per_block == reserved
+
+
+@pytest.mark.parametrize(
     "device_name, entry",
     [("NVIDIA H200", "H200"), ("NVIDIA H200 NVL", "H200-NVL"), ("NVIDIA H100 NVL", "H100-NVL"),
      ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),

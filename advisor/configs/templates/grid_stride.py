@@ -71,14 +71,29 @@ def reference(x: torch.Tensor, work: int) -> torch.Tensor:
     return y
 
 
-def _check(n: int, device: str) -> bool:
+# on the CPU (Triton's interpreter, about a million times slower than the GPU) --check runs
+# at most this many programs over a few blocks each, unless --n says otherwise
+INTERPRET_PROGS = 4
+INTERPRET_BLOCKS = 16
+
+
+def _check(n: int | None, device: str) -> bool:
+    cfg = dict(CONFIG)
+    if n is None:
+        n = CONFIG["TRACE_GRID"] * CONFIG["PER_CTA"]
+        if device == "cpu":  # the traced size under the interpreter takes many minutes
+            cfg["NUM_PROGS"] = min(cfg["NUM_PROGS"], INTERPRET_PROGS)
+            small = cfg["BLOCK"] * INTERPRET_BLOCKS + 3  # (+3: a partly filled last block)
+            print(f"check on the CPU (Triton interpreter): {small} elements over "
+                  f"{cfg['NUM_PROGS']} programs instead of the traced {n} (--n N to choose)")
+            n = min(n, small)
     ok = True
     for seed in (0, 1):
         g = torch.Generator(device="cpu").manual_seed(seed)
         x = torch.randn(n, generator=g).to(device)
-        want = reference(x, CONFIG["WORK"])
+        want = reference(x, cfg["WORK"])
         for label, fn in (("one CTA per piece", run_traced), ("grid-stride", run_persistent)):
-            got = fn(x, CONFIG, torch.full_like(x, float("nan"))).double()  # (unwritten: NaN)
+            got = fn(x, cfg, torch.full_like(x, float("nan"))).double()  # (unwritten: NaN)
             err = float((got - want).norm() / max(float(want.norm()), 1e-30))
             bad = not (err <= 1e-5)  # NaN fails too
             ok &= not bad
@@ -140,7 +155,8 @@ def _bench(n: int | None, rounds: int = 3) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description="grid-stride (persistent) kernel emitted by advisor")
     p.add_argument("--n", type=int, default=None,
-                   help="elements (default: --check the traced grid x PER_CTA; --bench as "
+                   help="elements (default: --check the traced grid x PER_CTA, on the CPU "
+                   f"{INTERPRET_BLOCKS} blocks; --bench as "
                    "many pieces as keep the traced waves on the stand-in's occupancy)")
     p.add_argument("--check", action="store_true", help="compare both with float64 torch")
     p.add_argument("--bench", action="store_true", help="time both with do_bench")
@@ -151,7 +167,7 @@ def main() -> None:
     device = _device()
     if not (args.check or args.bench):
         args.check = True
-    if args.check and not _check(args.n or CONFIG["TRACE_GRID"] * CONFIG["PER_CTA"], device):
+    if args.check and not _check(args.n, device):
         sys.exit(1)
     if args.bench:
         if device != "cuda":
