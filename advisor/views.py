@@ -10,9 +10,8 @@ an Analysis, in ns and bytes; every column is defined in docs/json.md):
 - ``pipeline_stages``: the stages of a pipeline recognised from point-to-point kernels, their
   bubble per step against the schedule's ideal (metrics/pipeline.py);
 - ``collectives``: per collective kernel name, the skew of its instances across devices;
-- what the report's charts draw: ``timeline_cuts`` (idle stretches cut out of the
-  timeline), ``busy_shares`` (busy share per device and time bin), ``wave_kernels`` (the
-  kernel groups of the waves chart). The chart module only draws.
+- what the report's timeline draws: ``busy_shares`` (busy share per device and time bin);
+  the charts' other data is built in render/charts.py (docs/charts.md).
 """
 
 from __future__ import annotations
@@ -242,37 +241,6 @@ CUT_SHARE = 0.02  # start-up gaps longer than this share of the steady time are 
 LONG_IDLE = 0.25  # an all-devices-idle stretch longer than this share of the span is cut too
 
 
-def timeline_cuts(a: Analysis, t0: int, t1: int) -> list[tuple[int, int]]:
-    """Idle time to cut out of the timeline, in time order: the parts of start-up gaps (any
-    device) during which no device runs anything, each longer than CUT_SHARE of the time
-    that remains, and any stretch with every device idle for more than LONG_IDLE of the
-    span, whatever its cause (drawn to scale it would squeeze everything else)."""
-    ops = a.ops
-    busy_s, busy_e = iv.union(ops["start"].to_numpy(), ops["end"].to_numpy())
-    idle_s, idle_e = busy_e[:-1], busy_s[1:]  # when the whole machine idles
-    long = (idle_e - idle_s) > LONG_IDLE * (t1 - t0)
-    p = a.pieces
-    rows = np.flatnonzero(p["cause"].eq("startup").to_numpy())
-    gap_end = p["end"].to_numpy()[rows]
-    gap_start = p["start"].to_numpy()[rows]
-    pieces = list(zip(idle_s[long].tolist(), idle_e[long].tolist(), strict=True))
-    for b, e in zip(gap_start.tolist(), gap_end.tolist(), strict=True):
-        first = np.searchsorted(idle_e, b, side="right")
-        last = np.searchsorted(idle_s, e, side="left")
-        for i in range(first, last):
-            lo, hi = max(b, int(idle_s[i])), min(e, int(idle_e[i]))
-            if hi > lo:
-                pieces.append((lo, hi))
-    if not pieces:
-        return []
-    merged = list(zip(*iv.union([p[0] for p in pieces], [p[1] for p in pieces]), strict=True))
-    cut = []
-    for _ in range(2):  # the steady time shrinks as gaps are cut: settle the threshold
-        steady = (t1 - t0) - sum(e - b for b, e in cut)
-        cut = [(int(b), int(e)) for b, e in merged if e - b > CUT_SHARE * max(steady, 1)]
-    return cut
-
-
 def busy_shares(a: Analysis, edges: np.ndarray) -> dict[int, np.ndarray]:
     """Per device: the share (0..1) of each time bin [edges[i], edges[i+1]) (trace ns) in
     which it ran any op."""
@@ -283,13 +251,3 @@ def busy_shares(a: Analysis, edges: np.ndarray) -> dict[int, np.ndarray]:
         int(d): iv.covered_in_windows(segments.get(int(d), none), lo, hi) / np.maximum(hi - lo, 1)
         for d in sorted(a.ops["device"].unique())
     }
-
-
-def wave_kernels(a: Analysis, top: int = 12):
-    """The kernel groups the waves chart draws: most GPU time first, only those that
-    quantize by grid (not communication or persistent kernels) and have GPU facts."""
-    k = a.kernel_table()
-    if k.empty:
-        return k
-    k = k[k["waves"].notna() & ~k["comm"].astype(bool) & ~k["persistent"].astype(bool)]
-    return k.sort_values("total_ns", ascending=False).head(top)
