@@ -9,6 +9,7 @@ import functools
 import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from advisor.options import AnalysisOptions
 pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402  (a dependency of distributed)
 
-from advisor.cluster import DaskRunner  # noqa: E402
+from advisor.cluster import INSTALL_HINT, DaskRunner  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "sample_traces"))
 from split_ranks import split  # noqa: E402
@@ -251,7 +252,7 @@ def test_a_malformed_address_is_one_line():
 
 def test_without_dask_it_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # (import fails as if absent)
-    with pytest.raises(AdvisorInputError, match=r'pip install "advisor\[dask\]"'):
+    with pytest.raises(AdvisorInputError, match=re.escape(INSTALL_HINT)):
         DaskRunner("local")
     argv = ["advisor", "analyze", str(H200_SINGLE), "--dask", "local"]
     code = (f"import sys; sys.modules['distributed'] = None; sys.argv = {argv!r}; "
