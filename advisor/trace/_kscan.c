@@ -10,9 +10,11 @@
  *
  * scan(buffer, categories, modes, start=0, stop=-1, keep=None)
  *     -> None | (rows, columns, names, closed_at)
- *   buffer      bytes-like (an mmap of the trace, or a chunk of it)
- *   start       offset of the array's '[' or of the ',' before an event
- *   stop        offset of the ',' after the region's last event (-1: the array's end)
+ *   buffer      bytes-like, of single bytes, C-contiguous (an mmap of the trace, or a chunk
+ *               of it); asked for read access only and never written
+ *   start       offset of the array's '[' or of the ',' before an event (0 <= start <= len)
+ *   stop        offset of the ',' after the region's last event (start <= stop <= len), or
+ *               -1: the array's end; nothing at or past stop is read
  *   categories  tuple of str: the wanted values of "cat"; a row's cat code is the index
  *   modes       str, one letter per category: 'k', 'c', 'a' read the args fields of
  *               kineto.py's KernelArgs, CopyArgs, ApiArgs (the others stay NaN), 'r' return
@@ -29,7 +31,13 @@
  *   names       list of bytes: the distinct raw (still JSON-escaped) names of the rows
  *   closed_at   offset after the array's closing ']' (the document's tail follows), or -1
  *               when the region ended at stop
- * The GIL is released while scanning (spans of one file can be scanned by threads).
+ * Bad arguments raise ValueError or TypeError. The GIL is released while scanning a
+ * read-only buffer (spans of one file can be scanned by threads); a writable one is scanned
+ * holding it. Every read is checked against the region's end where it is made (none relies
+ * on an earlier pass over the same bytes); a scan holds at most KSCAN_MAX_NAMES distinct
+ * names and nests at most MAX_DEPTH containers (the module's MAX_NAMES and MAX_DEPTH), else
+ * it declines. Tested by tests/trace/test_kscan_safety.py, and under AddressSanitizer and
+ * UndefinedBehaviorSanitizer by tests/sanitize/run.sh.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,8 +54,15 @@ typedef unsigned char uc;
 static locale_t C_LOCALE; /* numbers are parsed as JSON has them, whatever LC_NUMERIC says */
 
 enum { T_NONE = 0, T_STR, T_NUM, T_NULL, T_BOOL, T_OBJ, T_ARR };
+/* containers a value inside an event may nest, counted from the event's members (the
+ * events array and the event object are not counted; "args": {...} is depth 1) */
 #define MAX_DEPTH 256
 #define MAX_CATS 16
+/* distinct names of one scan (their codes are int32); the sanitizer build lowers it so
+ * that the bound can be reached in a test (tests/sanitize/run.sh) */
+#ifndef KSCAN_MAX_NAMES
+#define KSCAN_MAX_NAMES INT32_MAX
+#endif
 
 typedef struct {
     const uc *s;    /* first byte of the value (the quote of a string) */
@@ -190,14 +205,16 @@ static inline int literal(const uc **pp, const uc *end, const char *word, Py_ssi
     return 0;
 }
 
-/* *pp at '{' or '[': validates the container and everything in it (iteratively: one
- * loop, a bit per open container saying whether it is an object) */
-static int skip_container(const uc **pp, const uc *end) {
+/* *pp at '{' or '[' (before end), a container inside `outer` others: validates it and
+ * everything in it (iteratively: one loop, a bit per open container saying whether it is
+ * an object); -1 past MAX_DEPTH containers in all */
+static int skip_container(const uc **pp, const uc *end, int outer) {
     uint64_t stack[MAX_DEPTH / 64];
     int top = -1, esc, isint;
     const uc *p = *pp;
+    if (outer < 0 || outer >= MAX_DEPTH) return -1;
 open:
-    if (++top >= MAX_DEPTH) return -1;
+    if (++top >= MAX_DEPTH - outer) return -1;
     if (*p == '{') {
         stack[top >> 6] |= (uint64_t)1 << (top & 63);
         p++;
@@ -267,7 +284,8 @@ after:
 }
 
 
-static int skip_value(const uc **pp, const uc *end, Val *v) {
+/* *pp at a value inside `outer` containers (see skip_container) */
+static int skip_value(const uc **pp, const uc *end, Val *v, int outer) {
     const uc *p = *pp;
     if (p >= end) return -1;
     v->s = p;
@@ -280,11 +298,11 @@ static int skip_value(const uc **pp, const uc *end, Val *v) {
         break;
     case '{':
         v->type = T_OBJ;
-        if (skip_container(&p, end)) return -1;
+        if (skip_container(&p, end, outer)) return -1;
         break;
     case '[':
         v->type = T_ARR;
-        if (skip_container(&p, end)) return -1;
+        if (skip_container(&p, end, outer)) return -1;
         break;
     case 't':
         v->type = T_BOOL;
@@ -483,6 +501,9 @@ static uint64_t hash_bytes(const uc *s, Py_ssize_t n) {
 }
 
 static int name_rehash(Out *o, Py_ssize_t cap) {
+    GROW(o->nptr, cap, const uc *);
+    GROW(o->nlen, cap, Py_ssize_t);
+    GROW(o->nkeep, cap, signed char);
     const uc **ptr = calloc((size_t)cap, sizeof(*ptr));
     Py_ssize_t *len = calloc((size_t)cap, sizeof(*len));
     int32_t *code = calloc((size_t)cap, sizeof(*code));
@@ -506,12 +527,11 @@ static int name_rehash(Out *o, Py_ssize_t cap) {
     o->hlen = len;
     o->hcode = code;
     o->hcap = cap;
-    GROW(o->nptr, cap, const uc *);
-    GROW(o->nlen, cap, Py_ssize_t);
-    GROW(o->nkeep, cap, signed char);
     return 0;
 }
 
+/* the code of the name s[0:n] (a new one for a name not seen before); -1 when out of
+ * memory or past KSCAN_MAX_NAMES names (the scan declines) */
 static int32_t name_code(Out *o, const uc *s, Py_ssize_t n) {
     if (2 * (o->nnames + 1) > o->hcap && name_rehash(o, o->hcap ? o->hcap * 2 : 1024))
         return -1;
@@ -521,6 +541,7 @@ static int32_t name_code(Out *o, const uc *s, Py_ssize_t n) {
         if (o->hlen[i] == n && !memcmp(o->hptr[i], s, (size_t)n)) return o->hcode[i];
         i = (i + 1) & mask;
     }
+    if (o->nnames >= KSCAN_MAX_NAMES) return -1; /* (before a code past the bound is made) */
     int32_t c = (int32_t)o->nnames++;
     o->hptr[i] = s;
     o->hlen[i] = n;
@@ -635,25 +656,29 @@ static int num_field(const Val *v, double *out) {
     return to_double(v, out);
 }
 
-/* grid/block: a list whose first three items are numbers (NaN for null or a shorter list) */
+/* grid/block (an args member: its items are inside two containers): a list whose first
+ * three items are numbers (NaN for null or a shorter list). The list is parsed again here,
+ * every read checked against its end (nothing relies on the validation before). */
 static int xyz_field(const Val *v, double out[3]) {
     out[0] = out[1] = out[2] = NAN;
     if (v->type == T_NONE || v->type == T_NULL) return 0;
-    if (v->type != T_ARR) return -1;
+    if (v->type != T_ARR || v->n < 2) return -1;
     const uc *p = v->s + 1, *end = v->s + v->n;
     SKIP_WS(p, end);
-    if (*p == ']') return 0;
+    if (p < end && *p == ']') return p + 1 == end ? 0 : -1;
     for (int i = 0;; i++) {
         Val item;
-        if (skip_value(&p, end, &item)) return -1;
+        if (skip_value(&p, end, &item, 2)) return -1;
         if (item.type == T_NUM) {
             if (i < 3 && to_double(&item, &out[i])) return -1;
         } else if (item.type != T_NULL) {
             return -1;
         }
         SKIP_WS(p, end);
-        if (*p == ']') return 0;
-        p++; /* ',' (validated before) */
+        if (p >= end) return -1;
+        if (*p == ']') return p + 1 == end ? 0 : -1;
+        if (*p != ',') return -1;
+        p++;
         SKIP_WS(p, end);
     }
 }
@@ -694,8 +719,9 @@ static inline int member_next(const uc **pp, const uc *end) {
 
 /* *pp at the args object's '{': validates it and records the fields read */
 static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
-    const uc *p = *pp + 1;
     for (int i = 0; i < N_ARGS; i++) found[i].type = T_NONE;
+    if (*pp >= end || **pp != '{') return -1;
+    const uc *p = *pp + 1;
     SKIP_WS(p, end);
     if (p < end && *p == '}') {
         *pp = p + 1;
@@ -704,7 +730,7 @@ static int parse_args(const uc **pp, const uc *end, Val found[N_ARGS]) {
     for (int more = 1; more;) {
         Val v;
         int k = member_key(&p, end, ARG_KEYS, ARG_KEY_LEN, N_ARGS);
-        if (k == -2 || skip_value(&p, end, &v)) return -1;
+        if (k == -2 || skip_value(&p, end, &v, 1)) return -1;
         if (k >= 0) {
             if (found[k].type != T_NONE) return -1; /* duplicate */
             found[k] = v;
@@ -752,8 +778,8 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
         if (!args_done) {
             const Val *args = &ev[K_ARGS];
             if (args->type == T_OBJ) {
-                const uc *q = args->s;
-                if (parse_args(&q, args->s + args->n, a)) return -1;
+                const uc *q = args->s, *args_end = args->s + args->n;
+                if (parse_args(&q, args_end, a) || q != args_end) return -1;
             } else if (args->type == T_NONE) {
                 for (int i = 0; i < N_ARGS; i++) a[i].type = T_NONE;
             } else {
@@ -819,7 +845,7 @@ static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *
                 dst->type = T_OBJ;
                 dst->n = p - dst->s;
                 args_done = 1;
-            } else if (skip_value(&p, end, dst)) {
+            } else if (skip_value(&p, end, dst, 0)) {
                 return -1;
             }
             if (k == K_CAT) code = cat_code(w, dst);
@@ -878,14 +904,15 @@ fail:
     return res;
 }
 
-/* the events of base[start:stop]: base[start] is the array's '[' or the ',' before an
- * event; the region ends at stop (the ',' after an event) or where the array closes. Returns
- * -1 for invalid JSON (or anything left to msgspec), else the offset after the closing ']'
- * or, when the region ends at stop, -2. */
-static Py_ssize_t scan_region(const uc *base, Py_ssize_t start, Py_ssize_t stop,
-                              Py_ssize_t len, Out *o, const Want *w) {
-    const uc *p = base + start, *end = base + len, *limit = base + stop;
-    if (start >= len || (*p != '[' && *p != ',')) return -1;
+/* the events of base[start:end] (0 <= start <= end: checked by the caller; nothing at or
+ * past end is read): base[start] is the array's '[' or the ',' before an event; the region
+ * ends at end when `cut` (end is then the ',' after an event) or where the array closes.
+ * Returns -1 for invalid JSON (or anything left to msgspec), else the offset after the
+ * closing ']' or, when the region ends at the cut, -2. */
+static Py_ssize_t scan_region(const uc *base, Py_ssize_t start, Py_ssize_t stop, int cut,
+                              Out *o, const Want *w) {
+    const uc *p = base + start, *end = base + stop;
+    if (p >= end || (*p != '[' && *p != ',')) return -1;
     int first = *p == '[';
     p++;
     SKIP_WS(p, end);
@@ -893,8 +920,7 @@ static Py_ssize_t scan_region(const uc *base, Py_ssize_t start, Py_ssize_t stop,
     for (;;) {
         if (p >= end || *p != '{' || event(&p, end, o, w, base)) return -1;
         SKIP_WS(p, end);
-        if (p == limit) return -2;
-        if (p > limit || p >= end) return -1;
+        if (p >= end) return cut ? -2 : -1;
         if (*p == ',') {
             p++;
             SKIP_WS(p, end);
@@ -905,26 +931,50 @@ static Py_ssize_t scan_region(const uc *base, Py_ssize_t start, Py_ssize_t stop,
     }
 }
 
+/* the buffer as the scanner reads it: bytes (items of one byte), C-contiguous (the "y*"
+ * format asks for that) */
+static int byte_buffer(const Py_buffer *buf) {
+    if (buf->itemsize == 1) return 0;
+    PyErr_SetString(PyExc_TypeError, "buffer: a bytes-like object of single bytes");
+    return -1;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"buffer", "categories", "modes", "start", "stop", "keep", NULL};
     Py_buffer buf;
     PyObject *cats, *keep = Py_None;
     const char *modes;
-    Py_ssize_t nmodes, start = 0, stop = -1;
+    Py_ssize_t nmodes, ncats, start = 0, stop = -1;
     (void)self;
+    /* "y*": a bytes-like object, asked for read access only (PyBUF_SIMPLE): nothing is
+     * ever written into it */
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O!s#|nnO", kwlist, &buf, &PyTuple_Type,
                                      &cats, &modes, &nmodes, &start, &stop, &keep))
         return NULL;
-    Want w;
-    memset(&w, 0, sizeof(w));
-    w.ncats = (int)PyTuple_GET_SIZE(cats);
-    if (w.ncats > MAX_CATS || nmodes != w.ncats || start < 0 || stop > buf.len ||
-        (keep != Py_None && !PyCallable_Check(keep))) {
+    if (byte_buffer(&buf)) {
         PyBuffer_Release(&buf);
-        PyErr_SetString(PyExc_ValueError, "at most 16 categories with a mode each; 0 <= start, "
-                                          "stop <= len(buffer); keep callable or None");
         return NULL;
     }
+    ncats = PyTuple_GET_SIZE(cats);
+    const char *bad = NULL;
+    if (ncats > MAX_CATS || nmodes != ncats)
+        bad = "at most 16 categories, with a mode letter each";
+    else if (strspn(modes, "kcar-") != (size_t)nmodes)
+        bad = "modes: one of 'k', 'c', 'a', 'r', '-' per category";
+    else if (start < 0 || start > buf.len)
+        bad = "start: an offset in the buffer (0 <= start <= len(buffer))";
+    else if (stop < -1 || stop > buf.len || (stop >= 0 && stop < start))
+        bad = "stop: -1 (the buffer's end) or an offset with start <= stop <= len(buffer)";
+    else if (keep != Py_None && !PyCallable_Check(keep))
+        bad = "keep: a callable or None";
+    if (bad) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, bad);
+        return NULL;
+    }
+    Want w;
+    memset(&w, 0, sizeof(w));
+    w.ncats = (int)ncats;
     for (int i = 0; i < w.ncats; i++) {
         PyObject *c = PyTuple_GET_ITEM(cats, i);
         Py_ssize_t n;
@@ -944,9 +994,17 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     memset(&o, 0, sizeof(o));
     o.keep = keep == Py_None ? NULL : keep;
     Py_ssize_t closed;
-    Py_BEGIN_ALLOW_THREADS
-    closed = scan_region(buf.buf, start, stop < 0 ? buf.len : stop, buf.len, &o, &w);
-    Py_END_ALLOW_THREADS
+    int cut = stop >= 0;
+    if (buf.readonly) {
+        /* the GIL is released over read-only memory (bytes, a read-only map) only */
+        Py_BEGIN_ALLOW_THREADS
+        closed = scan_region(buf.buf, start, cut ? stop : buf.len, cut, &o, &w);
+        Py_END_ALLOW_THREADS
+    } else {
+        /* a writable buffer (bytearray) is scanned holding the GIL: no other thread of this
+         * interpreter can change it meanwhile (and no read relies on it staying the same) */
+        closed = scan_region(buf.buf, start, cut ? stop : buf.len, cut, &o, &w);
+    }
     PyObject *res = NULL;
     if (o.failed) {
         res = NULL; /* the keep callback's exception */
@@ -980,5 +1038,11 @@ PyMODINIT_FUNC PyInit__kscan(void) {
     if (!C_LOCALE) return PyErr_NoMemory();
     for (int i = 0; i < N_KEYS; i++) KEY_LEN[i] = (Py_ssize_t)strlen(KEYS[i]);
     for (int i = 0; i < N_ARGS; i++) ARG_KEY_LEN[i] = (Py_ssize_t)strlen(ARG_KEYS[i]);
-    return PyModule_Create(&MODULE);
+    PyObject *m = PyModule_Create(&MODULE);
+    if (m && (PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) ||
+              PyModule_AddIntConstant(m, "MAX_NAMES", KSCAN_MAX_NAMES))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
