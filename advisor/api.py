@@ -18,6 +18,7 @@ import pandas as pd
 
 from advisor.analysis import Analysis
 from advisor.configs.emit import emit_into
+from advisor.errors import AdvisorInputError
 from advisor.gating.compare import GateResult
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir
@@ -139,13 +140,14 @@ def options_for(
     emit: str | PathLike | None = None,
     jobs: int | None = None,
     dask: str | None = None,
+    counters: str | PathLike | None = None,
 ) -> AnalysisOptions:
     """The CLI's options as keyword arguments (checked: AdvisorInputError names a bad one)."""
     return AnalysisOptions(
         gpu=gpu, gpu_spec=str(gpu_spec) if gpu_spec else None,
         rule_paths=tuple(str(r) for r in rules), shapes=tuple(shapes), gemms=tuple(gemms),
         range_text=range_text, device=device, emit_dir=str(emit) if emit else None, jobs=jobs,
-        dask=dask,
+        dask=dask, counters=str(counters) if counters else None,
     ).check()  # fmt: skip
 
 
@@ -169,6 +171,9 @@ def analyze(
     if opts.emit_dir:
         check_output_dir(opts.emit_dir, paths, "emit folder")
     rule_set = opts.rules()
+    if opts.counters and (len(paths) > 1 or opts.dask):
+        raise AdvisorInputError(None, "--counters joins one trace's kernels: give one trace "
+                                      "(no --dask)")  # fmt: skip
     if len(paths) == 1 and not opts.dask:
         analysis, found = pipeline.run(paths[0], opts, rule_set, progress, memory_advice)
         result = Result(analysis, found)
@@ -180,7 +185,7 @@ def analyze(
 def analyze_each(traces: TracePaths, **options) -> tuple[list[Result], list[str]]:
     """Each trace analysed on its own (``advisor analyze --separate``): the results of those
     that could be read, in order, and one error line per trace that could not."""
-    from advisor.errors import AdvisorInputError, error_line
+    from advisor.errors import error_line
 
     results, errors = [], []
     for path in expand_paths(traces):

@@ -150,8 +150,9 @@ def analyze(
         metavar="TRACE",
         help="Trace file(s): Nsight Systems export (.sqlite, or .nsys-rep with nsys on PATH), "
         "PyTorch profiler (Kineto) JSON (.json/.json.gz), rocprofv3 rocpd database, rocprof "
-        "CSV/JSON or folder. Several traces (or a folder of .sqlite exports) are analysed as "
-        "the ranks of one job.",
+        "CSV/JSON or folder, Nsight Compute report (.ncu-rep with ncu on PATH, or its raw "
+        "page CSV: kernels and counters, no timeline). Several traces (or a folder of .sqlite "
+        "exports) are analysed as the ranks of one job.",
     ),
     format: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-f", help="Output format."
@@ -207,6 +208,13 @@ def analyze(
         "--separate",
         help="Several traces: analyse each on its own (not as the ranks of one job).",
     ),
+    counters: str = typer.Option(
+        None,
+        "--counters",
+        metavar="FILE",
+        help="Hardware counters joined to the trace's kernels: an Nsight Compute report "
+        "(.ncu-rep, with ncu on PATH) or its raw page CSV (docs/metrics.md).",
+    ),
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
@@ -214,12 +222,12 @@ def analyze(
     paths = api.expand_paths(traces)
     options = dict(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
                    gemms=gemm or (), range_text=range_text, device=device, emit=emit_dir,
-                   jobs=jobs, dask=dask)  # fmt: skip
+                   jobs=jobs, dask=dask, counters=counters)  # fmt: skip
     with _input_errors():
         api.options_for(**options)  # bad options fail here, before any trace is read
-        if separate and (emit_dir or dask):
-            raise AdvisorInputError(None, "--separate takes no --emit or --dask: run one "
-                                          "trace at a time for those")  # fmt: skip
+        if separate and (emit_dir or dask or counters):
+            raise AdvisorInputError(None, "--separate takes no --emit, --dask or --counters: "
+                                          "run one trace at a time for those")  # fmt: skip
     if separate:
         _analyze_each(paths, options, format, top)
         return

@@ -15,7 +15,8 @@ class AnalysisOptions:
     """``gpu``: --gpu NAME; ``gpu_spec``: --gpu-spec FILE; ``rule_paths``: --rules;
     ``shapes``: --shape PATTERN=MxNxK texts; ``gemms``: --gemm PATTERN texts;
     ``range_text``/``device``: the selection; ``emit_dir``: --emit; ``jobs``: worker
-    processes for several traces; ``dask``: the Dask scheduler that runs them instead."""
+    processes for several traces; ``dask``: the Dask scheduler that runs them instead;
+    ``counters``: --counters FILE, hardware counters joined to the trace's kernels."""
 
     gpu: str | None = None
     gpu_spec: str | None = None  # --gpu-spec FILE.yaml
@@ -27,6 +28,7 @@ class AnalysisOptions:
     emit_dir: str | None = None
     jobs: int | None = None
     dask: str | None = None  # --dask ADDRESS (tcp:// or tls://host:port, or "local")
+    counters: str | None = None  # --counters FILE (an Nsight Compute report or raw page)
 
     @cached_property
     def shape_options(self) -> list[ShapeOption]:
@@ -62,8 +64,14 @@ class AnalysisOptions:
 
     def check(self) -> AnalysisOptions:
         """Parse everything that can be wrong before any trace is read; returns self."""
+        from pathlib import Path
+
+        from advisor.trace.load import check_readable_file
+
         _ = self.shape_options, self.gemm_options, self.gpu_override
         self.rules()
+        if self.counters:
+            check_readable_file(Path(self.counters))
         return self
 
     def with_selection(self, range_text: str | None, device: int | None) -> AnalysisOptions:

@@ -9,7 +9,8 @@ from advisor.findings import find_on_device
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.rules.finding import Finding
-from advisor.trace.load import load_trace
+from advisor.trace.counters import join_counters
+from advisor.trace.load import load_counters, load_trace
 from advisor.trace.model import Trace
 
 Step = Callable[[str | None], None]
@@ -29,10 +30,11 @@ def run(
     step: Step | None = None,
     memory_advice: MemoryAdvice | None = None,
 ) -> tuple[Analysis, list[Finding]]:
-    """Load ``path``, analyze it with ``options`` (--gpu, --shape, --gemm), narrow it to the
-    options' range/device (Analysis.select) and apply ``rules`` (default: the options'
-    rules). ``step`` is called after each stage with the name of the next one (None at the
-    end), for progress display; ``memory_advice``: see MemoryAdvice.
+    """Load ``path`` (with the options' --counters joined to its kernels), analyze it with
+    ``options`` (--gpu, --shape, --gemm), narrow it to the options' range/device
+    (Analysis.select) and apply ``rules`` (default: the options' rules). ``step`` is called
+    after each stage with the name of the next one (None at the end), for progress display;
+    ``memory_advice``: see MemoryAdvice.
 
     Raises AdvisorInputError when the device ran no GPU work or the range matches no
     top-level NVTX range.
@@ -40,6 +42,8 @@ def run(
     options = options or AnalysisOptions()
     (memory_advice or _no_advice)(0)  # reading touches each page about once
     trace = load_trace(path, gpu=options.gpu_override)
+    if options.counters:
+        join_counters(trace, load_counters(options.counters), options.counters)
     return run_trace(trace, options, rules, step, memory_advice)
 
 

@@ -9,6 +9,7 @@ from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.kineto import looks_like_kineto, read_head, read_kineto
 from advisor.trace.model import GpuSpec, Trace
+from advisor.trace.ncu import is_ncu_report, looks_like_ncu_csv, read_ncu, read_ncu_report
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
 from advisor.trace.nsys_rep import export_report, is_report
 from advisor.trace.quality import drop_impossible_rows
@@ -76,6 +77,8 @@ def _read_file(p: Path, cores: int | None) -> Trace:
         trace.path = str(p)
         trace.sources.append(f"{export} (nsys export)")
         return trace
+    if is_ncu_report(p):  # an .ncu-rep: its raw and details pages exported with ncu
+        return read_ncu_report(p)
     try:
         if looks_like_sqlite(p):
             return read_rocpd(p) if is_rocpd(p) else read_nsys(p, cores)
@@ -89,12 +92,29 @@ def _read_file(p: Path, cores: int | None) -> Trace:
     except OSError as exc:
         raise AdvisorInputError(str(p), f"cannot read: {exc.strerror}") from exc
     if name.endswith(".gz") or (b"," in head and b"\0" not in head):
-        return read_rocprof(p)
+        return read_ncu(p) if looks_like_ncu_csv(p) else read_rocprof(p)
     raise AdvisorInputError(
         str(p),
         "not a supported trace: expected an Nsight Systems SQLite export or .nsys-rep, a PyTorch "
-        "profiler (Kineto) JSON, a rocprofv3 rocpd database or rocprof CSV/JSON",
+        "profiler (Kineto) JSON, a rocprofv3 rocpd database or rocprof CSV/JSON, or an Nsight "
+        "Compute report (.ncu-rep or its raw page CSV)",
     )
+
+
+def load_counters(path: str | Path) -> Trace:
+    """The hardware counters of ``--counters PATH``: an Nsight Compute report (``.ncu-rep``)
+    or its raw page (``.csv``, ``.csv.gz``), read as a kernel-level Trace."""
+    p = Path(path)
+    check_readable_file(p)
+    if is_ncu_report(p):
+        return read_ncu_report(p)
+    if not looks_like_ncu_csv(p):
+        raise AdvisorInputError(
+            str(p),
+            "--counters: not an Nsight Compute report: expected an .ncu-rep or its raw page "
+            "(ncu --import R.ncu-rep --csv --page raw > R.ncu.raw.csv)",
+        )
+    return read_ncu(p)
 
 
 def _settle_gpus(trace: Trace, gpu: str | GpuSpec | None) -> None:

@@ -176,6 +176,17 @@ class Trace:
     epoch_offset_ns: int | None = None
     # the devices of a job merged from rank summaries (parts.py), which holds no GPU ops
     device_ids: list[int] | None = None
+    # hardware counters per profiled launch (advisor/data/counters.yaml names the columns):
+    # ``launch`` (the row position in ``kernels`` it belongs to, -1 when it joined none),
+    # ``profiled`` (its position in the counters file), name, grid_*, block_*, then one
+    # column per counter; empty without counters
+    counters: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the counter tool's own rule results per profiled launch (Nsight Compute's details
+    # page): profiled, section, rule, type, speedup (%), speedup_type, description
+    counter_rules: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # False when the launches were serialized and replayed by a counter profiler (Nsight
+    # Compute): their times are back to back, so there are no gaps, host calls or ranges
+    timeline: bool = True
 
     @property
     def devices(self) -> list[int]:
