@@ -85,3 +85,52 @@ def test_the_rule_catches_a_wrong_import(tmp_path, monkeypatch):
     (fake / "trace" / "bad.py").write_text("from advisor.render import json\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", fake)
     assert _imports() == {"trace": {"render"}}
+
+
+# Inside the reader package, what the rest of advisor may import, module by module: the
+# format-free Trace, its GPU facts, quality checks and counter join anywhere, the one entry point that
+# picks a reader (load) only where a trace path becomes a Trace; never a reader itself
+# (nsys, kineto, rocprof, rocpd, nsys_rep, ncu, ...): nothing downstream knows the format.
+TRACE_MODULES_FOR_ALL = {"model", "gpus", "quality", "counters"}
+TRACE_ENTRY = {"load": {"options", "pipeline", "multi", "parts", "api", "cli"}}
+
+
+def _trace_module_imports(root: Path = ROOT) -> dict[str, set[str]]:
+    """Per module outside advisor/trace: the advisor.trace modules it imports."""
+    found: dict[str, set[str]] = {}
+    for f in root.rglob("*.py"):
+        rel = f.relative_to(root.parent).with_suffix("")
+        if rel.parts[1:2] == ("trace",) or "templates" in rel.parts:
+            continue
+        module = ".".join(rel.parts)
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "advisor.trace":
+                    names = [f"advisor.trace.{a.name}" for a in node.names]
+                else:
+                    names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if name.startswith("advisor.trace."):
+                    found.setdefault(module, set()).add(name.split(".")[2])
+    return found
+
+
+def test_no_module_outside_the_readers_knows_a_format():
+    wrong = {}
+    for module, used in _trace_module_imports().items():
+        part = _part(module.removesuffix(".__init__"))
+        bad = {m for m in used - TRACE_MODULES_FOR_ALL if part not in TRACE_ENTRY.get(m, set())}
+        if bad:
+            wrong[module] = sorted(bad)
+    assert not wrong, wrong
+
+
+def test_the_module_rule_catches_a_reader_import(tmp_path):
+    fake = tmp_path / "advisor"
+    (fake / "metrics").mkdir(parents=True)
+    (fake / "metrics" / "bad.py").write_text("from advisor.trace.nsys import read_nsys\n"
+                                             "from advisor.trace.model import Trace\n")  # fmt: skip
+    assert _trace_module_imports(fake) == {"advisor.metrics.bad": {"nsys", "model"}}
