@@ -88,9 +88,10 @@ def test_the_rule_catches_a_wrong_import(tmp_path, monkeypatch):
 
 
 # Inside the reader package, what the rest of advisor may import, module by module: the
-# format-free Trace, its GPU facts, quality checks and counter join anywhere, the one entry point that
-# picks a reader (load) only where a trace path becomes a Trace; never a reader itself
-# (nsys, kineto, rocprof, rocpd, nsys_rep, ncu, ...): nothing downstream knows the format.
+# format-free Trace, its GPU facts, quality checks and counter join anywhere, the one entry
+# point that picks a reader (load) only where a trace path becomes a Trace; never a reader
+# itself (nsys, kineto, rocprof, rocpd, nsys_rep, ncu, ...): nothing downstream knows the
+# format.
 TRACE_MODULES_FOR_ALL = {"model", "gpus", "quality", "counters"}
 TRACE_ENTRY = {"load": {"options", "pipeline", "multi", "parts", "api", "cli"}}
 
