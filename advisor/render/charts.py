@@ -32,8 +32,13 @@ from advisor import views  # noqa: E402
 from advisor.analysis import Analysis  # noqa: E402
 from advisor.data import load_yaml, names_in  # noqa: E402
 from advisor.metrics import intervals as iv  # noqa: E402
-from advisor.render.fit import ELLIPSIS, shorten_middle  # noqa: E402
-from advisor.render.sections import IDLE_LABELS  # noqa: E402
+from advisor.render.fit import ELLIPSIS, common_prefix, shorten_middle  # noqa: E402
+from advisor.render.sections import (  # noqa: E402
+    IDLE_LABELS,
+    group_details,
+    unless_ambiguous,
+    widen_duplicates,
+)
 from advisor.units import fmt_ns, fmt_pct  # noqa: E402
 
 # --------------------------------------------------------------------------------------
@@ -227,62 +232,22 @@ def row_labels(rows: pd.DataFrame, several_devices: bool, width: int = NAME_WIDT
     if "demangled" in rows:  # (Nsight's short names: "Kernel2" for many templates)
         demangled = [clean_name(d) if isinstance(d, str) and d else n
                      for n, d in zip(full, rows["demangled"], strict=True)]  # fmt: skip
-        full = _unless_ambiguous(full, demangled)
-    names = _unless_ambiguous([simplify_name(n) for n in full], full)
+        full = unless_ambiguous(full, demangled)
+    names = unless_ambiguous([simplify_name(n) for n in full], full)
     labels = _distinct_short(names, width)
     grids = [f"{x}x{y}x{z}" for x, y, z in
              zip(rows["grid_x"], rows["grid_y"], rows["grid_z"], strict=True)]  # fmt: skip
     labels = [f"{n}  grid {g}" for n, g in zip(labels, grids, strict=True)]
     if several_devices:
         labels = [f"{n}, dev {d}" for n, d in zip(labels, rows["device"], strict=True)]
-    extras = [[f"block {int(v)}" for v in rows["block_threads"]],
-              [f"{int(v)} regs" for v in rows["registers"]],
-              [f"smem {int(v)} B" for v in rows["smem_per_block"]], _shapes(rows)]  # fmt: skip
+    extras = [[f"block {int(v)}" for v in rows["block_threads"]], *group_details(rows)]
     for values in extras:
-        labels = _widen_duplicates(labels, values)
+        labels = widen_duplicates(labels, values)
     seen: dict[str, int] = {}
     out = []
     for label in labels:  # (groups equal in every shown column: numbered)
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
-    return out
-
-
-def _unless_ambiguous(short: list[str], full: list[str]) -> list[str]:
-    """``short``, except where two equal short texts stand for different ``full`` ones: the
-    full text there."""
-    seen: dict[str, set[str]] = {}
-    for x, f in zip(short, full, strict=True):
-        seen.setdefault(x, set()).add(f)
-    return [f if len(seen[x]) > 1 else x for x, f in zip(short, full, strict=True)]
-
-
-def _shapes(rows: pd.DataFrame) -> list[str]:
-    """The GEMM shape of each group (``MxNxK``), else where its shape would come from (kernel
-    groups are split by shape evidence too: the same kernel under a matmul op and outside)."""
-    if not {"m", "n", "k"} <= set(rows):
-        return [""] * len(rows)
-    source = rows["shape_source"] if "shape_source" in rows else pd.Series(np.nan, rows.index)
-    out = []
-    for m, n, k, src in zip(rows["m"], rows["n"], rows["k"], source, strict=True):
-        if not any(pd.isna(v) for v in (m, n, k)):
-            out.append(f"shape {int(m)}x{int(n)}x{int(k)}")
-        else:
-            out.append(f"shape unknown ({src})" if isinstance(src, str) else "no op or range")
-    return out
-
-
-def _widen_duplicates(labels: list[str], values: list[str]) -> list[str]:
-    """``labels`` with ``values`` appended to the labels that are equal to another one whose
-    value differs."""
-    groups: dict[str, list[int]] = {}
-    for i, label in enumerate(labels):
-        groups.setdefault(label, []).append(i)
-    out = list(labels)
-    for idx in groups.values():
-        if len(idx) > 1 and len({values[i] for i in idx}) > 1:
-            for i in idx:
-                out[i] = f"{labels[i]}, {values[i]}"
     return out
 
 
@@ -298,8 +263,8 @@ def _distinct_short(names: list[str], width: int) -> list[str]:
         fulls = [names[i] for i in idx]
         if len(set(fulls)) < 2:
             continue
-        head = len(_common_prefix(fulls))
-        tail = len(_common_prefix([f[::-1] for f in fulls]))
+        head = len(common_prefix(fulls))
+        tail = len(common_prefix([f[::-1] for f in fulls]))
         for i in idx:
             n = names[i]
             core = n[head : len(n) - tail] if head + tail < len(n) else ""
@@ -319,14 +284,6 @@ def _distinct_short(names: list[str], width: int) -> list[str]:
         out = [shorten_middle(n, width + 8 * step) if x in bad else x
                for x, n in zip(out, names, strict=True)]  # fmt: skip
     return out
-
-
-def _common_prefix(texts: list[str]) -> str:
-    first, last = min(texts), max(texts)
-    n = 0
-    while n < min(len(first), len(last)) and first[n] == last[n]:
-        n += 1
-    return first[:n]
 
 
 BINS = 400  # time bins of the timeline, over its drawn width

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from advisor import views
@@ -38,6 +39,71 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def unless_ambiguous(short: list[str], full: list[str]) -> list[str]:
+    """``short``, except where two equal short texts stand for different ``full`` ones: the
+    full text there."""
+    seen: dict[str, set[str]] = {}
+    for x, f in zip(short, full, strict=True):
+        seen.setdefault(x, set()).add(f)
+    return [f if len(seen[x]) > 1 else x for x, f in zip(short, full, strict=True)]
+
+
+def widen_duplicates(labels: list[str], values: list[str]) -> list[str]:
+    """``labels`` with ``values`` appended to the labels that are equal to another one whose
+    value differs."""
+    groups: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(label, []).append(i)
+    out = list(labels)
+    for idx in groups.values():
+        if len(idx) > 1 and len({values[i] for i in idx}) > 1:
+            for i in idx:
+                out[i] = f"{labels[i]}, {values[i]}"
+    return out
+
+
+def gemm_shapes(rows: pd.DataFrame) -> list[str]:
+    """The GEMM shape of each kernel group (``MxNxK``), else where its shape would come from
+    (kernel groups are split by shape evidence too: the same kernel under a matmul op and
+    outside)."""
+    if not {"m", "n", "k"} <= set(rows):
+        return [""] * len(rows)
+    source = rows["shape_source"] if "shape_source" in rows else pd.Series(np.nan, rows.index)
+    out = []
+    for m, n, k, src in zip(rows["m"], rows["n"], rows["k"], source, strict=True):
+        if not any(pd.isna(v) for v in (m, n, k)):
+            out.append(f"shape {int(m)}x{int(n)}x{int(k)}")
+        else:
+            out.append(f"shape unknown ({src})" if isinstance(src, str) else "no op or range")
+    return out
+
+
+def group_details(rows: pd.DataFrame) -> list[list[str]]:
+    """What else tells kernel groups apart, per kind: registers, shared memory, GEMM shape."""
+    return [[f"{int(v)} regs" for v in rows["registers"]],
+            [f"smem {int(v)} B" for v in rows["smem_per_block"]], gemm_shapes(rows)]  # fmt: skip
+
+
+def kernel_names(k: pd.DataFrame) -> list[str]:
+    """Kernel group names as the tables show them: the demangled name where one short name
+    stands for several kernels; where groups of one device, grid and block would still read
+    the same, what tells them apart (registers, shared memory, GEMM shape) in brackets, which
+    a fitted table keeps whole (``Kernel2 [shape 512x512x64]``)."""
+    if k.empty:
+        return []
+    names = list(k["name"])
+    if "demangled" in k:  # (Nsight's short names: "Kernel2" for many templates)
+        demangled = [d if isinstance(d, str) and d else n
+                     for n, d in zip(names, k["demangled"], strict=True)]  # fmt: skip
+        names = unless_ambiguous(names, demangled)
+    keys = [f"{n}\0{r.device}\0{r.grid_x}x{r.grid_y}x{r.grid_z}\0{r.block_threads}"
+            for n, r in zip(names, k.itertuples(), strict=True)]  # fmt: skip
+    for values in group_details(k):
+        keys = widen_duplicates(keys, values)
+    details = [key.split("\0")[-1].partition(", ")[2] for key in keys]
+    return [f"{n} [{d}]" if d else n for n, d in zip(names, details, strict=True)]
+
+
 # the steady idle by cause (docs/metrics.md, "Why the GPU waited"), in the summary's order
 IDLE_LABELS = {
     "launch_overhead_ns": "launch overhead (host launching + latency + in-graph)",
@@ -57,8 +123,8 @@ def summary(a: Analysis) -> Section:
     s = a.summary()
     window, startup = s["window_ns"], s["startup_idle_ns"]
     steady = window - startup
-    cols = [Col("metric", text=True, wrap=True, min=30), Col("time"),
-            Col("share of steady time")]  # fmt: skip
+    cols = [Col("metric", text=True, wrap=True, min=20, identifies=True), Col("time"),
+            Col("share of steady time", wrap=True)]  # fmt: skip
 
     def row(label: str, ns) -> list[str]:
         return [label, fmt_ns(ns), fmt_pct(ns / steady) if steady > 0 else "-"]
@@ -103,18 +169,20 @@ def quantization(a: Analysis, top: int) -> Section:
         if short.any() else ""
     )  # fmt: skip
     k = k[~short] if len(k) else k
-    cols = [Col("kernel", text=True, min=24), Col("dev", drop=3), Col("grid", drop=2),
-            Col("block", drop=5), Col("launches", drop=4), Col("total"),
-            Col("CTAs/SM (limit)", drop=6), Col("waves"), Col("idle share"),
-            Col("quant. idle"), Col("kind", text=True, drop=1, min=10)]  # fmt: skip
+    cols = [Col("kernel", text=True, min=24, identifies=True),
+            Col("dev", drop=6, identifies=True), Col("grid", drop=5, identifies=True),
+            Col("block", drop=8, identifies=True), Col("launches", drop=7), Col("total", drop=1),
+            Col("CTAs/SM (limit)", drop=9), Col("waves", drop=3), Col("idle share", drop=2),
+            Col("quant. idle"), Col("kind", text=True, drop=4, min=10)]  # fmt: skip
     rows = []
-    for r in k.head(top).itertuples():
+    k = k.head(top)
+    for r, name in zip(k.itertuples(), kernel_names(k), strict=True):
         kind = "underfill" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
         kind = "comm" if r.comm else "persistent" if r.persistent else kind
         if pd.isna(r.waves):
             kind = "no facts"
         rows.append([
-            r.name, str(r.device), f"{r.grid_x}x{r.grid_y}x{r.grid_z}", str(r.block_threads),
+            name, str(r.device), f"{r.grid_x}x{r.grid_y}x{r.grid_z}", str(r.block_threads),
             _count(r.launches), fmt_ns(r.total_ns),
             "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
             "-" if pd.isna(r.waves) else f"{r.waves:.3f}",
@@ -128,8 +196,9 @@ def quantization(a: Analysis, top: int) -> Section:
 def top_kernels(a: Analysis, top: int) -> Section:
     """Kernels by GPU time, with their share of the device's kernel time."""
     t = views.top_kernels(a)
-    cols = [Col("kernel", text=True, min=24), Col("dev", drop=2), Col("launches", drop=1),
-            Col("total"), Col("median"), Col("share")]  # fmt: skip
+    cols = [Col("kernel", text=True, min=24, identifies=True),
+            Col("dev", drop=3, identifies=True), Col("launches", drop=4), Col("total"),
+            Col("median", drop=2), Col("share", drop=1)]  # fmt: skip
     rows = [[r.name, str(r.device), _count(r.launches), fmt_ns(r.total_ns),
              fmt_ns(r.median_ns), fmt_pct(r.share)] for r in t.head(top).itertuples()]  # fmt: skip
     note = f"{len(t) - top} more kernel(s) in --format json" if len(t) > top else ""
@@ -140,8 +209,9 @@ def top_kernels(a: Analysis, top: int) -> Section:
 def copies(a: Analysis) -> Section:
     """Memory copies and sets per direction and host memory kind."""
     t = views.copies(a)
-    cols = [Col("dev", drop=2), Col("kind", text=True), Col("host memory", text=True),
-            Col("count"), Col("bytes"), Col("time"), Col("GB/s")]  # fmt: skip
+    cols = [Col("dev", drop=5, identifies=True), Col("kind", text=True, identifies=True),
+            Col("host memory", text=True, identifies=True), Col("count", drop=3),
+            Col("bytes", drop=2), Col("time"), Col("GB/s", drop=4)]  # fmt: skip
     rows = [[str(r.device), r.kind, r.host_memory, _count(r.count), _bytes(r.bytes),
              fmt_ns(r.total_ns), "-" if pd.isna(r.gb_per_s) else f"{r.gb_per_s:.2f}"]
             for r in t.itertuples()]  # fmt: skip
@@ -151,8 +221,10 @@ def copies(a: Analysis) -> Section:
 def sync_stalls(a: Analysis, origin: int) -> Section:
     """The blocking host calls behind synchronization gaps."""
     t = views.sync_stalls(a)
-    cols = [Col("dev", drop=2), Col("blocking call", text=True, min=21), Col("gaps"),
-            Col("total"), Col("median", drop=1), Col("max"), Col("worst at", drop=3)]  # fmt: skip
+    cols = [Col("dev", drop=3, identifies=True),
+            Col("blocking call", text=True, min=21, identifies=True), Col("gaps", drop=1),
+            Col("total"), Col("median", drop=4), Col("max", drop=2),
+            Col("worst at", drop=5)]  # fmt: skip
     rows = [[str(r.device), r.call, _count(r.gaps), fmt_ns(r.total_ns), fmt_ns(r.median_ns),
              fmt_ns(r.max_ns), f"+{fmt_ns(r.worst_at_ns - origin)}"]
             for r in t.itertuples()]  # fmt: skip
@@ -162,10 +234,10 @@ def sync_stalls(a: Analysis, origin: int) -> Section:
 
 def regions(a: Analysis, top: int) -> Section:
     """Top-level NVTX ranges, worst first."""
-    cols = [Col("range", text=True, min=20), Col("dev", drop=3), Col("n", drop=4), Col("busy"),
-            Col("idle"), Col("tail idle", drop=5), Col("under-fill", drop=6),
-            Col("launch ovh."), Col("sync"), Col("exposed comm", drop=2),
-            Col("overlap", drop=1)]  # fmt: skip
+    cols = [Col("range", text=True, min=20, identifies=True),
+            Col("dev", drop=7, identifies=True), Col("n", drop=8), Col("busy"), Col("idle"),
+            Col("tail idle", drop=9), Col("under-fill", drop=10), Col("launch ovh.", drop=3),
+            Col("sync", drop=4), Col("exposed comm", drop=5), Col("overlap", drop=6)]  # fmt: skip
     if a.regions.empty:
         return Section("Top-level NVTX ranges on the GPU (worst first)", cols, [])
     g = a.region_totals().sort_values("recoverable_ns", ascending=False)
@@ -178,15 +250,17 @@ def regions(a: Analysis, top: int) -> Section:
 
 
 def gaps(a: Analysis) -> Section:
-    cols = [Col("dev"), Col("cause", text=True), Col("gaps"), Col("total"), Col("median"),
-            Col("max")]  # fmt: skip
+    cols = [Col("dev", identifies=True), Col("cause", text=True, min=15, identifies=True),
+            Col("gaps", drop=3), Col("total"), Col("median", drop=2),
+            Col("max", drop=1)]  # fmt: skip
     rows = [[str(g.device), g.cause, _count(g.count), fmt_ns(g.total_ns), fmt_ns(g.median_ns),
              fmt_ns(g.max_ns)] for g in a.gaps.itertuples()]  # fmt: skip
     return Section("Device idle gaps by cause", cols, rows)
 
 
 def streams(a: Analysis, top: int) -> Section:
-    cols = [Col("dev"), Col("stream"), Col("ops"), Col("busy"), Col("stream gaps")]
+    cols = [Col("dev", identifies=True), Col("stream", identifies=True), Col("ops", drop=1),
+            Col("busy"), Col("stream gaps")]  # fmt: skip
     rows = [[str(r.device), str(r.stream), _count(r.ops), fmt_ns(r.busy_ns), fmt_ns(r.gap_ns)]
             for r in a.streams.head(top).itertuples()]  # fmt: skip
     return Section("Streams (busy time; own gaps)", cols, rows)
@@ -194,9 +268,9 @@ def streams(a: Analysis, top: int) -> Section:
 
 def comm(a: Analysis) -> Section:
     """Communication and compute per device."""
-    cols = [Col("dev"), Col("comm"), Col("compute"), Col("overlap"), Col("exposed"),
-            Col("overlap ratio"), Col("waiting for ranks", drop=2),
-            Col("same-stream comm", drop=1)]  # fmt: skip
+    cols = [Col("dev", identifies=True), Col("comm"), Col("compute", drop=3),
+            Col("overlap", drop=4), Col("exposed"), Col("overlap ratio"),
+            Col("waiting for ranks", drop=2), Col("same-stream comm", drop=1)]  # fmt: skip
     rows = [[str(r.device), fmt_ns(r.comm_ns), fmt_ns(r.compute_ns), fmt_ns(r.overlap_ns),
              fmt_ns(r.exposed_comm_ns), fmt_pct(r.overlap_ratio), fmt_ns(r.comm_wait_ns),
              fmt_ns(r.same_stream_comm_ns)] for r in a.devices.itertuples()]  # fmt: skip
@@ -207,8 +281,9 @@ def pipeline(a: Analysis) -> Section:
     """Pipeline stages: per stage, the median step, its compute and its bubble (time without
     compute) against the schedule's ideal."""
     t = views.pipeline_stages(a)
-    cols = [Col("stage"), Col("dev"), Col("step"), Col("compute"), Col("bubble"),
-            Col("bubble share"), Col("ideal", drop=1), Col("m", drop=2)]  # fmt: skip
+    cols = [Col("stage", identifies=True), Col("dev", identifies=True), Col("step", drop=3),
+            Col("compute", drop=4), Col("bubble"), Col("bubble share"), Col("ideal", drop=1),
+            Col("m", drop=2)]  # fmt: skip
     rows = [[f"{r.stage} of {r.stages}", str(r.device), fmt_ns(r.step_ns), fmt_ns(r.compute_ns),
              fmt_ns(r.bubble_ns), fmt_pct(r.bubble_fraction), fmt_pct(r.ideal_fraction),
              str(r.microbatches)] for r in t.itertuples()]  # fmt: skip
@@ -219,8 +294,8 @@ def pipeline(a: Analysis) -> Section:
 
 def ranks(rows: list[dict]) -> Section:
     """The traces of a job analysed as one: which devices each became."""
-    cols = [Col("rank"), Col("trace", text=True, min=20), Col("devices", text=True),
-            Col("trace dev", text=True, drop=1)]  # fmt: skip
+    cols = [Col("rank", identifies=True), Col("trace", text=True, min=20, identifies=True),
+            Col("devices", text=True), Col("trace dev", text=True, drop=1)]  # fmt: skip
     out = [["-" if r["rank"] is None else str(r["rank"]), r["path"],
             ", ".join(map(str, r["devices"])) if r["devices"] else "error",
             ", ".join(map(str, r["trace_devices"]))] for r in rows]  # fmt: skip

@@ -1,23 +1,27 @@
-"""Rich terminal report of ``advisor analyze`` (worst first, every number with its unit)."""
+"""Rich terminal report of ``advisor analyze`` (worst first, every number with its unit),
+fitted to the console's width (render.fit, docs/terminal.md): numbers are never cut nor
+wrapped away from their units, columns are left out in a stated order when narrow."""
 
 from __future__ import annotations
 
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
+from rich.console import Console, RenderableType
 
 from advisor.analysis import Analysis
 from advisor.render import sections
-from advisor.render.fit import fitted_table
-from advisor.render.tables import titled_table
+from advisor.render.fit import Col, fitted_table, print_wrapped
 from advisor.rules.finding import Finding
 from advisor.units import fmt_ns
 
+# Piped or redirected output has no terminal to measure: it is this wide (COLUMNS, when set,
+# wins). Wide enough for the findings as a table, narrow enough for an editor or a diff.
+PIPED_WIDTH = 100
+NARROW = 100  # below this many columns findings are listed as blocks, not a table
 
-def _header(a: Analysis) -> Group:
+
+def _header(a: Analysis, console: Console) -> None:
     t = a.trace
-    lines = [Text.assemble(("advisor analyze ", "bold"), t.path)]
-    lines.append(Text(f"{t.format}, {t.producer_version}"))
+    print_wrapped(console, f"advisor analyze {t.path}", "bold")
+    lines = [f"{t.format}, {t.producer_version}"]
     seen = {}
     active = set(t.devices)
     for device, spec in sorted(t.gpus.items()):
@@ -26,20 +30,18 @@ def _header(a: Analysis) -> Group:
             seen.setdefault((spec.name, spec.sm_count, unit, spec.source), []).append(device)
     for (name, sms, unit, source), devs in seen.items():
         ids = ",".join(map(str, devs))
-        lines.append(Text(f"GPU {ids}: {name}, {sms} {unit} (facts from {source})"))
+        lines.append(f"GPU {ids}: {name}, {sms} {unit} (facts from {source})")
     if t.sources:
-        lines.append(Text(f"also read: {', '.join(t.sources)}"))
+        lines.append(f"also read: {', '.join(t.sources)}")
     if not t.gpus:
-        lines.append(Text("GPU facts: none (occupancy, waves and tails not computed)"))
+        lines.append("GPU facts: none (occupancy, waves and tails not computed)")
     sel = [f"--{k} {v}" for k, v in a.selection.items() if v is not None]
     if sel:
-        lines.append(Text(f"selection: {' '.join(sel)}"))
+        lines.append(f"selection: {' '.join(sel)}")
+    for line in lines:
+        print_wrapped(console, line, hanging="  ")
     for w in a.warnings:
-        lines.append(Text(f"warning: {w}", style="yellow"))
-    return Group(*lines)
-
-
-NARROW = 100  # below this many columns findings are listed as blocks, not a table
+        print_wrapped(console, f"warning: {w}", "yellow", hanging="  ")
 
 
 def _measured(f: Finding) -> str:
@@ -58,57 +60,62 @@ def _at(f: Finding, origin: int) -> list[str]:
     return [f"at +{fmt_ns(f.at_ns - origin)}"]
 
 
-def _findings_list(findings: list[Finding], top: int, origin: int) -> Group:
+def _findings_list(findings: list[Finding], top: int, origin: int, console: Console) -> None:
     """Findings as numbered blocks (narrow terminals): nothing squeezed into columns."""
-    lines = [Text("Findings, ranked by estimated savings (estimates)", style="italic")]
+    print_wrapped(console, "Findings, ranked by estimated savings (estimates)", "italic")
     for i, f in enumerate(findings[:top], 1):
         head = f"{i}. {f.strategy} ({f.severity}): est. savings {fmt_ns(f.est_savings_ns)}"
-        lines.append(Text(head, style="bold"))
+        print_wrapped(console, head, "bold", hanging="   ")
         where = ", ".join([*f.location(), *_at(f, origin)])
-        lines.append(Text(f"   {where}"))
-        for line in _measured(f).split("\n"):
-            lines.append(Text(f"   {line}"))
+        print_wrapped(console, where, indent="   ", hanging="   ")
+        print_wrapped(console, _measured(f), indent="   ", hanging="   ")
     if not findings:
-        lines.append(Text("none: no rule fired"))
+        print_wrapped(console, "none: no rule fired")
     if len(findings) > top:
-        lines.append(Text(f"{len(findings) - top} more in --format json (or raise --top)"))
-    return Group(*lines)
+        print_wrapped(console, f"{len(findings) - top} more in --format json (or raise --top)")
 
 
-def _findings(findings: list[Finding], top: int, origin: int) -> Table:
-    tab = titled_table(
-        "Findings, ranked by estimated savings (estimates)",
-        ("#", "strategy", "sev.", "where", "est. savings", "what was measured"),
-        text=["strategy", "sev.", "where", "what was measured"],
-    )
-    for i, f in enumerate(findings[:top], 1):
-        tab.add_row(
-            str(i),
-            f.strategy,
-            f.severity,
-            "\n".join([*f.location(), *_at(f, origin)]),
-            fmt_ns(f.est_savings_ns),
-            _measured(f),
-        )
+FINDING_COLUMNS = (
+    Col("#", identifies=True),
+    Col("strategy", text=True, min=20),
+    Col("sev.", text=True, min=6, drop=1),
+    Col("where", text=True, wrap=True, min=16),
+    Col("est. savings"),
+    Col("what was measured", text=True, wrap=True, min=24),
+)
+
+
+def _findings(findings: list[Finding], top: int, origin: int, width: int) -> RenderableType:
+    """Findings as a table (wide terminals), best first."""
+    rows = [
+        [str(i), f.strategy, f.severity, "\n".join([*f.location(), *_at(f, origin)]),
+         fmt_ns(f.est_savings_ns), _measured(f)]
+        for i, f in enumerate(findings[:top], 1)
+    ]  # fmt: skip
     if not findings:
-        tab.add_row("", "none", "", "no rule fired", "", "")
-    if len(findings) > top:
-        tab.caption = f"{len(findings) - top} more in --format json (or raise --top)"
-    return tab
+        rows = [["", "none", "", "no rule fired", "", ""]]
+    more = f"{len(findings) - top} more in --format json (or raise --top)"
+    return fitted_table("Findings, ranked by estimated savings (estimates)", FINDING_COLUMNS,
+                        rows, width, caption=more if len(findings) > top else "")  # fmt: skip
 
 
-def _strategies(findings: list[Finding]) -> Table | None:
-    """Why each recommended strategy helps and what to watch for (once per rule)."""
+STRATEGY_COLUMNS = (
+    Col("strategy", text=True, min=20),
+    Col("why", text=True, wrap=True, min=16),
+    Col("watch for", text=True, wrap=True, min=12),
+)
+
+
+def _strategies(findings: list[Finding], width: int) -> RenderableType | None:
+    """Why each recommended strategy helps and what to watch for (once per rule); None
+    without findings."""
     seen = {}
     for f in findings:
         seen.setdefault(f.rule, f)
     if not seen:
         return None
-    cols = ("strategy", "why", "watch for")
-    tab = titled_table("Strategies: why, and what to watch for", cols, text=cols)
-    for f in seen.values():
-        tab.add_row(f.strategy, f.rationale, f.watch_for)
-    return tab
+    rows = [[f.strategy, f.rationale, f.watch_for] for f in seen.values()]
+    return fitted_table("Strategies: why, and what to watch for", STRATEGY_COLUMNS, rows, width)
 
 
 def _section(section: sections.Section, console: Console) -> None:
@@ -118,7 +125,7 @@ def _section(section: sections.Section, console: Console) -> None:
         return
     console.print(fitted_table(section.title, section.cols, section.rows, console.width))
     if section.note:
-        console.print(Text(section.note, style="dim"))
+        print_wrapped(console, section.note, "dim")
 
 
 def render(
@@ -129,15 +136,15 @@ def render(
     ranks: list[Finding] | None = None,
 ) -> None:
     """Print the report to ``console`` (``ranks``: the traces of a job read as one)."""
-    console.print(_header(a))
+    _header(a, console)
     if ranks is not None:
         _section(sections.ranks(ranks), console)
     _section(sections.summary(a), console)
     if console.width < NARROW:
-        console.print(_findings_list(findings, top, a.origin_ns))
+        _findings_list(findings, top, a.origin_ns, console)
     else:
-        console.print(_findings(findings, top, a.origin_ns))
-    strategies = _strategies(findings[:top])
+        console.print(_findings(findings, top, a.origin_ns, console.width))
+    strategies = _strategies(findings[:top], console.width)
     if strategies is not None:
         console.print(strategies)
     for section in (
@@ -151,11 +158,10 @@ def render(
         sections.streams(a, top),
     ):
         _section(section, console)
-    console.print(
-        Text(
-            "Times in ns/us/ms/s of device time. Savings are estimates (upper bounds under "
-            "the model in docs/metrics.md). 'at +T': where the worst instance starts, T after "
-            "the trace's first GPU op.",
-            style="dim",
-        )
+    print_wrapped(
+        console,
+        "Times in ns/us/ms/s of device time. Savings are estimates (upper bounds under the "
+        "model in docs/metrics.md). 'at +T': where the worst instance starts, T after the "
+        "trace's first GPU op.",
+        "dim",
     )
