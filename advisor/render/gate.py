@@ -3,14 +3,12 @@ Actions annotations. Regressions first; unchanged rows only counted."""
 
 from __future__ import annotations
 
-import textwrap
-
 from rich.console import Console
 
 from advisor.gating import GateResult, Row
 from advisor.gating.compare import fmt_value as _fmt
 from advisor.gating.config import COUNTS
-from advisor.render.fit import Col, fitted_table
+from advisor.render.fit import Col, fitted_table, print_wrapped
 from advisor.render.json import json_text
 from advisor.units import fmt_ns
 
@@ -18,7 +16,8 @@ ORDER = {"regression": 0, "new finding": 1, "improvement": 2, "not significant":
          "only in baseline": 4, "only in candidate": 5, "unchanged": 6}  # fmt: skip
 
 
-def _change(r: Row) -> str:
+def change_text(r: Row) -> str:
+    """How much a row moved: ``+3.79 us (+6.9%)``, ``+8 (+16.0%)``, ``+1.5 pts``; ``-``."""
     if r.delta is None:
         return "-"
     rel = f" ({r.delta / r.baseline:+.1%})" if r.baseline else ""
@@ -96,28 +95,33 @@ def verdict(result: GateResult) -> str:
     return f"PASS: no regression ({len(result.rows)} metric(s) compared)"
 
 
+# What a row is about and how much it changed are always shown; when narrow, the test is
+# left out first, then baseline and candidate together, then the metric (it then joins the
+# what cell), then the status (the verdict and the "Why:" lines still name each regression).
 GATE_COLUMNS = (
-    Col("status", text=True, min=10),
-    Col("what", text=True, min=14),
-    Col("metric", text=True, min=12),
-    Col("baseline"),
-    Col("candidate"),
-    Col("change", drop=1),
-    Col("test", text=True, drop=2, min=10),
+    Col("what", text=True, wrap=True, min=20, identifies=True),
+    Col("metric", text=True, min=18, drop=4, identifies=True, fold=True),
+    Col("baseline", drop=5),
+    Col("candidate", drop=5),
+    Col("change"),
+    Col("status", text=True, min=17, drop=3),
+    Col("test", text=True, min=10, drop=7),
 )
 
 
 def table(result: GateResult, console: Console, top: int) -> None:
-    console.print(verdict(result), style="bold red" if result.failed else "bold green")
-    console.print(f"method: {result.method}", markup=False, highlight=False)
+    """The verdict, the changed rows as a table that fits the console (GATE_COLUMNS) and
+    why each regression happened; prose wrapped with numbers kept whole."""
+    print_wrapped(console, verdict(result), "bold red" if result.failed else "bold green")
+    print_wrapped(console, f"method: {result.method}")
     for note in result.notes:
-        console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
+        print_wrapped(console, f"note: {note}", "yellow", hanging="  ")
     rows = shown(result)
     if not rows:  # nothing moved beyond its threshold: the verdict says it all
         return
     cells = [
-        (r.status, _what(r), r.metric, _fmt(r.metric, r.baseline),
-         _fmt(r.metric, r.candidate), _change(r), test_label(r))
+        (_what(r), r.metric, _fmt(r.metric, r.baseline), _fmt(r.metric, r.candidate),
+         change_text(r), r.status, test_label(r))
         for r in rows[:top]
     ]  # fmt: skip
     console.print(fitted_table("Changes (unchanged metrics omitted)", GATE_COLUMNS, cells,
@@ -125,17 +129,13 @@ def table(result: GateResult, console: Console, top: int) -> None:
     failing = [r for r in rows[:top] if r.status in ("regression", "new finding")]
     if failing:
         console.print("Why:", style="bold")
-        width = max(console.width, 40)
         for r in failing:
-            lines = textwrap.wrap(f"- {_what(r)} {r.metric}: {why(r)}", width,
-                                  subsequent_indent="  ")  # fmt: skip
+            print_wrapped(console, f"- {_what(r)} {r.metric}: {why(r)}", hanging="  ")
             if r.status == "regression":
-                lines += textwrap.wrap(f"test: {test_numbers(r)}", width,
-                                       initial_indent="  ", subsequent_indent="    ")  # fmt: skip
-            console.print("\n".join(lines), markup=False, highlight=False)
+                print_wrapped(console, f"test: {test_numbers(r)}", indent="  ", hanging="    ")
     unchanged = sum(r.status == "unchanged" for r in result.rows)
-    console.print(
-        f"{unchanged} metric(s) unchanged; {len(shown(result))} listed above (first {top})."
+    print_wrapped(
+        console, f"{unchanged} metric(s) unchanged; {len(rows)} listed above (first {top})."
     )
 
 
@@ -152,7 +152,7 @@ def markdown(result: GateResult, top: int = 50) -> str:
     for r in shown(result)[:top]:
         test = test_numbers(r) if r.test_kind != "new finding" else "new finding"
         cells = [r.status, _what(r), r.metric, _fmt(r.metric, r.baseline),
-                 _fmt(r.metric, r.candidate), _change(r), test, why(r)]  # fmt: skip
+                 _fmt(r.metric, r.candidate), change_text(r), test, why(r)]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     unchanged = sum(r.status == "unchanged" for r in result.rows)
     more = len(shown(result)) - top
@@ -200,7 +200,7 @@ def annotations(result: GateResult) -> str:
 
 
 NOISE_COLUMNS = (
-    Col("metric", text=True, min=12),
+    Col("metric", text=True, min=12, identifies=True),
     Col("keys"),
     Col("spread"),
     Col("where", text=True, min=12, drop=1),
@@ -222,8 +222,7 @@ def noise_table(noise, console: Console) -> None:
             spread = f"{n.spread:.1%}"
         rel = n.rel if isinstance(n.rel, str) else f"{n.rel:g}"
         cells.append((n.metric, str(n.keys), spread, n.where, f"rel {rel}, abs {n.abs:g}"))
-    tab = fitted_table("Run-to-run noise of the calibration traces (steady state)",
-                       NOISE_COLUMNS, cells, console.width)  # fmt: skip
-    tab.caption = ((tab.caption + " " if tab.caption else "") + "spread: the largest max/min - 1 "
-                   "between the runs' values, over the keys its abs does not cover")  # fmt: skip
-    console.print(tab)
+    spread = ("spread: the largest max/min - 1 between the runs' values, over the keys its abs "
+              "does not cover")  # fmt: skip
+    console.print(fitted_table("Run-to-run noise of the calibration traces (steady state)",
+                               NOISE_COLUMNS, cells, console.width, caption=spread))  # fmt: skip
