@@ -112,11 +112,12 @@ def _out(text: str) -> None:
 
 
 def _console() -> Console:
-    """Rich console; piped or redirected without COLUMNS set: 160 columns, not 80."""
+    """Rich console: the terminal's width, or COLUMNS when set; piped or redirected without
+    COLUMNS: terminal.PIPED_WIDTH (100) columns."""
     console = _Console()
     if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
         return console
-    return _Console(width=160)
+    return _Console(width=terminal.PIPED_WIDTH)
 
 
 def _errors(lines: list, end: bool = True) -> None:
