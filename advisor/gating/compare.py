@@ -229,6 +229,7 @@ def _name_causes(rows: list[Row], base: list[dict], cand: list[dict]) -> None:
     (new, or with an estimate grown by more than 10 %) of rules that explain the metric,
     at that range or kernel (any, for whole-trace rows)."""
     by_key = {(r.scope, r.key, r.metric): r for r in rows}
+    kernel_names = {key: e["name"] for s in (*base, *cand) for key, e in s["kernels"].items()}
 
     def where(f):
         return (f["rule"], f["kernel"], f["region"], f["device"])
@@ -259,7 +260,7 @@ def _name_causes(rows: list[Row], base: list[dict], cand: list[dict]) -> None:
             if moved:
                 _, part, x = max(moved, key=lambda m: m[0])
                 r.cause += f"; mostly {LABELS[part]} ({x.delta:+,.0f} ns)"
-        name = r.key.split(" grid=")[0]
+        name = kernel_names.get(r.key)
         for f in findings:
             here = f.get("kernel") == name if r.scope == "kernel" else f.get("region") == r.key
             if (here or r.scope == "overall") and r.metric in (f.get("explains") or []):

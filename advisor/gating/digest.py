@@ -4,7 +4,8 @@ what ``advisor baseline save`` stores).
 Steady state only: start-up idle and cold range instances (metrics/steady.py) are left out
 of every gated number and reported under ``startup``. Per top-level range name: one sample
 per steady instance (per device) of each metric, measured over the instance's *period*;
-per kernel (name, grid, block): the GPU time of each steady launch; ``overall``: steady-
+per kernel (name, grid, block; keyed by a display text, the entry holding the name): the GPU
+time of each steady launch; ``overall``: steady-
 state totals (the devices' windows without the cold periods and start-up idle).
 """
 
@@ -20,7 +21,7 @@ from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
 from advisor.rules.finding import Finding, finding_dict
 
-VERSION = 2
+VERSION = 3  # 3: each kernel entry names its kernel (no name parsed from the key)
 # what the gate keeps of a finding (new findings fail; explains links a row to it)
 FINDING_KEYS = ("rule", "title", "strategy", "severity", "kernel", "region", "device",
                 "est_savings_ns", "explains")  # fmt: skip
@@ -67,10 +68,11 @@ def _kernels(a: Analysis, holes: pd.DataFrame) -> dict:
            + k["grid_y"].astype(str) + "x" + k["grid_z"].astype(str) + " block="
            + (k["block_x"] * k["block_y"] * k["block_z"]).astype(str))  # fmt: skip
     out = {}
-    for name, d in k["duration"].groupby(key.to_numpy(), sort=True):
-        values = d.to_numpy(np.float64)
-        out[str(name)] = {"launches": len(values), "median_ns": float(np.median(values)),
-                          "samples": _spaced(values)}  # fmt: skip
+    for key_text, g in k[["name", "duration"]].groupby(key.to_numpy(), sort=True):
+        values = g["duration"].to_numpy(np.float64)
+        out[str(key_text)] = {"name": str(g["name"].iat[0]), "launches": len(values),
+                              "median_ns": float(np.median(values)),
+                              "samples": _spaced(values)}  # fmt: skip
     return out
 
 

@@ -1,4 +1,4 @@
-"""Hand-built metric sets (version 2) for gate tests."""
+"""Hand-built metric sets (the current version) for gate tests."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ OVERALL_DEFAULT = {"span_ns": 1_000_000.0, "gpu_busy_ns": 1_000_000.0, "tail_idl
                    "exposed_comm_ns": 0.0, "overlap_ratio": None}  # fmt: skip
 
 
-def mset(overall=None, regions=None, kernels=None, findings=(), gpus=("H200",), trace="t"):
-    """A metric set: ``regions`` {name: {metric: samples}}, ``kernels`` {key: samples}."""
+def mset(
+    overall=None, regions=None, kernels=None, findings=(), gpus=("H200",), trace="t", names=None
+):
+    """A metric set: ``regions`` {name: {metric: samples}}, ``kernels`` {key: samples};
+    each kernel entry names its kernel: ``names`` {key: name}, else the key's text before
+    " grid=" (this builder's convention, not the gate's)."""
     return {
         "version": VERSION,
         "trace": trace,
@@ -28,6 +32,7 @@ def mset(overall=None, regions=None, kernels=None, findings=(), gpus=("H200",), 
         },  # fmt: skip
         "kernels": {
             key: {
+                "name": (names or {}).get(key, key.partition(" grid=")[0]),
                 "launches": len(v),
                 "median_ns": float(np.median(v)),
                 "samples": list(map(float, v)),

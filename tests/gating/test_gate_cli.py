@@ -14,6 +14,7 @@ from conftest import H200_SINGLE, PUBLIC_NSYS, SAMPLES
 
 from advisor import baselines
 from advisor.gating import load_config
+from advisor.gating.digest import VERSION
 
 
 def run(*args, env=None, cwd=None):
@@ -102,7 +103,7 @@ def test_named_baselines(tmp_path):
               str(H200_SINGLE))  # fmt: skip
     assert err.returncode == 2 and "no baseline named 'nope' (known: main)" in err.stderr
     saved = baselines.load("main", store)[0]
-    assert saved["version"] == 2 and saved["overall"]["gpu_busy_ns"] > 0
+    assert saved["version"] == VERSION and saved["overall"]["gpu_busy_ns"] > 0
     # a baseline saved by an earlier advisor (no steady-state samples) says to save again
     old = {k: v for k, v in saved.items() if k != "version"}
     baselines.save("old", [old], store)

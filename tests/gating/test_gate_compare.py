@@ -136,3 +136,14 @@ def test_config_errors(tmp_path):
     assert (cfg.metrics["span_ns"].rel, cfg.metrics["span_ns"].abs) == (0.5, 0.0)
     assert (cfg.metrics["sync_idle_ns"].rel, cfg.metrics["sync_idle_ns"].abs) == (0.0, 10)
     assert cfg.metrics["median_ns"].rel == 0.03  # the rest stays default
+
+
+def test_a_kernels_findings_are_found_by_its_name_not_by_parsing_its_key():
+    # a kernel whose own name holds " grid=": its regression is explained by its finding
+    name = "fused grid=stride kernel"
+    key = f"{name} grid=8x1x1 block=256"
+    fast, slow = np.full(40, 100_000.0), np.full(40, 150_000.0)
+    f = finding("wave-tail-kernel", region=None, kernel=name, explains=("median_ns",))
+    r = compare([mset(kernels={key: fast}, names={key: name})],
+                [mset(kernels={key: slow}, names={key: name}, findings=[f])], CFG)  # fmt: skip
+    assert row(r, "kernel", key, "median_ns").explained_by == ["wave-tail-kernel: wave tail kernel"]
