@@ -112,12 +112,17 @@ def _around(text: str, positions: Sequence[int], width: int) -> str:
     return out + text[end:]
 
 
-def wrap(text: str, width: int, indent: str = "", hanging: str = "") -> list[str]:
+def wrap(text: str, width: int, indent: str = "", hanging: str = "",
+         shorten_words: bool = False) -> list[str]:  # fmt: skip
     """``text`` wrapped to ``width`` on spaces, never between a number and its unit (nor
     inside a group joined by no-break spaces, unless it is longer than a line); its own line
-    breaks are kept. ``indent`` starts the first line, ``hanging`` the others."""
+    breaks are kept. ``indent`` starts the first line, ``hanging`` the others. A word longer
+    than a line is broken over lines, or with ``shorten_words`` shortened in the middle."""
     glued = re.sub(rf"\S*{_GLUE}\S*", lambda m: _unglued_if_longer(m.group(0), width),
                    _NUMBER_UNIT.sub(rf"\1{_GLUE}\2", text))  # fmt: skip
+    if shorten_words:
+        room = width - len(hanging)
+        glued = re.sub(rf"\S{{{room + 1},}}", lambda m: shorten_middle(m.group(0), room), glued)
     lines: list[str] = []
     for para in glued.split("\n"):
         first = indent if not lines else hanging
@@ -252,9 +257,10 @@ def _name_column(cols: Sequence[Col], keep: list[int]) -> int | None:
 def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int) -> list[str]:
     """A column's cells as shown in ``width`` characters; ``told``: the name column's
     values that tell its rows apart."""
-    if col.wrap:
+    if col.wrap:  # (a long word: broken over lines where it says what the row is about)
         told = told or [[] for _ in cells]
-        return ["\n".join(wrap(f"{c} {_bracketed(t)}".rstrip(), width))
+        return ["\n".join(wrap(f"{c} {_bracketed(t)}".rstrip(), width,
+                                shorten_words=not col.identifies))
                 for c, t in zip(cells, told, strict=True)]  # fmt: skip
     if not col.text:
         return list(cells)
