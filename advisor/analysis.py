@@ -26,6 +26,7 @@ from advisor.metrics.comm import (
     sorted_codes,
     window_comm,
 )
+from advisor.metrics.counters import GROUP_AGGREGATES, add_group_counters, launch_counters
 from advisor.metrics.gaps import (
     OVERHEAD_CAUSES,
     attribute_gaps,
@@ -116,7 +117,9 @@ class Analysis:
         # per-region one, or the whole one when the trace has no ranges
         explicit = worst is not None
         worst = (by_region or self.regions.empty) if worst is None else worst
-        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst)
+        extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
+        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst, extra=extra)
+        add_group_counters(groups)
         at = groups.columns.get_loc("shape")
         shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
         groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
@@ -555,6 +558,9 @@ def _launch_table(
     launches["config"] = config
     for col, values in idle.items():
         launches[col] = values
+    if not trace.counters.empty:  # hardware counters of the launches profiled
+        for col, values in launch_counters(trace.counters, len(kernels)).items():
+            launches[col] = values
     launches["range_id"] = per_launch(ops["range_id"].to_numpy())
     # the CPU op that launched it says it is no matrix multiply (classify.yaml not_gemm_ops)
     launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)

@@ -108,15 +108,17 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
 
 
 def kernel_groups(
-    launches: pd.DataFrame, configs: pd.DataFrame, by=(), worst: bool = True
+    launches: pd.DataFrame, configs: pd.DataFrame, by=(), worst: bool = True, extra=None
 ) -> pd.DataFrame:
     """Aggregate launches (kernel columns plus ``config`` ids into ``configs`` and the
     launch_idle columns) per (device, name, grid, block, registers, smem [, by...]).
 
     Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
     tail_idle_ns, underfill_idle_ns (sums), worst_start_ns (with ``worst``: the start of the
-    launch with the most quantization idle, else the longest; NaN without), demangled;
-    sorted by tail + under-fill idle, then total_ns, descending.
+    launch with the most quantization idle, else the longest; NaN without), demangled, and
+    the ``extra`` launch columns reduced as it says (column -> a pandas aggregation, NaN
+    skipped: the hardware counters); sorted by tail + under-fill idle, then total_ns,
+    descending.
     """
     keys = GROUP_KEYS + list(by)
     group, first = _launch_groups(launches, by)
@@ -147,11 +149,16 @@ def kernel_groups(
     else:
         out["worst_start_ns"] = np.nan
     out["demangled"] = df["demangled"].to_numpy()
+    extra = dict(extra or {})
+    if extra:
+        reduced = launches[list(extra)].groupby(group, sort=True).agg(extra)
+        for col in extra:
+            out[col] = reduced[col].to_numpy()
     per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
              "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled",
-             "op_not_gemm"]  # fmt: skip
+             "op_not_gemm", *extra]  # fmt: skip
     return plain_columns(order_kernel_groups(out[order]))
 
 

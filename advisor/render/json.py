@@ -8,12 +8,15 @@ import pandas as pd
 
 from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
+from advisor.data import load_yaml
 from advisor.metrics.regions import WINDOW_KEYS
 from advisor.plain import plain, plain_int
 from advisor.rules.finding import Finding, finding_dict
 from advisor.rules.tables import step_table
 
 SCHEMA_VERSION = 1
+# a kernel group's hardware counters in its JSON row (data/counters.yaml ``evidence``)
+COUNTER_EVIDENCE = load_yaml("counters.yaml")["evidence"]
 TOP_KERNELS = 50  # rows of top_kernels in the document
 
 
@@ -47,6 +50,8 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
                 "underfilled": bool(r.underfilled),
             }
         )
+        if getattr(r, "counter_launches", 0):  # (hardware counters: --counters, an ncu report)
+            rows[-1]["counters"] = plain({c: getattr(r, c) for c in COUNTER_EVIDENCE})
     return rows
 
 

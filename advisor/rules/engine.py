@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
+from advisor.metrics.counters import rules_in_words
 from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.finding import EmitKind, EmitRequest, Finding, emit_problem
@@ -355,6 +356,11 @@ def _finding(
     identity = _gemm_identity(rule, values)
     evidence = {c: values[c] for c in rule.spec.evidence}
     summary = TEMPLATE.format(rule.spec.message, **values)
+    counters = counters_say(rule, values)
+    if counters is not None:
+        summary += f"; counters ({counters['counter_launches']} launch(es)): {counters['says']}"
+        if counters["ncu_related"]:
+            summary += f"; ncu's rules: {counters['ncu_related']}"
     if instances > 1:
         evidence["instances"] = instances
         summary += f" (largest of {instances} such; {fmt_ns(est)} in total)"
@@ -386,7 +392,28 @@ def _finding(
         watch_for=" ".join(rule.spec.watch_for.split()),
         references=tuple(rule.spec.references),
         emit=EmitRequest(emit.kind, dict(emit.params), values) if emit else None,
+        counters=counters,
     )
+
+
+def counters_say(rule: Rule, values: dict) -> dict | None:
+    """What the hardware counters say about the kernel of a finding (None when its row has
+    none): ``says`` (counters.yaml's sentences whose numbers are known), the evidence
+    columns, Nsight Compute's rule results (``ncu_rules``) and, in words, those that fired
+    on the kernel and bear on the rule's strategy (``ncu_related``)."""
+    if not values.get("has_counters"):
+        return None
+    spec = load_yaml("counters.yaml")
+    said = []
+    for text in spec["says"]:
+        fields = [name for _, name, _, _ in TEMPLATE.parse(text) if name]
+        if all(values.get(f) is not None for f in fields):
+            said.append(TEMPLATE.format(text, **values))
+    results = values.get("ncu_rule_results") or []
+    related = {name for name, r in spec["ncu_rules"].items()
+               if rule.spec.strategy in r["strategies"]}  # fmt: skip
+    return {"says": "; ".join(said), **{c: values.get(c) for c in spec["evidence"]},
+            "ncu_related": rules_in_words(results, related), "ncu_rules": results}  # fmt: skip
 
 
 def _drop_superseded(findings: list[Finding], rules: list[Rule]) -> list[Finding]:

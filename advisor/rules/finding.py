@@ -60,8 +60,9 @@ class Finding:
     ``at_rel_ns``: where its worst instance starts (trace clock / from the first GPU op);
     ``gemm_by``/``confidence``/``confirm``: how a GEMM rule's kernel is known to be a GEMM;
     ``rank``: the trace (rank) holding the device when several traces were analysed as one
-    job; ``emitted``: set by ``with_emitted`` after ``--emit``. Read-only: the dict and list
-    values are shared with the rule and must not be changed."""
+    job; ``emitted``: set by ``with_emitted`` after ``--emit``; ``counters``: what the
+    hardware counters say about its kernel (None without counters; docs/json.md). Read-only:
+    the dict and list values are shared with the rule and must not be changed."""
 
     rule: str
     title: str
@@ -85,6 +86,7 @@ class Finding:
     emit: EmitRequest | None = None
     rank: int | None = None
     emitted: Emitted | None = None
+    counters: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple:
@@ -115,8 +117,9 @@ class Finding:
 
 def finding_dict(f: Finding) -> dict[str, Any]:
     """The plain dict of a finding (the JSON document's, the report's and the gate's):
-    ``confirm`` only for unconfirmed GEMMs, ``rank`` only in a many-trace analysis, the
-    ``--emit`` outcome (missing, knobs, cutlass_profiler, config) only after --emit."""
+    ``confirm`` only for unconfirmed GEMMs, ``counters`` only where hardware counters
+    describe its kernel, ``rank`` only in a many-trace analysis, the ``--emit`` outcome
+    (missing, knobs, cutlass_profiler, config) only after --emit."""
     out: dict[str, Any] = {
         "rule": f.rule,
         "title": f.title,
@@ -135,8 +138,10 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     }
     if f.confirm is not None:
         out["confirm"] = f.confirm
+    out["evidence"] = f.evidence
+    if f.counters is not None:
+        out["counters"] = f.counters
     out.update(
-        evidence=f.evidence,
         rationale=f.rationale,
         watch_for=f.watch_for,
         references=list(f.references),

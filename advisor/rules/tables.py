@@ -14,6 +14,7 @@ from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
+from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
@@ -149,6 +150,38 @@ _STAGE_DOC = {
     "compute_per_step_ns": "the stage's compute in each measured step (list, ns)",
 }
 
+# the hardware counters of a kernel group (--counters, or an Nsight Compute report):
+# medians over its launches that have counters (docs/metrics.md, "Hardware counters")
+_COUNTER_DOC = {
+    "counter_launches": "launches of the group with hardware counters (0: none)",
+    "has_counters": "counter_launches > 0",
+    "sm_imbalance": "SM active cycles, busiest SM over the average (sm__cycles_active.max / "
+    ".avg; 1: even; NaN without counters)",
+    "sm_idle_fraction": "1 - average / busiest SM active cycles: the share of the SMs' time "
+    "spent waiting for the busiest one",
+    "counter_idle_ns": "sm_idle_fraction * total_ns: that wait in time, as the counters "
+    "measured it (ns)",
+    "tensor_pipe_pct": "tensor pipe busy, % of its peak over the SMs' active cycles "
+    "(sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active)",
+    "dram_pct": "DRAM throughput, % of peak (gpu__dram_throughput.avg.pct_of_peak_sustained_"
+    "elapsed)",
+    "memory_pct": "memory throughput, % of peak, the busiest of DRAM, L2, L1 and shared "
+    "memory (gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed)",
+    "sm_pct": "SM (compute) throughput, % of peak (sm__throughput.avg.pct_of_peak_sustained_"
+    "elapsed)",
+    "tma_loads": "TMA load instructions per launch (smsp__inst_executed_op_tma_ld.sum)",
+    "uses_tma": "tma_loads > 0: the kernel loads through the Tensor Memory Accelerator",
+    "memory_stall_share": "issue stalls on long scoreboard, barrier, MIO throttle and short "
+    "scoreboard over all warp cycles per issued instruction (0..1)",
+    "smem_limit_ctas": "CTAs per SM the shared memory allows (launch__occupancy_limit_shared_mem)",
+    "achieved_occupancy_pct": "active warps, % of the SM's maximum (sm__warps_active.avg."
+    "pct_of_peak_sustained_active)",
+    "issue_active_pct": "cycles with an instruction issued, % (smsp__issue_active.avg."
+    "pct_of_peak_sustained_active)",
+    "ncu_rules": "Nsight Compute's own rule results for the group's first profiled launch "
+    "(details page): 'Rule (est. N %)', optimization hints by estimated speedup ('' none)",
+}
+
 SCOPES: dict[str, dict[str, str]] = {
     "kernels": {
         "name": "kernel name",
@@ -201,6 +234,7 @@ SCOPES: dict[str, dict[str, str]] = {
         "gemm_guess": "not gemm, yet shaped like one (data/thresholds.yaml gemm_guess): not "
         "comm/memory/persistent, and under-filled with long launches or heavy CTAs in 1-2 "
         "waves; findings on it say confidence: unconfirmed",
+        **_COUNTER_DOC,
         **_AT_DOC,
     },
     "regions": {
@@ -294,6 +328,9 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     )
     k["gemm"] = k["gemm_by"] != ""
     k["memory"] = memory
+    results = rule_results(a.trace.counter_rules, a.trace.counters, k["counter_row"])
+    k["ncu_rule_results"] = pd.Series(results, index=k.index, dtype=object)
+    k["ncu_rules"] = [rules_in_words(r) for r in results]
     k["gemm_guess"] = _gemm_guess(k)
     add_tile_columns(k)
     known = k["m"].notna() & k["n"].notna() & k["k"].notna()

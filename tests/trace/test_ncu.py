@@ -296,3 +296,48 @@ def test_a_failing_ncu_is_one_error_line_and_leaves_no_export(report):
     (line,) = proc.stderr.splitlines()
     assert "ncu --import failed (exit 1): ==ERROR== Failed to open the report" in line
     assert list((cache / "ncu-rep").iterdir()) == []
+
+
+def test_analyze_an_ncu_report_alone():
+    import json
+
+    proc = _run(["analyze", str(RAW), "--format", "json"], dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trace"]["format"] == "ncu-csv"
+    assert any("holds no timeline" in w for w in doc["trace"]["warnings"])
+    s = doc["summary"]
+    assert (s["idle_ns"], s["gpu_busy_ns"], s["window_ns"]) == (0, 2452864, 2452864)  # no gaps
+    # advisor's waves per kernel agree with ncu's launch__waves_per_multiprocessor (two
+    # decimals in the CSV): 1, 1.01, 2, 2.02, 1, 0.98, 330.99
+    ncu_waves = {(6, 22): 1.0, (7, 19): 1.01, (4224, 1): 2.0, (4256, 1): 2.02, (2, 66): 1.0,
+                 (2, 65): 0.98, (524288, 1): 330.99}  # fmt: skip
+    kernels = doc["kernels"]
+    assert len(kernels) == 7
+    for k in kernels:
+        assert k["waves"] == pytest.approx(ncu_waves[tuple(k["grid"][:2])], abs=0.006)
+        assert k["counters"]["counter_launches"] == 2
+    tail = next(k for k in kernels if k["grid"] == [7, 19, 1])
+    assert (tail["registers_per_thread"], tail["shared_mem_per_block"]) == (196, 147456)
+    assert tail["median_ns"] == (186976 + 186112) // 2
+    assert tail["counters"]["sm_imbalance"] == pytest.approx(1.985872, abs=1e-6)
+    rules = {f["rule"] for f in doc["findings"]}
+    assert rules == {"wave-tail-gemm", "warp-specialization-by-counters", "memory-bound-kernel"}
+    assert all(f["counters"]["says"] for f in doc["findings"])
+
+
+def test_counters_with_several_traces_or_separate_are_refused():
+    sqlite = str(COUNTERS / "counters.sqlite")
+    for extra in (["--separate"], [sqlite]):
+        proc = _run(["analyze", sqlite, *extra, "--counters", str(RAW)], dict(os.environ))
+        assert proc.returncode == 2 and "--counters" in proc.stderr, proc.stderr
+        assert len(proc.stderr.splitlines()) == 1
+
+
+def test_the_api_takes_counters():
+    import advisor
+
+    result = advisor.analyze(COUNTERS / "counters.sqlite", counters=RAW)
+    found = result.document["findings"]
+    assert {f["rule"] for f in found if "counters" in f} == {
+        "wave-tail-gemm", "warp-specialization-by-counters", "memory-bound-kernel"}  # fmt: skip
