@@ -148,13 +148,18 @@ def read_ncu(path: str | Path) -> Trace:
     units = None
     if rows and rows[0][0].strip() == "":  # the units row under the header
         units = dict(zip(header, rows.pop(0), strict=False))
-    rows = [r for r in rows if len(r) == len(header)]
+    whole = [r for r in rows if len(r) == len(header)]
+    warnings: list[str] = []
+    if len(whole) < len(rows):
+        warnings.append(f"{len(rows) - len(whole):,} of {len(rows):,} rows of the raw page "
+                        "have another number of cells than its header (a damaged file): "
+                        "dropped")  # fmt: skip
+    rows = whole
     if not rows:
         raise AdvisorInputError(
             str(p), "Nsight Compute report without kernel launches (nothing was profiled: "
                     "check ncu's -k / -c / --launch-skip filters)",
         )  # fmt: skip
-    warnings: list[str] = []
     col = {name: i for i, name in enumerate(header)}
 
     def metric(name: str, want: str | None = None) -> np.ndarray:
@@ -190,13 +195,18 @@ def read_ncu(path: str | Path) -> Trace:
 
 
 def details_beside(raw: Path) -> Path | None:
-    """The details page next to a raw page: its name with 'details' for the last 'raw'."""
+    """The details page next to a raw page: its name with 'details' for the last 'raw',
+    gzipped or not."""
     name = raw.name
     at = name.rfind("raw")
     if at < 0:
         return None
-    other = raw.with_name(name[:at] + "details" + name[at + 3 :])
-    return other if other.is_file() else None
+    other = name[:at] + "details" + name[at + 3 :]
+    plain = other.removesuffix(".gz")
+    for candidate in (other, plain, plain + ".gz"):
+        if raw.with_name(candidate).is_file():
+            return raw.with_name(candidate)
+    return None
 
 
 def _kernels(rows, col: dict, metric, launch: dict) -> pd.DataFrame:

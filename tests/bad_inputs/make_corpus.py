@@ -28,6 +28,7 @@ NSYS = ROOT / "sample_traces" / "h200x2_allreduce.sqlite"
 ROCPROF = ROOT / "tests" / "data" / "public" / "rocprof" / "v3"
 ROCPROF_KERNELS = ROCPROF / "sdk_aug2025__kernel_trace.csv"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+COUNTERS = ROOT / "sample_traces" / "counters"  # the issue-29 Nsight Compute captures
 
 
 @dataclass
@@ -675,12 +676,80 @@ def _wrong_file_cases(out: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+def _ncu_lines(name: str) -> list[str]:
+    """The lines of one of the captured Nsight Compute CSV pages (gzipped in the samples)."""
+    return gzip.decompress((COUNTERS / name).read_bytes()).decode().splitlines(keepends=True)
+
+
+def _ncu_cases(out: Path) -> list[Case]:
+    """Nsight Compute input (issue 29): another page or version, a report without kernels,
+    damaged pages, counters from another run (nothing joins), --counters given something
+    else, an .ncu-rep without ncu."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    timeline = str(COUNTERS / "counters.sqlite")
+    joined = ["analyze", timeline, "--counters", "{f}", "--format", "json"]
+    raw = _ncu_lines("counters.ncu.raw.csv.gz")
+    details = "".join(_ncu_lines("counters.ncu.details.csv.gz")).encode()
+    older = "".join(x.replace("gpu__time_duration.sum", "Kernel Time") for x in raw).encode()
+    head = raw[0].split('","')
+    dur = head.index("gpu__time_duration.sum")
+
+    def with_cell(line: str, at: int, value: str) -> str:
+        cells = line.rstrip("\r\n").split('","')
+        cells[at] = value
+        return '","'.join(cells) + "\n"
+
+    no_duration = [raw[0], raw[1], *(with_cell(x, dur, "n/a") if i % 2 else x
+                                     for i, x in enumerate(raw[2:]))]  # fmt: skip
+    odd_unit = [raw[0], with_cell(raw[1], dur, "parsec"), *raw[2:]]
+    short_rows = [raw[0], raw[1], *(x[: len(x) // 2] + "\n" if i == 3 else x
+                                    for i, x in enumerate(raw[2:]))]  # fmt: skip
+    pair = out / "pair"  # a raw page with the details page of another report beside it
+    pair.mkdir(exist_ok=True)
+    (pair / "run.ncu.details.csv.gz").write_bytes((COUNTERS / "counters.ncu.details.csv.gz")
+                                                  .read_bytes())  # fmt: skip
+    return [
+        _raw(out, "ncu_details_page.csv", details, analyze,
+             says="the details page of an Nsight Compute report"),
+        _raw(out, "ncu_older_version.raw.csv", older, analyze,
+             says="without gpu__time_duration.sum: not the raw page"),
+        _raw(out, "ncu_no_kernels.raw.csv", "".join(raw[:2]).encode(), analyze,
+             says="without kernel launches"),
+        _raw(out, "ncu_header_only.raw.csv", raw[0].encode(), analyze,
+             says="without kernel launches"),
+        _raw(out, "ncu_unknown_unit.raw.csv", "".join(odd_unit).encode(), analyze,
+             says="unknown unit 'parsec'"),
+        _raw(out, "ncu_broken.raw.csv.gz", _gzip_breaking("".join(raw).encode()), analyze,
+             says="cannot read"),
+        _raw(out, "ncu_no_ncu.ncu-rep", b"NVIDIA Nsight Compute report" + bytes(64), analyze,
+             says="ncu"),
+        Case("ncu_durations_missing", analyze, codes=(0,), warns="without a valid duration",
+             path=_bytes(out, "ncu_durations_missing.raw.csv", "".join(no_duration).encode())),
+        Case("ncu_short_rows", analyze, codes=(0,), warns="another number of cells",
+             path=_bytes(out, "ncu_short_rows.raw.csv", "".join(short_rows).encode())),
+        Case("ncu_details_of_another_report", analyze, codes=(0,),
+             warns="describes other launches",
+             path=_bytes(pair, "run.ncu.raw.csv", "".join(
+                 _ncu_lines("ws.ncu.raw.csv.gz")).encode())),
+        Case("counters_from_another_run", joined, codes=(0,),
+             warns="none of its 2 profiled launches matches",
+             path=_bytes(out, "other_run.ncu.raw.csv",
+                         "".join(_ncu_lines("ws.ncu.raw.csv.gz")).encode())),
+        Case("counters_not_ncu", joined, says="--counters: not an Nsight Compute report",
+             path=out / "picture.sqlite"),
+        Case("counters_details_page", joined, says="the details page",
+             path=out / "ncu_details_page.csv"),
+        Case("counters_without_kernels", joined, says="without kernel launches",
+             path=out / "ncu_no_kernels.raw.csv"),
+    ]  # fmt: skip
+
+
 def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
              + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out)
-             + _wrong_file_cases(out))  # fmt: skip
+             + _wrong_file_cases(out) + _ncu_cases(out))  # fmt: skip
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name
