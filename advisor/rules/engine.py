@@ -360,7 +360,7 @@ def _finding(
     if counters is not None:
         summary += f"; counters ({counters['counter_launches']} launch(es)): {counters['says']}"
         if counters["ncu_related"]:
-            summary += f"; ncu's rules: {counters['ncu_related']}"
+            summary += f"; ncu: {counters['ncu_related']}"
     if instances > 1:
         evidence["instances"] = instances
         summary += f" (largest of {instances} such; {fmt_ns(est)} in total)"
