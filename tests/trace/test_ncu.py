@@ -3,7 +3,11 @@ counters, ncu's rule results from the details page beside it, .ncu-rep exported 
 and the counters joined to a timeline of the same program (Nsight Systems, Kineto).
 
 The numbers are those of the captures in sample_traces/counters (an H200, ncu 2025.3.1),
-read with the plain csv module (sample_traces/counters/verify_counters.py prints them)."""
+read with the plain csv module (sample_traces/counters/verify_counters.py prints them). A
+stand-in ``ncu`` plays the real one for .ncu-rep reports: on the H200, ncu 2025.3.1's
+``ncu --import ws.ncu-rep --csv --page raw`` and ``--page details`` (what export_report
+runs) write exactly ws.ncu.raw.csv.gz's and ws.ncu.details.csv.gz's text, exit 0, nothing
+on stderr."""
 
 import gzip
 import os
@@ -341,3 +345,8 @@ def test_the_api_takes_counters():
     found = result.document["findings"]
     assert {f["rule"] for f in found if "counters" in f} == {
         "wave-tail-gemm", "warp-specialization-by-counters", "memory-bound-kernel"}  # fmt: skip
+
+
+def test_the_help_names_the_ncu_inputs():
+    text = " ".join(_run(["analyze", "--help"], dict(os.environ)).stdout.split())
+    assert "Nsight Compute report (.ncu-rep" in text and "--counters" in text
