@@ -350,3 +350,16 @@ def test_the_api_takes_counters():
 def test_the_help_names_the_ncu_inputs():
     text = " ".join(_run(["analyze", "--help"], dict(os.environ)).stdout.split())
     assert "Nsight Compute report (.ncu-rep" in text and "--counters" in text
+
+
+def test_every_format_shows_what_the_counters_say(tmp_path):
+    import advisor
+
+    said = "counters (2 launch(es)): SMs active max/avg 1.99 (49.6 % idle)"
+    proc = _run(["analyze", str(RAW)], {**os.environ, "COLUMNS": "400"})
+    assert said in proc.stdout  # the terminal's findings table
+    result = advisor.analyze(RAW)
+    result.write_report(tmp_path / "r.md")
+    assert said in (tmp_path / "r.md").read_text()  # the markdown report
+    (tail,) = [f for f in result.document["findings"] if f["rule"] == "wave-tail-gemm"]
+    assert tail["counters"]["says"].startswith("SMs active max/avg 1.99 (49.6 % idle)")
