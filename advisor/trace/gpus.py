@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Literal
@@ -34,25 +35,61 @@ def match_gpu(name: str) -> GpuSpec | None:
     return None
 
 
-def cdna_spec(name: str, gfx, cus: int, simds, waves, lds_kb, wave, source: str) -> GpuSpec:
+def _number(value) -> float | None:
+    """``value`` (a number, or text holding one) as a finite float, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):  # (text, a blob, a list)
+        return None
+    return x if math.isfinite(x) else None
+
+
+def fact(value, upper: float) -> float | None:
+    """A GPU fact read from a trace (a count, a size, a rate) as a number: None where it is
+    missing or cannot be one (text that is no number, not finite, 0 or less, above
+    ``upper``: a damaged field, which the caller fills as if absent)."""
+    x = _number(value)
+    return x if x is not None and 0 < x <= upper else None
+
+
+def device_index(value) -> int | None:
+    """A device or agent number read from a trace: None unless a whole number 0..2^31-1."""
+    x = _number(value)
+    return int(x) if x is not None and 0 <= x < 2**31 and x == int(x) else None
+
+
+# upper bounds of GPU facts read from traces (those of a --gpu-spec file, GpuSpecFile)
+FACT_LIMITS = {"sm_count": 4096, "warps": 256, "blocks": 256, "registers": 1 << 20,
+               "shared_mem": 1 << 24, "warp_size": 128, "clock_hz": 1e13,
+               "bandwidth_bs": 1e15, "gfx": 999999, "lds_kb": 1 << 14}  # fmt: skip
+
+
+def cdna_spec(name: str, gfx, cus, simds, waves, lds_kb, wave, source: str) -> GpuSpec | None:
     """The GpuSpec of an AMD CDNA agent record (rocprof agent_info, rocprofv3 JSON agents,
-    rocpd agents): what the record leaves out (None or 0) comes from gpus.yaml's ``cdna``
-    section; clock, bandwidth, peak rate and the workgroup limit from the built-in entry of
-    its name or gfx target, when there is one."""
+    rocpd agents): what the record leaves out (None or 0, or a value that cannot be one)
+    comes from gpus.yaml's ``cdna`` section; clock, bandwidth, peak rate and the workgroup
+    limit from the built-in entry of its name or gfx target, when there is one. None when the
+    record gives no usable compute-unit count."""
     cdna = gpu_facts("cdna")
-    gfx = int(gfx or 0)
+    cus = fact(cus, FACT_LIMITS["sm_count"])
+    if cus is None:
+        return None
+    name = str(name)
+    gfx = int(fact(gfx, FACT_LIMITS["gfx"]) or 0)
     target = f"gfx{gfx // 10000}{(gfx // 100) % 100:x}{gfx % 100:x}" if gfx else "gfx?"
     base = match_gpu(name) or match_gpu(target)
-    lds = int(lds_kb or cdna["lds_kb"]) * 1024
-    simds = int(simds or cdna["simds_per_cu"])
+    lds = int(fact(lds_kb, FACT_LIMITS["lds_kb"]) or cdna["lds_kb"]) * 1024
+    simds = int(fact(simds, FACT_LIMITS["warps"]) or cdna["simds_per_cu"])
+    waves = int(fact(waves, FACT_LIMITS["warps"]) or cdna["max_waves_per_simd"])
     return GpuSpec(
         name=name,
         vendor="amd",
-        sm_count=cus,
+        sm_count=int(cus),
         compute_capability=target,
-        warp_size=int(wave or cdna["wave_front_size"]),
-        max_warps_per_sm=int(simds or cdna["simds_per_cu"])
-        * int(waves or cdna["max_waves_per_simd"]),
+        warp_size=int(fact(wave, FACT_LIMITS["warp_size"]) or cdna["wave_front_size"]),
+        max_warps_per_sm=simds * waves,
         max_blocks_per_sm=base.max_blocks_per_sm if base else cdna["max_workgroups_per_cu"],
         registers_per_sm=cdna["vgprs_per_lane"],
         shared_mem_per_sm=lds,
@@ -66,13 +103,13 @@ def cdna_spec(name: str, gfx, cus: int, simds, waves, lds_kb, wave, source: str)
     )
 
 
-def agent_spec(record: dict, name: str, source: str) -> GpuSpec:
+def agent_spec(record: dict, name: str, source: str) -> GpuSpec | None:
     """cdna_spec of a rocprofiler-sdk agent record (rocprofv3 JSON ``agents``, the rocpd
     agent table's ``extdata``): the same lower-case fields in both."""
     return cdna_spec(
         name=name,
         gfx=record.get("gfx_target_version"),
-        cus=int(record["cu_count"]),
+        cus=record.get("cu_count"),
         simds=record.get("simd_per_cu"),
         waves=record.get("max_waves_per_simd"),
         lds_kb=record.get("lds_size_in_kb"),

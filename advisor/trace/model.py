@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from advisor.data import gpu_facts
@@ -190,11 +191,15 @@ class Trace:
 
     @property
     def devices(self) -> list[int]:
-        """Device ids that ran any GPU work, ascending."""
+        """Device ids that ran any GPU work, ascending (in a damaged trace not yet cleaned by
+        trace.quality, values that cannot be a device id are left out: missing, text,
+        negative, fractional, 2^31 or more)."""
         if self.device_ids is not None:
             return list(self.device_ids)
         ids: set[int] = set()
         for table in (self.kernels, self.memcpy, self.memset, self.graphs):
             if len(table):
-                ids.update(int(d) for d in table["device"].unique())
+                v = pd.to_numeric(pd.Series(table["device"].unique()), errors="coerce")
+                v = v.to_numpy(np.float64)
+                ids.update(int(d) for d in v[(v >= 0) & (v < 2**31) & (v == np.floor(v))])
         return sorted(ids)

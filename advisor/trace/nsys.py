@@ -24,7 +24,7 @@ import pyarrow as pa
 from advisor.data import gpu_facts, names_in
 from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
-from advisor.trace.gpus import match_gpu, reserved_shared_mem
+from advisor.trace.gpus import FACT_LIMITS, device_index, fact, match_gpu, reserved_shared_mem
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
 
@@ -77,10 +77,18 @@ _POOL = pa.system_memory_pool()
 
 
 # What the ADBC driver raises where it cannot run or type a query, besides its own DB-API errors:
-# OSError from its Arrow stream (a column whose SQLite values change type) and Arrow's
-# conversion errors. The readers then read with sqlite3; anything else (a bug, MemoryError) is
-# raised, not turned into a second read of the whole table.
-ARROW_ERRORS = (OSError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+# OSError from its Arrow stream (a column whose SQLite values change type), Arrow's conversion
+# errors and its "unknown error" (ArrowException itself: a page the driver cannot decode in a
+# damaged file). The readers then read with sqlite3 (which names the damage); anything else (a
+# bug) is raised, and so is Arrow's MemoryError (driver_failed), not turned into a second read
+# of the whole table.
+ARROW_ERRORS = (OSError, pa.ArrowException)
+
+
+def driver_failed(exc: BaseException) -> bool:
+    """Whether ``exc``, one of the driver's errors (adbc_sqlite), means "read this with
+    sqlite3 instead"; False for running out of memory (raised as it is)."""
+    return not isinstance(exc, MemoryError)
 
 
 @functools.cache
@@ -116,6 +124,7 @@ class _Reader:
         self.path = path
         self.threads = threads
         self.conn = sqlite3.connect(ro_uri(path), uri=True)
+        self.conn.text_factory = _text  # (text that is not UTF-8: a damaged export)
         self.columns: dict[str, set[str]] = {}  # table -> its columns, in one query
         for table, column in self.conn.execute(
             "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
@@ -129,7 +138,9 @@ class _Reader:
             try:
                 self._adbc = adbc.connect(ro_uri(path))
                 self._connect = lambda: adbc.connect(ro_uri(path))
-            except self._errors:  # the driver cannot open it: sqlite3 throughout
+            except self._errors as exc:  # the driver cannot open it: sqlite3 throughout
+                if not driver_failed(exc):
+                    raise
                 self._adbc = None
 
     def close(self) -> None:
@@ -147,10 +158,17 @@ class _Reader:
         return f"NULL AS {alias}"
 
     def string_table(self) -> pd.Series:
-        """The export's StringIds as a Series id -> text (loaded once)."""
+        """The export's StringIds as a Series id -> text (loaded once; an id given twice, in
+        a damaged export, names its first text)."""
         if self._strings is None:
             table = self.frame("SELECT id, value FROM StringIds")
-            self._strings = pd.Series(table["value"].to_numpy(object), index=table["id"])
+            values = table["value"].to_numpy(object)
+            if table["value"].dtype == object:  # (read by sqlite3: blobs, numbers among them?)
+                values = np.array([_text(v) if isinstance(v, bytes) else v if v is None
+                                   or isinstance(v, str) else str(v) for v in values],
+                                  dtype=object)  # fmt: skip
+            strings = pd.Series(values, index=table["id"])
+            self._strings = strings[~strings.index.duplicated()]
         return self._strings
 
     def string_ids(self, categories: tuple[str, ...], strip: re.Pattern) -> list[int]:
@@ -158,7 +176,8 @@ class _Reader:
         table = self.string_table()
         values = table.astype(str).str.replace(strip, "", regex=True)
         hit = np.logical_or.reduce(names_in(values, *categories))
-        return [int(i) for i in table.index[hit]]
+        ids = pd.to_numeric(pd.Series(table.index[hit]), errors="coerce")
+        return [int(i) for i in ids if np.isfinite(i) and i == int(i)]  # (text ids: left out)
 
     def strings(self, ids: pd.Series, missing, strip: re.Pattern | None = None) -> pd.Series:
         """StringIds values for an id column as a categorical Series (``strip`` removed from
@@ -189,12 +208,20 @@ class _Reader:
         return pd.DataFrame.from_records(cur.fetchall(), columns=names)
 
     def _arrow(self, sql: str) -> pa.Table | None:
-        """One query into an Arrow table; None when the driver cannot type the result."""
+        """One query into an Arrow table; None when the driver cannot type the result, or
+        it holds text that is not UTF-8 (a damaged export; pandas would fail on it later)."""
         try:
             with closing(self._adbc.cursor()) as cur:
                 cur.execute(sql)
-                return cur.fetch_arrow_table()
-        except self._errors:  # type inference over mixed SQLite types: fall back
+                table = cur.fetch_arrow_table()
+            if any(
+                pa.types.is_string(t) or pa.types.is_large_string(t) for t in table.schema.types
+            ):
+                table.validate(full=True)  # (UTF-8 checked, at memory speed)
+            return table
+        except self._errors as exc:  # type inference over mixed SQLite types: fall back
+            if not driver_failed(exc):
+                raise
             return None
 
     def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
@@ -242,7 +269,9 @@ class _Reader:
                             return False
                         offset += batch.num_rows
                 return True
-            except self._errors:
+            except self._errors as exc:
+                if not driver_failed(exc):
+                    raise
                 return False
 
         with ThreadPoolExecutor(threads) as pool:
@@ -250,6 +279,11 @@ class _Reader:
         if not all(done) or sink.names is None:  # (untypable, text, or no row at all)
             return whole()
         return sink.frame()
+
+
+def _text(raw: bytes) -> str:
+    """SQLite text as str (sqlite3's text_factory): bytes that are not UTF-8 replaced."""
+    return raw.decode("utf-8", "replace")
 
 
 def _numeric(values: pd.Series) -> pd.Series:
@@ -409,6 +443,25 @@ def _read_nvtx(r: _Reader) -> pd.DataFrame | None:
     return ranges[["start", "end", "text", "tid", "pid", "domain"]].reset_index(drop=True)
 
 
+# TARGET_INFO_GPU's facts read, with the largest value each can hold (gpus.FACT_LIMITS)
+_GPU_FACTS = {"smCount": FACT_LIMITS["sm_count"], "threadsPerWarp": FACT_LIMITS["warp_size"],
+              "maxWarpsPerSm": FACT_LIMITS["warps"], "maxBlocksPerSm": FACT_LIMITS["blocks"],
+              "maxRegistersPerSm": FACT_LIMITS["registers"],
+              "maxShmemPerSm": FACT_LIMITS["shared_mem"],
+              "maxShmemPerBlockOptin": FACT_LIMITS["shared_mem"],
+              "clockRate": FACT_LIMITS["clock_hz"],
+              "memoryBandwidth": FACT_LIMITS["bandwidth_bs"]}  # fmt: skip
+
+
+def _absent(value) -> bool:
+    """A fact the export leaves out: NULL (NaN once read), 0 or empty text."""
+    return (
+        value is None
+        or (isinstance(value, float) and np.isnan(value))
+        or (isinstance(value, int | float | str) and value in (0, ""))
+    )
+
+
 def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     """GpuSpec per TARGET_INFO_GPU.id; the built-in table fills facts the export lacks."""
     notes: list[str] = []
@@ -417,31 +470,43 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     rows = r.frame("SELECT * FROM TARGET_INFO_GPU").to_dict("records")
     fallback = gpu_facts("nsys_fallback")
     specs: dict[int, GpuSpec] = {}
+    limit = FACT_LIMITS
     for row in rows:
         name = str(row.get("name") or "unknown GPU")
+        gpu_id = device_index(row.get("id"))
+        if gpu_id is None:  # (a damaged row: no device it could describe)
+            notes.append(f"a TARGET_INFO_GPU row ({name}) has no usable id: its facts are unused")
+            continue
         base = match_gpu(name)
-        sms = int(row.get("smCount") or 0)
+        damaged = [k for k in _GPU_FACTS if not _absent(row.get(k))
+                   and fact(row.get(k), _GPU_FACTS[k]) is None]  # fmt: skip
+        if damaged:
+            notes.append(f"GPU {gpu_id} ({name}): TARGET_INFO_GPU {', '.join(damaged)} cannot "
+                         "be GPU facts (a damaged export): used as if absent")  # fmt: skip
+        sms = int(fact(row.get("smCount"), limit["sm_count"]) or 0)
         if not sms and base:
             sms = base.sm_count
-            notes.append(f"GPU {row.get('id')} ({name}) reports no SM count: the built-in "
+            notes.append(f"GPU {gpu_id} ({name}) reports no SM count: the built-in "
                          f"table's {sms} for {base.name} is used")  # fmt: skip
         if not sms:
-            notes.append(f"GPU {row.get('id')} ({name}) reports no SM count")
+            notes.append(f"GPU {gpu_id} ({name}) reports no SM count")
             continue
-        major, minor = row.get("computeMajor"), row.get("computeMinor")
-        cc = f"{int(major)}.{int(minor)}" if major is not None else None
+        major = device_index(row.get("computeMajor"))
+        minor = device_index(row.get("computeMinor"))
+        cc = f"{major}.{minor}" if major is not None and major < 100 and minor is not None \
+            and minor < 100 else None  # fmt: skip
         cc = cc or (base.compute_capability if base else "0.0")
 
-        def pick(key: str, fact: str, row=row, base=base) -> int:
+        def pick(key: str, fact_name: str, row=row, base=base) -> int:
             """The row's value, else the built-in entry's, else gpus.yaml's nsys_fallback."""
-            value = row.get(key)
+            value = fact(row.get(key), _GPU_FACTS[key])
             if value:
                 return int(value)
-            return int(getattr(base, fact)) if base else int(fallback[fact])
+            return int(getattr(base, fact_name)) if base else int(fallback[fact_name])
 
-        clock = row.get("clockRate")
-        bandwidth = row.get("memoryBandwidth")
-        specs[int(row["id"])] = GpuSpec(
+        clock = fact(row.get("clockRate"), limit["clock_hz"])
+        bandwidth = fact(row.get("memoryBandwidth"), limit["bandwidth_bs"])
+        specs[gpu_id] = GpuSpec(
             name=name,
             vendor="nvidia",
             sm_count=sms,
@@ -453,8 +518,8 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
             shared_mem_per_sm=pick("maxShmemPerSm", "shared_mem_per_sm"),
             max_shared_mem_per_block=pick("maxShmemPerBlockOptin", "max_shared_mem_per_block"),
             reserved_shared_mem_per_block=reserved_shared_mem("nvidia", cc),
-            clock_mhz=float(clock) / 1e6 if clock else None,
-            memory_bandwidth_gbs=float(bandwidth) / 1e9 if bandwidth else None,
+            clock_mhz=clock / 1e6 if clock else None,
+            memory_bandwidth_gbs=bandwidth / 1e9 if bandwidth else None,
             dense_fp16_tflops=base.dense_fp16_tflops if base else None,
             source="trace (TARGET_INFO_GPU)",
         )

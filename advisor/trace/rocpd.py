@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
-from advisor.trace.gpus import agent_spec
+from advisor.trace.gpus import agent_spec, device_index
 from advisor.trace.model import Trace, empty_table
-from advisor.trace.nsys import adbc_sqlite, ro_uri
+from advisor.trace.nsys import adbc_sqlite, driver_failed, ro_uri
 from advisor.trace.rocprof import dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
@@ -114,8 +114,56 @@ def _columns(conn: sqlite3.Connection, p: Path, sql: str) -> pd.DataFrame:
         with closing(adbc.connect(ro_uri(p))) as db, closing(db.cursor()) as cur:
             cur.execute(sql)
             return cur.fetch_arrow_table().to_pandas()
-    except errors:  # a column it cannot type: the slow path
+    except errors as exc:  # a column it cannot type (or a page it cannot read): sqlite3
+        if not driver_failed(exc):
+            raise
         return _frame(conn, sql)
+
+
+# the dispatch table's numeric columns (as read: aliases of the SELECTs below)
+_DISPATCH_NUMBERS = ("dispatch", "kernel_id", "start_id", "end_id", "track_id", "event_id",
+                     "grid_x", "grid_y", "grid_z", "wg_x", "wg_y", "wg_z", "lds")  # fmt: skip
+
+
+def _numbers(d: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, int]:
+    """The columns of ``d`` among ``cols`` as numbers, in place (SQLite stores text or a
+    blob in any column: those become missing); returns the count made missing per column."""
+    lost = {}
+    for col in cols:
+        if col in d and not pd.api.types.is_numeric_dtype(d[col]):
+            values = pd.to_numeric(d[col], errors="coerce")
+            if n := int((values.isna() & d[col].notna()).sum()):
+                lost[col] = n
+            d[col] = values
+    return lost
+
+
+def _number_notes(lost: dict[str, int]) -> list[str]:
+    """The warnings for values of the dispatch table that were not numbers."""
+    return [f"{n:,} kernel dispatches have a non-numeric {col!r} (a damaged database): "
+            "treated as missing" for col, n in lost.items()]  # fmt: skip
+
+
+def _first_pid(pids: pd.Series) -> int:
+    """The process id of the first dispatch that has one (0: none)."""
+    for v in pids.dropna():
+        if (pid := device_index(v)) is not None:
+            return pid
+    return 0
+
+
+def _whole(value) -> int | None:
+    """An integer cell as int64 holds it (a whole float too, and the digits of one: the
+    driver reads a column that mixes text and integers as text); None for anything else."""
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,19}\s*", value):
+        value = int(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value) if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float | np.floating) and np.isfinite(value) and value == int(value):
+        return int(value) if abs(value) < 2**63 else None
+    return None
 
 
 class _ById:
@@ -123,29 +171,45 @@ class _ById:
     one process), so each guid's ids are sorted once and searched."""
 
     def __init__(self, table: pd.DataFrame, guid: str | None = None) -> None:
-        """``guid``: the one process's, for a table read without its guid column."""
+        """``guid``: the one process's, for a table read without its guid column. Rows
+        whose id is no integer (a damaged database) cannot be looked up."""
         self.parts = {}
+        ids = pd.to_numeric(table["id"], errors="coerce")
+        whole = (ids == ids.round()) & (ids.abs() < 2**62)
+        table = table[whole].assign(id=ids[whole].astype("int64"))
         groups = [(guid, table)] if "guid" not in table else table.groupby("guid", sort=False)
         for guid, g in groups:
             g = g.sort_values("id", kind="stable")
             self.parts[guid] = (g["id"].to_numpy(np.int64), g)
 
     def get(self, guids, ids: pd.Series, column: str) -> np.ndarray:
-        """``column`` of the rows (guid, id); NaN (None for text) where there is none.
-        ``guids``: per row, or one value for all (a database of one process)."""
-        sample = next(iter(self.parts.values()))[1][column] if self.parts else None
-        text = sample is not None and not pd.api.types.is_numeric_dtype(sample.dtype)
-        out = np.full(len(ids), None if text else np.nan, dtype=object if text else np.float64)
+        """``column`` of the rows (guid, id) as numbers; NaN where there is none or it is not
+        a number (a damaged database). ``guids``: per row, or one value for all (a database
+        of one process)."""
+        out = np.full(len(ids), np.nan)
         for rows, values in self._found(guids, ids, column):
-            out[rows] = values if text else values.astype(np.float64)
+            out[rows] = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
+        return out
+
+    def get_text(self, guids, ids: pd.Series, column: str) -> np.ndarray:
+        """``column`` of the rows (guid, id) as text; None where there is none."""
+        out = np.full(len(ids), None, dtype=object)
+        for rows, values in self._found(guids, ids, column):
+            out[rows] = [v if v is None or isinstance(v, str) else str(v) for v in values]
         return out
 
     def get_int(self, guids, ids: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
         """(int64 values, found) of an integer column: exact at any size (timestamps since
-        the epoch pass 2^53 ns, beyond float64's integers); 0 where not found."""
+        the epoch pass 2^53 ns, beyond float64's integers); 0 and not found where there is
+        none or it is not an integer that int64 holds (a damaged database)."""
         out = np.zeros(len(ids), dtype=np.int64)
         found = np.zeros(len(ids), dtype=bool)
         for rows, values in self._found(guids, ids, column):
+            if values.dtype.kind != "i":  # (text, blobs, reals or NULLs among them)
+                ints = [_whole(v) for v in values]
+                keep = np.array([v is not None for v in ints], dtype=bool)
+                rows = rows[keep]
+                values = np.array([v for v in ints if v is not None], dtype=np.int64)
             out[rows] = values.astype(np.int64)
             found[rows] = True
         return out, found
@@ -155,8 +219,9 @@ class _ById:
         key = pd.to_numeric(ids, errors="coerce").to_numpy(np.float64)
         one = not isinstance(guids, np.ndarray)
         for guid in [guids] if one else pd.unique(guids):
-            rows = np.flatnonzero(~np.isnan(key) if one else (guids == guid) & ~np.isnan(key))
-            if guid not in self.parts or not len(rows):
+            usable = ~np.isnan(key) & (np.abs(key) < 2**62)
+            rows = np.flatnonzero(usable if one else (guids == guid) & usable)
+            if guid not in self.parts or not len(rows) or not len(self.parts[guid][0]):
                 continue
             sorted_ids, g = self.parts[guid]
             want = key[rows].astype(np.int64)
@@ -198,6 +263,7 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
                workgroup_size_x AS wg_x, workgroup_size_y AS wg_y, workgroup_size_z AS wg_z,
                group_segment_size AS lds FROM {src[KERNELS]}""",
     )  # fmt: skip
+    damaged = _numbers(d, _DISPATCH_NUMBERS)
     guids = one if single else d["guid"].to_numpy(object)
     if single:
         d["guid"] = one  # (the symbols and agents are looked up by it: one value)
@@ -218,7 +284,7 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
                sgpr_count FROM {src["rocpd_info_kernel_symbol"]}""",
     ).set_index(["guid", "id"])
     key = pd.MultiIndex.from_arrays([k["guid"], k["kernel_id"]])
-    sym = symbols.reindex(key)
+    sym = symbols[~symbols.index.duplicated()].reindex(key)  # (an id twice: damaged, first)
     names = sym["display_name"].where(sym["display_name"].notna(), sym["kernel_name"])
     k["name"] = pd.Categorical(names.fillna("<unknown>").to_numpy())  # (few distinct)
     for col, out in (("arch_vgpr_count", "arch_vgpr"), ("accum_vgpr_count", "accum_vgpr"),
@@ -228,13 +294,14 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     device = pd.Series(agents.device, dtype="float64")
     device.index = pd.MultiIndex.from_tuples(device.index) if len(device) else device.index
     k["device"] = device.reindex(pairs).to_numpy() if len(device) else np.nan
-    pid = int(k["pid"].dropna().iloc[0]) if k["pid"].notna().any() else 0
+    pid = _first_pid(k["pid"])
     version = _schema_version(conn, src)
     trace = Trace(
         path=str(p), format="rocpd", producer_version=f"rocprofv3 rocpd (schema {version})",
         kernels=dispatches_to_kernels(k, pid),
     )  # fmt: skip
     trace.gpus = agents.specs
+    trace.warnings += _number_notes(damaged)
     if rows > len(k):
         trace.warnings.append(
             f"{rows - len(k):,} of {rows:,} kernel dispatches dropped: their timestamp or track "
@@ -285,10 +352,12 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
             "wg_z": "workgroup_size_z", "lds": "group_segment_size"}  # fmt: skip
     d = _frame(conn, f"SELECT {_pick(conn, src[KERNELS], cols)} FROM {src[KERNELS]}")
     rows = len(d)
-    d = d[d["start"].notna() & d["end"].notna()].reset_index(drop=True)
+    damaged = _numbers(d, (*_DISPATCH_NUMBERS, "agent", "queue", "stream_id", "pid", "tid"))
+    start, end = (pd.Series([_whole(v) for v in d[c]], dtype=object) for c in ("start", "end"))
+    d = d.assign(start=start, end=end)[start.notna() & end.notna()].reset_index(drop=True)
     if d.empty:
         raise AdvisorInputError(str(p), "rocpd database: no kernel dispatches with their times")
-    d["guid"] = d["guid"].fillna("")
+    d["guid"] = d["guid"].fillna("").astype(str)
     d["stream"] = d["stream_id"].where(d["stream_id"].notna(), d["queue"])
     d["start"] = d["start"].astype(np.int64)
     d["end"] = d["end"].astype(np.int64)
@@ -302,8 +371,9 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
             "accum_vgpr_count": "accum_vgpr_count", "sgpr_count": "sgpr_count"})}
         FROM {src["rocpd_info_kernel_symbol"]}""",
     )  # fmt: skip
-    symbols["guid"] = symbols["guid"].fillna("")
-    sym = symbols.set_index(["guid", "id"]).reindex(
+    symbols["guid"] = symbols["guid"].fillna("").astype(str)
+    symbols = symbols.set_index(["guid", "id"])
+    sym = symbols[~symbols.index.duplicated()].reindex(
         pd.MultiIndex.from_arrays([d["guid"], d["kernel_id"]])
     )
     names = sym["display_name"].where(sym["display_name"].notna(), sym["kernel_name"])
@@ -315,11 +385,12 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
     by_node = {(g, a): dev for (g, a), dev in agents.by_node.items()}
     d["device"] = [by_node.get((g, a), agents.device.get((g, a), np.nan))
                    for g, a in zip(d["guid"], d["agent"], strict=True)]  # fmt: skip
-    pid = int(d["pid"].dropna().iloc[0]) if d["pid"].notna().any() else 0
+    pid = _first_pid(d["pid"])
     trace = Trace(path=str(p), format="rocpd",
                   producer_version=f"rocprofv3 rocpd (schema {_schema_version(conn, src)}, "
                   "inline times)", kernels=dispatches_to_kernels(d, pid))  # fmt: skip
     trace.gpus = agents.specs
+    trace.warnings += _number_notes(damaged)
     if rows > len(d):
         trace.warnings.append(f"{rows - len(d):,} of {rows:,} kernel dispatches dropped: "
                               "their times are missing (a damaged database)")  # fmt: skip
@@ -347,11 +418,14 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
         strings["guid"] = strings["guid"].fillna("")
         strings = _ById(strings)
         g = r["guid"].to_numpy(object)
-        r["name"] = strings.get(g, r["name_id"], "string")
-        r["category"] = pd.Series(strings.get(g, pd.Series(events.get(g, r["event_id"],
+        r["name"] = strings.get_text(g, r["name_id"], "string")
+        r["category"] = pd.Series(strings.get_text(g, pd.Series(events.get(g, r["event_id"],
                                   "category_id")), "string")).fillna("").astype(str)  # fmt: skip
         r["correlation"] = events.get(g, r["event_id"], "correlation_id")
-        r = r[r["start"].notna() & r["end"].notna() & r["name"].notna()]
+        _numbers(r, ("pid", "tid"))
+        r["start"], r["end"] = ([_whole(v) for v in r[c]] for c in ("start", "end"))
+        r = r[r["start"].notna() & r["end"].notna() & r["name"].notna() & r["pid"].notna()
+              & r["tid"].notna()].astype({"start": np.int64, "end": np.int64})  # fmt: skip
         api = r[r["category"].str.match(API_CATEGORY.pattern)]
         if len(api):
             trace.api = _host_rows(api, "name", correlation=api["correlation"].astype("float64"))
@@ -457,12 +531,16 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
                product_name, extdata FROM {src["rocpd_info_agent"]}""",
     )
     for row in rows.itertuples(index=False):
-        index = row.logical_index if row.logical_index is not None else row.absolute_index
-        device = int(index if index is not None else row.id)
-        out.device[(row.guid or "", row.id)] = device
-        if row.absolute_index is not None:
-            out.by_node[(row.guid or "", row.absolute_index)] = device
-        out.is_gpu[(row.guid or "", row.id)] = str(row.type).upper() == "GPU"
+        # the device: logical index, else absolute index, else row id (None: damaged row)
+        device = next((i for i in map(device_index, (row.logical_index, row.absolute_index,
+                                                     row.id)) if i is not None), None)  # fmt: skip
+        if device is None or _whole(row.id) is None:
+            continue
+        guid = row.guid if isinstance(row.guid, str) else ""
+        out.device[(guid, _whole(row.id))] = device
+        if (node := device_index(row.absolute_index)) is not None:
+            out.by_node[(guid, node)] = device
+        out.is_gpu[(guid, _whole(row.id))] = str(row.type).upper() == "GPU"
         if str(row.type).upper() != "GPU":
             continue
         try:
@@ -472,7 +550,9 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
         if not isinstance(facts, dict) or not facts.get("cu_count"):
             continue  # no properties: the built-in table may still know the product name
         name = row.product_name or facts.get("product_name") or row.name or "AMD GPU"
-        out.specs[device] = agent_spec(facts, name, "trace (rocpd agents)")
+        spec = agent_spec(facts, name, "trace (rocpd agents)")
+        if spec is not None:  # (else its facts are damaged: as if it had none)
+            out.specs[device] = spec
     return out
 
 
@@ -494,7 +574,7 @@ def _regions(
     """Host regions (API calls, markers): category, name, times, pid/tid, correlation;
     regions whose times or track are missing are left out (as the rocpd views' joins do)."""
     cols = ["category", "name", "start", "end", "pid", "tid", "correlation"]
-    if "rocpd_region" not in src or "rocpd_event" not in src:
+    if any(t not in src for t in ("rocpd_region", "rocpd_event", "rocpd_string")):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
     g_col = "" if guid is not None else "guid, "
     r = _columns(conn, p, f"SELECT {g_col}name_id, start_id, end_id, track_id, event_id "
@@ -504,15 +584,15 @@ def _regions(
     start, has_start = times.get_int(guids, r["start_id"], "value")
     end, has_end = times.get_int(guids, r["end_id"], "value")
     out = pd.DataFrame({
-        "category": strings.get(guids, pd.Series(events.get(guids, r["event_id"], "category_id")),
-                                "string"),
-        "name": strings.get(guids, r["name_id"], "string"),
+        "category": strings.get_text(
+            guids, pd.Series(events.get(guids, r["event_id"], "category_id")), "string"),
+        "name": strings.get_text(guids, r["name_id"], "string"),
         "start": start, "end": end, "timed": has_start & has_end,
         "pid": tracks.get(guids, r["track_id"], "pid"),
         "tid": tracks.get(guids, r["track_id"], "tid"),
         "correlation": events.get(guids, r["event_id"], "correlation_id"),
     })  # fmt: skip
-    keep = out.pop("timed") & out["tid"].notna() & out["name"].notna()
+    keep = out.pop("timed") & out["tid"].notna() & out["pid"].notna() & out["name"].notna()
     out = out[keep].reset_index(drop=True)
     out["category"] = out["category"].fillna("").astype(str)
     return out
@@ -540,6 +620,7 @@ def _copies(conn: sqlite3.Connection, src: dict[str, str], agents: _Agents, pid:
     )
     if m.empty:
         return empty_table("memcpy")
+    _numbers(m, ("stream", "bytes", "pid", "correlation"))  # (text in them: missing)
     src_key = list(zip(m["guid"], m["src"], strict=True))
     dst_key = list(zip(m["guid"], m["dst"], strict=True))
     src_gpu = np.array([agents.is_gpu.get(a, False) for a in src_key])

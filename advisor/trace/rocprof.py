@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, not_a_trace, read_problem
-from advisor.trace.gpus import agent_spec, cdna_spec
+from advisor.trace.gpus import agent_spec, cdna_spec, device_index
 from advisor.trace.model import GpuSpec, Trace, empty_table
 
 # normalized column -> header names used by the rocprof versions (first present wins)
@@ -152,16 +152,12 @@ def normalize(raw: pd.DataFrame, layout: Layout, path: str) -> pd.DataFrame:
             continue
         text = raw[src].astype(str).str.strip()
         values = _agent_number(text) if col in ("device", "src", "dst") else text
-        if col in _NUMERIC:
-            num = pd.to_numeric(values, errors="coerce")
-            bad = num.isna() & text.ne("")
-            if bad.any():
-                row = int(np.flatnonzero(bad.to_numpy())[0])
-                raise AdvisorInputError(
-                    path, f"column {src!r}, data row {row + 1}: {text.iloc[row]!r} is not a number"
-                )
-            values = num
-        out[col] = values
+        out[col] = _numbers(values, text, src, path) if col in _NUMERIC else values
+    if layout.kind == "dispatches":
+        for col in ("name", "device"):  # (every dispatch layout has them; a damaged header not)
+            if col not in out:
+                raise AdvisorInputError(path, f"{layout.name}: no {' or '.join(ALIASES[col])} "
+                                        "column")  # fmt: skip
     if layout.kind in ("dispatches", "api", "copies") and layout.timed:
         # single damaged rows (no time, end before start) are dropped and counted later
         # (trace.quality); a layout without times at all is not a trace
@@ -169,6 +165,21 @@ def normalize(raw: pd.DataFrame, layout: Layout, path: str) -> pd.DataFrame:
             if col not in out or (len(out) and out[col].isna().all()):
                 raise AdvisorInputError(path, f"{layout.name}: missing {col} timestamps")
     return out
+
+
+def _numbers(values: pd.Series, text: pd.Series, column: str, path: str) -> pd.Series:
+    """``values`` as numbers (empty: NaN); AdvisorInputError naming the column and row of the
+    first that is not a finite number (``text``: the values as written, for the message)."""
+    num = pd.to_numeric(values, errors="coerce")
+    bad = (num.isna() & text.ne("")) | np.isinf(num)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise AdvisorInputError(
+            path,
+            f"column {column!r}, data row {row + 1}: {text.iloc[row]!r} is not a "
+            + ("finite number" if np.isinf(num.iloc[row]) else "number"),
+        )
+    return num
 
 
 def read_table(path: str | Path) -> tuple[Layout, pd.DataFrame]:
@@ -192,16 +203,19 @@ def agents_to_gpus(raw: pd.DataFrame) -> dict[int, GpuSpec]:
     specs = {}
     gpu_rows = raw[raw["Agent_Type"].str.upper().str.contains("GPU")]
     for _, row in gpu_rows.iterrows():
-        specs[int(row["Node_Id"])] = cdna_spec(
+        node = device_index(row["Node_Id"])
+        spec = cdna_spec(
             name=row.get("Product_Name") or row.get("Name") or "AMD GPU",
             gfx=row["Gfx_Target_Version"],
-            cus=int(row["Cu_Count"]),
+            cus=row["Cu_Count"],
             simds=row["Simd_Per_Cu"],
             waves=row["Max_Waves_Per_Simd"],
             lds_kb=row.get("Lds_Size_In_Kb"),
             wave=row["Wave_Front_Size"],
             source="trace (agent_info)",
         )
+        if node is not None and spec is not None:  # (else a damaged row: not used)
+            specs[node] = spec
     return specs
 
 
@@ -389,8 +403,8 @@ def read_rocprof(path: str | Path) -> Trace:
         if note:
             trace.warnings.append(note)
         kept[f] = note is None
-    apis = [(f, t) for f, t in apis if kept[f]]
-    copies = [(f, t) for f, t in copies if kept[f]]
+    apis = [(f, _whole_rows(t, ("pid", "tid"), f, trace)) for f, t in apis if kept[f]]
+    copies = [(f, _whole_rows(t, ("src", "dst"), f, trace)) for f, t in copies if kept[f]]
     siblings = {kind: [f for f in fs if kept.get(f, True)] for kind, fs in siblings.items()}
     if apis:
         trace.api = pd.concat([_api(t) for _, t in apis], ignore_index=True)
@@ -409,6 +423,19 @@ def read_rocprof(path: str | Path) -> Trace:
     return trace
 
 
+def _whole_rows(table: pd.DataFrame, cols: tuple[str, ...], f: Path, trace: Trace) -> pd.DataFrame:
+    """The rows of a sibling file's table that have every column of ``cols`` (a thread, the
+    copy's agents); the others are dropped, with a warning saying how many."""
+    bad = np.logical_or.reduce([table[c].isna().to_numpy() for c in cols])
+    if not bad.any():
+        return table
+    trace.warnings.append(
+        f"{int(bad.sum()):,} of {len(table):,} rows of {f.name} dropped: no "
+        f"{' or '.join(cols)} (a damaged file)"
+    )
+    return table[~bad].reset_index(drop=True)
+
+
 def _merge(traces: list[Trace], path: str) -> Trace:
     first = traces[0]
     out = Trace(
@@ -423,6 +450,50 @@ def _merge(traces: list[Trace], path: str) -> Trace:
         out.warnings.extend(w for w in t.warnings if w not in out.warnings)
         out.sources.extend(t.sources)
     return out
+
+
+def _dicts(value) -> list[dict]:
+    """The objects of a JSON list (anything else: none)."""
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def _field(record: dict, *keys: str):
+    """``record[k1][k2]...``, None where a level is missing or not an object."""
+    for k in keys:
+        record = record.get(k) if isinstance(record, dict) else None
+    return record
+
+
+def _json_id(value) -> float | None:
+    """An id (agent handle, kernel id) as a number to look it up by; None if it is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    x = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return float(x) if np.isfinite(x) else None
+
+
+def _json_numbers(values: pd.Series, name: str, path: str) -> pd.Series:
+    """A field of the JSON records as numbers (missing or null: NaN); AdvisorInputError
+    naming the field and record of the first value that is not a finite number."""
+
+    def one(v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return np.nan
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            return None
+        try:
+            x = float(v)
+        except (ValueError, OverflowError):
+            return None
+        return x if np.isfinite(x) else None
+
+    out = values.map(one)
+    bad = out.isna() & ~values.map(lambda v: v is None or (isinstance(v, float) and np.isnan(v)))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise AdvisorInputError(path, f"rocprofv3 JSON: {name} of record {row} is not a number: "
+                                f"{str(values.iloc[row])[:40]!r}")  # fmt: skip
+    return out.astype(float)
 
 
 def read_rocprof_json(path: str | Path) -> Trace:
@@ -455,43 +526,54 @@ def read_rocprof_json(path: str | Path) -> Trace:
             "rocprofv3 JSON without kernel dispatch records (rocprofiler-sdk-tool[0]."
             "buffer_records.kernel_dispatch): profile with rocprofv3 --kernel-trace",
         ) from None
-    if not dispatch:
+    records = [r for r in dispatch if isinstance(r, dict)] if isinstance(dispatch, list) else []
+    if not records:
         raise AdvisorInputError(str(p), "rocprofv3 JSON: no kernel dispatches")
-    agents = {a["id"]["handle"]: a for a in tool.get("agents", [])}
-    symbols = {s["kernel_id"]: s for s in tool.get("kernel_symbols", [])}
-    d = pd.json_normalize(dispatch, sep="_")
-    sym = pd.DataFrame(list(symbols.values())).set_index("kernel_id")
-    kid = d["dispatch_info_kernel_id"]
-    node = {h: a.get("logical_node_id", a.get("node_id")) for h, a in agents.items()}
-    table = pd.DataFrame(
-        {
-            "dispatch": d["dispatch_info_dispatch_id"],
-            "name": kid.map(sym["truncated_kernel_name"]).fillna("<unknown>"),
-            "device": d["dispatch_info_agent_id_handle"].map(node),
-            "queue": d["dispatch_info_queue_id_handle"],
-            "stream": d["stream_id_handle"],
-            "tid": d["thread_id"],
-            "correlation": d["correlation_id_internal"],
-            "start": d["start_timestamp"],
-            "end": d["end_timestamp"],
-            **{f"grid_{a}": d[f"dispatch_info_grid_size_{a}"] for a in "xyz"},
-            **{f"wg_{a}": d[f"dispatch_info_workgroup_size_{a}"] for a in "xyz"},
-            "lds": d["dispatch_info_group_segment_size"],
-            "arch_vgpr": kid.map(sym["arch_vgpr_count"]),
-            "accum_vgpr": kid.map(sym["accum_vgpr_count"]),
-            "sgpr": kid.map(sym["sgpr_count"]),
-        }
+    agents = {_json_id(_field(a, "id", "handle")): a for a in _dicts(tool.get("agents"))}
+    agents.pop(None, None)
+    symbols = {_json_id(s.get("kernel_id")): s for s in _dicts(tool.get("kernel_symbols"))}
+    symbols.pop(None, None)
+    d = pd.json_normalize(records, sep="_")
+    for col in ("start_timestamp", "end_timestamp"):
+        if col not in d:
+            raise AdvisorInputError(str(p), f"rocprofv3 JSON: kernel dispatches without {col}")
+    field = lambda col: d[col] if col in d else pd.Series(np.nan, index=d.index)  # noqa: E731
+    kid = _json_numbers(field("dispatch_info_kernel_id"), "dispatch_info.kernel_id", str(p))
+    sym = pd.DataFrame(
+        list(symbols.values()),
+        index=list(symbols),
+        columns=["truncated_kernel_name", "arch_vgpr_count", "accum_vgpr_count", "sgpr_count"],
     )
-    pid = int(tool.get("metadata", {}).get("pid", 0))
+    node = pd.Series({h: a.get("logical_node_id", a.get("node_id")) for h, a in agents.items()},
+                     dtype=object)  # fmt: skip
+    handle = _json_numbers(field("dispatch_info_agent_id_handle"), "agent_id.handle", str(p))
+    columns = {"dispatch": "dispatch_info_dispatch_id", "queue": "dispatch_info_queue_id_handle",
+               "stream": "stream_id_handle", "tid": "thread_id",
+               "correlation": "correlation_id_internal", "start": "start_timestamp",
+               "end": "end_timestamp", **{f"grid_{a}": f"dispatch_info_grid_size_{a}"
+                                          for a in "xyz"},
+               **{f"wg_{a}": f"dispatch_info_workgroup_size_{a}" for a in "xyz"},
+               "lds": "dispatch_info_group_segment_size"}  # fmt: skip
+    table = pd.DataFrame({col: _json_numbers(field(src), src, str(p))
+                          for col, src in columns.items()})  # fmt: skip
+    table["name"] = kid.map(sym["truncated_kernel_name"]).fillna("<unknown>").astype(str)
+    table["device"] = handle.map(node).map(device_index).astype(float)
+    for col, src in (("arch_vgpr", "arch_vgpr_count"), ("accum_vgpr", "accum_vgpr_count"),
+                     ("sgpr", "sgpr_count")):  # fmt: skip
+        table[col] = _json_numbers(kid.map(sym[src]), f"kernel_symbols.{src}", str(p))
+    metadata = tool.get("metadata")
+    pid = device_index(metadata.get("pid")) if isinstance(metadata, dict) else None
     trace = Trace(
         path=str(p), format="rocprofv3-json", producer_version="rocprofv3 JSON",
-        kernels=dispatches_to_kernels(table, pid),
+        kernels=dispatches_to_kernels(table, pid or 0),
     )  # fmt: skip
-    for a in agents.values():
+    for h, a in agents.items():
         if a.get("type") == 2:  # GPU agent
             name = a.get("product_name") or a.get("name", "AMD GPU")
             spec = agent_spec(a, name, "trace (rocprofv3 agents)")
-            trace.gpus[int(node[a["id"]["handle"]])] = spec
+            device = device_index(node.get(h))
+            if spec is not None and device is not None:  # (else damaged: its facts unused)
+                trace.gpus[device] = spec
     if not tool["buffer_records"].get("hip_api"):
         trace.warnings.append(
             "no HIP API records in this JSON: idle gaps cannot be attributed to host causes"

@@ -647,6 +647,122 @@ def _rocpd_cases(out: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+def _fuzz_found_cases(out: Path) -> list[Case]:
+    """The kinds of damage tests/fuzz/fuzz_readers.py found ending in an internal error
+    (issue 32), one file each: values SQLite stores in any column (text, blobs, reals past
+    int64, text that is not UTF-8) where the export's schema has numbers or names, duplicate
+    ids, empty or missing tables; infinite numbers and missing columns in rocprof CSV; damaged
+    GPU facts; rocprofv3 JSON fields of another type. Each is read (exit 0, the damage told)
+    or refused with one line (exit 2)."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    small = ROOT / "sample_traces" / "h200_gemm_evidence.sqlite"
+    strings = "StringIds"
+
+    def nsys(name: str, *sql: str, source: Path = small) -> Path:
+        p = out / name
+        shutil.copyfile(source, p)
+        _sql(p, *sql)
+        return p
+
+    uuid = "ab12_cd34"
+
+    def rocpd(name: str, *sql: str, views: bool = True) -> Path:
+        sys.path.insert(0, str(ROOT / "tests" / "trace"))
+        from rocpd_db import RocpdWriter, write_hand
+
+        p = out / name
+        with closing(sqlite3.connect(p)) as db:
+            write_hand(RocpdWriter(db, uuid, views=views))
+            db.commit()
+        _sql(p, *sql)
+        return p
+
+    def loose(table: str) -> list[str]:  # the table without its constraints (keys)
+        return [f'CREATE TABLE _t AS SELECT * FROM "{table}"', f'DROP TABLE "{table}"',
+                f'ALTER TABLE _t RENAME TO "{table}"']  # fmt: skip
+
+    lines = _csv_lines()
+    v3 = ROCPROF
+    agents = (v3 / "hpctraining_MI300A_rocm6.2.1__agent_info.excerpt.csv").read_text()
+    kernels16 = (v3 / "hpctraining_MI300A_rocm6.2.1__kernel_trace_16col.excerpt.csv").read_text()
+    _bytes(out, "fuzzagents_kernel_trace.csv", kernels16.encode())
+    head = agents.splitlines()[0].split(",")
+    cu, gfx = head.index('"Cu_Count"'), head.index('"Gfx_Target_Version"')
+    bad_agents = [agents.splitlines()[0]] + [
+        ",".join("'x'" if i == cu else "-0.001" if i == gfx else c for i, c in
+                 enumerate(_cells(x))) if '"GPU"' in x else x
+        for x in agents.splitlines()[1:]]  # fmt: skip
+    _bytes(out, "fuzzagents_agent_info.csv", ("\n".join(bad_agents) + "\n").encode())
+    _bytes(out, "fuzzapi_kernel_trace.csv", (v3 / "sdk_aug2025__kernel_trace.csv").read_bytes())
+    hip = (v3 / "sdk_aug2025__hip_trace.csv").read_text().splitlines()
+    hip = [hip[0], *(x.replace(",1055015", ",1550151") for x in hip[1:])]  # (the kernels' run)
+    _bytes(out, "fuzzapi_hip_trace.csv", ("\n".join(
+        _set_column(hip, "Thread_Id", "", every=2)) + "\n").encode())  # fmt: skip
+    counters = (v3 / "sdk_aug2025__counter_collection.csv").read_text()
+    json_gz = ROCPROF.parent / "v3_json" / "tracelens__908_results.json.gz"
+    doc = json.loads(gzip.decompress(json_gz.read_bytes()))
+    tool = doc["rocprofiler-sdk-tool"][0]
+    tool["buffer_records"]["kernel_dispatch"] = tool["buffer_records"]["kernel_dispatch"][:20]
+    tool["kernel_symbols"] = tool["kernel_symbols"][:50]
+    text_field = json.loads(json.dumps(doc))
+    text_field["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][3][
+        "dispatch_info"]["grid_size"]["x"] = "x"  # fmt: skip
+    gpu = next(a for a in tool["agents"] if a.get("type") == 2)
+    gpu["cu_count"] = "many"
+    tool["agents"] += [5, None, {"id": {"handle": [1, 2]}, "type": 2}]
+    return [
+        Case("fuzz_nsys_duplicate_string_ids.sqlite", analyze, (0,),
+             path=nsys("fuzz_nsys_duplicate_string_ids.sqlite",
+                       *loose(strings), f"UPDATE {strings} SET id = id - 1 WHERE id % 2 = 0")),
+        Case("fuzz_nsys_blobs_and_bad_utf8_names.sqlite", analyze, (0,),
+             path=nsys("fuzz_nsys_blobs_and_bad_utf8_names.sqlite",
+                       f"UPDATE {strings} SET value = x'b0ff' WHERE id % 3 = 0",
+                       f"UPDATE {strings} SET value = CAST(x'61b062' AS TEXT) WHERE id % 3 = 1")),
+        Case("fuzz_nsys_text_in_gpu_facts.sqlite", analyze, (0,), warns="cannot be GPU facts",
+             path=nsys("fuzz_nsys_text_in_gpu_facts.sqlite", "UPDATE TARGET_INFO_GPU SET "
+                       "maxBlocksPerSm = 'x', clockRate = 'back\\slash', computeMinor = 'y'")),
+        Case("fuzz_nsys_copy_device_past_int64.sqlite", analyze, (0,),
+             warns="memory copies dropped",
+             path=nsys("fuzz_nsys_copy_device_past_int64.sqlite",
+                       "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET deviceId = 18446744073709551616",
+                       source=NSYS)),
+        _raw(out, "fuzz_rocpd_no_timestamps.db",
+             rocpd("fuzz_rocpd_no_timestamps.db_src",
+                   f"DELETE FROM rocpd_timestamp_{uuid}").read_bytes(), analyze,
+             says="no kernel dispatches with their timestamps"),
+        Case("fuzz_rocpd_text_ids_and_times.db", analyze, (0,), warns="kernel dispatches dropped",
+             path=rocpd("fuzz_rocpd_text_ids_and_times.db",
+                        f"UPDATE rocpd_timestamp_{uuid} SET value = '0x10' WHERE id IN (3, 9)",
+                        f"UPDATE rocpd_kernel_dispatch_{uuid} SET grid_size_y = 'abc'")),
+        Case("fuzz_rocpd_duplicate_symbols.db", analyze, (0,),
+             path=rocpd("fuzz_rocpd_duplicate_symbols.db",
+                        *loose(f"rocpd_info_kernel_symbol_{uuid}"),
+                        f"INSERT INTO rocpd_info_kernel_symbol_{uuid} SELECT * FROM "
+                        f"rocpd_info_kernel_symbol_{uuid}", views=False)),
+        Case("fuzz_rocpd_no_string_table.db", analyze, (0,), warns="no HIP API regions",
+             path=rocpd("fuzz_rocpd_no_string_table.db", f"DROP TABLE rocpd_string_{uuid}",
+                        views=False)),
+        Case("fuzz_rocpd_text_thread_ids.db", analyze, (0,),
+             path=rocpd("fuzz_rocpd_text_thread_ids.db",
+                        f"UPDATE rocpd_track_{uuid} SET tid = 'cudaMemcpyAsync' WHERE id = 1",
+                        f"UPDATE rocpd_info_agent_{uuid} SET logical_index = 'x', extdata = "
+                        """'{"cu_count": "lots"}' WHERE type = 'CPU'""")),
+        _raw(out, "fuzz_csv_infinite_timestamp.csv",
+             ("\n".join(_set_column(lines, "Start_Timestamp", "-1e309", every=3)) + "\n").encode(),
+             analyze, says="is not a finite number"),
+        _raw(out, "fuzz_counter_collection_no_agent.csv",
+             counters.replace("Agent_Id", "Agent").encode(), analyze, says="no Agent_Id"),
+        Case("fuzz_agent_info_text_facts", analyze, (0,), warns="ignored",
+             path=out / "fuzzagents_kernel_trace.csv"),
+        Case("fuzz_api_rows_without_thread", analyze, (0,), warns="dropped: no pid or tid",
+             path=out / "fuzzapi_kernel_trace.csv"),
+        _raw(out, "fuzz_rocprof_json_text_field.json", json.dumps(text_field).encode(), analyze,
+             says="grid_size_x of record 3 is not a number"),
+        Case("fuzz_rocprof_json_damaged_agents.json", analyze, (0,),
+             path=_bytes(out, "fuzz_rocprof_json_damaged_agents.json", json.dumps(doc).encode())),
+    ]  # fmt: skip
+
+
 def _wrong_file_cases(out: Path) -> list[Case]:
     """The files users give by mistake (issue 31): JSON that is no trace, gzipped text,
     another tool's JSON, a picture named like an export; each is told what it is."""
@@ -750,6 +866,7 @@ def build(out: Path) -> list[Case]:
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
              + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out)
              + _wrong_file_cases(out) + _ncu_cases(out))  # fmt: skip
+    cases += _fuzz_found_cases(out)  # (found by tests/fuzz)
     for c in cases:
         if not c.names and c.path is not None:
             c.names = c.path.name
