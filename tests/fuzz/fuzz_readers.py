@@ -11,7 +11,8 @@ tokens and values, CSV cells and headers, SQLite cells, rows, columns and tables
 read by ``advisor.trace.load.load_trace`` and analysed as ``advisor analyze`` does it
 (``pipeline.run_trace``, the JSON document, the terminal report), in the worker process,
 under a time limit. Outcomes: ``ok`` (exit 0), ``input_error`` (AdvisorInputError, exit 2),
-``bug`` (anything else, exit 3) and ``timeout``; a bug's input is kept under
+``bug`` (anything else, exit 3), ``timeout``, and ``harness_error`` where this driver failed
+to make the input (none expected); a bug's input is kept under
 ``OUT/bugs/<class>/`` with what made it, its class being the exception type and where in
 advisor it was raised.
 
@@ -343,8 +344,13 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
     os.environ[kineto.SCANNER_ENV] = "0" if kind == "kineto_msgspec" else "1"
     signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
         rec.mutations = make_input(seed, rng, folder)
+    except Exception as exc:  # (a fault of this driver, not of advisor: told apart)
+        rec.outcome, rec.error = "harness_error", f"{type(exc).__name__}: {exc}"[:300]
+        shutil.rmtree(folder, ignore_errors=True)
+        return rec
+    try:
+        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
         analyse(folder / seed.main, gpu)
     except AdvisorInputError as exc:
         rec.outcome, rec.error = "input_error", str(exc)[:300]
@@ -467,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     for key, b in sorted(total["bugs"].items(), key=lambda kv: -kv[1]["count"]):
         print(f"BUG x{b['count']}: {key}: {b['error'][:200]} (e.g. input {b['examples'][0]})",
               file=sys.stderr)  # fmt: skip
-    return 1 if total["bugs"] or total["timeouts"] else 0
+    failed = total["bugs"] or total["timeouts"] or total["outcomes"].get("harness_error")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

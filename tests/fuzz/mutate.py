@@ -27,14 +27,16 @@ STRINGS = ["", "x", "abc", "nan", "NaN", "inf", "-inf", "1e5", " 7 ", "0x10", "n
            "ProfilerStep#1", "nccl:all_reduce", "ncclKernel_AllReduce", "cudaLaunchKernel",
            "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaMemcpyAsync",
            "void gemm_kernel<float>(float*)", " grid=5", "sm90_xmma_gemm"]  # fmt: skip
-# JSON tokens and fragments inserted into JSON text
+# JSON tokens and fragments inserted into JSON text (the last nests deeper than the decoders
+# follow)
 TOKENS = [b"{", b"}", b"[", b"]", b",", b":", b'"', b"\\", b"\\u", b"\\u0000", b"\\ud800",
           b"null", b"true", b"false", b"-", b"0", b"1e999", b"-0", b"01", b".5", b"1.", b"NaN",
           b"Infinity", b" ", b"\n", b"\t", b"\x00", b"\x1f", b"\xff", b"\xc3", b"\xed\xa0\x80",
           b'"cat"', b'"kernel"', b'"ph": "X"', b'"ts": ', b'"dur": ', b'"args": {',
           b'"grid": [', b'"block": [1, 1, 1]', b'"name": ', b'"device": ', b'"correlation": ',
           b'"traceEvents": [', b"[" * 300, b"]" * 300, b'{"a": ' * 40, b"}" * 40,
-          b'"' + b"\\\\" * 20 + b'"', b"9" * 400]  # fmt: skip
+          b'"' + b"\\\\" * 20 + b'"', b"9" * 400,
+          b"[" * 3000 + b"0" + b"]" * 3000]  # fmt: skip
 _LITERAL = re.compile(rb'-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\\n]|\\.)*"')
 
 
@@ -53,7 +55,7 @@ def interesting(rng: random.Random):
         return [interesting_scalar(rng) for _ in range(rng.randrange(0, 5))]
     if pick < 0.93:
         return {rng.choice(["a", "grid", "device", "x"]): interesting_scalar(rng)}
-    return nested(rng.choice([2, 255, 256, 257, 1200]), rng)
+    return nested(rng.choice([2, 255, 256, 257, 900]), rng)  # (deeper: as text, TOKENS)
 
 
 def interesting_scalar(rng: random.Random):
@@ -116,6 +118,20 @@ def json_token_op(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     token = rng.random() < 0.2
     new = rng.choice(TOKENS) if token else json.dumps(interesting_scalar(rng)).encode()
     return data[: m.start()] + new + data[m.end() :], f"token:replace {m.group()[:12]!r}"
+
+
+def json_literal_swap(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """A number literal replaced by another number, or a string by another string: the
+    text stays valid JSON of the same shape."""
+    at = rng.randrange(max(len(data), 1))
+    m = _LITERAL.search(data, at) or _LITERAL.search(data)
+    if not m:
+        return bytes_op(data, rng)
+    if m.group().startswith(b'"'):
+        new = json.dumps(rng.choice(STRINGS)).encode()
+    else:
+        new = rng.choice(NUMBERS).encode()
+    return data[: m.start()] + new + data[m.end() :], f"token:swap {m.group()[:12]!r}"
 
 
 # --- decoded JSON ---------------------------------------------------------------------------
