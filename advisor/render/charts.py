@@ -36,7 +36,6 @@ from advisor.render.fit import ELLIPSIS, common_prefix, shorten_middle  # noqa: 
 from advisor.render.sections import (  # noqa: E402
     IDLE_LABELS,
     group_details,
-    unless_ambiguous,
     widen_duplicates,
 )
 from advisor.units import fmt_ns, fmt_pct  # noqa: E402
@@ -232,8 +231,8 @@ def row_labels(rows: pd.DataFrame, several_devices: bool, width: int = NAME_WIDT
     if "demangled" in rows:  # (Nsight's short names: "Kernel2" for many templates)
         demangled = [clean_name(d) if isinstance(d, str) and d else n
                      for n, d in zip(full, rows["demangled"], strict=True)]  # fmt: skip
-        full = unless_ambiguous(full, demangled)
-    names = unless_ambiguous([simplify_name(n) for n in full], full)
+        full = _unless_ambiguous(full, demangled)
+    names = _unless_ambiguous([simplify_name(n) for n in full], full)
     labels = _distinct_short(names, width)
     grids = [f"{x}x{y}x{z}" for x, y, z in
              zip(rows["grid_x"], rows["grid_y"], rows["grid_z"], strict=True)]  # fmt: skip
@@ -249,6 +248,15 @@ def row_labels(rows: pd.DataFrame, several_devices: bool, width: int = NAME_WIDT
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
     return out
+
+
+def _unless_ambiguous(short: list[str], full: list[str]) -> list[str]:
+    """``short``, except where two equal short texts stand for different ``full`` ones: the
+    full text there."""
+    seen: dict[str, set[str]] = {}
+    for x, f in zip(short, full, strict=True):
+        seen.setdefault(x, set()).add(f)
+    return [f if len(seen[x]) > 1 else x for x, f in zip(short, full, strict=True)]
 
 
 def _distinct_short(names: list[str], width: int) -> list[str]:

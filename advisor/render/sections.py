@@ -39,15 +39,6 @@ def _bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def unless_ambiguous(short: list[str], full: list[str]) -> list[str]:
-    """``short``, except where two equal short texts stand for different ``full`` ones: the
-    full text there."""
-    seen: dict[str, set[str]] = {}
-    for x, f in zip(short, full, strict=True):
-        seen.setdefault(x, set()).add(f)
-    return [f if len(seen[x]) > 1 else x for x, f in zip(short, full, strict=True)]
-
-
 def widen_duplicates(labels: list[str], values: list[str]) -> list[str]:
     """``labels`` with ``values`` appended to the labels that are equal to another one whose
     value differs."""
@@ -79,27 +70,34 @@ def gemm_shapes(rows: pd.DataFrame) -> list[str]:
 
 
 def group_details(rows: pd.DataFrame) -> list[list[str]]:
-    """What else tells kernel groups apart, per kind: registers, shared memory, GEMM shape."""
-    return [[f"{int(v)} regs" for v in rows["registers"]],
-            [f"smem {int(v)} B" for v in rows["smem_per_block"]], gemm_shapes(rows)]  # fmt: skip
+    """What else tells kernel groups apart, per kind: registers, shared memory, GEMM shape
+    (``?`` where the trace does not say)."""
+    return [[f"{_whole(v)} regs" for v in rows["registers"]],
+            [f"smem {_whole(v)} B" for v in rows["smem_per_block"]], gemm_shapes(rows)]  # fmt: skip
+
+
+def _whole(v) -> str:
+    return "?" if pd.isna(v) else str(int(v))
 
 
 def kernel_names(k: pd.DataFrame) -> list[str]:
-    """Kernel group names as the tables show them: the demangled name where one short name
-    stands for several kernels; where groups of one device, grid and block would still read
-    the same, what tells them apart (registers, shared memory, GEMM shape) in brackets, which
-    a fitted table keeps whole (``Kernel2 [shape 512x512x64]``)."""
+    """Kernel group names as the tables show them: where groups of one name, device, grid
+    and block would read the same, what tells them apart (registers, shared memory, GEMM
+    shape) in brackets, which a fitted table keeps whole (``Kernel2 [shape 512x512x64]``);
+    where even that is the same, the demangled name (one short name, several templates)."""
     if k.empty:
         return []
     names = list(k["name"])
-    if "demangled" in k:  # (Nsight's short names: "Kernel2" for many templates)
-        demangled = [d if isinstance(d, str) and d else n
-                     for n, d in zip(names, k["demangled"], strict=True)]  # fmt: skip
-        names = unless_ambiguous(names, demangled)
     keys = [f"{n}\0{r.device}\0{r.grid_x}x{r.grid_y}x{r.grid_z}\0{r.block_threads}"
             for n, r in zip(names, k.itertuples(), strict=True)]  # fmt: skip
     for values in group_details(k):
         keys = widen_duplicates(keys, values)
+    if "demangled" in k:  # (Nsight's short names: "Kernel2" for many templates)
+        templates: dict[str, set[str]] = {}
+        for key, d in zip(keys, k["demangled"], strict=True):
+            templates.setdefault(key, set()).add(d)
+        names = [d if len(templates[key]) > 1 and isinstance(d, str) and d else n
+                 for n, d, key in zip(names, k["demangled"], keys, strict=True)]  # fmt: skip
     details = [key.split("\0")[-1].partition(", ")[2] for key in keys]
     return [f"{n} [{d}]" if d else n for n, d in zip(names, details, strict=True)]
 
