@@ -35,6 +35,8 @@ def drop_impossible_rows(trace) -> None:
         if df.empty:
             continue
         _coerce_numbers(trace, df, COLUMNS[table], label)
+        if table == "kernels":
+            _absurd_launch_fields(df)
         start, end = _times(df["start"]), _times(df["end"])
         bad = ~((start >= 0) & (end >= start) & (end < MAX_TIME_NS))  # NaN fails too
         for col in ("device", "stream"):  # GPU work must say where it ran
@@ -75,6 +77,23 @@ def _coerce_numbers(trace, df: pd.DataFrame, contract: dict, label: str) -> None
         df[col] = values
         if lost:
             trace.warnings.append(_non_numeric(lost, label, col))
+
+
+# launch fields of the kernels table (grid and block dimensions, registers, shared memory)
+LAUNCH_FIELDS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers",
+                 "static_smem", "dynamic_smem")  # fmt: skip
+
+
+def _absurd_launch_fields(df: pd.DataFrame) -> None:
+    """Launch fields (floats, as JSON traces give them) beyond +-MAX_GRID_BLOCKS or not
+    finite become missing, in place: no launch has them, and no integer column holds -1e308
+    (the launch is then flagged and counted with the impossible ones, impossible_launches)."""
+    for col in LAUNCH_FIELDS:
+        if col in df and df[col].dtype.kind == "f":
+            v = df[col].to_numpy()
+            absurd = ~(np.abs(v) <= MAX_GRID_BLOCKS) & ~np.isnan(v)
+            if absurd.any():
+                df[col] = np.where(absurd, np.nan, v)
 
 
 def non_numeric_warning(count: int, table: str, field: str) -> str:

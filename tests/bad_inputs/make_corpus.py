@@ -760,6 +760,10 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
              says="grid_size_x of record 3 is not a number"),
         Case("fuzz_rocprof_json_damaged_agents.json", analyze, (0,),
              path=_bytes(out, "fuzz_rocprof_json_damaged_agents.json", json.dumps(doc).encode())),
+        Case("fuzz_kineto_grid_past_int64.pt.trace.json", analyze, (0,),
+             warns="impossible launch configurations",
+             path=_kineto_damaged(out, "fuzz_kineto_grid_past_int64.pt.trace.json", "kernel",
+                                  lambda e, i: e["args"].update(grid=[-1e308, 1, 1]))),
     ]  # fmt: skip
 
 

@@ -249,3 +249,23 @@ def test_rocprof_sibling_rows_without_a_thread_are_dropped_and_said(tmp_path):
     assert len(kept) == 1
     assert trace.warnings == ["2 of 3 rows of x_hip_trace.csv dropped: no pid or tid "
                               "(a damaged file)"]  # fmt: skip
+
+
+# --- every reader ---------------------------------------------------------------------------
+
+
+def test_launch_fields_no_launch_has_are_missing_and_the_launch_flagged():
+    from advisor.trace.quality import drop_impossible_rows, impossible_launches
+
+    kernels = pd.DataFrame({
+        "device": [0, 0], "stream": [7, 7], "start": [0, 10], "end": [5, 15],
+        "name": ["a", "b"], "demangled": ["a", "b"], "grid_x": [-1e308, 4.0],
+        "grid_y": [1.0, np.inf], "grid_z": [1.0, 1.0], "block_x": [128.0, 128.0],
+        "block_y": [1.0, 1.0], "block_z": [1.0, 1.0], "registers": [32.0, 2.0**60],
+        "static_smem": [0.0, 0.0], "dynamic_smem": [0.0, 0.0]})  # fmt: skip
+    trace = Trace(path="t", format="t", producer_version="t", kernels=kernels)
+    drop_impossible_rows(trace)
+    k = trace.kernels
+    assert np.isnan(k.loc[0, "grid_x"]) and np.isnan(k.loc[1, "grid_y"])
+    assert np.isnan(k.loc[1, "registers"]) and k.loc[1, "grid_x"] == 4
+    assert impossible_launches(k).tolist() == [True, True]
