@@ -341,8 +341,9 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
     gpu = rng.choice(GPUS)
     rec = Record(index, kind, seed.name, [], "ok", gpu)
     t0 = time.perf_counter()
+    scanner = os.environ.get(kineto.SCANNER_ENV)
     os.environ[kineto.SCANNER_ENV] = "0" if kind == "kineto_msgspec" else "1"
-    signal.signal(signal.SIGALRM, _on_alarm)
+    alarm = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         rec.mutations = make_input(seed, rng, folder)
     except Exception as exc:  # (a fault of this driver, not of advisor: told apart)
@@ -362,6 +363,11 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
         rec.where = _where(exc)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
+        if scanner is None:
+            os.environ.pop(kineto.SCANNER_ENV, None)
+        else:
+            os.environ[kineto.SCANNER_ENV] = scanner
     rec.seconds = round(time.perf_counter() - t0, 3)
     if rec.outcome in ("bug", "timeout"):
         keep = out / ("bugs" if rec.outcome == "bug" else "timeouts") / _class_dir(rec) / str(index)
