@@ -140,6 +140,30 @@ static int hexval(uc c) {
     return IS_DIGIT(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* the UTF-16 code unit of the 4 hex digits at p (checked by hexval before) */
+static unsigned hex4(const uc *p) {
+    unsigned u = 0;
+    for (int i = 0; i < 4; i++) {
+        uc c = p[i];
+        u = u * 16 + (unsigned)(IS_DIGIT(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return u;
+}
+
+/* p at the 'u' of an escape with 4 hex digits after it: the bytes the escape takes (5, or
+ * 11 for a surrogate pair), 0 for a surrogate without its other half (msgspec rejects
+ * those, in every string, read or skipped) */
+static Py_ssize_t unicode_escape(const uc *p, const uc *end) {
+    unsigned u = hex4(p + 1);
+    if (u >= 0xDC00 && u <= 0xDFFF) return 0; /* a low surrogate first */
+    if (u < 0xD800 || u > 0xDBFF) return 5;
+    if (end - p < 11 || p[5] != '\\' || p[6] != 'u' || !hexval(p[7]) || !hexval(p[8]) ||
+        !hexval(p[9]) || !hexval(p[10]))
+        return 0;
+    unsigned low = hex4(p + 7);
+    return low >= 0xDC00 && low <= 0xDFFF ? 11 : 0;
+}
+
 /* *pp at the opening quote; on success *pp is after the closing quote */
 static inline int scan_string(const uc **pp, const uc *end, int *esc) {
     const uc *p = *pp + 1;
@@ -156,7 +180,9 @@ static inline int scan_string(const uc **pp, const uc *end, int *esc) {
         if (ch == 'u') {
             if (end - p < 5 || !hexval(p[1]) || !hexval(p[2]) || !hexval(p[3]) || !hexval(p[4]))
                 return -1;
-            p += 5;
+            Py_ssize_t n = unicode_escape(p, end);
+            if (!n) return -1;
+            p += n;
         } else if (ch == '"' || ch == '\\' || ch == '/' || ch == 'b' || ch == 'f' || ch == 'n' ||
                    ch == 'r' || ch == 't') {
             p++;
@@ -622,6 +648,7 @@ static int has_high(const uc *s, Py_ssize_t n) {
  * Python float literal can hold is NaN, anything else is declined (msgspec decides) */
 static int num_string(const Val *v, double *out) {
     if (v->esc) return -1;
+    if (has_high(v->s, v->n) && !valid_utf8(v->s + 1, v->n - 2)) return -1; /* (msgspec: str) */
     const uc *p = v->s + 1, *e = v->s + v->n - 1;
     if (p >= e) {
         *out = NAN; /* float("") fails */
@@ -644,6 +671,22 @@ static int num_string(const Val *v, double *out) {
         }
     }
     return -1;
+}
+
+/* a value msgspec decodes into a Python object (Event's pid, tid, ts, dur; the items of the
+ * args fields read): what it rejects there, the scanner declines. Text must be UTF-8; a
+ * number written with a fraction or exponent must fit a double (1e309 does not; an integer
+ * of any size is a Python int). */
+static int decoded_ok(const Val *v) {
+    if (v->type == T_STR) return !has_high(v->s, v->n) || valid_utf8(v->s + 1, v->n - 2);
+    if (v->type != T_NUM || v->isint) return 1;
+    if (v->n < 300 && !memchr(v->s, 'e', (size_t)v->n) && !memchr(v->s, 'E', (size_t)v->n))
+        return 1; /* (fewer than 300 digits and no exponent: below 1e300) */
+    char buf[400];
+    if (v->n >= (Py_ssize_t)sizeof(buf)) return 0; /* (declined: msgspec decides) */
+    memcpy(buf, v->s, (size_t)v->n);
+    buf[v->n] = 0;
+    return isfinite(strtod_l(buf, NULL, C_LOCALE));
 }
 
 static int num_field(const Val *v, double *out) {
@@ -670,7 +713,7 @@ static int xyz_field(const Val *v, double out[3]) {
         Val item;
         if (skip_value(&p, end, &item, 2)) return -1;
         if (item.type == T_NUM) {
-            if (i < 3 && to_double(&item, &out[i])) return -1;
+            if (i < 3 ? to_double(&item, &out[i]) : !decoded_ok(&item)) return -1;
         } else if (item.type != T_NULL) {
             return -1;
         }
@@ -864,6 +907,8 @@ static int event(const uc **pp, const uc *end, Out *o, const Want *w, const uc *
         return -1;
     for (int k = K_PID; k <= K_TID; k++)
         if (ev[k].type == T_BOOL || ev[k].type == T_OBJ || ev[k].type == T_ARR) return -1;
+    for (int k = K_PID; k <= K_DUR; k++)
+        if (!decoded_ok(&ev[k])) return -1; /* (every event's: msgspec decodes them all) */
     for (int k = K_TS; k <= K_DUR; k++)
         if (ev[k].type != T_NONE && ev[k].type != T_NUM && ev[k].type != T_NULL) return -1;
     const Val *ph = &ev[K_PH];

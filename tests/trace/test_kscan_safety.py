@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import mmap
 import os
+import re
 
 import msgspec
 import pandas as pd
@@ -231,6 +232,63 @@ def test_nesting_far_past_the_limit_is_bad_input(tmp_path):
 def test_a_grid_nested_in_a_list_is_declined():
     event = b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"grid": [[1], 2]}}'
     assert _scan(b"[" + event + b"]") is None
+
+
+# --- what msgspec rejects anywhere -----------------------------------------------------------
+
+ANY = b'{"ph": "i", "cat": "python_function", "name": "f", "ts": 1'  # an event not kept
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ANY + b', "x": "\\ud800"}',  # a high surrogate alone (in a value nobody reads)
+        ANY + b', "x": "\\ud800\\u0041"}',  # ... followed by another escape
+        ANY + b', "x": "\\udc00"}',  # a low surrogate first
+        ANY + b', "\\ud800x": 1}',  # ... in a key
+        b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"a": "\\udfff"}}',
+        ANY + b', "tid": 1e309}',  # a decoded number past the double range
+        b'{"ph": "i", "cat": "python_function", "name": "f", "ts": -1e400}',
+        ANY + b', "dur": 2.5E+999}',
+        ANY + b', "pid": "\xff\xfe"}',  # decoded text that is not UTF-8
+        b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"device": "\xc3("}}',
+        b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "args": {"grid": [1, 1, 1, 1e999]}}',
+    ],
+)
+def test_what_msgspec_rejects_in_any_event_the_scanner_declines(event, tmp_path):
+    buf = b"[" + event + b"]"
+    assert _scan(buf) is None
+    with pytest.raises((msgspec.DecodeError, msgspec.ValidationError)):
+        kineto._decode_events(kineto._EVENTS.decode(buf))
+    path = tmp_path / "t.pt.trace.json"  # and the reader refuses it, both ways, alike
+    path.write_bytes(b'{"traceEvents": [\n  ' + KERNEL + b",\n  " + event + b"\n]}")
+    errors = []
+    for flag in ("1", "0"):
+        os.environ[kineto.SCANNER_ENV] = flag
+        try:
+            with pytest.raises(AdvisorInputError) as err:
+                kineto.read_kineto(path)
+            errors.append(str(err.value))
+        finally:
+            os.environ.pop(kineto.SCANNER_ENV)
+    where = re.compile(r" \(byte \d+\)| - at `[^`]*`")  # (relative to what was decoded)
+    assert where.sub("", errors[0]) == where.sub("", errors[1])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b'"\\ud83d\\ude80"', b"1e-400", b"1" + b"0" * 400, b"-0.0", b'"\xf0\x9f\x9a\x80"'],
+)
+def test_what_msgspec_takes_the_scanner_reads_alike(value):
+    # a surrogate pair, an underflow to 0, an integer of 401 digits, text with a 4-byte
+    # character: taken by both, or declined by the scanner, never read differently
+    buf = b"[" + ANY + b', "x": ' + value + b', "tid": ' + value + b"}, " + KERNEL + b"]"
+    found = kineto._scan_events(buf)
+    ref = _tables(kineto._decode_events(kineto._EVENTS.decode(buf)))
+    if found is not None:
+        tables = _tables(found[0])
+        for name, table in tables.items():
+            pd.testing.assert_frame_equal(table, ref[name], check_exact=True)
 
 
 # --- names --------------------------------------------------------------------------------
