@@ -61,7 +61,7 @@ REQUIRED = {
 STRATEGIES = {
     "split_k", "stream_k", "tile_reshape", "persistent", "warp_specialization", "cuda_graph",
     "comm_overlap", "remove_sync", "async_copy", "load_balance", "tp_overlap",
-    "pipeline_schedule", "input_pipeline", "host_work", "stream_dependency",
+    "pipeline_schedule", "input_pipeline", "host_work", "stream_dependency", "memory_bound",
 }  # fmt: skip
 
 

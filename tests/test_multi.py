@@ -101,7 +101,8 @@ def test_cli_many_traces_with_a_bad_one(ranks, tmp_path):
     assert proc.stderr.strip() == (
         f"advisor: error: {bad}: not a supported trace: expected "
         "an Nsight Systems SQLite export or .nsys-rep, a PyTorch profiler (Kineto) JSON, a "
-        "rocprofv3 rocpd database or rocprof CSV/JSON"
+        "rocprofv3 rocpd database or rocprof CSV/JSON, or an Nsight Compute report (.ncu-rep or "
+        "its raw page CSV)"
     )
     assert [r["error"] is None for r in doc["ranks"]] == [True, True, False]
     assert doc["collectives"] and doc["findings"]
