@@ -124,7 +124,7 @@ class _Reader:
         self.path = path
         self.threads = threads
         self.conn = sqlite3.connect(ro_uri(path), uri=True)
-        self.conn.text_factory = _text  # (text that is not UTF-8: a damaged export)
+        self.conn.text_factory = sqlite_text  # (text that is not UTF-8: a damaged export)
         self.columns: dict[str, set[str]] = {}  # table -> its columns, in one query
         for table, column in self.conn.execute(
             "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
@@ -161,10 +161,10 @@ class _Reader:
         """The export's StringIds as a Series id -> text (loaded once; an id given twice, in
         a damaged export, names its first text)."""
         if self._strings is None:
-            table = self.frame("SELECT id, value FROM StringIds")
+            table = self.frame("SELECT id AS id, value AS value FROM StringIds")  # (any case)
             values = table["value"].to_numpy(object)
             if table["value"].dtype == object:  # (read by sqlite3: blobs, numbers among them?)
-                values = np.array([_text(v) if isinstance(v, bytes) else v if v is None
+                values = np.array([sqlite_text(v) if isinstance(v, bytes) else v if v is None
                                    or isinstance(v, str) else str(v) for v in values],
                                   dtype=object)  # fmt: skip
             strings = pd.Series(values, index=table["id"])
@@ -281,7 +281,15 @@ class _Reader:
         return sink.frame()
 
 
-def _text(raw: bytes) -> str:
+def utf8_checked(table: pa.Table) -> pa.Table:
+    """``table`` once its text columns are checked to be UTF-8 (ArrowInvalid where not: a
+    damaged database, read with sqlite3 instead; pandas would fail on it later)."""
+    if any(pa.types.is_string(t) or pa.types.is_large_string(t) for t in table.schema.types):
+        table.validate(full=True)  # (at memory speed)
+    return table
+
+
+def sqlite_text(raw: bytes) -> str:
     """SQLite text as str (sqlite3's text_factory): bytes that are not UTF-8 replaced."""
     return raw.decode("utf-8", "replace")
 

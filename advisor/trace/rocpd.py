@@ -44,7 +44,7 @@ import pandas as pd
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import agent_spec, device_index
 from advisor.trace.model import Trace, empty_table
-from advisor.trace.nsys import adbc_sqlite, driver_failed, ro_uri
+from advisor.trace.nsys import adbc_sqlite, driver_failed, ro_uri, sqlite_text, utf8_checked
 from advisor.trace.rocprof import dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
@@ -92,15 +92,18 @@ def read_rocpd(path: str | Path) -> Trace:
     p = Path(path)
     try:
         with closing(sqlite3.connect(ro_uri(p), uri=True)) as conn:
+            conn.text_factory = sqlite_text  # (text that is not UTF-8: a damaged database)
             return _read(conn, p)
     except sqlite3.Error as exc:
         raise AdvisorInputError(str(p), f"corrupt or unreadable rocpd database: {exc}") from exc
 
 
 def _frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
-    """A query's rows (for the small tables: agents, symbols, strings, tracks)."""
+    """A query's rows (for the small tables: agents, symbols, strings, tracks). Columns are
+    named in lower case: SQLite matches a column whatever its case, and names a result
+    column as the schema spells it (a damaged schema may say logical_iNdex)."""
     cur = conn.execute(sql)
-    cols = [c[0] for c in cur.description]
+    cols = [c[0].lower() for c in cur.description]
     return pd.DataFrame.from_records(cur.fetchall(), columns=cols)
 
 
@@ -113,7 +116,8 @@ def _columns(conn: sqlite3.Connection, p: Path, sql: str) -> pd.DataFrame:
     try:
         with closing(adbc.connect(ro_uri(p))) as db, closing(db.cursor()) as cur:
             cur.execute(sql)
-            return cur.fetch_arrow_table().to_pandas()
+            table = utf8_checked(cur.fetch_arrow_table())
+            return table.rename_columns([c.lower() for c in table.column_names]).to_pandas()
     except errors as exc:  # a column it cannot type (or a page it cannot read): sqlite3
         if not driver_failed(exc):
             raise

@@ -742,6 +742,11 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
         Case("fuzz_rocpd_no_string_table.db", analyze, (0,), warns="no HIP API regions",
              path=rocpd("fuzz_rocpd_no_string_table.db", f"DROP TABLE rocpd_string_{uuid}",
                         views=False)),
+        Case("fuzz_rocpd_column_case_and_bad_utf8.db", analyze, (0,),
+             path=rocpd("fuzz_rocpd_column_case_and_bad_utf8.db",
+                        f"ALTER TABLE rocpd_info_agent_{uuid} RENAME COLUMN logical_index TO "
+                        "logical_iNdex", f"UPDATE rocpd_string_{uuid} SET string = "
+                        "CAST(x'68b0' AS TEXT) || string")),
         Case("fuzz_rocpd_text_thread_ids.db", analyze, (0,),
              path=rocpd("fuzz_rocpd_text_thread_ids.db",
                         f"UPDATE rocpd_track_{uuid} SET tid = 'cudaMemcpyAsync' WHERE id = 1",

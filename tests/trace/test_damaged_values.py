@@ -209,6 +209,21 @@ def test_rocpd_duplicate_symbols_and_no_string_table(tmp_path):
     assert any("no HIP API regions" in w for w in trace.warnings)
 
 
+def test_rocpd_columns_spelt_in_another_case_and_names_not_utf8(tmp_path):
+    # SQLite matches columns whatever their case and names results as the schema spells
+    # them (a damaged schema: logical_iNdex); a name's bytes that are not UTF-8 are replaced
+    path = _rocpd(
+        tmp_path,
+        "ALTER TABLE rocpd_info_agent_ab12_cd34 RENAME COLUMN logical_index TO logical_iNdex",
+        "ALTER TABLE rocpd_track_ab12_cd34 RENAME COLUMN tid TO TID",
+        "UPDATE rocpd_string_ab12_cd34 SET string = CAST(x'68b0' AS TEXT) || string "
+        "WHERE string GLOB 'hip*'",
+    )
+    trace = rocpd.read_rocpd(path)
+    assert set(trace.gpus) == {2} and len(trace.kernels) == 3
+    assert trace.api["name"].str.startswith("h\ufffd").all()
+
+
 def test_rocpd_lookups_of_an_empty_table_find_nothing():
     empty = rocpd._ById(pd.DataFrame({"id": [], "value": []}), "g")
     values, found = empty.get_int("g", pd.Series([1, 2]), "value")
