@@ -281,6 +281,18 @@ class _Reader:
         return sink.frame()
 
 
+# What SQLite raises on a damaged file: its own errors, and UnicodeDecodeError where sqlite3
+# cannot decode the message SQLite wrote (it quotes a damaged schema's bytes)
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def sqlite_problem(exc: Exception) -> str:
+    """One of SQLITE_ERRORS in words."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "its schema is damaged (SQLite's message about it is not even text)"
+    return str(exc)
+
+
 def utf8_checked(table: pa.Table) -> pa.Table:
     """``table`` once its text columns are checked to be UTF-8 (ArrowInvalid where not: a
     damaged database, read with sqlite3 instead; pandas would fail on it later)."""
@@ -603,14 +615,17 @@ def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
     p = Path(path)
     try:
         r = _Reader(p, threads=threads or READ_THREADS)
-    except sqlite3.Error as exc:
-        raise AdvisorInputError(str(path), f"cannot open as SQLite: {exc}") from exc
+    except SQLITE_ERRORS as exc:
+        raise AdvisorInputError(str(path), f"cannot open as SQLite: {sqlite_problem(exc)}"
+                                ) from exc  # fmt: skip
     try:
         trace = _read(r, str(path))
         release_freed_memory()  # the Arrow buffers of the bulk reads
         return trace
-    except sqlite3.DatabaseError as exc:
-        raise AdvisorInputError(str(path), f"corrupt or unreadable SQLite database: {exc}") from exc
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise AdvisorInputError(
+            str(path), f"corrupt or unreadable SQLite database: {sqlite_problem(exc)}"
+        ) from exc
     finally:
         r.close()
 
@@ -622,7 +637,7 @@ def _session_start(r: _Reader) -> int | None:
         return None
     try:
         row = r.conn.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return None
     return int(row[0]) if row and isinstance(row[0], int) else None
 

@@ -44,7 +44,15 @@ import pandas as pd
 from advisor.errors import AdvisorInputError
 from advisor.trace.gpus import agent_spec, device_index
 from advisor.trace.model import Trace, empty_table
-from advisor.trace.nsys import adbc_sqlite, driver_failed, ro_uri, sqlite_text, utf8_checked
+from advisor.trace.nsys import (
+    SQLITE_ERRORS,
+    adbc_sqlite,
+    driver_failed,
+    ro_uri,
+    sqlite_problem,
+    sqlite_text,
+    utf8_checked,
+)
 from advisor.trace.rocprof import dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
@@ -65,8 +73,9 @@ def is_rocpd(path: Path) -> bool:
     metadata table, with or without a uuid suffix)."""
     try:
         with closing(sqlite3.connect(ro_uri(path), uri=True)) as conn:
+            conn.text_factory = sqlite_text  # (a damaged schema's names may not be UTF-8)
             names = _names(conn)
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return False
     return any(n.startswith(("rocpd_kernel_dispatch", "rocpd_metadata")) for n in names)
 
@@ -94,8 +103,10 @@ def read_rocpd(path: str | Path) -> Trace:
         with closing(sqlite3.connect(ro_uri(p), uri=True)) as conn:
             conn.text_factory = sqlite_text  # (text that is not UTF-8: a damaged database)
             return _read(conn, p)
-    except sqlite3.Error as exc:
-        raise AdvisorInputError(str(p), f"corrupt or unreadable rocpd database: {exc}") from exc
+    except SQLITE_ERRORS as exc:
+        raise AdvisorInputError(
+            str(p), f"corrupt or unreadable rocpd database: {sqlite_problem(exc)}"
+        ) from exc
 
 
 def _frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:

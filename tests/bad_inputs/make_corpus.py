@@ -707,6 +707,7 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
     text_field = json.loads(json.dumps(doc))
     text_field["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][3][
         "dispatch_info"]["grid_size"]["x"] = "x"  # fmt: skip
+    agent_key = f'"rocpd_info_agent_{uuid}" (id INTEGER PRIMARY KEY'.encode()
     gpu = next(a for a in tool["agents"] if a.get("type") == 2)
     gpu["cu_count"] = "many"
     tool["agents"] += [5, None, {"id": {"handle": [1, 2]}, "type": 2}]
@@ -747,6 +748,9 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
                         f"ALTER TABLE rocpd_info_agent_{uuid} RENAME COLUMN logical_index TO "
                         "logical_iNdex", f"UPDATE rocpd_string_{uuid} SET string = "
                         "CAST(x'68b0' AS TEXT) || string")),
+        _raw(out, "fuzz_rocpd_schema_not_text.db", rocpd("fuzz_rocpd_schema_not_text.db_src")
+             .read_bytes().replace(agent_key, agent_key[:-3] + b"\xccEY", 1), analyze,
+             says="its schema is damaged"),  # (SQLite's message quotes the byte)
         Case("fuzz_rocpd_text_thread_ids.db", analyze, (0,),
              path=rocpd("fuzz_rocpd_text_thread_ids.db",
                         f"UPDATE rocpd_track_{uuid} SET tid = 'cudaMemcpyAsync' WHERE id = 1",

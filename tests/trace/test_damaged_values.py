@@ -224,6 +224,25 @@ def test_rocpd_columns_spelt_in_another_case_and_names_not_utf8(tmp_path):
     assert trace.api["name"].str.startswith("h\ufffd").all()
 
 
+def _schema_not_text(tmp_path):
+    """A rocpd database whose schema holds a byte that is not UTF-8 where SQLite cannot parse
+    it: SQLite's message quotes the byte, which sqlite3 cannot decode (UnicodeDecodeError)."""
+    path = _rocpd(tmp_path)
+    data = path.read_bytes()
+    table = b'"rocpd_info_agent_ab12_cd34" (id INTEGER PRIMARY KEY'
+    path.write_bytes(data.replace(table, table[:-3] + b"\xccEY", 1))
+    return path
+
+
+def test_a_schema_sqlite_cannot_quote_is_refused_with_one_line(tmp_path):
+    path = _schema_not_text(tmp_path)
+    assert not rocpd.is_rocpd(path)
+    with pytest.raises(AdvisorInputError, match="its schema is damaged"):
+        load_trace(path)
+    with pytest.raises(AdvisorInputError, match="its schema is damaged"):
+        rocpd.read_rocpd(path)
+
+
 def test_rocpd_lookups_of_an_empty_table_find_nothing():
     empty = rocpd._ById(pd.DataFrame({"id": [], "value": []}), "g")
     values, found = empty.get_int("g", pd.Series([1, 2]), "value")
