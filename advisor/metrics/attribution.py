@@ -29,7 +29,11 @@ satisfied last:
    (inside a DataLoader range), and the rest: first, when a blocking call was waiting as
    the device ran dry (it spans g0) and returned before the launch, up to (g0 - its start)
    of the rest is that call's (the time the host lost waiting: without the wait it would
-   have been that much earlier); what remains is ``host_bound`` (launch work: at most
+   have been that much earlier); before a kernel's first launch on its device, when its
+   code was loaded in the window (a module load call or a slow first launch call), a rest
+   longer than host_launch_max_ns is ``startup`` too (the kernel being built and loaded:
+   a Triton JIT compile, a library's first use); what remains is ``host_bound`` (launch
+   work: at most
    host_launch_max_ns, or inside the range that launches X) or ``host_busy`` (longer, in
    something else).
 
@@ -142,7 +146,9 @@ def attribute(
     # what the launching thread did while the host was late
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy)
     keys = np.where(known, host.api_keys[safe] if len(api) else -1, -1)
-    split = host.split(keys, g0, g0 + late, launch_start)
+    first = np.zeros(len(ops), dtype=bool)
+    first[first_launches(ops)] = True
+    split = host.split(keys, g0, g0 + late, launch_start, first[at])
 
     k = len(at)
     # ns per (cause, gap): one contiguous row per cause
@@ -350,10 +356,11 @@ class _HostActivity:
                        ranges["start"].to_numpy(np.int64)) if len(ranges) else {})  # fmt: skip
         self._innermost: dict = {}
 
-    def split(self, keys, lo, hi, launch_start) -> dict:
+    def split(self, keys, lo, hi, launch_start, first_launch) -> dict:
         """For host-late windows [lo, hi) on threads ``keys`` (_thread_keys): ns per cause
-        (synchronization, blocking_copy, input_pipeline, host_busy, host_bound) and the
-        labels of what the thread did (module doc, step 4)."""
+        (synchronization, blocking_copy, startup, input_pipeline, host_busy, host_bound) and
+        the labels of what the thread did (module doc, step 4). ``first_launch``: per window,
+        whether its op is its kernel's first launch on the device."""
         k = len(lo)
         t = thresholds()
         out = {c: np.zeros(k, dtype=np.int64) for c in ("synchronization", "blocking_copy",
@@ -371,6 +378,13 @@ class _HostActivity:
             for key in np.unique(keys[keys >= 0]):
                 rows = work[keys == key]
                 own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, out, rest)
+        # what nothing named before a kernel's first launch, longer than any launch takes,
+        # when its code was loaded in the window (a module load call, or a slow first launch
+        # call): the kernel being built and loaded (a JIT compile, a library's first use). A
+        # first launch in a trace taken mid-run loads nothing: its time stays as it is
+        built = first_launch & (out["startup"] > 0) & (rest > t["host_launch_max_ns"])
+        out["startup"] += np.where(built, rest, 0)
+        rest = np.where(built, 0, rest)
         # what nothing named: launch work, or the host busy elsewhere
         busy = (rest > t["host_launch_max_ns"]) & ~own_launch
         out["host_busy"] = np.where(busy, rest, 0)
@@ -534,17 +548,25 @@ class _HostActivity:
         return out
 
 
-def _slow_first_launches(ops: pd.DataFrame, api: pd.DataFrame, api_row) -> np.ndarray:
-    """Rows of ``api``: the launch calls of each kernel's first launch on its device (by
-    name) that took longer than host_launch_max_ns: with lazy module loading (CUDA's default
-    since 12.2) the kernel's code is loaded inside that call."""
+def first_launches(ops: pd.DataFrame) -> np.ndarray:
+    """Row positions of ``ops``: each kernel's (or graph's) first launch on its device, by
+    name (ops are sorted by device and start)."""
     rows = np.flatnonzero(ops["kind"].isin(["kernel", "graph"]).to_numpy())
     if rows.size == 0:
         return rows
     names = ops["name"].array
     codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
     key = pd.DataFrame({"d": ops["device"].to_numpy()[rows], "n": codes[rows]})
-    first = rows[~key.duplicated().to_numpy()]  # (ops are sorted by device and start)
+    return rows[~key.duplicated().to_numpy()]
+
+
+def _slow_first_launches(ops: pd.DataFrame, api: pd.DataFrame, api_row) -> np.ndarray:
+    """Rows of ``api``: the launch calls of each kernel's first launch on its device (by
+    name) that took longer than host_launch_max_ns: with lazy module loading (CUDA's default
+    since 12.2) the kernel's code is loaded inside that call."""
+    first = first_launches(ops)
+    if first.size == 0:
+        return first
     call = api_row[first]
     call = call[call >= 0]
     took = api["end"].to_numpy(np.int64)[call] - api["start"].to_numpy(np.int64)[call]

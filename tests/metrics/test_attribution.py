@@ -247,3 +247,36 @@ def test_a_kernels_slow_first_launch_is_startup():
     assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
     assert got[p + 9_001_200] == {"host_bound": 9_000_100, "launch_latency": 100}
     assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
+
+
+@pytest.mark.parametrize("loads", [True, False], ids=["code loaded", "taken mid-run"])
+def test_the_time_before_a_kernels_first_launch_is_startup_when_its_code_loads(loads):
+    # Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms)). In each: gemm at [iP, iP +
+    # 1000) launched [iP - 600, iP - 500]; tk launched [iP + 5,001,000, iP + 5,001,100],
+    # running from iP + 5,001,200: its gap [iP + 1000, iP + 5,001,200) has host-late
+    # [iP + 1000, iP + 5,001,100) = 5,000,100 ns with nothing named in it, and 100 ns of
+    # launch latency. In step 0 (tk's first launch) a cuModuleLoadData [4,800,000,
+    # 4,950,000] (150,000 ns) loads tk's code (a JIT compile ends so): the whole 5,000,100
+    # is start-up. Without the load (a trace taken mid-run, the code loaded long before)
+    # it is what the later steps' is: launch work inside the range that launches tk.
+    p = 20_000_000
+    ks, calls, ranges = [], [], []
+    for i in range(4):
+        base = i * p
+        ks.append(dict(start=base, end=base + 1000, correlation=10 * i + 1, name="gemm"))
+        ks.append(dict(start=base + 5_001_200, end=base + 5_002_000, correlation=10 * i + 2,
+                       name="tk"))  # fmt: skip
+        calls += [("cudaLaunchKernel", base - 600, base - 500, 10 * i + 1),
+                  ("cudaLaunchKernel", base + 5_001_000, base + 5_001_100, 10 * i + 2)]  # fmt: skip
+        ranges.append(("step", base - 1000, base + 15_000_000))
+    if loads:
+        calls.append(("cuModuleLoadData", 4_800_000, 4_950_000, 999))
+    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(ks))
+    t.api = api_table(calls)
+    t.nvtx = nvtx(ranges)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    got = _by_op(ops, pieces)
+    first = {"startup": 5_000_100} if loads else {"host_bound": 5_000_100}
+    assert got[5_001_200] == {**first, "launch_latency": 100}
+    for i in (1, 2, 3):
+        assert got[i * p + 5_001_200] == {"host_bound": 5_000_100, "launch_latency": 100}
