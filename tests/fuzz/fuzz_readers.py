@@ -21,10 +21,11 @@ The campaign (docs/fuzzing.md), in batches that can be resumed and added up::
     python tests/fuzz/fuzz_readers.py --count 100000 --workers 2 --batch 5000 --out build/fuzz
     python tests/fuzz/fuzz_readers.py --count 20 --start 31337 --out /tmp/f   # inputs 31337..
 
-Each finished batch is written to ``OUT/batch_<start>.json``; a run skips the batches
-already there, and ``OUT/summary.json`` adds them all up. ``--sanitized SO`` loads that build
-of the compiled scanner first (tests/sanitize/run.sh builds it; run under its LD_PRELOAD).
-A few hundred inputs run as a test (tests/fuzz/test_fuzz_readers.py).
+Each finished batch is written to ``OUT/batch_<seed>_<from>_<to>.json``; a run skips the
+batches already there, and ``OUT/summary.json`` adds them all up. ``--sanitized SO`` loads
+that build of the compiled scanner first (tests/sanitize/run.sh builds it; run under its
+LD_PRELOAD and options); ``--kinds kineto,kineto_gz`` fuzzes those readers only. A bounded
+run is a test (tests/fuzz/test_fuzz_readers.py); docs/fuzzing.md has the campaign's counts.
 """
 
 from __future__ import annotations
@@ -334,7 +335,8 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
     from advisor.trace import kineto
 
     rng = random.Random(f"{seed_text}:{index}")
-    kind = KINDS[index % len(KINDS)]
+    kinds = [k for k in KINDS if any(s.kind == k for s in seeds)]  # (all, unless --kinds)
+    kind = kinds[index % len(kinds)]
     seed = rng.choice([s for s in seeds if s.kind == kind])
     folder = work / f"in_{index}"
     folder.mkdir()
@@ -450,10 +452,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=5000, help="inputs per batch file")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "fuzz")
     ap.add_argument("--sanitized", help="a sanitizer build of the scanner to load first")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="the reader kinds to fuzz, comma-separated (default: all)",
+    )
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fuzz_seeds_") as tmp:
-        seeds = build_seeds(Path(tmp))
+        seeds = [s for s in build_seeds(Path(tmp)) if s.kind in args.kinds.split(",")]
     print(f"{len(seeds)} seeds: " + ", ".join(
         f"{k} {sum(s.kind == k for s in seeds)}" for k in KINDS), file=sys.stderr)  # fmt: skip
     end = args.start + args.count
