@@ -53,7 +53,7 @@ from advisor.trace.nsys import (
     sqlite_text,
     utf8_checked,
 )
-from advisor.trace.rocprof import dispatches_to_kernels
+from advisor.trace.rocprof import _damaged_agents, dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
 API_CATEGORY = re.compile(r"^(HIP_|RCCL_API)")  # HIP runtime/compiler API, RCCL API
@@ -316,7 +316,7 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
         kernels=dispatches_to_kernels(k, pid),
     )  # fmt: skip
     trace.gpus = agents.specs
-    trace.warnings += _number_notes(damaged)
+    trace.warnings += agents.notes + _number_notes(damaged)
     if rows > len(k):
         trace.warnings.append(
             f"{rows - len(k):,} of {rows:,} kernel dispatches dropped: their timestamp or track "
@@ -405,7 +405,7 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
                   producer_version=f"rocprofv3 rocpd (schema {_schema_version(conn, src)}, "
                   "inline times)", kernels=dispatches_to_kernels(d, pid))  # fmt: skip
     trace.gpus = agents.specs
-    trace.warnings += _number_notes(damaged)
+    trace.warnings += agents.notes + _number_notes(damaged)
     if rows > len(d):
         trace.warnings.append(f"{rows - len(d):,} of {rows:,} kernel dispatches dropped: "
                               "their times are missing (a damaged database)")  # fmt: skip
@@ -534,6 +534,7 @@ class _Agents:
         self.by_node: dict[tuple, int] = {}  # (guid, absolute index) -> device
         self.is_gpu: dict[tuple, bool] = {}
         self.specs: dict = {}
+        self.notes: list[str] = []  # (damaged agent rows)
 
 
 def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
@@ -566,8 +567,10 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
             continue  # no properties: the built-in table may still know the product name
         name = row.product_name or facts.get("product_name") or row.name or "AMD GPU"
         spec = agent_spec(facts, name, "trace (rocpd agents)")
-        if spec is not None:  # (else its facts are damaged: as if it had none)
+        if spec is not None:
             out.specs[device] = spec
+        else:
+            out.notes.append(_damaged_agents(1, "rocpd_info_agent"))
     return out
 
 

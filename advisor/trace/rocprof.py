@@ -385,6 +385,9 @@ def read_rocprof(path: str | Path) -> Trace:
         if agent_layout is None or agent_layout.kind != "agents":
             raise AdvisorInputError(str(f), "expected an agent_info layout")
         agents = agents_to_gpus(raw)
+        gpu_rows = int(raw["Agent_Type"].str.upper().str.contains("GPU").sum())
+        if len(agents) < gpu_rows:
+            trace.warnings.append(_damaged_agents(gpu_rows - len(agents), f.name))
         missing = gpu_ids - set(agents)
         if missing:  # a file of another run: its facts would be wrong here
             trace.warnings.append(
@@ -421,6 +424,12 @@ def read_rocprof(path: str | Path) -> Trace:
             "to host causes (capture with rocprofv3 --hip-trace or --runtime-trace)"
         )
     return trace
+
+
+def _damaged_agents(count: int, where: str) -> str:
+    """The warning for GPU agents whose facts cannot be used (no usable id or CU count)."""
+    return (f"{count} GPU agent(s) in {where} have no usable id or compute-unit count (a "
+            "damaged file): their facts are not used")  # fmt: skip
 
 
 def _whole_rows(table: pd.DataFrame, cols: tuple[str, ...], f: Path, trace: Trace) -> pd.DataFrame:
@@ -572,8 +581,10 @@ def read_rocprof_json(path: str | Path) -> Trace:
             name = a.get("product_name") or a.get("name", "AMD GPU")
             spec = agent_spec(a, name, "trace (rocprofv3 agents)")
             device = device_index(node.get(h))
-            if spec is not None and device is not None:  # (else damaged: its facts unused)
+            if spec is not None and device is not None:
                 trace.gpus[device] = spec
+            else:
+                trace.warnings.append(_damaged_agents(1, "the JSON"))
     if not tool["buffer_records"].get("hip_api"):
         trace.warnings.append(
             "no HIP API records in this JSON: idle gaps cannot be attributed to host causes"

@@ -303,3 +303,16 @@ def test_launch_fields_no_launch_has_are_missing_and_the_launch_flagged():
     assert np.isnan(k.loc[0, "grid_x"]) and np.isnan(k.loc[1, "grid_y"])
     assert np.isnan(k.loc[1, "registers"]) and k.loc[1, "grid_x"] == 4
     assert impossible_launches(k).tolist() == [True, True]
+
+
+def test_damaged_amd_agents_are_said(tmp_path):
+    path = _rocpd(
+        tmp_path,
+        """UPDATE rocpd_info_agent_ab12_cd34 SET extdata =
+                  '{"cu_count": "lots"}' WHERE type = 'GPU'""",
+    )
+    trace = rocpd.read_rocpd(path)
+    assert trace.gpus == {}
+    assert "1 GPU agent(s) in rocpd_info_agent have no usable id or compute-unit count" in " ".join(
+        trace.warnings
+    )
