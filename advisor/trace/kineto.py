@@ -983,18 +983,21 @@ def _times(events: list[Event]) -> tuple[np.ndarray, np.ndarray]:
 def _num(values, count: int, bad: Counter | None = None, key=None) -> np.ndarray:
     """A float column from loosely typed values (numbers, numeric strings, None -> NaN);
     all-number columns, the usual case, in one pass. Other values (text, lists, objects,
-    booleans) are NaN, and counted in ``bad[key]``."""
+    booleans, integers past the float range) are NaN, and counted in ``bad[key]``."""
     values = list(values)
     try:
         if not any(isinstance(v, bool) for v in values):
             return np.fromiter(values, dtype=np.float64, count=count)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         pass
     out = np.full(count, np.nan)
     wrong = 0
     for i, v in enumerate(values):
         if isinstance(v, int | float) and not isinstance(v, bool):
-            out[i] = v
+            try:
+                out[i] = v
+            except OverflowError:  # (an integer of 309 digits or more)
+                wrong += 1
         elif isinstance(v, str):
             try:
                 out[i] = float(v)
@@ -1014,16 +1017,16 @@ def _xyz(lists: list, count: int, bad: Counter | None = None, key=None) -> np.nd
         out = np.array(lists, dtype=np.float64)
         if out.shape == (count, 3):
             return out
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         pass
     out = np.full((count, 3), np.nan)
     wrong = 0
     for i, v in enumerate(lists):
         if isinstance(v, list) and 1 <= len(v) <= 3:
             for j, x in enumerate(v):
-                if isinstance(x, int | float) and not isinstance(x, bool):
+                if isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e308:
                     out[i, j] = x
-                else:
+                else:  # (not a number, or an integer past the float range)
                     wrong += 1
                     break
         elif v is not None:

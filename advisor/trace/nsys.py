@@ -448,6 +448,8 @@ def _read_nvtx(r: _Reader) -> pd.DataFrame | None:
                    t.globalTid AS tid, {dom}
             FROM {NVTX} t {join} WHERE t.eventType IN ({types})"""
     )
+    for col in ("start", "end", "type", "tid", "domain_id"):  # (text or blobs: missing)
+        ev[col] = _numeric(ev[col])
     ev["pid"] = _pid(ev["tid"])
     # Domain ids are per process: name each (pid, domainId) by its NvtxDomainCreate event.
     domains = (
@@ -455,7 +457,8 @@ def _read_nvtx(r: _Reader) -> pd.DataFrame | None:
         .drop_duplicates(["pid", "domain_id"])
         .rename(columns={"text": "domain"})
     )
-    ranges = ev[ev["type"].isin(NVTX_RANGE_TYPES) & ev["end"].notna()]
+    ranges = ev[ev["type"].isin(NVTX_RANGE_TYPES) & ev["end"].notna()
+                & (ev["end"].abs() < 2**63)]  # fmt: skip
     ranges = ranges.merge(domains, on=["pid", "domain_id"], how="left")
     ranges["end"] = ranges["end"].astype("int64")
     ranges["text"] = ranges["text"].fillna("").astype(str)

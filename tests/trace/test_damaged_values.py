@@ -316,3 +316,23 @@ def test_damaged_amd_agents_are_said(tmp_path):
     assert "1 GPU agent(s) in rocpd_info_agent have no usable id or compute-unit count" in " ".join(
         trace.warnings
     )
+
+
+def test_kineto_integers_past_the_float_range_are_missing_and_counted():
+    from collections import Counter
+
+    from advisor.trace import kineto
+
+    bad: Counter = Counter()
+    big = int("9" * 400)
+    out = kineto._num([1, big, 2.5, -big], 4, bad, "k")
+    assert out[0] == 1 and out[2] == 2.5 and np.isnan(out[[1, 3]]).all() and bad["k"] == 2
+    xyz = kineto._xyz([[1, 2, 3], [big, 1, 1]], 2, bad, "g")
+    assert xyz[0].tolist() == [1, 2, 3] and np.isnan(xyz[1, 0]) and bad["g"] == 1
+
+
+def test_nsys_range_ends_that_are_blobs_are_missing(tmp_path):
+    path = _copy(tmp_path, "UPDATE NVTX_EVENTS SET end = x'9bfea1b2' WHERE rowid % 3 = 0")
+    ranges = nsys.read_nsys(path).nvtx
+    assert 0 < len(ranges) < len(nsys.read_nsys(SMALL).nvtx)
+    assert ranges["end"].dtype == np.int64
