@@ -53,7 +53,7 @@ from advisor.trace.nsys import (
     sqlite_text,
     utf8_checked,
 )
-from advisor.trace.rocprof import _damaged_agents, dispatches_to_kernels
+from advisor.trace.rocprof import damaged_agents_warning, dispatches_to_kernels
 
 KERNELS = "rocpd_kernel_dispatch"
 API_CATEGORY = re.compile(r"^(HIP_|RCCL_API)")  # HIP runtime/compiler API, RCCL API
@@ -570,7 +570,7 @@ def _agents(conn: sqlite3.Connection, src: dict[str, str]) -> _Agents:
         if spec is not None:
             out.specs[device] = spec
         else:
-            out.notes.append(_damaged_agents(1, "rocpd_info_agent"))
+            out.notes.append(damaged_agents_warning(1, "rocpd_info_agent"))
     return out
 
 

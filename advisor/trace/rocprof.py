@@ -387,7 +387,7 @@ def read_rocprof(path: str | Path) -> Trace:
         agents = agents_to_gpus(raw)
         gpu_rows = int(raw["Agent_Type"].str.upper().str.contains("GPU").sum())
         if len(agents) < gpu_rows:
-            trace.warnings.append(_damaged_agents(gpu_rows - len(agents), f.name))
+            trace.warnings.append(damaged_agents_warning(gpu_rows - len(agents), f.name))
         missing = gpu_ids - set(agents)
         if missing:  # a file of another run: its facts would be wrong here
             trace.warnings.append(
@@ -426,7 +426,7 @@ def read_rocprof(path: str | Path) -> Trace:
     return trace
 
 
-def _damaged_agents(count: int, where: str) -> str:
+def damaged_agents_warning(count: int, where: str) -> str:
     """The warning for GPU agents whose facts cannot be used (no usable id or CU count)."""
     return (f"{count} GPU agent(s) in {where} have no usable id or compute-unit count (a "
             "damaged file): their facts are not used")  # fmt: skip
@@ -584,7 +584,7 @@ def read_rocprof_json(path: str | Path) -> Trace:
             if spec is not None and device is not None:
                 trace.gpus[device] = spec
             else:
-                trace.warnings.append(_damaged_agents(1, "the JSON"))
+                trace.warnings.append(damaged_agents_warning(1, "the JSON"))
     if not tool["buffer_records"].get("hip_api"):
         trace.warnings.append(
             "no HIP API records in this JSON: idle gaps cannot be attributed to host causes"
