@@ -56,19 +56,25 @@ def _imports() -> dict[str, set[str]]:
             continue
         module = ".".join(f.relative_to(ROOT.parent).with_suffix("").parts)
         part = _part(module.removesuffix(".__init__"))
-        for node in ast.walk(ast.parse(f.read_text())):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == "advisor":
-                    names = [f"advisor.{a.name}" for a in node.names]
-                else:
-                    names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            for name in names:
-                if name.startswith("advisor.") and _part(name) != part:
-                    found.setdefault(part, set()).add(_part(name))
+        for name in _imported(f):
+            if name.startswith("advisor.") and _part(name) != part:
+                found.setdefault(part, set()).add(_part(name))
     return found
+
+
+def _imported(f: Path) -> list[str]:
+    """The modules ``f`` imports (lazy imports too), ``from P import M`` as ``P.M`` for the
+    packages advisor and advisor.trace (whose names may be modules)."""
+    names = []
+    for node in ast.walk(ast.parse(f.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module in ("advisor", "advisor.trace"):
+                names += [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+    return names
 
 
 def test_every_part_imports_only_what_the_architecture_allows():
@@ -104,18 +110,9 @@ def _trace_module_imports(root: Path = ROOT) -> dict[str, set[str]]:
         if rel.parts[1:2] == ("trace",) or "templates" in rel.parts:
             continue
         module = ".".join(rel.parts)
-        for node in ast.walk(ast.parse(f.read_text())):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == "advisor.trace":
-                    names = [f"advisor.trace.{a.name}" for a in node.names]
-                else:
-                    names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            for name in names:
-                if name.startswith("advisor.trace."):
-                    found.setdefault(module, set()).add(name.split(".")[2])
+        for name in _imported(f):
+            if name.startswith("advisor.trace."):
+                found.setdefault(module, set()).add(name.split(".")[2])
     return found
 
 

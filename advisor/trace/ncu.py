@@ -28,7 +28,7 @@ from advisor.errors import READ_ERRORS, AdvisorInputError, read_problem
 from advisor.trace.counters import kernel_base_name
 from advisor.trace.gpus import match_gpu, reserved_shared_mem
 from advisor.trace.model import GpuSpec, Trace
-from advisor.trace.nsys_rep import EXPORT_TIMEOUT_S, cache_dir, content_hash
+from advisor.trace.nsys_rep import EXPORT_TIMEOUT_S, export_cache, make_folder
 
 SUFFIX = ".ncu-rep"
 # the first cells of every Nsight Compute CSV page that lists launches (raw, details)
@@ -371,18 +371,11 @@ def export_report(path: Path) -> tuple[Path, Path]:
             "an Nsight Compute report: ncu is not on PATH (set NCU=/path/to/ncu), or export it "
             f"yourself: {RAW_EXPORT} (and {DETAILS_EXPORT} beside it)",
         )
-    try:
-        digest = content_hash(path)
-    except OSError as exc:
-        raise AdvisorInputError(str(path), f"cannot read: {exc.strerror}") from None
-    folder = cache_dir() / "ncu-rep"
+    digest, folder = export_cache(path, "ncu-rep")
     out = {page: folder / f"{digest}.{page}.csv" for page in ("raw", "details")}
     if all(p.is_file() for p in out.values()):
         return out["raw"], out["details"]
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AdvisorInputError(str(folder), f"cannot create the export cache: {exc}") from None
+    make_folder(folder)
     for page, target in out.items():
         partial = folder / f".{digest}.{os.getpid()}.partial.{page}.csv"
         cmd = [ncu, "--import", str(path), "--csv", "--page", page]

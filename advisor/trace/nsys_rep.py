@@ -49,6 +49,23 @@ def content_hash(path: Path) -> str:
     return h.hexdigest()
 
 
+def export_cache(path: Path, kind: str) -> tuple[str, Path]:
+    """(the report's SHA-256, the cache folder ``<cache>/<kind>`` its exports go to);
+    AdvisorInputError when the report cannot be read."""
+    try:
+        return content_hash(path), cache_dir() / kind
+    except OSError as exc:
+        raise AdvisorInputError(str(path), f"cannot read: {exc.strerror}") from None
+
+
+def make_folder(folder: Path) -> None:
+    """Create the export cache ``folder`` (AdvisorInputError when it cannot be)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AdvisorInputError(str(folder), f"cannot create the export cache: {exc}") from None
+
+
 def export_report(path: Path) -> Path:
     """The SQLite export of an ``.nsys-rep`` (made now, or found in the cache)."""
     nsys = find_nsys()
@@ -58,18 +75,11 @@ def export_report(path: Path) -> Path:
             "an Nsight Systems report: nsys is not on PATH (set NSYS=/path/to/nsys), or export "
             f"it yourself: nsys export --type sqlite -o {path.stem}.sqlite {path.name}",
         )
-    try:
-        digest = content_hash(path)
-    except OSError as exc:
-        raise AdvisorInputError(str(path), f"cannot read: {exc.strerror}") from None
-    folder = cache_dir() / "nsys-rep"
+    digest, folder = export_cache(path, "nsys-rep")
     out = folder / f"{digest}.sqlite"
     if out.is_file():
         return out
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AdvisorInputError(str(folder), f"cannot create the export cache: {exc}") from None
+    make_folder(folder)
     partial = folder / f".{digest}.{os.getpid()}.partial.sqlite"
     cmd = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output",
            str(partial), str(path)]  # fmt: skip
