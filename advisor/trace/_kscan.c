@@ -641,18 +641,17 @@ static int has_high(const uc *s, Py_ssize_t n) {
     return (acc & 0x8080808080808080ULL) != 0;
 }
 
-/* a numeric field as kineto._num reads it: number -> value, null/absent -> NaN; anything
- * else (strings included, which _num parses loosely) -> bail */
 /* a string where kineto.py's _num expects a number (PyTorch <= 1.10 wrote "tid": "1890023"
- * and "tid": "stream 7"): plain digits are the number, a string holding a character no
- * Python float literal can hold is NaN, anything else is declined (msgspec decides) */
-static int num_string(const Val *v, double *out) {
+ * and "tid": "stream 7"): plain digits are the number; where _num does not count values of
+ * the wrong type (pid, tid), a string holding a character no Python float literal can hold
+ * is NaN; anything else is declined (msgspec decides, and counts) */
+static int num_string(const Val *v, double *out, int counted) {
     if (v->esc) return -1;
     if (has_high(v->s, v->n) && !valid_utf8(v->s + 1, v->n - 2)) return -1; /* (msgspec: str) */
     const uc *p = v->s + 1, *e = v->s + v->n - 1;
     if (p >= e) {
         *out = NAN; /* float("") fails */
-        return 0;
+        return counted ? -1 : 0;
     }
     const uc *q = p + (*p == '-');
     int digits = q < e && e - q <= 15;
@@ -663,6 +662,7 @@ static int num_string(const Val *v, double *out) {
         *out = (double)(*p == '-' ? -x : x);
         return 0;
     }
+    if (counted) return -1;
     static const char maybe[] = "0123456789.+-eE_ \t\n\rinfatyINFATY";
     for (const uc *c = p; c < e; c++) {
         if (!memchr(maybe, *c, sizeof(maybe) - 1)) {
@@ -689,34 +689,35 @@ static int decoded_ok(const Val *v) {
     return isfinite(strtod_l(buf, NULL, C_LOCALE));
 }
 
-static int num_field(const Val *v, double *out) {
+/* a numeric field as kineto._num reads it: number -> value, null/absent -> NaN, text as
+ * num_string; anything else -> declined. ``counted``: the field's values of the wrong type
+ * are counted in a warning (the args fields): the scanner declines those, msgspec counts */
+static int num_field(const Val *v, double *out, int counted) {
     if (v->type == T_NONE || v->type == T_NULL) {
         *out = NAN;
         return 0;
     }
-    if (v->type == T_STR) return num_string(v, out);
+    if (v->type == T_STR) return num_string(v, out, counted);
     if (v->type != T_NUM) return -1;
     return to_double(v, out);
 }
 
-/* grid/block (an args member: its items are inside two containers): a list whose first
- * three items are numbers (NaN for null or a shorter list). The list is parsed again here,
- * every read checked against its end (nothing relies on the validation before). */
+/* grid/block (an args member: its items are inside two containers) as kineto._xyz reads
+ * it: null or absent -> NaN; a list of one to three numbers -> them (NaN after a shorter
+ * list); anything else (kineto._xyz counts it as malformed) -> declined. The list is parsed
+ * again here, every read checked against its end (nothing relies on the validation
+ * before). */
 static int xyz_field(const Val *v, double out[3]) {
     out[0] = out[1] = out[2] = NAN;
     if (v->type == T_NONE || v->type == T_NULL) return 0;
     if (v->type != T_ARR || v->n < 2) return -1;
     const uc *p = v->s + 1, *end = v->s + v->n;
     SKIP_WS(p, end);
-    if (p < end && *p == ']') return p + 1 == end ? 0 : -1;
+    if (p < end && *p == ']') return -1; /* (an empty list) */
     for (int i = 0;; i++) {
         Val item;
-        if (skip_value(&p, end, &item, 2)) return -1;
-        if (item.type == T_NUM) {
-            if (i < 3 ? to_double(&item, &out[i]) : !decoded_ok(&item)) return -1;
-        } else if (item.type != T_NULL) {
-            return -1;
-        }
+        if (i == 3 || skip_value(&p, end, &item, 2)) return -1; /* (a fourth item) */
+        if (item.type != T_NUM || to_double(&item, &out[i])) return -1;
         SKIP_WS(p, end);
         if (p >= end) return -1;
         if (*p == ']') return p + 1 == end ? 0 : -1;
@@ -815,7 +816,7 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
     if (to_ns(&ev[K_TS], 0, &start)) return -1;
     if (ev[K_DUR].type == T_NUM && to_ns(&ev[K_DUR], 1, &dur)) return -1;
     double pid, tid;
-    if (num_field(&ev[K_PID], &pid) || num_field(&ev[K_TID], &tid)) return -1;
+    if (num_field(&ev[K_PID], &pid, 0) || num_field(&ev[K_TID], &tid, 0)) return -1;
     int64_t args_off = 0, args_len = 0;
     if (w->args_read[code]) {
         if (!args_done) {
@@ -840,7 +841,7 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
         if (!(w->args_read[code] & BIT(i))) a[i].type = T_NONE; /* not in its struct */
     double num[7];
     for (int i = A_DEVICE; i <= A_BYTES; i++)
-        if (num_field(&a[i], &num[i])) return -1;
+        if (num_field(&a[i], &num[i], 1)) return -1;
     double grid[3], block[3];
     if (xyz_field(&a[A_GRID], grid) || xyz_field(&a[A_BLOCK], block)) return -1;
 

@@ -1024,9 +1024,11 @@ def _xyz(lists: list, count: int, bad: Counter | None = None, key=None) -> np.nd
     for i, v in enumerate(lists):
         if isinstance(v, list) and 1 <= len(v) <= 3:
             for j, x in enumerate(v):
-                if isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e308:
+                try:
+                    if isinstance(x, bool) or not isinstance(x, int | float):
+                        raise TypeError
                     out[i, j] = x
-                else:  # (not a number, or an integer past the float range)
+                except (TypeError, OverflowError):  # (an integer past the float range too)
                     wrong += 1
                     break
         elif v is not None:

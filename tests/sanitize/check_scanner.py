@@ -81,15 +81,17 @@ def _tables(chunk) -> dict:
 
 
 def _reference(data: bytes):
-    """msgspec's tables of a JSON array of events, or None where it rejects the bytes."""
+    """(msgspec's tables of a JSON array of events, the values it counted as malformed: a
+    warning per table and field), or None where it rejects the bytes."""
     import msgspec
 
     from advisor.trace import kineto
 
     try:
-        return _tables(kineto._decode_events(kineto._EVENTS.decode(data)))
+        chunk = kineto._decode_events(kineto._EVENTS.decode(data))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
+    return _tables(chunk), dict(chunk.bad)
 
 
 def _same(a: dict, b: dict) -> str:
@@ -122,7 +124,12 @@ def scan_against_msgspec(data: bytes, check: Check, what: str, ref="unset") -> b
         if ref is None:
             check.fail(f"{what}: the scanner takes bytes msgspec rejects", data)
             return taken
-        differs = _same(_tables(found[0]), ref)
+        tables, counted = ref
+        if counted:  # (the scanner counts nothing: it must decline what msgspec counts)
+            check.fail(f"{what}: the scanner takes values msgspec counts as malformed: "
+                       f"{counted}", data)  # fmt: skip
+            return taken
+        differs = _same(_tables(found[0]), tables)
         if differs:
             check.fail(f"{what}: scanner and msgspec differ: {differs}", data)
             return taken
