@@ -142,14 +142,17 @@ _DISPATCH_NUMBERS = ("dispatch", "kernel_id", "start_id", "end_id", "track_id", 
 
 def _numbers(d: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, int]:
     """The columns of ``d`` among ``cols`` as numbers, in place (SQLite stores text or a
-    blob in any column: those become missing); returns the count made missing per column."""
+    blob in any column, and infinite reals: those become missing); returns the count made
+    missing per column."""
     lost = {}
     for col in cols:
-        if col in d and not pd.api.types.is_numeric_dtype(d[col]):
-            values = pd.to_numeric(d[col], errors="coerce")
-            if n := int((values.isna() & d[col].notna()).sum()):
-                lost[col] = n
-            d[col] = values
+        if col not in d or d[col].dtype.kind in "iu":
+            continue
+        values = pd.to_numeric(d[col], errors="coerce")
+        values = values.where(~np.isinf(values))  # (inf, or 'inf' as text, is no count)
+        if n := int((values.isna() & d[col].notna()).sum()):
+            lost[col] = n
+        d[col] = values
     return lost
 
 
@@ -204,6 +207,7 @@ class _ById:
         out = np.full(len(ids), np.nan)
         for rows, values in self._found(guids, ids, column):
             out[rows] = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(np.float64)
+        out[np.isinf(out)] = np.nan  # ('inf' as text: no number a track or event holds)
         return out
 
     def get_text(self, guids, ids: pd.Series, column: str) -> np.ndarray:

@@ -751,6 +751,10 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
         _raw(out, "fuzz_rocpd_schema_not_text.db", rocpd("fuzz_rocpd_schema_not_text.db_src")
              .read_bytes().replace(agent_key, agent_key[:-3] + b"\xccEY", 1), analyze,
              says="its schema is damaged"),  # (SQLite's message quotes the byte)
+        Case("fuzz_rocpd_infinite_values.db", analyze, (0,), warns="non-numeric 'grid_x'",
+             path=rocpd("fuzz_rocpd_infinite_values.db",
+                        f"UPDATE rocpd_kernel_dispatch_{uuid} SET grid_size_x = '-inf'",
+                        f"UPDATE rocpd_track_{uuid} SET pid = 9e999")),
         Case("fuzz_rocpd_text_thread_ids.db", analyze, (0,),
              path=rocpd("fuzz_rocpd_text_thread_ids.db",
                         f"UPDATE rocpd_track_{uuid} SET tid = 'cudaMemcpyAsync' WHERE id = 1",

@@ -199,6 +199,15 @@ def test_rocpd_text_where_ids_and_times_belong_is_missing(tmp_path):
     assert set(trace.gpus) == {2}
 
 
+@pytest.mark.parametrize("value", ["'-inf'", "9e999"], ids=["text", "real"])
+def test_rocpd_infinite_grids_and_pids_are_missing(value, tmp_path):
+    path = _rocpd(tmp_path, f"UPDATE rocpd_kernel_dispatch_ab12_cd34 SET grid_size_x = {value}",
+                  f"UPDATE rocpd_track_ab12_cd34 SET pid = {value}")  # fmt: skip
+    trace = rocpd.read_rocpd(path)
+    assert (trace.kernels["grid_x"] == 0).all() and (trace.kernels["pid"] == 0).all()
+    assert "3 kernel dispatches have a non-numeric 'grid_x'" in " ".join(trace.warnings)
+
+
 def test_rocpd_duplicate_symbols_and_no_string_table(tmp_path):
     t = "rocpd_info_kernel_symbol_ab12_cd34"
     path = _rocpd(tmp_path, f"CREATE TABLE _t AS SELECT * FROM {t}", f"DROP TABLE {t}",
