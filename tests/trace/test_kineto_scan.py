@@ -263,7 +263,9 @@ def test_corruptions_are_declined_or_read_alike(edits):
         else:
             buf[at] = byte
     buf = bytes(buf)
-    ref = _reference(buf)
+    # (a region may start at a cut's comma, which the scanner reads as the array's '[': the
+    # reference decodes the same events)
+    ref = _reference(b"[" + buf[1:] if buf[:1] == b"," else buf)
     found = kineto._scan_events(buf)
     if found is None or found[1] != len(buf):
         return  # declined: msgspec decides (add_json)
