@@ -19,7 +19,11 @@ NAME = "advisor.trace._kscan"
 
 def swap(path: str | Path) -> ModuleType:
     """Import the extension at ``path`` as advisor.trace._kscan (before advisor.trace.kineto
-    is imported: that module binds the scanner once)."""
+    is imported: that module binds the scanner once); again with the same path: the module
+    already swapped in."""
+    have = sys.modules.get(NAME)
+    if have is not None and Path(getattr(have, "__file__", "")) == Path(path):
+        return have
     if "advisor.trace.kineto" in sys.modules:
         raise RuntimeError("advisor.trace.kineto was imported before the scanner was swapped")
     import advisor.trace
