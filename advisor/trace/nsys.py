@@ -317,8 +317,9 @@ def _numeric(values: pd.Series) -> pd.Series:
 def _pid(global_id: pd.Series) -> pd.Series:
     """Process id packed in an nsys globalTid/globalPid: (id >> 24) & 0xFFFFFF."""
     ids = global_id.to_numpy()
-    if ids.dtype.kind != "i":  # NULLs or text: missing ids count as 0
-        ids = _numeric(global_id).fillna(0).astype("int64").to_numpy()
+    if ids.dtype.kind != "i":  # NULLs, text or infinite reals: missing ids count as 0
+        v = _numeric(global_id).to_numpy(np.float64)
+        ids = np.where(np.abs(v) < 2**63, v, 0).astype(np.int64)  # (NaN fails the test too)
     return pd.Series(((ids >> 24) & 0xFFFFFF).astype(np.int32), index=global_id.index)
 
 

@@ -26,15 +26,16 @@ _LABELS = {"kernels": "kernel launches", "memcpy": "memory copies", "memset": "m
 
 def drop_impossible_rows(trace) -> None:
     """Make every timed table of ``trace`` (in place) hold only rows that can be real: text
-    in a numeric column becomes missing (counted); rows whose start/end are missing,
-    negative, at or beyond 2^62 ns, or end before they start, and GPU rows without a
-    device or stream or whose device id cannot be one (negative, fractional, 2^31 or more),
-    are removed, with one warning per table saying how many."""
+    in a numeric column becomes missing (counted), as do infinite values; rows whose
+    start/end are missing, negative, at or beyond 2^62 ns, or end before they start, and GPU
+    rows without a device or stream or whose device id cannot be one (negative, fractional,
+    2^31 or more), are removed, with one warning per table saying how many."""
     for table, label in _LABELS.items():
         df = getattr(trace, table)
         if df.empty:
             continue
         _coerce_numbers(trace, df, COLUMNS[table], label)
+        _finite(df, COLUMNS[table])
         if table == "kernels":
             _absurd_launch_fields(df)
         start, end = _times(df["start"]), _times(df["end"])
@@ -77,6 +78,16 @@ def _coerce_numbers(trace, df: pd.DataFrame, contract: dict, label: str) -> None
         df[col] = values
         if lost:
             trace.warnings.append(_non_numeric(lost, label, col))
+
+
+def _finite(df: pd.DataFrame, contract: dict) -> None:
+    """The contract's float columns with infinities (a damaged field: 'inf' as text, 9e999
+    as a real) hold them as missing, in place: no id, count or time is infinite."""
+    for col in df.columns:
+        if col in contract and df[col].dtype.kind == "f":
+            v = df[col].to_numpy()
+            if np.isinf(v).any():
+                df[col] = np.where(np.isinf(v), np.nan, v)
 
 
 # launch fields of the kernels table (grid and block dimensions, registers, shared memory)

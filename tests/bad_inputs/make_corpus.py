@@ -779,6 +779,9 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
              path=_kineto_damaged(out, "fuzz_kineto_integers_past_float.pt.trace.json",
                                   "kernel", lambda e, i: e["args"].update(
                                       stream=int("9" * 400), grid=[int("9" * 400), 1, 1]))),
+        Case("fuzz_nsys_infinite_thread_ids.sqlite", analyze, (0,),
+             path=nsys("fuzz_nsys_infinite_thread_ids.sqlite", "UPDATE "
+                       "CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = '-inf' WHERE rowid % 2 = 0")),
         Case("fuzz_nsys_blob_range_end.sqlite", analyze, (0,),
              path=nsys("fuzz_nsys_blob_range_end.sqlite",
                        "UPDATE NVTX_EVENTS SET end = x'9bfea1b2' WHERE rowid % 3 = 0")),

@@ -345,3 +345,13 @@ def test_nsys_range_ends_that_are_blobs_are_missing(tmp_path):
     ranges = nsys.read_nsys(path).nvtx
     assert 0 < len(ranges) < len(nsys.read_nsys(SMALL).nvtx)
     assert ranges["end"].dtype == np.int64
+
+
+def test_nsys_thread_ids_that_are_infinite_are_missing(tmp_path):
+    path = _copy(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = '-inf' "
+                 "WHERE rowid % 2 = 0", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = "
+                 "9e999 WHERE rowid % 3 = 0")  # fmt: skip
+    pids = nsys._pid(pd.Series(["-inf", 9e999, None, 2**24 * 5]))
+    assert pids.tolist() == [0, 0, 0, 5]
+    trace = load_trace(path)
+    assert trace.api["tid"].isna().any() and not np.isinf(trace.api["tid"]).any()
