@@ -646,6 +646,7 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
     """Disjoint segments per category code from overlapping intervals, the lowest code
     winning where categories overlap."""
     unions = {code: union(s, e) for code, s, e in parts if len(s)}
+    unions = {code: u for code, u in unions.items() if len(u[0])}  # (all zero-length: none)
     if not unions:
         return {}
     points = np.unique(np.concatenate([np.concatenate(u) for u in unions.values()]))

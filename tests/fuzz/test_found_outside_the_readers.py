@@ -1,21 +1,11 @@
 """Internal errors the reader fuzz found beyond the readers, each reduced to a hand-made
-trace; marked xfail (strict) until the module's owner fixes it, so the fix shows up here as
-an unexpected pass (then drop the mark)."""
+trace (a new one is marked xfail (strict) until the module's owner fixes it)."""
 
 import json
-
-import pytest
 
 from advisor import api
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="metrics/attribution._paint keeps a category whose intervals are all zero-length "
-    "(its union is empty) and indexes the empty union: a blocking copy call of dur 0 beside "
-    "a module load on one thread (found by tests/fuzz, kineto-asan-1 input 1498)",
-)
 def test_a_blocking_call_of_no_duration_beside_a_module_load(tmp_path):
     launch = {"device": 0, "stream": 7, "grid": [1, 1, 1], "block": [64, 1, 1]}
     kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 10,
