@@ -35,6 +35,24 @@ def match_gpu(name: str) -> GpuSpec | None:
     return None
 
 
+def fallback_facts(vendor: str) -> dict:
+    """The facts of a GPU that neither its trace nor the built-in table gives (gpus.yaml's
+    ``nsys_fallback``; for AMD the wavefront size, register file and workgroup limit of its
+    ``cdna`` section). The readers of device records (nsys, kineto) fill gaps from here."""
+    facts = gpu_facts("nsys_fallback")
+    if vendor == "amd":
+        cdna = gpu_facts("cdna")
+        facts |= {"warp_size": cdna["wave_front_size"], "registers_per_sm": cdna["vgprs_per_lane"],
+                  "max_blocks_per_sm": cdna["max_workgroups_per_cu"]}  # fmt: skip
+    return facts
+
+
+def builtin_fact(base: GpuSpec | None, name: str, vendor: str = "nvidia"):
+    """A GpuSpec fact a trace does not give: the built-in entry's (``base``, the trace's GPU
+    model matched in gpus.yaml), else the fallback for an unknown GPU of ``vendor``."""
+    return getattr(base, name) if base is not None else fallback_facts(vendor)[name]
+
+
 def _number(value) -> float | None:
     """``value`` (a number, or text holding one) as a finite float, else None."""
     if isinstance(value, bool) or value is None:

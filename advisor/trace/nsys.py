@@ -21,10 +21,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from advisor.data import gpu_facts, names_in
+from advisor.data import names_in
 from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
-from advisor.trace.gpus import FACT_LIMITS, device_index, fact, match_gpu, reserved_shared_mem
+from advisor.trace.gpus import (
+    FACT_LIMITS,
+    builtin_fact,
+    device_index,
+    fact,
+    match_gpu,
+    reserved_shared_mem,
+)
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
 
@@ -492,7 +499,6 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
     if not r.has("TARGET_INFO_GPU"):
         return {}, notes
     rows = r.frame("SELECT * FROM TARGET_INFO_GPU").to_dict("records")
-    fallback = gpu_facts("nsys_fallback")
     specs: dict[int, GpuSpec] = {}
     limit = FACT_LIMITS
     for row in rows:
@@ -522,11 +528,9 @@ def _gpus(r: _Reader) -> tuple[dict[int, GpuSpec], list[str]]:
         cc = cc or (base.compute_capability if base else "0.0")
 
         def pick(key: str, fact_name: str, row=row, base=base) -> int:
-            """The row's value, else the built-in entry's, else gpus.yaml's nsys_fallback."""
+            """The row's value, else the built-in entry's, else the fallback (gpus.yaml)."""
             value = fact(row.get(key), _GPU_FACTS[key])
-            if value:
-                return int(value)
-            return int(getattr(base, fact_name)) if base else int(fallback[fact_name])
+            return int(value) if value else int(builtin_fact(base, fact_name))
 
         clock = fact(row.get("clockRate"), limit["clock_hz"])
         bandwidth = fact(row.get("memoryBandwidth"), limit["bandwidth_bs"])
