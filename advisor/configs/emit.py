@@ -3,9 +3,11 @@
 GEMM findings get a self-contained Triton script (knobs from ``knobs.py``, the trace's shape,
 ``--check``/``--bench``/``--m --n --k``), a JSON record of the knobs and the equivalent
 ``cutlass_profiler`` command; launch findings a CUDA-graph / reduce-overhead script; overlap
-and other findings a markdown note with the knobs. Files are staged in a temporary folder
-and moved into DIR only when all of them were written: never half an emit. ``emit`` leaves
-the findings as they are and returns what it wrote for each (``Emitted``).
+and other findings a markdown note with the knobs, and the multi-GPU strategies
+(comm_overlap, tp_overlap, pipeline_schedule) also a torch.distributed script (``dist.py``).
+Files are staged in a temporary folder and moved into DIR only when all of them were
+written: never half an emit. ``emit`` leaves the findings as they are and returns what it
+wrote for each (``Emitted``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from advisor.configs import knobs
+from advisor.configs import dist, knobs
 from advisor.data import gpu_facts
 from advisor.errors import AdvisorInputError
 from advisor.rules.finding import Emitted, Finding
@@ -395,5 +397,7 @@ def _configs_of(f: Finding, rank: int, gpus: dict[int, GpuSpec]) -> Made:
     if kind == "grid_stride":
         return {}, Emitted(missing="GPU facts (SMs, CTAs per SM) for the device: pass --gpu NAME")
     if kind in ("overlap", "advice"):
-        return _note_files(f, stem)
+        files, outcome = _note_files(f, stem)
+        files.update(dist.script_files(f, gpu, stem))  # multi-GPU strategies: a runnable script
+        return files, outcome
     return {}, Emitted()
