@@ -1,0 +1,53 @@
+"""The compiled scanner's contract (advisor/trace/_kscan.c), derived from the table in
+schema.py: the categories it is asked for with a mode letter each (what it does with their
+``args``), the event and args keys it reads (the fields of the structs msgspec decodes into),
+and the columns it returns."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from advisor.trace.kineto.schema import (
+    CATEGORIES,
+    XYZ_FIELDS,
+    ApiArgs,
+    CopyArgs,
+    Event,
+    KernelArgs,
+    OpArgs,
+)
+
+# the modes, per args struct: 'k', 'c', 'a' read the fields of KernelArgs, CopyArgs,
+# ApiArgs into columns (the others stay NaN); 'r' returns the span of the raw args for the
+# caller to decode (OpArgs, for the GEMM ops among the CPU ops); '-' args not looked at
+READ_MODES: dict[str, type[msgspec.Struct]] = {"k": KernelArgs, "c": CopyArgs, "a": ApiArgs}
+RAW_MODE, SKIP_MODE = "r", "-"
+_LETTER: dict[type[msgspec.Struct] | None, str] = {
+    **{struct: letter for letter, struct in READ_MODES.items()},
+    OpArgs: RAW_MODE,
+    None: SKIP_MODE,
+}
+SCAN_CATEGORIES = tuple(CATEGORIES)
+SCAN_MODES = "".join(_LETTER[args] for _, args in CATEGORIES.values())
+
+# the keys read: the event's (Event's fields) and its args' (the read structs' fields:
+# field -> JSON key, the numbers first, then the [x, y, z] lists)
+EVENT_KEYS: tuple[str, ...] = Event.__struct_encode_fields__
+_ARGS: dict[str, str] = {}
+for _struct in READ_MODES.values():
+    _ARGS.update(zip(_struct.__struct_fields__, _struct.__struct_encode_fields__, strict=True))
+ARG_FIELDS = {f: k for f, k in _ARGS.items() if f not in XYZ_FIELDS} | {
+    f: _ARGS[f] for f in XYZ_FIELDS
+}
+NUMBER_ARGS = tuple(f for f in ARG_FIELDS if f not in XYZ_FIELDS)
+
+# the columns returned: native arrays of ``rows`` items (start, dur: ns; args_off,
+# args_len: the raw args' span in the buffer; pid, tid and the args fields as floats)
+CAT_COLUMN, NAME_COLUMN = "cat", "name"
+INT_COLUMNS = ("start", "dur", "args_off", "args_len")
+FLOAT_COLUMNS = ("pid", "tid", *NUMBER_ARGS,
+                 *(f"{f}_{axis}" for f in XYZ_FIELDS for axis in "xyz"))  # fmt: skip
+COLUMN_TYPES = {CAT_COLUMN: np.int8, NAME_COLUMN: np.int32,
+                **dict.fromkeys(INT_COLUMNS, np.int64),
+                **dict.fromkeys(FLOAT_COLUMNS, np.float64)}  # fmt: skip
