@@ -84,20 +84,23 @@ def _tp_overlap(f: Finding) -> tuple[dict, dict, list[str]]:
     traced = {key: _int(row, key) // n for key in ("comm_ns", "exposed_comm_ns", "compute_ns",
                                                     "same_stream_comm_ns")}  # fmt: skip
     traced["collectives"] = coll
-    cfg = {"strategy": f.strategy, "LAYERS": math.ceil(coll / 2), **DEFAULTS[f.strategy]}
+    # one layer per traced collective: a layer's all-reduce becomes its reduce-scatter and
+    # the next one's all-gather (sequence parallelism; the same bytes in a ring)
+    cfg = {"strategy": f.strategy, "LAYERS": coll, **DEFAULTS[f.strategy]}
     d = DEFAULTS[f.strategy]
     text = [
         f"Traced (per instance of the range, {n} instance(s)): {coll} collectives between "
-        f"the layers' GEMMs (LAYERS = {cfg['LAYERS']}: one all-gather and one reduce-scatter "
-        f"per layer), {fmt_ns(traced['comm_ns'])} of communication, "
+        f"the layers' GEMMs (LAYERS = {coll}: one layer, all-gather + GEMMs + reduce-scatter, "
+        "per traced all-reduce; --set LAYERS to half of it where the trace's collectives are "
+        f"already all-gathers and reduce-scatters), {fmt_ns(traced['comm_ns'])} of "
+        "communication, "
         f"{fmt_ns(traced['same_stream_comm_ns'])} of it on the compute's stream, "
         f"{fmt_ns(traced['exposed_comm_ns'])} with no compute beside it; "
         f"{fmt_ns(traced['compute_ns'])} of compute.",
         "Not in the trace (labelled defaults; --set KEY=INT changes them): TOKENS = "
         f"{d['TOKENS']}, HIDDEN = {d['HIDDEN']}, FFN = {d['FFN']} (the layer's sizes), "
         f"CHUNKS = {d['CHUNKS']} (pieces per collective), and the tensor-parallel degree "
-        "(the script runs on the ranks it is given). A traced all-reduce becomes a "
-        "reduce-scatter plus an all-gather (sequence parallelism).",
+        "(the script runs on the ranks it is given).",
     ]
     return cfg, traced, text
 

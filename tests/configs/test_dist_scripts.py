@@ -125,9 +125,9 @@ def test_scripts_carry_the_traced_sizes(comm_script, tp_script, pp_script):
     assert c["TRACED"] == {"comm_ns": 978204, "exposed_comm_ns": 978204, "compute_ns": 3183702,
                            "same_stream_comm_ns": 978204, "collectives": 5}  # fmt: skip
     assert "4096 x 3200 bf16 = 25 MiB (DDP's default bucket_cap_mb)" in comm_script.read_text()
-    # vLLM TP 8 on a B200: 74 collectives per instance -> 74 / 2 = 37 layers of one
-    # all-gather and one reduce-scatter each
-    assert _constants(tp_script)["CONFIG"]["LAYERS"] == 37
+    # vLLM TP 8 on a B200: 74 all-reduces per instance, each a layer's: 74 layers of one
+    # all-gather and one reduce-scatter each (sequence parallelism)
+    assert _constants(tp_script)["CONFIG"]["LAYERS"] == 74
     # the hand-built pipeline: 2 stages, 4 micro-batches; step 1980 us, bubble 780 us
     # (780 / 1980 = 39.4 %), ideal (2 - 1) / (4 + 2 - 1) = 1/5 = 20 %
     c = _constants(pp_script)

@@ -189,7 +189,7 @@ def bench(cfg: dict, ctx, steps: int) -> bool:
             f"communication {tr['comm_ns'] / 1e6:.3f}, exposed {tr['exposed_comm_ns'] / 1e6:.3f}"
             f" over {tr['collectives']} collectives")  # fmt: skip
     # the collectives move TOKENS x HIDDEN, the GEMMs compute TOKENS x HIDDEN x FFN
-    scale = 2 * cfg["LAYERS"] / max(1, tr["collectives"])  # (our collectives / the traced)
+    scale = cfg["LAYERS"] / max(1, tr["collectives"])  # (a layer per traced all-reduce)
     comm_ratio = tr["comm_ns"] / 1e6 * scale / max(ms["collectives alone"], 1e-6)
     compute_ratio = tr["compute_ns"] / 1e6 * scale / max(ms["compute alone"], 1e-6)
     step = w * cfg["CHUNKS"]
