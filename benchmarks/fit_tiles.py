@@ -29,7 +29,7 @@ from advisor.trace.gpus import match_gpu
 
 H200 = match_gpu("H200")
 MODELS = {"split_k": lambda p, b, r: knobs.split_k_ns(p, b, r["knobs"]["SPLITS"]),
-          "stream_k": lambda p, b, r: knobs.stream_k_ns(p, b)}  # fmt: skip
+          "stream_k": lambda p, b, r: knobs.stream_k_tile_ns(p, b)}  # fmt: skip
 
 
 @contextmanager

@@ -185,26 +185,88 @@ def split_k(p: Problem) -> dict:
     return _finish(best, "split_k", ATOMIC=0, GLUON=int(best["kernel"] == "gluon"))
 
 
-def stream_k_ns(p: Problem, b: dict) -> dict:
-    """Modelled Stream-K time of tile ``b``: all K-iterations spread evenly over the
-    resident CTAs, plus the fix-up of the shared tiles (fp32 partial written and read
-    back), the padding copies and the fixed time."""
+# Stream-K policies (Stream-K++): SK_TILES -> how the tiles split between whole-tile
+# data-parallel waves and the Stream-K share of K-iterations
+SK_POLICIES = {
+    0: "data-parallel only",
+    1: "data-parallel waves + under one tile of Stream-K per CTA (the partial wave)",
+    2: "data-parallel waves + one to two tiles of Stream-K per CTA (one more wave)",
+    -1: "all Stream-K",
+}
+
+
+def sk_data_parallel_tiles(tiles: int, progs: int, policy: int) -> int:
+    """Tiles run whole in data-parallel waves by ``progs`` CTAs under Stream-K policy
+    ``policy`` (SK_POLICIES); the rest are shared out as K-iterations. Without a partial
+    wave every policy but -1 is data-parallel."""
+    full_waves, partial = divmod(tiles, progs)
+    if policy == -1:
+        return 0
+    if policy == 0 or not partial:
+        return tiles
+    return max(full_waves - (policy - 1), 0) * progs
+
+
+def _sk_partials(sk_iters: int, progs: int, iters_per_tile: int) -> tuple[int, int]:
+    """(partial tiles handed on, most CTAs sharing one tile) when ``sk_iters`` K-iterations
+    are split in contiguous shares over ``progs`` CTAs (the first ``sk_iters % progs`` take
+    one more): a share that ends inside a tile hands its partial to the CTA after it."""
+    per, extra = divmod(sk_iters, progs)
+    ends = [j * per + min(j, extra) for j in range(1, progs)]
+    cuts = [e for e in ends if 0 < e < sk_iters and e % iters_per_tile]
+    ways = 1
+    for tile in range(math.ceil(sk_iters / iters_per_tile)) if cuts else ():
+        lo, hi = tile * iters_per_tile, (tile + 1) * iters_per_tile
+        ways = max(ways, 1 + sum(lo < e < hi for e in cuts))
+    return len(cuts), ways
+
+
+def stream_k_ns(p: Problem, b: dict, policy: int = 2) -> dict:
+    """Modelled Stream-K time of tile ``b`` under ``policy``: the data-parallel waves (a
+    partial wave filled to a fraction f of the CTAs costs floor + (1 - floor) f of a whole
+    one: its CTAs run faster with the SMs' memory to fewer of them), then each CTA's share
+    of the Stream-K iterations (each at sk_iter_factor of a whole tile's), plus
+    the fix-up: every partial tile written and read back at the memory bandwidth, and on the
+    critical path the CTA finishing the most-shared tile reading the others' partials at one
+    SM's share of it (gemm_tiles.sk_fixup_sm_share), the padding copies and the fixed time."""
+    tiles, k_iters = b["tiles"], b["k_iters"]
+    progs = min(b["slots"], tiles * k_iters)
+    dp_tiles = sk_data_parallel_tiles(tiles, progs, policy)
+    sk_iters = (tiles - dp_tiles) * k_iters
+    full_waves, partial = divmod(dp_tiles, progs)
+    floor = CALIBRATION["sk_partial_wave_floor"]
+    waves = full_waves + (floor + (1 - floor) * partial / progs if partial else 0)
+    iters = waves * k_iters + math.ceil(sk_iters / progs) * CALIBRATION["sk_iter_factor"]
+    compute = b["ctas_per_sm"] * iters * b["t_iter"]
+    partials, ways = _sk_partials(sk_iters, progs, k_iters) if sk_iters else (0, 1)
+    tile_bytes = b["BLOCK_M"] * b["BLOCK_N"] * 4
+    per_sm = p.bandwidth / p.gpu.sm_count * CALIBRATION["sk_fixup_sm_share"]
+    fixup = partials * tile_bytes * 2 / p.bandwidth + (ways - 1) * tile_bytes / per_sm
+    model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup + b["pad_ns"]
+    return dict(b, model_ns=model, sk_tiles=tiles - dp_tiles, NUM_PROGS=progs, SK_TILES=policy)
+
+
+def stream_k_tile_ns(p: Problem, b: dict) -> dict:
+    """Modelled time of tile ``b`` under the fixed policy 2 (the tile model fitted with
+    ``fixed_us``, which chooses tile and kernel): all K-iterations spread evenly over the
+    resident CTAs, plus the fix-up of the shared tiles (fp32 partial written and read back),
+    the padding copies and the fixed time."""
     total = b["tiles"] * b["k_iters"]
     progs = min(b["slots"], total)
-    per_prog = math.ceil(total / progs)
-    compute = b["ctas_per_sm"] * per_prog * b["t_iter"]
-    full = b["tiles"] // progs
-    sk_tiles = b["tiles"] if full < 2 else b["tiles"] - (full - 1) * progs
-    if b["tiles"] % progs == 0:
-        sk_tiles = 0
+    compute = b["ctas_per_sm"] * math.ceil(total / progs) * b["t_iter"]
+    sk_tiles = b["tiles"] - sk_data_parallel_tiles(b["tiles"], progs, 2)
     fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
     model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup / p.bandwidth + b["pad_ns"]
-    return dict(b, model_ns=model, sk_tiles=sk_tiles, NUM_PROGS=progs)
+    return dict(b, model_ns=model)
 
 
-def stream_k(p: Problem) -> dict:
-    """Tile and kernel with the lowest modelled Stream-K time."""
-    best = _pick_kernel(p, lambda b: [stream_k_ns(p, b)])
+def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict:
+    """Tile and kernel by the tile model (``stream_k_tile_ns``), then the Stream-K policy
+    of ``policies`` with the lowest modelled time for that tile (``stream_k_ns``; the first
+    on a tie)."""
+    tile = _pick_kernel(p, lambda b: [stream_k_tile_ns(p, b)])
+    best = min((stream_k_ns(p, tile, policy) for policy in policies),
+               key=lambda c: c["model_ns"])  # fmt: skip
     return _finish(best, "stream_k", GLUON=int(best["kernel"] == "gluon"))
 
 

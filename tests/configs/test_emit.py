@@ -144,6 +144,31 @@ CASES = [
             "BLOCK_K=32",
         ],
     ),
+    # the same 28 tiles under each other Stream-K policy: 28 / 27 / 0 tiles data-parallel
+    *[
+        (
+            "stream_k",
+            [
+                "--m",
+                "200",
+                "--n",
+                "100",
+                "--k",
+                "300",
+                "--set",
+                "NUM_PROGS=3",
+                "--set",
+                "BLOCK_M=32",
+                "--set",
+                "BLOCK_N=32",
+                "--set",
+                "BLOCK_K=32",
+                "--set",
+                f"SK_TILES={policy}",
+            ],
+        )  # fmt: skip
+        for policy in (0, 1, -1)
+    ],
     # 4 tiles shared by 7 CTAs: tiles finished from several partials
     (
         "stream_k",

@@ -117,3 +117,31 @@ def test_gpus_yaml_table_is_the_fit_of_the_committed_grid():
     table = {tuple(row[:5]): row[5:] for row in knobs.CANDIDATES}
     for (kernel, tile), eff in zip(tiles, x[: len(tiles)], strict=True):
         assert math.isclose(eff, table[tile][knobs.KERNELS.index(kernel)], abs_tol=0.002)
+
+
+def test_stream_k_policies_split_tiles_between_waves_and_stream_k():
+    # 28 tiles on 3 CTAs: 9 full waves + 1 tile
+    tiles = {p: knobs.sk_data_parallel_tiles(28, 3, p) for p in knobs.SK_POLICIES}
+    assert tiles == {0: 28, 1: 27, 2: 24, -1: 0}
+    # no partial wave (264 = 2 x 132): data-parallel unless every tile is Stream-K
+    assert [knobs.sk_data_parallel_tiles(264, 132, p) for p in (0, 1, 2, -1)] == [264] * 3 + [0]
+
+
+def test_stream_k_partials_and_the_most_shared_tile():
+    # 4 tiles x 10 iterations over 7 CTAs: shares 6,6,6,6,6,5,5 end at 6,12,18,24,30,35;
+    # 30 is a tile boundary, so 5 partials; tile 1 [10, 20) holds the ends 12 and 18: 3 CTAs
+    assert knobs._sk_partials(40, 7, 10) == (5, 3)
+    assert knobs._sk_partials(40, 4, 10) == (0, 1)  # one whole tile per CTA
+
+
+def test_stream_k_policy_follows_the_measured_h200_winner():
+    # benchmarks/sk_policies.py on an H200 (docs/verification/h200_sk_policies.json), GPU
+    # time in a CUDA graph: at 896x2432x32768 (133 tiles of 128x128 on 132 CTAs) policy 2
+    # ran 222 us, policy 1 (the one extra tile split 132 ways) 279 us, data-parallel 304 us;
+    # at 768x5120x7000 (120 tiles of 128x256, one 0.91-full wave) data-parallel 95-97 us
+    # against 122 us for Stream-K
+    assert knobs.stream_k(knobs.Problem(896, 2432, 32768, H200))["SK_TILES"] == 2
+    assert knobs.stream_k(knobs.Problem(768, 5120, 7000, H200))["SK_TILES"] == 0
+    # a policy can be forced (the tile is chosen the same way)
+    forced = knobs.stream_k(knobs.Problem(768, 5120, 7000, H200), policies=(-1,))
+    assert forced["SK_TILES"] == -1 and forced["sk_tiles"] == forced["tiles"]

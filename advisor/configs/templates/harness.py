@@ -5,7 +5,7 @@
 import json  # noqa: E402
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M", "SPLITS",
-         "NUM_PROGS", "GLUON")  # fmt: skip
+         "NUM_PROGS", "GLUON", "SK_TILES")  # fmt: skip
 
 
 def replan(m: int, n: int, k: int) -> dict:
@@ -23,7 +23,8 @@ def _resident(cfg: dict) -> int:
 
 def tune_candidates(cfg: dict) -> list[dict]:
     """The chosen knobs first, then neighbours: the planner's tiles x stages 3/4 x warps
-    4/8, stages and warps alone, SPLITS halved and doubled, the other kernel (GLUON);
+    4/8, stages and warps alone, SPLITS halved and doubled, the other kernel (GLUON), the
+    other Stream-K policies (SK_TILES);
     NUM_PROGS (persistent and Stream-K) is each candidate's resident CTAs, and candidates
     that do not fit are dropped (Stream-K waits on CTAs that must all be resident)."""
     out: list[dict] = [dict(cfg)]
@@ -51,6 +52,9 @@ def tune_candidates(cfg: dict) -> list[dict]:
                 add(SPLITS=splits)
     if "GLUON" in cfg:  # the other kernel (Gluon on Hopper / Triton) with the same knobs
         add(GLUON=1 - cfg["GLUON"])
+    if "SK_TILES" in cfg:  # the other Stream-K policies (SK_POLICIES) with the same knobs
+        for policy in SK_POLICIES:
+            add(SK_TILES=policy)
     return out
 
 

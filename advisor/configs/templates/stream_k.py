@@ -5,6 +5,9 @@
 # a tile shared by several CTAs is finished by the CTA holding its last iteration, which
 # waits on a per-tile counter for the others' fp32 partials and adds them in CTA order
 # (deterministic). All NUM_PROGS CTAs must be resident at once (NUM_PROGS <= SMs x CTAs/SM).
+# How many tiles go to Stream-K is the policy SK_TILES (Stream-K++'s policies, chosen per
+# shape by the planner: 0 data-parallel only, 1 / 2 the partial wave's tiles / one more full
+# wave too, so each CTA gets under one / one to two tiles' iterations, -1 every tile).
 # With GLUON=1 (the planner's choice where it models that kernel faster and at >= 60 us) a
 # Hopper GPU runs the same schedule in the Gluon warp-specialized kernel above, one CTA per
 # SM; GLUON=0 (and elsewhere): the Triton kernel below.
@@ -60,14 +63,14 @@ def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, flag_ptr, M, N, K, stride_am, s
 
 
 def plan(m: int, n: int, k: int, cfg: dict) -> dict:
-    """Split tiles into data-parallel full waves and a stream-K remainder."""
+    """Split tiles into data-parallel full waves and a stream-K remainder, as the Stream-K
+    policy SK_TILES says (the planner's sk_data_parallel_tiles: 0 data-parallel only, 1 or 2
+    the last one or two waves' tiles in Stream-K, -1 all of them)."""
     tiles_m, tiles_n = _tiles(m, n, cfg)
     tiles = tiles_m * tiles_n
     iters_per_tile = triton.cdiv(k, cfg["BLOCK_K"])
     progs = min(cfg["NUM_PROGS"], tiles * iters_per_tile)
-    full_waves = tiles // progs
-    # keep one full wave (plus the partial one) in stream-K so the remainder is balanced
-    dp_tiles = max(full_waves - 1, 0) * progs if tiles % progs else tiles
+    dp_tiles = sk_data_parallel_tiles(tiles, progs, cfg.get("SK_TILES", 2))
     sk_iters = (tiles - dp_tiles) * iters_per_tile
     return dict(tiles_m=tiles_m, tiles_n=tiles_n, progs=progs, dp_tiles=dp_tiles,
                 sk_tiles=tiles - dp_tiles, iters_per_tile=iters_per_tile,

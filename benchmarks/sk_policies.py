@@ -1,0 +1,136 @@
+"""Stream-K++ policies measured: every Stream-K policy (knobs.SK_POLICIES) x kernel at many
+shapes, against cuBLAS, inside a CUDA graph (issue 29's policy table).
+
+    python benchmarks/sk_policies.py STREAM_K_SCRIPT [--out rows.json]
+    python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--out rows.json]
+
+STREAM_K_SCRIPT is an emitted Stream-K script (`advisor analyze ... --emit DIR`); its own
+planner (advisor's knobs.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
+the tile it models fastest, and its overall choice. Each config is checked against a float32
+matmul (relative error <= 1e-2 bf16, 5e-3 fp16), then it and torch.matmul are timed with
+triton.testing.do_bench_cudagraph (median of 3 medians, interleaved). One row per shape,
+kernel and policy: modelled and measured time, cuBLAS time, and whether the planner chose it.
+
+With --before: per shape, the knobs each script's planner chooses (OLD_SCRIPT: one emitted
+before the policy choice, with its fixed policy), both checked and timed in a CUDA graph
+with cuBLAS, interleaved (median of 3 rounds of the three).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from replan_table import DTYPES, HELD_OUT, SHAPES, _module  # noqa: E402
+
+
+def _graph_ms(fn) -> float:
+    import triton.testing
+
+    return statistics.median(
+        triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") for _ in range(3)
+    )
+
+
+def rows_for(mod, shapes) -> list[dict]:
+    import torch
+
+    warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    _graph_ms(lambda: warm @ warm)  # a warm GPU first
+    out = []
+    for m, n, k, dt in shapes:
+        dtype, tol = getattr(torch, DTYPES[dt][0]), DTYPES[dt][1]
+        p = mod.Problem(m, n, k, mod.GPU)
+        chosen = mod.stream_k(p)
+        g = torch.Generator(device="cpu").manual_seed(0)
+        a = torch.randn(m, k, generator=g).to("cuda", dtype)
+        b = torch.randn(k, n, generator=g).to("cuda", dtype)
+        ref = (a.float() @ b.float()).double()
+        cublas = _graph_ms(lambda a=a, b=b: torch.matmul(a, b))
+        for kernel in p.kernels:
+            for policy in mod.SK_POLICIES:
+                best = mod._cheapest(mod.stream_k_ns(p, base, policy)
+                                     for base in mod._feasible(p, (kernel,)))  # fmt: skip
+                cfg = {**mod.CONFIG, **mod._finish(best, "stream_k", GLUON=int(kernel == "gluon"))}
+                knobs = {key: cfg[key] for key in mod.KNOBS if key in cfg}
+                row = {"M": m, "N": n, "K": k, "dtype": dt, "kernel": kernel, "policy": policy,
+                       "knobs": knobs, "model_us": cfg["model_ns"] / 1e3,
+                       "chosen": all(chosen.get(key) == v for key, v in knobs.items()),
+                       "cublas_ms": cublas}  # fmt: skip
+                try:
+                    err = float((mod.gemm(a, b, cfg).double() - ref).norm() / ref.norm())
+                    row["rel_error"] = err
+                    if not err <= tol:
+                        row["status"] = "wrong"
+                    else:
+                        row["status"] = "ok"
+                        row["ms"] = _graph_ms(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg))
+                        row["vs_cublas"] = cublas / row["ms"]
+                except Exception as exc:  # reported as a row, not hidden
+                    row["status"] = f"{type(exc).__name__}: {str(exc)[:80]}"
+                out.append(row)
+                print(json.dumps(row), flush=True)
+    return out
+
+
+def before_after(mod, old, shapes) -> list[dict]:
+    import torch
+
+    warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    _graph_ms(lambda: warm @ warm)
+    out = []
+    for m, n, k, dt in shapes:
+        dtype, tol = getattr(torch, DTYPES[dt][0]), DTYPES[dt][1]
+        g = torch.Generator(device="cpu").manual_seed(0)
+        a = torch.randn(m, k, generator=g).to("cuda", dtype)
+        b = torch.randn(k, n, generator=g).to("cuda", dtype)
+        ref = (a.float() @ b.float()).double()
+        row = {"M": m, "N": n, "K": k, "dtype": dt}
+        fns = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
+        for name, script in (("before", old), ("after", mod)):
+            cfg = {**script.CONFIG, **script.replan(m, n, k)}
+            row[f"{name}_knobs"] = {key: cfg[key] for key in script.KNOBS if key in cfg}
+            err = float((script.gemm(a, b, cfg).double() - ref).norm() / ref.norm())
+            row[f"{name}_rel_error"] = err
+            if err <= tol:
+                fns[name] = lambda a=a, b=b, cfg=cfg, s=script: s.gemm(a, b, cfg)
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(3):  # interleaved rounds
+            for name, fn in fns.items():
+                times[name].append(_graph_ms_once(fn))
+        for name, t in times.items():
+            row[f"{name}_ms"] = statistics.median(t)
+        for name in ("before", "after"):
+            if f"{name}_ms" in row:
+                row[f"{name}_vs_cublas"] = row["cublas_ms"] / row[f"{name}_ms"]
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def _graph_ms_once(fn) -> float:
+    import triton.testing
+
+    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("script")
+    ap.add_argument("--out")
+    ap.add_argument("--before", help="an emitted Stream-K script to compare with")
+    a = ap.parse_args()
+    mod = _module(Path(a.script))
+    shapes = SHAPES["stream_k"] + HELD_OUT["stream_k"]
+    rows = before_after(mod, _module(Path(a.before)), shapes) if a.before else rows_for(mod, shapes)
+    if a.out:
+        Path(a.out).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
