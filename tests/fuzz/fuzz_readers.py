@@ -57,7 +57,8 @@ sys.path.insert(0, str(HERE))
 import mutate  # noqa: E402
 
 KINDS = ("kineto", "kineto_msgspec", "kineto_gz", "nsys", "rocpd", "rocprof_csv", "rocprof_json")
-TIME_LIMIT_S = 30.0  # per input (the seeds are small: a normal input takes well under 1 s)
+TIME_LIMIT_S = 30.0  # CPU seconds per input (the seeds are small: a normal one takes < 1 s)
+WALL_LIMIT_S = 300.0  # wall-clock backstop (something that waits without using the CPU)
 GPUS = (None, None, None, "none", "H100", "MI300X")  # the --gpu given with an input
 EVENTS_PER_CATEGORY = 30  # a Kineto seed keeps the first events of each category
 ROWS = 40  # an SQLite seed keeps the GPU work up to its 40th kernel; a CSV its first rows
@@ -298,7 +299,8 @@ def make_input(seed: Seed, rng: random.Random, folder: Path) -> list[str]:
 
 
 class InputTimeout(BaseException):
-    """The input ran past TIME_LIMIT_S (a BaseException: no `except Exception` swallows it)."""
+    """The input ran past TIME_LIMIT_S of CPU time or WALL_LIMIT_S (a BaseException: no
+    `except Exception` swallows it)."""
 
 
 def _on_alarm(signum, frame) -> None:
@@ -346,6 +348,7 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
     scanner = os.environ.get(kineto.SCANNER_ENV)
     os.environ[kineto.SCANNER_ENV] = "0" if kind == "kineto_msgspec" else "1"
     alarm = signal.signal(signal.SIGALRM, _on_alarm)
+    prof = signal.signal(signal.SIGPROF, _on_alarm)
     try:
         rec.mutations = make_input(seed, rng, folder)
     except Exception as exc:  # (a fault of this driver, not of advisor: told apart)
@@ -353,8 +356,13 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
         shutil.rmtree(folder, ignore_errors=True)
         return rec
     try:
-        signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
-        analyse(folder / seed.main, gpu)
+        try:  # the limit is CPU time (a loaded machine is no timeout), wall time a backstop
+            signal.setitimer(signal.ITIMER_PROF, TIME_LIMIT_S)
+            signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_S)
+            analyse(folder / seed.main, gpu)
+        finally:  # (a limit reached just here is a timeout too, caught below)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except AdvisorInputError as exc:
         rec.outcome, rec.error = "input_error", str(exc)[:300]
     except InputTimeout:
@@ -364,8 +372,8 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
         rec.error = f"{type(exc).__name__}: {str(exc)[:300]}"
         rec.where = _where(exc)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, alarm)
+        signal.signal(signal.SIGPROF, prof)
         if scanner is None:
             os.environ.pop(kineto.SCANNER_ENV, None)
         else:

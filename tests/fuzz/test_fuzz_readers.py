@@ -73,10 +73,40 @@ def test_a_bug_is_told_apart_and_its_input_kept(raised, outcome, seeds, tmp_path
 
 
 def test_a_hang_is_stopped_and_told(seeds, tmp_path, monkeypatch):
+    import time
+
     import fuzz_readers
 
+    def spin(path, gpu):  # CPU time: the limit
+        end = time.process_time() + 5
+        while time.process_time() < end:
+            pass
+
     monkeypatch.setattr(fuzz_readers, "TIME_LIMIT_S", 0.2)
-    monkeypatch.setattr(fuzz_readers, "analyse", lambda path, gpu: __import__("time").sleep(5))
+    monkeypatch.setattr(fuzz_readers, "analyse", spin)
+    assert run_one(0, seeds, "s", tmp_path, tmp_path / "out").outcome == "timeout"
+    # waiting without the CPU: the wall-clock backstop
+    monkeypatch.setattr(fuzz_readers, "WALL_LIMIT_S", 0.3)
+    monkeypatch.setattr(fuzz_readers, "analyse", lambda path, gpu: time.sleep(5))
+    assert run_one(1, seeds, "s", tmp_path, tmp_path / "out").outcome == "timeout"
+
+
+def test_a_limit_reached_as_the_input_ends_is_a_timeout_not_a_dead_worker(
+    seeds, tmp_path, monkeypatch
+):
+    # the campaign's first run lost a worker (and hung its pool) when the alarm came while
+    # the timer was being disarmed: the handler's exception left run_one from `finally`
+    import fuzz_readers
+
+    real = fuzz_readers.signal.setitimer
+
+    def disarm(which, seconds):
+        real(which, seconds)
+        if seconds == 0:
+            fuzz_readers._on_alarm(None, None)
+
+    monkeypatch.setattr(fuzz_readers, "analyse", lambda path, gpu: None)
+    monkeypatch.setattr(fuzz_readers.signal, "setitimer", disarm)
     assert run_one(0, seeds, "s", tmp_path, tmp_path / "out").outcome == "timeout"
 
 
