@@ -11,6 +11,8 @@ setup(
         Extension(
             "advisor.trace._kscan",
             ["advisor/trace/_kscan.c"],
+            # (the contract with the reader, generated from advisor/trace/kineto/schema.py)
+            depends=["advisor/trace/_kscan_contract.h"],
             optional=True,
             extra_compile_args=["-O3", "-Wall"],
         )

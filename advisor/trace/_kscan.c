@@ -1,9 +1,9 @@
 /* Kineto event scanner: one pass over a JSON array of trace events (the bytes msgspec
- * would decode as list[Event] in kineto.py), validating the JSON and emitting columns for the
- * events whose category the caller wants, without a Python object per event.
+ * would decode as list[Event] in kineto/schema.py), validating the JSON and emitting columns
+ * for the events whose category the caller wants, without a Python object per event.
  *
  * It is an accelerator, not a second reader: for anything outside the common layout (a type
- * kineto.py's structs would reject or convert in another way, escapes in keys or categories,
+ * kineto's structs would reject or convert in another way, escapes in keys or categories,
  * strings where numbers are expected, duplicate keys, deep nesting, invalid JSON) it returns
  * None and the caller decodes the same bytes with msgspec, whose results (or errors) are the
  * reference. tests/trace/test_kineto_scan.py compares the two on every Kineto fixture.
@@ -17,14 +17,16 @@
  *               -1: the array's end; nothing at or past stop is read
  *   categories  tuple of str: the wanted values of "cat"; a row's cat code is the index
  *   modes       str, one letter per category: 'k', 'c', 'a' read the args fields of
- *               kineto.py's KernelArgs, CopyArgs, ApiArgs (the others stay NaN), 'r' return
+ *               kineto's KernelArgs, CopyArgs, ApiArgs (the others stay NaN), 'r' return
  *               the span of the raw args (for the caller to decode), '-' args not looked at
+ *               (MODES in _kscan_contract.h, generated from kineto/contract.py, as the keys
+ *               read and the columns returned are)
  *   keep        callable(raw name) -> bool, asked once per distinct name of an 'r'
  *               category's rows: only kept names make rows (cpu_op: the GEMM ops)
  *   rows        events kept: "ph" == "X", "cat" wanted, "ts" a number
  *   columns     dict of column name -> bytes (native arrays, `rows` items each):
  *                 cat int8; name int32 (index into names); start, dur int64 (ns, converted as
- *                 kineto._times does from the microseconds); pid, tid and the args fields
+ *                 kineto.decode._times does from microseconds); pid, tid and the args fields
  *                 device, stream, correlation, registers, smem, graph_node, bytes, grid_x..z,
  *                 block_x..z float64 (NaN: absent or null); args_off, args_len int64 (the raw
  *                 args of 'r' categories: offset into buffer and length, 0: no args)
@@ -36,8 +38,9 @@
  * holding it. Every read is checked against the region's end where it is made (none relies
  * on an earlier pass over the same bytes); a scan holds at most KSCAN_MAX_NAMES distinct
  * names and nests at most MAX_DEPTH containers (the module's MAX_NAMES and MAX_DEPTH), else
- * it declines. Tested by tests/trace/test_kscan_safety.py, and under AddressSanitizer and
- * UndefinedBehaviorSanitizer by tests/sanitize/run.sh.
+ * it declines. The module's CONTRACT is the contract's digest (the reader uses no build of
+ * another contract). Tested by tests/trace/test_kscan_safety.py, and under AddressSanitizer
+ * and UndefinedBehaviorSanitizer by tests/sanitize/run.sh.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,6 +52,8 @@
 #include <xlocale.h>
 #endif
 #include <locale.h>
+
+#include "_kscan_contract.h"
 
 typedef unsigned char uc;
 static locale_t C_LOCALE; /* numbers are parsed as JSON has them, whatever LC_NUMERIC says */
@@ -353,24 +358,17 @@ static int skip_value(const uc **pp, const uc *end, Val *v, int outer) {
 
 /* --- the keys read ------------------------------------------------------------------- */
 
-enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, N_KEYS };
-static const char *KEYS[N_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
-
-enum { A_DEVICE, A_STREAM, A_CORRELATION, A_REGISTERS, A_SMEM, A_GRAPH_NODE, A_BYTES,
-       A_GRID, A_BLOCK, N_ARGS };
-static const char *ARG_KEYS[N_ARGS] = {
-    "device", "stream", "correlation", "registers per thread", "shared memory",
-    "graph node id", "bytes", "grid", "block"};
+/* the keys read, the modes and the columns returned: _kscan_contract.h (generated from
+ * advisor/trace/kineto/schema.py). What this file relies on in their order: */
+_Static_assert(K_CAT == K_PH + 1 && K_NAME == K_PH + 2, "ph, cat, name: the text keys");
+_Static_assert(K_TID == K_PID + 1 && K_TS == K_TID + 1 && K_DUR == K_TS + 1,
+               "pid, tid (ids) then ts, dur (times)");
+_Static_assert(A_GRID >= N_NUM_ARGS && A_BLOCK >= N_NUM_ARGS, "grid, block: after the numbers");
+_Static_assert(N_ARGS <= 32, "a bit per args field in an unsigned");
+_Static_assert(F_GRID_Y == F_GRID_X + 1 && F_GRID_Z == F_GRID_X + 2 &&
+               F_BLOCK_Y == F_BLOCK_X + 1 && F_BLOCK_Z == F_BLOCK_X + 2, "the x, y, z columns");
 
 static Py_ssize_t KEY_LEN[N_KEYS], ARG_KEY_LEN[N_ARGS];
-/* the args fields of kineto.py's KernelArgs, CopyArgs and ApiArgs */
-#define BIT(f) (1u << (f))
-static const unsigned KERNEL_ARGS = BIT(A_DEVICE) | BIT(A_STREAM) | BIT(A_CORRELATION) |
-                                    BIT(A_REGISTERS) | BIT(A_SMEM) | BIT(A_GRAPH_NODE) |
-                                    BIT(A_GRID) | BIT(A_BLOCK);
-static const unsigned COPY_ARGS = BIT(A_DEVICE) | BIT(A_STREAM) | BIT(A_CORRELATION) |
-                                  BIT(A_BYTES);
-static const unsigned API_ARGS = BIT(A_CORRELATION);
 
 static int key_index(const uc *s, Py_ssize_t n, const char **keys, const Py_ssize_t *lens,
                      int count) {
@@ -407,10 +405,10 @@ static int to_double(const Val *v, double *out) {
     return 0;
 }
 
-/* microseconds -> integer ns as kineto._ns / _times compute them from the double: start =
- * floor(ts) * 1000 + round((ts - floor(ts)) * 1000), dur = round(dur * 1000) (round half to
- * even). For plain decimals with at most 3 fraction digits below 2^43 us (start) or 2^33 us
- * (dur) that double formula is exact, so the digits are used directly. */
+/* microseconds -> integer ns as kineto.decode._ns / _times compute them from the double:
+ * start = floor(ts) * 1000 + round((ts - floor(ts)) * 1000), dur = round(dur * 1000) (round
+ * half to even). For plain decimals with at most 3 fraction digits below 2^43 us (start) or
+ * 2^33 us (dur) that double formula is exact, so the digits are used directly. */
 static int to_ns(const Val *v, int is_dur, int64_t *out) {
     const uc *p = v->s, *e = v->s + v->n;
     if (*p != '-') {
@@ -447,14 +445,6 @@ slow: {
 }
 
 /* --- output columns ------------------------------------------------------------------- */
-
-enum { C_START, C_DUR, C_ARGS_OFF, C_ARGS_LEN, N_INT_COLS };
-static const char *INT_COLS[N_INT_COLS] = {"start", "dur", "args_off", "args_len"};
-enum { F_PID, F_TID, F_DEVICE, F_STREAM, F_CORRELATION, F_REGISTERS, F_SMEM, F_GRAPH_NODE,
-       F_BYTES, F_GRID_X, F_GRID_Y, F_GRID_Z, F_BLOCK_X, F_BLOCK_Y, F_BLOCK_Z, N_F_COLS };
-static const char *F_COLS[N_F_COLS] = {
-    "pid", "tid", "device", "stream", "correlation", "registers", "smem", "graph_node",
-    "bytes", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"};
 
 typedef struct {
     Py_ssize_t rows, cap;
@@ -641,10 +631,10 @@ static int has_high(const uc *s, Py_ssize_t n) {
     return (acc & 0x8080808080808080ULL) != 0;
 }
 
-/* a string where kineto.py's _num expects a number (PyTorch <= 1.10 wrote "tid": "1890023"
- * and "tid": "stream 7"): plain digits are the number; where _num does not count values of
- * the wrong type (pid, tid), a string holding a character no Python float literal can hold
- * is NaN; anything else is declined (msgspec decides, and counts) */
+/* a string where kineto.decode._num expects a number (PyTorch <= 1.10 wrote "tid":
+ * "1890023" and "tid": "stream 7"): plain digits are the number; where _num does not count
+ * values of the wrong type (pid, tid), a string holding a character no Python float literal
+ * can hold is NaN; anything else is declined (msgspec decides, and counts) */
 static int num_string(const Val *v, double *out, int counted) {
     if (v->esc) return -1;
     if (has_high(v->s, v->n) && !valid_utf8(v->s + 1, v->n - 2)) return -1; /* (msgspec: str) */
@@ -689,9 +679,10 @@ static int decoded_ok(const Val *v) {
     return isfinite(strtod_l(buf, NULL, C_LOCALE));
 }
 
-/* a numeric field as kineto._num reads it: number -> value, null/absent -> NaN, text as
- * num_string; anything else -> declined. ``counted``: the field's values of the wrong type
- * are counted in a warning (the args fields): the scanner declines those, msgspec counts */
+/* a numeric field as kineto.decode._num reads it: number -> value, null/absent -> NaN,
+ * text as num_string; anything else -> declined. ``counted``: the field's values of the
+ * wrong type are counted in a warning (the args fields): the scanner declines those, msgspec
+ * counts */
 static int num_field(const Val *v, double *out, int counted) {
     if (v->type == T_NONE || v->type == T_NULL) {
         *out = NAN;
@@ -702,11 +693,11 @@ static int num_field(const Val *v, double *out, int counted) {
     return to_double(v, out);
 }
 
-/* grid/block (an args member: its items are inside two containers) as kineto._xyz reads
- * it: null or absent -> NaN; a list of one to three numbers -> them (NaN after a shorter
- * list); anything else (kineto._xyz counts it as malformed) -> declined. The list is parsed
- * again here, every read checked against its end (nothing relies on the validation
- * before). */
+/* grid/block (an args member: its items are inside two containers) as kineto.decode._xyz
+ * reads it: null or absent -> NaN; a list of one to three numbers -> them (NaN after a
+ * shorter list); anything else (kineto.decode._xyz counts it as malformed) -> declined. The
+ * list is parsed again here, every read checked against its end (nothing relies on the
+ * validation before). */
 static int xyz_field(const Val *v, double out[3]) {
     out[0] = out[1] = out[2] = NAN;
     if (v->type == T_NONE || v->type == T_NULL) return 0;
@@ -827,7 +818,7 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
             } else if (args->type == T_NONE) {
                 for (int i = 0; i < N_ARGS; i++) a[i].type = T_NONE;
             } else {
-                return -1; /* decoded as a struct by kineto.py: rejected there */
+                return -1; /* decoded as a struct by kineto: rejected there */
             }
         }
     } else {
@@ -839,8 +830,8 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
     }
     for (int i = 0; i < N_ARGS; i++)
         if (!(w->args_read[code] & BIT(i))) a[i].type = T_NONE; /* not in its struct */
-    double num[7];
-    for (int i = A_DEVICE; i <= A_BYTES; i++)
+    double num[N_NUM_ARGS];
+    for (int i = 0; i < N_NUM_ARGS; i++)
         if (num_field(&a[i], &num[i], 1)) return -1;
     double grid[3], block[3];
     if (xyz_field(&a[A_GRID], grid) || xyz_field(&a[A_BLOCK], block)) return -1;
@@ -853,7 +844,7 @@ static int emit(Out *o, const Want *w, int code, const Val ev[N_KEYS], Val a[N_A
     o->ints[C_ARGS_LEN][r] = args_len;
     o->floats[F_PID][r] = pid;
     o->floats[F_TID][r] = tid;
-    for (int i = A_DEVICE; i <= A_BYTES; i++) o->floats[F_DEVICE + i][r] = num[i];
+    for (int i = 0; i < N_NUM_ARGS; i++) o->floats[F_FIRST_ARG + i][r] = num[i];
     for (int i = 0; i < 3; i++) {
         o->floats[F_GRID_X + i][r] = grid[i];
         o->floats[F_BLOCK_X + i][r] = block[i];
@@ -931,8 +922,8 @@ static PyObject *build_result(Out *o, Py_ssize_t closed) {
         }                                                                                \
         Py_DECREF(_b);                                                                   \
     } while (0)
-    PUT("cat", o->cat, sizeof(int8_t));
-    PUT("name", o->name, sizeof(int32_t));
+    PUT(CAT_COLUMN, o->cat, sizeof(int8_t));
+    PUT(NAME_COLUMN, o->name, sizeof(int32_t));
     for (int i = 0; i < N_INT_COLS; i++) PUT(INT_COLS[i], o->ints[i], sizeof(int64_t));
     for (int i = 0; i < N_F_COLS; i++) PUT(F_COLS[i], o->floats[i], sizeof(double));
 #undef PUT
@@ -1005,8 +996,8 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     const char *bad = NULL;
     if (ncats > MAX_CATS || nmodes != ncats)
         bad = "at most 16 categories, with a mode letter each";
-    else if (strspn(modes, "kcar-") != (size_t)nmodes)
-        bad = "modes: one of 'k', 'c', 'a', 'r', '-' per category";
+    else if (strspn(modes, MODE_LETTERS) != (size_t)nmodes)
+        bad = MODES_PROBLEM;
     else if (start < 0 || start > buf.len)
         bad = "start: an offset in the buffer (0 <= start <= len(buffer))";
     else if (stop < -1 || stop > buf.len || (stop >= 0 && stop < start))
@@ -1032,9 +1023,10 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
         }
         w.cats[i] = (const uc *)s;
         w.catlen[i] = n;
-        w.args_read[i] = modes[i] == 'k' ? KERNEL_ARGS : modes[i] == 'c' ? COPY_ARGS
-                         : modes[i] == 'a' ? API_ARGS : 0;
-        w.args_raw[i] = modes[i] == 'r';
+        int k = 0; /* (modes[i] is one of MODE_LETTERS, the letters of MODES: checked above) */
+        while (k < N_MODES - 1 && MODES[k].letter != modes[i]) k++;
+        w.args_read[i] = MODES[k].args;
+        w.args_raw[i] = MODES[k].raw;
     }
     Out o;
     memset(&o, 0, sizeof(o));
@@ -1086,7 +1078,8 @@ PyMODINIT_FUNC PyInit__kscan(void) {
     for (int i = 0; i < N_ARGS; i++) ARG_KEY_LEN[i] = (Py_ssize_t)strlen(ARG_KEYS[i]);
     PyObject *m = PyModule_Create(&MODULE);
     if (m && (PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) ||
-              PyModule_AddIntConstant(m, "MAX_NAMES", KSCAN_MAX_NAMES))) {
+              PyModule_AddIntConstant(m, "MAX_NAMES", KSCAN_MAX_NAMES) ||
+              PyModule_AddStringConstant(m, "CONTRACT", KSCAN_CONTRACT))) {
         Py_DECREF(m);
         return NULL;
     }

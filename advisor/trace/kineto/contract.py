@@ -1,9 +1,18 @@
 """The compiled scanner's contract (advisor/trace/_kscan.c), derived from the table in
 schema.py: the categories it is asked for with a mode letter each (what it does with their
 ``args``), the event and args keys it reads (the fields of the structs msgspec decodes into),
-and the columns it returns."""
+and the columns it returns. The C side includes the same contract as
+advisor/trace/_kscan_contract.h, written from this module by cheader.py::
+
+    python -m advisor.trace.kineto.cheader      # rewrites advisor/trace/_kscan_contract.h
+
+The header is committed (the sanitizer build compiles _kscan.c on its own); the tests check
+that it is what cheader.py writes and that the built scanner was compiled from it: its
+``CONTRACT`` is DIGEST (a scanner built from another contract is not used: msgspec reads)."""
 
 from __future__ import annotations
+
+import hashlib
 
 import msgspec
 import numpy as np
@@ -51,3 +60,15 @@ FLOAT_COLUMNS = ("pid", "tid", *NUMBER_ARGS,
 COLUMN_TYPES = {CAT_COLUMN: np.int8, NAME_COLUMN: np.int32,
                 **dict.fromkeys(INT_COLUMNS, np.int64),
                 **dict.fromkeys(FLOAT_COLUMNS, np.float64)}  # fmt: skip
+
+
+def _canonical() -> str:
+    """The contract as text: what DIGEST covers."""
+    modes = [(letter, [f for f in ARG_FIELDS if f in struct.__struct_fields__])
+             for letter, struct in READ_MODES.items()]  # fmt: skip
+    return repr((EVENT_KEYS, ARG_FIELDS, NUMBER_ARGS, modes, RAW_MODE, SKIP_MODE, CAT_COLUMN,
+                 NAME_COLUMN, INT_COLUMNS, FLOAT_COLUMNS))  # fmt: skip
+
+
+# the contract's digest: the header's KSCAN_CONTRACT, the built scanner's CONTRACT
+DIGEST = hashlib.sha256(_canonical().encode()).hexdigest()[:16]

@@ -11,7 +11,7 @@ from types import ModuleType
 import msgspec
 import numpy as np
 
-from advisor.trace.kineto.contract import COLUMN_TYPES, SCAN_CATEGORIES, SCAN_MODES
+from advisor.trace.kineto.contract import COLUMN_TYPES, DIGEST, SCAN_CATEGORIES, SCAN_MODES
 from advisor.trace.kineto.decode import Chunk
 from advisor.trace.kineto.schema import (
     CATEGORIES_OF,
@@ -31,7 +31,8 @@ try:
 except ImportError:  # pragma: no cover (built wherever the tests run); msgspec decodes all
     pass
 else:
-    _kscan = _built
+    if getattr(_built, "CONTRACT", None) == DIGEST:  # (a build of another contract: stale)
+        _kscan = _built
 
 SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
 
