@@ -28,85 +28,18 @@ from advisor.configs import dist, knobs
 from advisor.data import gpu_facts
 from advisor.errors import AdvisorInputError
 from advisor.rules.finding import Emitted, Finding
+from advisor.rules.registry import EmitKind, strategy
 from advisor.staged import place, staging
 from advisor.trace.model import GpuSpec
 from advisor.units import fmt_ns
 
 TEMPLATE_PACKAGE = "advisor.configs.templates"
-GEMM_TEMPLATES = {
-    "split_k": "split_k.py",
-    "stream_k": "stream_k.py",
-    "tile_reshape": "persistent.py",
-    "persistent": "persistent.py",
-    "warp_specialization": "tma_ws.py",
-}
-# strategies whose script carries the Gluon warp-specialized Hopper kernel
-GLUON_STRATEGIES = ("split_k", "stream_k", "warp_specialization")
-SNIPPETS = {
-    "remove_sync": """```python
-# before: the host blocks every step
-loss_value = loss.item()
-# after: keep it on the GPU, read it every N steps (or copy it asynchronously)
-running = running + loss.detach()
-if step % 50 == 0:
-    print((running / 50).item()); running.zero_()
-```""",
-    "async_copy": """```python
-host = torch.empty(shape, dtype=dtype, pin_memory=True)   # page-locked, once
-host.copy_(gpu_tensor, non_blocking=True)                  # cudaMemcpyAsync
-event = torch.cuda.Event(); event.record()
-...                                                        # keep launching GPU work
-event.synchronize()                                        # only when the host needs it
-```""",
-    "input_pipeline": """```python
-loader = torch.utils.data.DataLoader(
-    dataset, batch_size=B, num_workers=8,   # enough workers to keep ahead of the GPU
-    pin_memory=True, persistent_workers=True, prefetch_factor=4)
-for x, y in loader:
-    x = x.cuda(non_blocking=True)           # (pinned: the copy does not block the host)
-```""",
-    "host_work": """Find the host work in the trace (the finding names the innermost range the
-launching thread was in; wrap your own code in `torch.profiler.record_function("name")` or
-NVTX ranges to name it), then take it off the launching thread's critical path:
-```python
-# launch the next step's GPU work first, then do the host work while it runs
-logits = model(x)                       # queued on the GPU
-metrics_thread_pool.submit(log_metrics, previous_step_values)   # or: every N steps
-```""",
-    "stream_dependency": """The work was launched in time and then waited on a dependency: look at
-what records the event it waits for (the producing stream, a copy, another device or rank)
-and why it is late; a cross-stream wait added for correctness may be required. CUDA graphs
-and faster launches recover none of this idle.
-```python
-ev = torch.cuda.Event(); ev.record(producer_stream)   # recorded as early as the data is ready
-consumer_stream.wait_event(ev)                         # the wait the trace shows
-```""",
-    "load_balance": """Compare the ranks' ranges in the trace (`advisor analyze --device N
---range NAME`): the last-arriving device has more work or a slower host path before the
-collective. Even the split (data per rank, pipeline-stage boundaries, MoE capacity) or move
-host work (data loading, logging) off the critical path.""",
-    "pipeline_schedule": """```python
-# torch.distributed.pipelining: more micro-batches, then an interleaved schedule
-from torch.distributed.pipelining import ScheduleInterleaved1F1B, Schedule1F1B
-n_microbatches = 4 * pp_size                      # bubble (p-1)/(m+p-1): 8 stages, m=32 -> 18 %
-schedule = Schedule1F1B(stage, n_microbatches=n_microbatches, loss_fn=loss_fn)
-# v virtual stages per rank (build v PipelineStage objects per rank): bubble (p-1)/(v*m+p-1)
-schedule = ScheduleInterleaved1F1B(stages, n_microbatches=n_microbatches, loss_fn=loss_fn)
-# Megatron-LM: --num-layers-per-virtual-pipeline-stage N (interleaving),
-#              a larger --global-batch-size / smaller --micro-batch-size (more micro-batches)
-```""",
-    "tp_overlap": """```python
-# async tensor parallelism (torch.compile micro-pipeline TP; PyTorch >= 2.5, SymmetricMemory)
-import torch._inductor.config as inductor_config
-inductor_config._micro_pipeline_tp = True
-from torch.distributed._symmetric_memory import enable_symm_mem_for_group
-enable_symm_mem_for_group(tp_mesh.get_group().group_name)
-model = parallelize_module(model, tp_mesh, plan)  # ColwiseParallel / RowwiseParallel with
-# SequenceParallel: all-reduce -> reduce-scatter + all-gather, overlapped with the GEMMs
-model = torch.compile(model)
-# Megatron-LM / TransformerEngine: --sequence-parallel --tp-comm-overlap
-```""",
-}
+OVERLAP_NOTE = "overlap.md"  # (the note that says how much comm shares compute's stream)
+
+
+def _row(f: Finding) -> dict:
+    """The table row that spoke for the finding (what its emit kind reads)."""
+    return f.emit.row if f.emit else {}
 
 
 def _template(name: str) -> str:
@@ -138,10 +71,7 @@ def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
     tile = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']}"
     if (gpu.cc_major or 0) >= 9:
         kernels = f"cutlass3x_sm90_tensorop_*gemm_bf16_bf16_f32_bf16_bf16_{tile}_*"
-        if cfg["strategy"] == "stream_k":
-            kernels += "stream_k*"
-        elif cfg["strategy"] in ("warp_specialization", "persistent", "tile_reshape"):
-            kernels += "warpspecialized_cooperative*"
+        kernels += strategy(cfg["strategy"]).cutlass
     else:
         kernels = f"cutlass_tensorop_s16816gemm_bf16_{cfg['BLOCK_M']}x{cfg['BLOCK_N']}_*"
     splits = cfg.get("SPLITS", 1)
@@ -201,9 +131,12 @@ def planner_section(gpu: GpuSpec) -> str:
 
 
 def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
-    row = f.emit.row
-    if f.strategy == "warp_specialization" and (gpu.cc_major or 0) < 9:
-        return {}, Emitted(missing="TMA/warp-specialized kernels need compute capability >= 9")
+    row = _row(f)
+    s = strategy(f.strategy)
+    if s.chooser is None or s.template is None:  # (rules are checked for this when loaded)
+        return {}, Emitted(missing=f"no GEMM script for the strategy {f.strategy!r}")
+    if s.min_cc is not None and (gpu.cc_major or 0) < s.min_cc[0]:
+        return {}, Emitted(missing=f"{s.min_cc[1]} need compute capability >= {s.min_cc[0]}")
     if row.get("m") is None or (isinstance(row.get("m"), float) and math.isnan(row["m"])):
         return {}, Emitted(
             missing="GEMM shape (M, N, K) is not in the trace: pass --shape "
@@ -212,7 +145,7 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
         )
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     try:
-        cfg = knobs.CHOOSERS[f.strategy](knobs.Problem(m, n, k, gpu))
+        cfg = getattr(knobs, s.chooser)(knobs.Problem(m, n, k, gpu))
     except knobs.NoTileFits as exc:
         return {}, Emitted(missing=str(exc))
     cfg["strategy"] = f.strategy
@@ -235,9 +168,9 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
     )
     # the planner first: the templates read its PAD_ALIGN
     script = header + planner_section(gpu) + "\n\n" + _template("common.py") + "\n\n"
-    if f.strategy in GLUON_STRATEGIES:
+    if s.gluon:
         script += _template("gluon_ws.py") + "\n\n"
-    script += _template(GEMM_TEMPLATES[f.strategy])
+    script += _template(s.template)
     script += "\n\n" + _template("script_cli.py")
     script += "\n\n" + _template("harness.py")
     cutlass = cutlass_command(cfg, m, n, k, gpu) if gpu.vendor == "nvidia" else None
@@ -253,7 +186,7 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
 
 
 def _launch_files(f: Finding, stem: str) -> Made:
-    row = f.emit.row
+    row = _row(f)
     cfg = {
         "CHAIN_OPS": max(2, int(row.get("ops") or 2)),
         "CHAIN_ELEMENTS": 4096,
@@ -277,7 +210,7 @@ def _power_of_two_at_most(x: int, top: int) -> int:
 def _grid_stride_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
     """A persistent grid-stride script for a non-GEMM kernel's wave tail: the traced grid
     and slots, a stand-in workload (templates/grid_stride.py says how to port it)."""
-    row = f.emit.row
+    row = _row(f)
     threads = int(row.get("block_threads") or 256)
     warps = _power_of_two_at_most(max(1, threads // gpu.warp_size), 32)
     block = _power_of_two_at_most(4 * warps * gpu.warp_size, 4096)  # 4 elements per thread
@@ -318,8 +251,9 @@ def _grid_stride_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
 
 
 def _note_files(f: Finding, stem: str) -> Made:
-    row = f.emit.row
-    values = dict(
+    row = _row(f)
+    s = strategy(f.strategy)
+    values: dict[str, object] = dict(
         where=_location_text(f),
         summary=f.summary,
         savings=fmt_ns(f.est_savings_ns),
@@ -327,9 +261,9 @@ def _note_files(f: Finding, stem: str) -> Made:
         title=f.title,
         strategy=f.strategy,
         rationale=f.rationale,
-        snippet=SNIPPETS.get(f.strategy, ""),
+        snippet=s.snippet,
     )
-    if f.strategy == "comm_overlap":
+    if s.note == OVERLAP_NOTE:
         same = row.get("same_stream_comm_ns") or 0
         values["same_stream_note"] = (
             f"{fmt_ns(same)} of the communication runs on the same stream as compute: it "
@@ -339,9 +273,7 @@ def _note_files(f: Finding, stem: str) -> Made:
             else "Communication has its own stream, but nothing independent runs beside it."
         )
         values["bucket_mb"] = 5
-        text = Template(_template("overlap.md")).substitute(values)
-    else:
-        text = Template(_template("advice.md")).substitute(values)
+    text = Template(_template(s.note)).substitute(values)
     return {f"{stem}.md": text}, Emitted()
 
 
@@ -386,17 +318,17 @@ def _configs_of(f: Finding, rank: int, gpus: dict[int, GpuSpec]) -> Made:
     stem = f"{rank:02d}_{f.strategy}_{_slug(f.kernel or f.region)}_dev{f.device}"
     kind = f.emit.kind if f.emit else None
     gpu = gpus.get(f.device)
-    if kind == "gemm" and gpu is not None:
+    if kind == EmitKind.GEMM and gpu is not None:
         return _gemm_files(f, gpu, stem)
-    if kind == "gemm":
+    if kind == EmitKind.GEMM:
         return {}, Emitted(missing="GPU facts (SMs, shared memory) for the device: pass --gpu NAME")
-    if kind == "launch":
+    if kind == EmitKind.LAUNCH:
         return _launch_files(f, stem)
-    if kind == "grid_stride" and gpu is not None:
+    if kind == EmitKind.GRID_STRIDE and gpu is not None:
         return _grid_stride_files(f, gpu, stem)
-    if kind == "grid_stride":
+    if kind == EmitKind.GRID_STRIDE:
         return {}, Emitted(missing="GPU facts (SMs, CTAs per SM) for the device: pass --gpu NAME")
-    if kind in ("overlap", "advice"):
+    if kind in (EmitKind.OVERLAP, EmitKind.ADVICE):
         files, outcome = _note_files(f, stem)
         files.update(dist.script_files(f, gpu, stem))  # multi-GPU strategies: a runnable script
         return files, outcome

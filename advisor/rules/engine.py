@@ -2,11 +2,11 @@
 
 A rule file holds ``rules:``, a list of rules (see docs/rules.md):
 
-  id, title, scope (kernels | regions | sequences | steps | stragglers | stages), when
-  (condition, or a list ANDed), savings (expression, ns), strategy, severity (auto | high |
-  medium | low), message (a template over the row's columns), evidence (columns), rationale,
-  watch_for, references (links), emit (what the config emitter needs: kind gemm | launch |
-  overlap | advice, plus optional parameters).
+  id, title, scope (the table it reads: registry.Scope), when (condition, or a list ANDed),
+  savings (expression, ns), strategy (registry.STRATEGIES, or a name of the user's own),
+  severity (auto | high | medium | low), message (a template over the row's columns),
+  evidence (columns), rationale, watch_for, references (links), emit (what the config
+  emitter writes: kind, a registry.EmitKind, plus optional parameters).
 
 Conditions and savings are expressions of ``advisor.rules.expr``, evaluated vectorized over
 a whole table; nothing is ``eval``-ed. Every problem in a file is reported as
@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,19 +32,20 @@ from advisor.errors import AdvisorInputError
 from advisor.metrics.counters import rules_in_words
 from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
-from advisor.rules.finding import EmitKind, EmitRequest, Finding, emit_problem
+from advisor.rules.finding import EmitRequest, Finding
+from advisor.rules.registry import EmitKind, Scope, emit_problem
 from advisor.rules.tables import SCOPES
 from advisor.units import fmt_ns, fmt_pct
 from advisor.user_yaml import field_problem, load_packaged_yaml, load_user_yaml
 
 # where a finding points, per scope: (kernel column, region column)
-LOCATION = {
-    "kernels": ("name", "region"),
-    "sequences": ("top_kernel", "region"),
-    "regions": (None, "name"),
-    "steps": (None, "name"),
-    "stragglers": (None, "name"),
-    "stages": (None, "name"),
+LOCATION: dict[Scope, tuple[str | None, str]] = {
+    Scope.KERNELS: ("name", "region"),
+    Scope.SEQUENCES: ("top_kernel", "region"),
+    Scope.REGIONS: (None, "name"),
+    Scope.STEPS: (None, "name"),
+    Scope.STRAGGLERS: (None, "name"),
+    Scope.STAGES: (None, "name"),
 }
 
 
@@ -60,7 +62,7 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
     title: str = Field(default="", min_length=0)
-    scope: Literal["kernels", "regions", "sequences", "steps", "stragglers", "stages"]
+    scope: Scope
     when: str | list[str]
     savings: str
     strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
@@ -149,7 +151,7 @@ def _template_fields(message: str) -> list[str]:
             continue
         if not name.isidentifier() or conv:
             raise ExprError(f"template field {{{name}}} must be a plain column name")
-        if spec not in ("", "time", "pct", "int"):
+        if spec and spec not in ("time", "pct", "int"):
             format(1.5, spec)  # raises ValueError for a bad spec
         names.append(name)
     return names
@@ -191,9 +193,9 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
             fld, problem = field_problem(exc, "(rule)")
             raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {problem}") from None
         known = set(SCOPES[spec.scope])
-        problem = spec.emit and emit_problem(spec.emit.kind, spec.strategy, known)
-        if problem:
-            raise AdvisorInputError(source, f"{_field_of(spec.id, 'emit.kind')}: {problem}")
+        why = emit_problem(spec.emit.kind, spec.strategy, known) if spec.emit else None
+        if why:
+            raise AdvisorInputError(source, f"{_field_of(spec.id, 'emit.kind')}: {why}")
         conds = [spec.when] if isinstance(spec.when, str) else spec.when
         try:
             fld = "when"
@@ -224,7 +226,7 @@ def rule_files(path: Path) -> list[Path]:
     return [path]
 
 
-def load_rules(extra: list[str | Path] = (), builtin: bool = True) -> list[Rule]:
+def load_rules(extra: Sequence[str | Path] = (), builtin: bool = True) -> list[Rule]:
     """Built-in rules, then user files/folders in order: a user rule whose id is a built-in
     one replaces it (in place); ``disable: [id, ...]`` switches rules off. The same id
     twice among the user files, or disabling an unknown id, is an error."""
@@ -294,7 +296,7 @@ def _gemm_identity(rule: Rule, row: dict) -> dict:
     """For findings of GEMM rules (emit kind gemm): ``gemm_by`` (shape, op, user, name, or
     unconfirmed: the structural guess), ``confidence`` and, when unconfirmed, ``confirm``:
     the flags that would confirm it. Other findings: gemm_by None, confidence confirmed."""
-    if rule.spec.emit is None or rule.spec.emit.kind != "gemm" or "gemm_by" not in row:
+    if rule.spec.emit is None or rule.spec.emit.kind != EmitKind.GEMM or "gemm_by" not in row:
         return {"gemm_by": None, "confidence": "confirmed", "confirm": None}
     if row.get("gemm_by"):
         return {"gemm_by": row["gemm_by"], "confidence": "confirmed", "confirm": None}
@@ -420,7 +422,8 @@ def _drop_superseded(findings: list[Finding], rules: list[Rule]) -> list[Finding
     """Drop the findings a fired rule supersedes (RuleSpec.supersedes): those of that rule on
     the same device and range (a steps finding's range holds all its steps)."""
     by_id = {r.id: r for r in rules}
-    claims = set()  # (rule id, device or None for every device, range)
+    # (rule id, device or None for every device, range)
+    claims: set[tuple[str, int | None, str | None]] = set()
     for f in findings:
         spec = by_id[f.rule].spec
         device = f.device if spec.supersedes_devices == "same" else None

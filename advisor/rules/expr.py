@@ -85,16 +85,12 @@ def _check_node(node, known: set[str], categories: set[str], used: set[str]) -> 
                 f"{', '.join(sorted(_FUNCS))})"
             )
         if name == "matches":
-            ok = (
-                len(node.args) == 2
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            )
-            if not ok:
+            category = node.args[1] if len(node.args) == 2 else None
+            if not (isinstance(category, ast.Constant) and isinstance(category.value, str)):
                 raise ExprError('matches() takes a column and a category: matches(name, "gemm")')
-            if node.args[1].value not in categories:
+            if category.value not in categories:
                 raise ExprError(
-                    f"unknown category {node.args[1].value!r} in matches() "
+                    f"unknown category {category.value!r} in matches() "
                     f"(known: {', '.join(sorted(categories))})"
                 )
         elif not node.args:
@@ -112,10 +108,10 @@ def _eval(node, t: pd.DataFrame):
         return _BOOLS[node.id] if node.id in _BOOLS else t[node.id]
     if isinstance(node, ast.BoolOp):
         values = [np.asarray(_eval(v, t), dtype=bool) for v in node.values]
-        op = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+        combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
         out = values[0]
         for v in values[1:]:
-            out = op(out, v)
+            out = combine(out, v)
         return out
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, t)
@@ -126,7 +122,7 @@ def _eval(node, t: pd.DataFrame):
         return _BIN[type(node.op)](_num(_eval(node.left, t)), _num(_eval(node.right, t)))
     if isinstance(node, ast.Compare):
         left = _eval(node.left, t)
-        out = None
+        result: np.ndarray | None = None
         for op, comp in zip(node.ops, node.comparators, strict=True):
             right = _eval(comp, t)
             if isinstance(left, str) or isinstance(right, str):  # text: == and != only
@@ -137,9 +133,9 @@ def _eval(node, t: pd.DataFrame):
             else:
                 # NaN compares False: a metric that is unknown never fires a rule
                 step = np.asarray(_CMP[type(op)](_num(left), _num(right)), dtype=bool)
-            out = step if out is None else np.logical_and(out, step)
+            result = step if result is None else np.logical_and(result, step)
             left = right
-        return out
+        return result
     name = node.func.id
     if name == "matches":
         column = _eval(node.args[0], t)

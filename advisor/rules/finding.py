@@ -5,38 +5,31 @@ the gate use (``finding_dict``; fields in docs/json.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
-# what the config emitters (advisor/configs/emit.py) write per kind of ``emit:``
-EmitKind = Literal["gemm", "launch", "grid_stride", "overlap", "advice"]
-# the strategies the GEMM emitter plans knobs for and has a script of (configs/knobs.py's
-# CHOOSERS, configs/emit.py's GEMM_TEMPLATES): a rule emitting kind gemm names one of them
-GEMM_STRATEGIES = ("split_k", "stream_k", "tile_reshape", "persistent", "warp_specialization")
-# the row columns an emit kind cannot do without (the kinds not listed need none)
-EMIT_NEEDS: dict[str, tuple[str, ...]] = {"gemm": ("m", "n", "k"), "grid_stride": ("grid_blocks",)}
+from advisor.rules.registry import EmitKind
 
 
-def emit_problem(kind: str, strategy: str, columns: set[str]) -> str | None:
-    """Why the config emitters cannot write ``kind`` for a finding of ``strategy`` whose row
-    holds ``columns`` (None: they can)."""
-    if kind == "gemm" and strategy not in GEMM_STRATEGIES:
-        known = ", ".join(GEMM_STRATEGIES)
-        return (f"kind 'gemm' writes GEMM scripts for the strategies {known} only, not "
-                f"{strategy!r} (emit kind advice writes a note for any strategy)")  # fmt: skip
-    missing = [c for c in EMIT_NEEDS.get(kind, ()) if c not in columns]
-    if missing:
-        return (f"kind {kind!r} reads the column(s) {', '.join(missing)}, which the rule's "
-                "scope does not have (scope kernels has them)")  # fmt: skip
-    return None
+class FindingKey(NamedTuple):
+    """Where a finding applies, one finding per key: (rule, kernel, range, device)."""
+
+    rule: str
+    kernel: str | None
+    region: str | None
+    device: int
+
+    def place(self) -> str:
+        """The key's kernel, range and device that it has, as text: ``gemm, step, 0``."""
+        return ", ".join(str(x) for x in self[1:] if x is not None)
 
 
 @dataclass(frozen=True)
 class EmitRequest:
-    """What a rule's ``emit:`` block asks of the config emitters: ``kind`` (EmitKind), its
-    ``params``, and ``row``: the plain values of the table row that spoke for the finding
-    (m, n, k, median_ns, ops, launches, ...), read by the emitters."""
+    """What a rule's ``emit:`` block asks of the config emitters: ``kind``, its ``params``,
+    and ``row``: the plain values of the table row that spoke for the finding (m, n, k,
+    median_ns, ops, launches, ...), read by the emitters."""
 
-    kind: str
+    kind: EmitKind
     params: dict[str, Any] = field(default_factory=dict)
     row: dict[str, Any] = field(default_factory=dict)
 
@@ -89,9 +82,9 @@ class Finding:
     counters: dict[str, Any] | None = None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> FindingKey:
         """(rule, kernel, range, device): one finding per key."""
-        return (self.rule, self.kernel, self.region, self.device)
+        return FindingKey(self.rule, self.kernel, self.region, self.device)
 
     def location(self) -> list[str]:
         """Where it applies, as the parts it has: kernel, ``range NAME``, ``device N``."""

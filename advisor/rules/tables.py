@@ -18,6 +18,7 @@ from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
+from advisor.rules.registry import Scope
 from advisor.units import fmt_ns
 
 # the regions' text columns naming what held each kind of idle (the pieces' detail with
@@ -182,8 +183,8 @@ _COUNTER_DOC = {
     "(details page): 'Rule (est. N %)', optimization hints by estimated speedup ('' none)",
 }
 
-SCOPES: dict[str, dict[str, str]] = {
-    "kernels": {
+SCOPES: dict[Scope, dict[str, str]] = {
+    Scope.KERNELS: {
         "name": "kernel name",
         "device": "device id",
         "region": "top-level NVTX range ('' outside ranges)",
@@ -237,7 +238,7 @@ SCOPES: dict[str, dict[str, str]] = {
         **_COUNTER_DOC,
         **_AT_DOC,
     },
-    "regions": {
+    Scope.REGIONS: {
         "name": "top-level NVTX range text ('' for a whole device without ranges)",
         "instances": "number of range instances summed",
         **{
@@ -270,7 +271,7 @@ SCOPES: dict[str, dict[str, str]] = {
         "stage devices (its point-to-point waits are the pipeline's bubble: the stages table)",
         **_AT_DOC,
     },
-    "sequences": {
+    Scope.SEQUENCES: {
         "device": "device id",
         "region": "top-level NVTX range of its first op ('' outside ranges)",
         "top_kernel": "most common kernel of the sequence",
@@ -284,9 +285,9 @@ SCOPES: dict[str, dict[str, str]] = {
         "median_gap_ns": "median gap between operations (ns)",
         **_AT_DOC,
     },
-    "steps": {**_STEP_DOC, **_AT_DOC},
-    "stragglers": {**_STRAGGLER_DOC, **_AT_DOC},
-    "stages": {**_STAGE_DOC, **_AT_DOC},
+    Scope.STEPS: {**_STEP_DOC, **_AT_DOC},
+    Scope.STRAGGLERS: {**_STRAGGLER_DOC, **_AT_DOC},
+    Scope.STAGES: {**_STAGE_DOC, **_AT_DOC},
 }
 
 
@@ -294,7 +295,7 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     by_region = not a.regions.empty
     k = a.kernel_table(by_region=by_region)
     if k.empty:
-        return pd.DataFrame(columns=list(SCOPES["kernels"]))
+        return pd.DataFrame(columns=list(SCOPES[Scope.KERNELS]))
     if not by_region:
         k["region"] = ""
     k["region"] = k["region"].fillna("").astype(str)
@@ -534,7 +535,7 @@ def sequence_table(a: Analysis) -> pd.DataFrame:
     """The rules' 'sequences' scope: the launch sequences with overhead_share, at_ns."""
     s = a.sequences
     if s.empty:
-        return pd.DataFrame(columns=list(SCOPES["sequences"]))
+        return pd.DataFrame(columns=list(SCOPES[Scope.SEQUENCES]))
     s = s.rename(columns={"median_op_ns": "median_kernel_ns"})
     s["region"] = s["region"].fillna("").astype(str)
     s["overhead_share"] = s["overhead_ns"] / s["span_ns"].where(s["span_ns"] > 0)
@@ -546,7 +547,7 @@ def _steps(a: Analysis) -> pd.DataFrame:
     steady steps and the whole-step CUDA-graph saving (SCOPES['steps'])."""
     t = step_table(a)
     if t.empty:
-        return pd.DataFrame(columns=list(SCOPES["steps"]))
+        return pd.DataFrame(columns=list(SCOPES[Scope.STEPS]))
     t = t.drop(columns="first_start_ns")
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
 
@@ -662,7 +663,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
     """Per range whose collectives wait for one device (the one most often last): why that
     device is late, from its own timeline against the other devices' (SCOPES['stragglers'])."""
-    empty = pd.DataFrame(columns=list(SCOPES["stragglers"]))
+    empty = pd.DataFrame(columns=list(SCOPES[Scope.STRAGGLERS]))
     if a.regions.empty or regions.empty or regions["comm_wait_ns"].isna().all():
         return empty
     out = []
@@ -683,7 +684,7 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
                              ("by_sync", "sync_idle_ns"))
         }  # fmt: skip
         extras["by_input"] = _late_start(a.regions, name, device)
-        best = max(extras, key=extras.get)
+        best = max(extras, key=lambda k: extras[k])
         out.append({
             "name": name, "device": device, "devices": len(g), "instances": int(me["instances"]),
             "waits_caused_ns": float(others["comm_wait_ns"].sum()),
@@ -716,11 +717,11 @@ def _stages(a: Analysis) -> pd.DataFrame:
     (SCOPES['stages'], views.pipeline_stages)."""
     t = views.pipeline_stages(a)
     if t.empty:
-        return pd.DataFrame(columns=list(SCOPES["stages"]))
+        return pd.DataFrame(columns=list(SCOPES[Scope.STAGES]))
     return _at(t, t.pop("worst_start_ns"), a.origin_ns)
 
 
-def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
+def build_tables(a: Analysis) -> dict[Scope, pd.DataFrame]:
     """One table per scope for the rule engine."""
     stages = _stages(a)
     regions = _regions(a)
@@ -730,6 +731,6 @@ def build_tables(a: Analysis) -> dict[str, pd.DataFrame]:
     regions["pipeline_stage"] = regions["name"].astype(str).isin(stages["name"]) & regions[
         "device"
     ].isin(stages["device"])
-    return {"kernels": _kernels(a), "regions": regions, "sequences": sequence_table(a),
-            "steps": _steps(a), "stragglers": _stragglers(a, regions),
-            "stages": stages}  # fmt: skip
+    return {Scope.KERNELS: _kernels(a), Scope.REGIONS: regions,
+            Scope.SEQUENCES: sequence_table(a), Scope.STEPS: _steps(a),
+            Scope.STRAGGLERS: _stragglers(a, regions), Scope.STAGES: stages}  # fmt: skip

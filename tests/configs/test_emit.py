@@ -17,6 +17,7 @@ from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
 from advisor.rules.finding import EmitRequest, Finding, finding_dict
+from advisor.rules.registry import EmitKind
 from advisor.trace.gpus import match_gpu
 from advisor.trace.load import load_trace
 
@@ -40,7 +41,7 @@ def synthetic(strategy: str, m=512, n=512, k=1024) -> Finding:
         kernel="gemm_kernel", region="r", device=0, est_savings_ns=1000, at_ns=None,
         at_rel_ns=None, summary="s", gemm_by="name", confidence="confirmed", confirm=None,
         evidence={}, rationale="r", watch_for="w", references=(),
-        emit=EmitRequest("gemm", row={"m": m, "n": n, "k": k, "median_ns": 50000.0}),
+        emit=EmitRequest(EmitKind.GEMM, row={"m": m, "n": n, "k": k, "median_ns": 50000.0}),
     )  # fmt: skip
 
 
@@ -289,11 +290,32 @@ def test_a_gpu_no_tile_fits_gets_no_script_and_says_why(tmp_path):
 
 
 def test_the_gemm_strategies_rules_may_emit_are_the_planners():
-    from advisor.configs import knobs
-    from advisor.configs.emit import GEMM_TEMPLATES
-    from advisor.rules.finding import GEMM_STRATEGIES
+    # the registry names each GEMM strategy's search in knobs.py: the same function as the
+    # planner's own table (CHOOSERS, which the emitted scripts carry) under its name
+    from importlib import resources
 
-    assert set(GEMM_STRATEGIES) == set(knobs.CHOOSERS) == set(GEMM_TEMPLATES)
+    from advisor.configs import knobs
+    from advisor.configs.emit import TEMPLATE_PACKAGE
+    from advisor.rules.registry import GEMM_STRATEGIES, STRATEGIES
+
+    assert set(GEMM_STRATEGIES) == set(knobs.CHOOSERS)
+    templates = resources.files(TEMPLATE_PACKAGE)
+    for name in GEMM_STRATEGIES:
+        s = STRATEGIES[name]
+        assert getattr(knobs, s.chooser) is knobs.CHOOSERS[name], name
+        assert templates.joinpath(s.template).is_file(), name
+    for s in STRATEGIES.values():  # every advice note's template is shipped
+        assert templates.joinpath(s.note).is_file(), s.name
+
+
+def test_a_strategy_the_registry_does_not_know_gets_a_plain_note_and_no_gemm_script(tmp_path):
+    # (a user rule may name its own strategy; only with emit kind advice, checked at load)
+    f = synthetic("my_own_strategy")
+    (e,) = emit([f], {0: H200}, tmp_path / "gemm")
+    assert e.config == () and e.missing == "no GEMM script for the strategy 'my_own_strategy'"
+    (e,) = emit([replace(f, emit=EmitRequest(EmitKind.ADVICE))], {0: H200}, tmp_path / "note")
+    (note,) = e.config
+    assert "Strategy: `my_own_strategy`." in Path(note).read_text()
 
 
 def test_cutlass_command_for_stream_k_on_hopper():
@@ -322,7 +344,7 @@ def _grid_stride_emit(tmp_path):
         synthetic("persistent"),
         rule="wave-tail-kernel",
         emit=EmitRequest(
-            "grid_stride",
+            EmitKind.GRID_STRIDE,
             row={
                 "grid_blocks": 160,
                 "slots": 132,
