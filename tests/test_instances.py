@@ -13,4 +13,4 @@ def test_no_ranges_give_an_empty_typed_table():
     assert inst.empty and list(inst.columns) == INSTANCE_COLUMNS
     assert inst["cold"].dtype == bool and inst[inst["cold"]].columns.tolist() == INSTANCE_COLUMNS
     s = metric_set(a, [])
-    assert s["regions"] == {} and s["kernels"]
+    assert s.regions == {} and s.kernels

@@ -16,6 +16,7 @@ configured abs).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from advisor.errors import AdvisorInputError
 from advisor.gating.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
+from advisor.gating.metricset import KernelEntry, MetricSet, load
 
 SAFETY = 1.5  # tolerance = SAFETY x the largest spread seen between unchanged runs
 MIN_REL = 0.01
@@ -42,19 +44,27 @@ class Noise:
     abs: float
 
 
-def _per_trace(sets: list[dict], scope: str, key: str | None, metric: str) -> list[float]:
-    """Each trace's value (median of its samples); [] when a trace lacks it."""
+def _per_trace(
+    sets: list[MetricSet], kernels: list[dict[str, KernelEntry]], scope: str, key: str | None,
+    metric: str,
+) -> list[float]:  # fmt: skip
+    """Each trace's value (median of its samples); [] when a trace lacks it (``kernels``:
+    each set's kernels by text)."""
     out = []
-    for s in sets:
+    for s, by_text in zip(sets, kernels, strict=True):
+        samples: list[float] | None
         if scope == "overall":
-            v = s["overall"].get(metric)
+            v = s.overall.get(metric)
             if v is None:
                 return []
             out.append(float(v))
             continue
-        entry = s[scope].get(key)
-        samples = None if entry is None else (
-            entry["samples"] if scope == "kernels" else entry["samples"].get(metric))  # fmt: skip
+        if scope == "kernels":
+            entry = by_text.get(key or "")
+            samples = entry.samples if entry is not None else None
+        else:
+            region = s.regions.get(key or "")
+            samples = region.samples.get(metric) if region is not None else None
         if not samples:
             return []
         out.append(float(np.median(samples)))
@@ -65,16 +75,19 @@ def _round_up(x: float, step: float = 0.005) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 6)
 
 
-def calibrate(sets: list[dict], cfg: GateConfig) -> list[Noise]:
-    """The noise of every configured metric over ``sets`` (metric sets of unchanged runs)."""
-    if len(sets) < MIN_TRACES:
+def calibrate(given: Sequence[MetricSet | dict], cfg: GateConfig) -> list[Noise]:
+    """The noise of every configured metric over ``given`` (metric sets of unchanged runs,
+    as made or as stored)."""
+    if len(given) < MIN_TRACES:
         raise AdvisorInputError(None, f"calibration needs {MIN_TRACES} or more traces of "
-                                      f"unchanged code, got {len(sets)}")  # fmt: skip
+                                      f"unchanged code, got {len(given)}")  # fmt: skip
+    sets = [load(s, "calibration") for s in given]
+    by_text = [s.kernels_by_text() for s in sets]
     keys: dict[str, list[tuple[str, str | None]]] = {m: [("overall", None)] for m in OVERALL}
-    ranges = set.intersection(*(set(s["regions"]) for s in sets))
+    ranges = set.intersection(*(set(s.regions) for s in sets))
     for metric in RANGE:
         keys.setdefault(metric, []).extend(("regions", k) for k in sorted(ranges))
-    kernels = set.intersection(*(set(s["kernels"]) for s in sets))
+    kernels = set.intersection(*(set(k) for k in by_text))
     for metric in KERNEL:
         keys.setdefault(metric, []).extend(("kernels", k) for k in sorted(kernels))
     out = []
@@ -84,7 +97,7 @@ def calibrate(sets: list[dict], cfg: GateConfig) -> list[Noise]:
             continue
         worst, worst_at, n = 0.0, "-", 0
         for scope, key in where:
-            values = _per_trace(sets, scope, key, metric)
+            values = _per_trace(sets, by_text, scope, key, metric)
             if not values:
                 continue
             lo, hi = min(values), max(values)
@@ -96,7 +109,7 @@ def calibrate(sets: list[dict], cfg: GateConfig) -> list[Noise]:
             else:
                 spread = hi / lo - 1
             if spread > worst or worst_at == "-":
-                worst, worst_at = spread, "all" if scope == "overall" else key
+                worst, worst_at = spread, "all" if key is None else key
         if n == 0:  # nothing measured: the configured tolerance stays
             rel, abs_ = th.rel, th.abs
         elif metric in COUNTS:

@@ -3,14 +3,17 @@ test that decided it, what moved and the candidate finding that explains it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from advisor.errors import AdvisorInputError
 from advisor.gating.config import COUNTS, KERNEL, OVERALL, RANGE, GateConfig
-from advisor.gating.digest import VERSION
-from advisor.gating.stats import Judgement, judge, side_value
+from advisor.gating.metricset import GateFinding, KernelEntry, KernelKey, MetricSet, load
+from advisor.gating.stats import GateStatus, Judgement, judge, side_value
+from advisor.rules.finding import FindingKey
 from advisor.units import fmt_ns, fmt_pct
 
 SEVERITY_ORDER = {"low": 0, "medium": 1, "high": 2}
@@ -41,7 +44,7 @@ class Row:
     metric: str
     baseline: float | None
     candidate: float | None
-    status: str  # regression | improvement | unchanged | not significant | only in ...
+    status: GateStatus
     detail: str = ""  # the test's numbers, short (p, interval, tolerance)
     test: str = ""  # which test decided, in words
     test_kind: str = ""  # count | instances | traces | values | tolerance | new finding
@@ -52,6 +55,7 @@ class Row:
     tolerance: float | None = None  # in the metric's unit
     cause: str = ""  # what moved, in words
     explained_by: list[str] = field(default_factory=list)  # candidate findings: rule: title
+    kernel: KernelKey | None = None  # a kernel row's kernel (``key`` is its text)
 
     @property
     def delta(self) -> float | None:
@@ -68,17 +72,10 @@ class GateResult:
 
     @property
     def failed(self) -> bool:
-        return any(r.status in ("regression", "new finding") for r in self.rows)
+        return any(r.status in FAILING for r in self.rows)
 
 
-def _check_versions(side: str, sets: list[dict]) -> None:
-    for s in sets:
-        if s.get("version") != VERSION:
-            raise AdvisorInputError(
-                s.get("trace"),
-                f"{side} metric set was saved by an earlier advisor (no steady-state samples):"
-                " save the baseline again with `advisor baseline save`",
-            )
+FAILING = (GateStatus.REGRESSION, GateStatus.NEW_FINDING)
 
 
 def _limit(cfg: GateConfig, metric: str, base: float, busy: float | None) -> float:
@@ -121,50 +118,64 @@ def _detail(j: Judgement) -> str:
     return ", ".join(parts)
 
 
-def _row(scope, key, metric, j: Judgement) -> Row:
+def _row(scope, key, metric, j: Judgement, kernel: KernelKey | None = None) -> Row:
     tol = fmt_value(metric, j.limit)
     detail = _detail(j)
     detail = f"{detail}; tolerance {tol}" if detail else f"tolerance {tol}"
     return Row(scope, key, metric, j.baseline, j.candidate, j.status, detail, j.test,
-               j.kind, j.n, j.p, j.ci, j.ci_kind if j.ci else "", j.limit)  # fmt: skip
+               j.kind, j.n, j.p, j.ci, j.ci_kind if j.ci else "", j.limit,
+               kernel=kernel)  # fmt: skip
 
 
-def _arrays(sets: list[dict], scope: str, key: str, metric: str) -> list[np.ndarray]:
-    """Per trace of a side: the samples of one metric (traces without it are skipped)."""
+def _range_arrays(sets: list[MetricSet], key: str, metric: str) -> list[np.ndarray]:
+    """Per trace of a side: the samples of one metric of a range (traces without it are
+    skipped)."""
     out = []
     for s in sets:
-        entry = s[scope].get(key)
-        if entry is None:
-            continue
-        values = entry["samples"] if scope == "kernels" else entry["samples"].get(metric)
+        entry = s.regions.get(key)
+        values = entry.samples.get(metric) if entry is not None else None
         if values:
             out.append(np.asarray(values, dtype=np.float64))
     return out
 
 
-def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
-    """Compare metric sets (several traces per side allowed); incompatible sets raise."""
-    _check_versions("baseline", base)
-    _check_versions("candidate", cand)
-    gb = {g for s in base for g in s["gpus"]}
-    gc = {g for s in cand for g in s["gpus"]}
+def _kernel_arrays(entries: list[KernelEntry | None]) -> list[np.ndarray]:
+    """Per trace of a side: a kernel's samples (traces without it are skipped)."""
+    return [np.asarray(e.samples, dtype=np.float64) for e in entries if e is not None and e.samples]
+
+
+def _loaded(sets: Sequence[MetricSet | dict], side: str) -> list[MetricSet]:
+    """Metric sets as made or as stored (metricset.load: earlier versions read, damaged ones
+    refused naming the trace)."""
+    return [load(s, side) for s in sets]
+
+
+def compare(
+    base_sets: Sequence[MetricSet | dict], cand_sets: Sequence[MetricSet | dict], cfg: GateConfig
+) -> GateResult:
+    """Compare metric sets (several traces per side allowed; as made or as stored);
+    incompatible sets raise."""
+    base, cand = _loaded(base_sets, "baseline"), _loaded(cand_sets, "candidate")
+    gb = {g for s in base for g in s.gpus}
+    gc = {g for s in cand for g in s.gpus}
     if gb and gc and gb != gc:
         raise AdvisorInputError(None, f"incompatible traces: baseline GPUs {', '.join(sorted(gb))}"
                                       f" vs candidate {', '.join(sorted(gc))}")  # fmt: skip
-    rb = {k for s in base for k in s["regions"]}
-    rc = {k for s in cand for k in s["regions"]}
+    rb = {k for s in base for k in s.regions}
+    rc = {k for s in cand for k in s.regions}
     if rb and rc and not rb & rc:
         raise AdvisorInputError(None, "incompatible traces: no NVTX range in common")
-    kw = dict(alpha=cfg.alpha, confidence=cfg.confidence, noise_floor=cfg.noise_floor)
+    kw: dict[str, Any] = dict(alpha=cfg.alpha, confidence=cfg.confidence,
+                              noise_floor=cfg.noise_floor)  # fmt: skip
     rows: list[Row] = []
 
     # whole trace: one steady-state total per trace
-    busy_b = side_value([np.array([s["overall"]["gpu_busy_ns"]]) for s in base])
+    busy_b = side_value([np.array([s.overall["gpu_busy_ns"]]) for s in base])
     for metric, worse_up in OVERALL.items():
-        bv = [np.array([s["overall"][metric]], float) for s in base
-              if s["overall"].get(metric) is not None]  # fmt: skip
-        cv = [np.array([s["overall"][metric]], float) for s in cand
-              if s["overall"].get(metric) is not None]  # fmt: skip
+        bv = [np.array([s.overall[metric]], float) for s in base
+              if s.overall.get(metric) is not None]  # fmt: skip
+        cv = [np.array([s.overall[metric]], float) for s in cand
+              if s.overall.get(metric) is not None]  # fmt: skip
         if bv and cv:
             limit = _limit(cfg, metric, side_value(bv), busy_b)
             rows.append(_row("overall", "all", metric, judge(bv, cv, worse_up, limit, **kw)))
@@ -174,10 +185,10 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
         if key not in rc or key not in rb:
             rows.append(_one_side("range", key, key in rb))
             continue
-        busy = _arrays(base, "regions", key, "gpu_busy_ns")
+        busy = _range_arrays(base, key, "gpu_busy_ns")
         busy_value = side_value(busy) if busy else None
         for metric, worse_up in RANGE.items():
-            bv, cv = _arrays(base, "regions", key, metric), _arrays(cand, "regions", key, metric)
+            bv, cv = _range_arrays(base, key, metric), _range_arrays(cand, key, metric)
             if not (bv and cv) or metric not in cfg.metrics:
                 continue
             limit = _limit(cfg, metric, side_value(bv), busy_value)
@@ -185,18 +196,21 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
             rows.append(_row("range", key, metric, j))
 
     # kernels: one sample per steady launch
-    kb = {k for s in base for k in s["kernels"]}
-    kc = {k for s in cand for k in s["kernels"]}
-    for key in sorted(kb | kc):
-        if key not in kc or key not in kb:
-            rows.append(_one_side("kernel", key, key in kb))
+    kb = [s.kernels_by_text() for s in base]
+    kc = [s.kernels_by_text() for s in cand]
+    keys = {text: e.key for side in (kb, kc) for by_text in side for text, e in by_text.items()}
+    for key in sorted(keys):
+        in_b, in_c = any(key in k for k in kb), any(key in k for k in kc)
+        if not (in_b and in_c):
+            rows.append(_one_side("kernel", key, in_b, keys[key]))
             continue
-        bv, cv = _arrays(base, "kernels", key, "median_ns"), _arrays(cand, "kernels", key, "")
+        bv = _kernel_arrays([k.get(key) for k in kb])
+        cv = _kernel_arrays([k.get(key) for k in kc])
         for metric, worse_up in KERNEL.items():
             if metric in cfg.metrics:
                 limit = _limit(cfg, metric, side_value(bv), None)
                 j = judge(bv, cv, worse_up, limit, unit="launches", **kw)
-                rows.append(_row("kernel", key, metric, j))
+                rows.append(_row("kernel", key, metric, j, keys[key]))
 
     rows.extend(_new_findings(base, cand, cfg))
     _name_causes(rows, base, cand)
@@ -205,13 +219,13 @@ def compare(base: list[dict], cand: list[dict], cfg: GateConfig) -> GateResult:
     return GateResult(rows=rows, method=_method(base, cand, cfg), notes=notes)
 
 
-def _one_side(scope: str, key: str, in_baseline: bool) -> Row:
+def _one_side(scope: str, key: str, in_baseline: bool, kernel: KernelKey | None = None) -> Row:
     """A range or kernel that only one side has: listed, nothing to compare."""
-    status = "only in baseline" if in_baseline else "only in candidate"
-    return Row(scope, key, "-", None, None, status)
+    status = GateStatus.ONLY_IN_BASELINE if in_baseline else GateStatus.ONLY_IN_CANDIDATE
+    return Row(scope, key, "-", None, None, status, kernel=kernel)
 
 
-def _method(base: list[dict], cand: list[dict], cfg: GateConfig) -> str:
+def _method(base: list[MetricSet], cand: list[MetricSet], cfg: GateConfig) -> str:
     per_side = f"{len(base)} vs {len(cand)} trace(s)"
     return (
         f"steady state of {per_side} (start-up and cold instances left out); per range "
@@ -222,35 +236,32 @@ def _method(base: list[dict], cand: list[dict], cfg: GateConfig) -> str:
 
 
 GROWN = 1.1  # a finding whose estimate grew by more than 10 % can explain a change
+# the rows whose change is said in words (and may be explained by findings)
+JUDGED_CHANGE = (GateStatus.REGRESSION, GateStatus.IMPROVEMENT, GateStatus.NOT_SIGNIFICANT)
 
 
-def _name_causes(rows: list[Row], base: list[dict], cand: list[dict]) -> None:
+def _name_causes(rows: list[Row], base: list[MetricSet], cand: list[MetricSet]) -> None:
     """Fill ``cause`` (what moved, in words) and ``explained_by``: the candidate findings
     (new, or with an estimate grown by more than 10 %) of rules that explain the metric,
     at that range or kernel (any, for whole-trace rows)."""
     by_key = {(r.scope, r.key, r.metric): r for r in rows}
-    kernel_names = {key: e["name"] for s in (*base, *cand) for key, e in s["kernels"].items()}
-
-    def where(f):
-        return (f["rule"], f["kernel"], f["region"], f["device"])
-
-    before: dict = {}
+    before: dict[FindingKey, int] = {}
     for s in base:
-        for f in s["findings"]:
-            before[where(f)] = max(before.get(where(f), 0), f["est_savings_ns"] or 0)
+        for f in s.findings:
+            before[f.key] = max(before.get(f.key, 0), f.est_savings_ns or 0)
 
-    def grown(f) -> bool:
-        return where(f) not in before or (f["est_savings_ns"] or 0) > GROWN * before[where(f)]
+    def grown(f: GateFinding) -> bool:
+        return f.key not in before or (f.est_savings_ns or 0) > GROWN * before[f.key]
 
-    findings = [f for s in cand for f in s["findings"] if grown(f)]
+    findings = [f for s in cand for f in s.findings if grown(f)]
     for r in rows:
-        if r.status not in ("regression", "improvement", "not significant"):
+        if r.status not in JUDGED_CHANGE:
             continue
         per = {"range": f" per {r.key} instance", "kernel": " per launch"}.get(r.scope, "")
         change = ""
         if r.metric in COUNTS and r.delta is not None:
             change = f" ({r.delta:+g})"
-        elif r.baseline:
+        elif r.baseline and r.delta is not None:
             change = f" ({r.delta / r.baseline:+.1%})"
         r.cause = (f"{LABELS.get(r.metric, r.metric)}{per}: {fmt_value(r.metric, r.baseline)} -> "
                    f"{fmt_value(r.metric, r.candidate)}{change}")  # fmt: skip
@@ -260,62 +271,55 @@ def _name_causes(rows: list[Row], base: list[dict], cand: list[dict]) -> None:
             if moved:
                 _, part, x = max(moved, key=lambda m: m[0])
                 r.cause += f"; mostly {LABELS[part]} ({x.delta:+,.0f} ns)"
-        name = kernel_names.get(r.key)
+        name = r.kernel.name if r.kernel else None
         for f in findings:
-            here = f.get("kernel") == name if r.scope == "kernel" else f.get("region") == r.key
-            if (here or r.scope == "overall") and r.metric in (f.get("explains") or []):
-                text = f"{f['rule']}: {f.get('title') or f['rule']}"
+            here = f.kernel == name if r.scope == "kernel" else f.region == r.key
+            if (here or r.scope == "overall") and r.metric in f.explains:
+                text = f"{f.rule}: {f.title or f.rule}"
                 if text not in r.explained_by:
                     r.explained_by.append(text)
 
 
-def _startup_notes(side: str, sets: list[dict]) -> list[str]:
+def _startup_notes(side: str, sets: list[MetricSet]) -> list[str]:
     """What each trace's steady state leaves out (start-up idle, cold instances)."""
     notes = []
     for s in sets:
-        st = s.get("startup") or {}
-        cold = st.get("cold_instances") or []
-        idle = st.get("startup_idle_ns") or 0
+        cold = s.startup.cold_instances
+        idle = s.startup.startup_idle_ns or 0
         if not cold and not idle:
             continue
         what = [f"{fmt_ns(idle)} of start-up idle"] if idle else []
         for c in cold[:2]:
-            what.append(f"cold {c['range']} on device {c['device']} ({fmt_ns(c['period_ns'])}: "
-                        f"{c['reason']})")  # fmt: skip
+            what.append(f"cold {c.range} on device {c.device} ({fmt_ns(c.period_ns)}: "
+                        f"{c.reason})")  # fmt: skip
         if len(cold) > 2:
             what.append(f"{len(cold) - 2} more cold instance(s)")
-        notes.append(f"{side} {s['trace']}: left out of the steady state: " + "; ".join(what))
+        notes.append(f"{side} {s.trace}: left out of the steady state: " + "; ".join(what))
     return notes
 
 
-def _quality_notes(side: str, sets: list[dict]) -> list[str]:
+def _quality_notes(side: str, sets: list[MetricSet]) -> list[str]:
     """Each trace's data-quality warnings: the numbers compared may be limited by them."""
     notes = []
     for s in sets:
-        warnings = s.get("warnings") or []
-        notes += [f"{side} {s['trace']}: {w}" for w in warnings[:QUALITY_NOTES]]
-        if len(warnings) > QUALITY_NOTES:
-            notes.append(f"{side} {s['trace']}: {len(warnings) - QUALITY_NOTES} more warning(s)")
+        notes += [f"{side} {s.trace}: {w}" for w in s.warnings[:QUALITY_NOTES]]
+        if len(s.warnings) > QUALITY_NOTES:
+            notes.append(f"{side} {s.trace}: {len(s.warnings) - QUALITY_NOTES} more warning(s)")
     return notes
 
 
-def _new_findings(base: list[dict], cand: list[dict], cfg: GateConfig) -> list[Row]:
+def _new_findings(base: list[MetricSet], cand: list[MetricSet], cfg: GateConfig) -> list[Row]:
     if cfg.fail_on_new_findings == "none":
         return []
     floor = SEVERITY_ORDER[cfg.fail_on_new_findings]
-
-    def key(f):
-        return (f["rule"], f["kernel"], f["region"], f["device"])
-
-    seen = {key(f) for s in base for f in s["findings"]}
+    seen = {f.key for s in base for f in s.findings}
     out = []
     for s in cand:
-        for f in s["findings"]:
-            if key(f) not in seen and SEVERITY_ORDER[f["severity"]] >= floor:
-                where = ", ".join(str(x) for x in key(f)[1:] if x is not None)
-                out.append(Row("finding", f"{f['rule']} ({where})", f["strategy"], None,
-                               float(f["est_savings_ns"]), "new finding",
-                               f"severity {f['severity']}", "new finding", "new finding",
-                               cause=f.get("title") or f["rule"]))  # fmt: skip
-                seen.add(key(f))
+        for f in s.findings:
+            if f.key not in seen and SEVERITY_ORDER[f.severity] >= floor:
+                out.append(Row("finding", f"{f.rule} ({f.key.place()})", f.strategy, None,
+                               float(f.est_savings_ns), GateStatus.NEW_FINDING,
+                               f"severity {f.severity}", "new finding", "new finding",
+                               cause=f.title or f.rule))  # fmt: skip
+                seen.add(f.key)
     return out

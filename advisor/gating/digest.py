@@ -1,30 +1,38 @@
-"""The *metric set* of one analysed trace: what the gate compares, JSON-serializable (it is
-what ``advisor baseline save`` stores).
+"""The *metric set* of one analysed trace: what the gate compares (metricset.MetricSet; its
+``to_dict`` is what ``advisor baseline save`` stores).
 
 Steady state only: start-up idle and cold range instances (metrics/steady.py) are left out
 of every gated number and reported under ``startup``. Per top-level range name: one sample
 per steady instance (per device) of each metric, measured over the instance's *period*;
-per kernel (name, grid, block; keyed by a display text, the entry holding the name): the GPU
-time of each steady launch; ``overall``: steady-
-state totals (the devices' windows without the cold periods and start-up idle).
+per kernel (a KernelKey: name, grid, threads per block): the GPU time of each steady launch;
+``overall``: steady-state totals (the devices' windows without the cold periods and start-up
+idle).
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from advisor.analysis import Analysis
 from advisor.gating.config import OVERALL, RANGE
+from advisor.gating.metricset import (
+    ColdInstance,
+    GateFinding,
+    KernelEntry,
+    KernelKey,
+    MetricSet,
+    RangeEntry,
+    Severity,
+    Startup,
+)
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
-from advisor.rules.finding import Finding, finding_dict
+from advisor.rules.finding import Finding
 
-VERSION = 3  # 3: each kernel entry names its kernel (no name parsed from the key)
-# what the gate keeps of a finding (new findings fail; explains links a row to it)
-FINDING_KEYS = ("rule", "title", "strategy", "severity", "kernel", "region", "device",
-                "est_savings_ns", "explains")  # fmt: skip
 MAX_SAMPLES = 256  # per range or kernel: evenly spaced over time when there are more
 
 
@@ -56,34 +64,52 @@ def _steady_overall(a: Analysis, holes: pd.DataFrame) -> dict:
     return out
 
 
-def _kernels(a: Analysis, holes: pd.DataFrame) -> dict:
-    """Per kernel (name, grid, block): launches, median and samples of the steady
-    launches' GPU time (ns)."""
+def _dim(value) -> int | float:
+    """A grid or block value as the trace table holds it (an int, or a float where the table's
+    column is one), as plain Python."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _kernels(a: Analysis, holes: pd.DataFrame) -> list[KernelEntry]:
+    """Per kernel (name, grid, threads per block): launches, median and samples of the
+    steady launches' GPU time (ns), in the order of the kernels' texts. A launch whose name,
+    grid or block the trace did not record (ROCm's Kineto traces) has no kernel to be
+    compared with: it is left out here (its time still counts in its range and the trace)."""
     k = a.launches
     if k.empty:
-        return {}
+        return []
     steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0
     k = k[steady].sort_values("start", kind="stable")
-    key = (k["name"].astype(str) + " grid=" + k["grid_x"].astype(str) + "x"
-           + k["grid_y"].astype(str) + "x" + k["grid_z"].astype(str) + " block="
-           + (k["block_x"] * k["block_y"] * k["block_z"]).astype(str))  # fmt: skip
-    out = {}
-    for key_text, g in k[["name", "duration"]].groupby(key.to_numpy(), sort=True):
-        values = g["duration"].to_numpy(np.float64)
-        out[str(key_text)] = {"name": str(g["name"].iat[0]), "launches": len(values),
-                              "median_ns": float(np.median(values)),
-                              "samples": _spaced(values)}  # fmt: skip
-    return out
+    by = [k["name"].astype(object), k["grid_x"], k["grid_y"], k["grid_z"],
+          k["block_x"] * k["block_y"] * k["block_z"]]  # fmt: skip
+    out = []
+    # (groupby leaves out the launches with a missing part of their key)
+    for (name, x, y, z, block), d in k["duration"].groupby(by, sort=False):
+        values = d.to_numpy(np.float64)
+        key = KernelKey(str(name), (_dim(x), _dim(y), _dim(z)), _dim(block))
+        out.append(KernelEntry(key, len(values), float(np.median(values)), _spaced(values)))
+    return sorted(out, key=lambda e: e.key.text)
 
 
-def metric_set(a: Analysis, findings: list[Finding]) -> dict:
-    """The digest of one analysed trace that the gate compares (JSON-serializable)."""
+def _cold(cold: pd.DataFrame) -> list[ColdInstance]:
+    return [ColdInstance(row.name, int(row.device), int(row.period_end_ns - row.start_ns),
+                         row.reason) for row in cold.itertuples(index=False)]  # fmt: skip
+
+
+def _gate_finding(f: Finding) -> GateFinding:
+    severity = cast(Severity, f.severity)
+    return GateFinding(f.rule, f.title, f.strategy, severity, f.kernel, f.region, f.device,
+                       f.est_savings_ns, list(f.explains))  # fmt: skip
+
+
+def metric_set(a: Analysis, findings: list[Finding]) -> MetricSet:
+    """The digest of one analysed trace that the gate compares (``to_dict``: as stored)."""
     inst = range_instances(a)
     cold = inst[inst["cold"]]
     holes = pd.DataFrame({"device": cold["device"].to_numpy(),
                           "start_ns": cold["start_ns"].to_numpy(),
                           "end_ns": cold["period_end_ns"].to_numpy()})  # fmt: skip
-    regions: dict[str, dict] = {}
+    regions: dict[str, RangeEntry] = {}
     for name, g in inst.groupby("name", sort=True):
         use = g[~g["cold"]] if (~g["cold"]).any() else g
         samples = {}
@@ -92,28 +118,16 @@ def metric_set(a: Analysis, findings: list[Finding]) -> dict:
             values = values[~np.isnan(values)]
             if len(values):
                 samples[metric] = _spaced(values)
-        regions[str(name)] = {"instances": len(g), "cold": int(g["cold"].sum()),
-                              "samples": samples}  # fmt: skip
+        regions[str(name)] = RangeEntry(len(g), int(g["cold"].sum()), samples)
     gpus = sorted({spec.name for d, spec in a.trace.gpus.items() if d in a.trace.devices})
-    return {
-        "version": VERSION,
-        "trace": a.trace.path,
-        "gpus": gpus,
-        "overall": _steady_overall(a, holes),
-        "regions": regions,
-        "kernels": _kernels(a, holes),
-        "startup": {
-            "startup_idle_ns": float(a.devices["startup_idle_ns"].sum()) if len(a.devices) else 0.0,
-            "cold_instances": [
-                {
-                    "range": row.name,
-                    "device": int(row.device),
-                    "period_ns": int(row.period_end_ns - row.start_ns),
-                    "reason": row.reason,
-                }
-                for row in cold.itertuples(index=False)
-            ],
-        },  # fmt: skip
-        "findings": [{k: d[k] for k in FINDING_KEYS} for d in map(finding_dict, findings)],
-        "warnings": list(a.warnings),  # what the trace lacks (data quality)
-    }
+    startup_idle = float(a.devices["startup_idle_ns"].sum()) if len(a.devices) else 0.0
+    return MetricSet(
+        trace=a.trace.path,
+        gpus=gpus,
+        overall=_steady_overall(a, holes),
+        regions=regions,
+        kernels=_kernels(a, holes),
+        startup=Startup(startup_idle, _cold(cold)),
+        findings=[_gate_finding(f) for f in findings],
+        warnings=list(a.warnings),  # what the trace lacks (data quality)
+    )

@@ -22,22 +22,29 @@ from advisor.pipeline import MemoryAdvice
 def metric_sets(
     paths: list[str], options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
 ) -> list[dict]:
-    """The metric set of each trace (each analysed on its own, with the options' rules;
-    ``memory_advice``: pipeline.MemoryAdvice). With ``options.dask``, each trace's set is
-    computed on the Dask cluster (only the sets travel)."""
+    """The metric set of each trace as stored (MetricSet.to_dict: what ``advisor baseline
+    save`` writes; each analysed on its own, with the options' rules; ``memory_advice``:
+    pipeline.MemoryAdvice). With ``options.dask``, each trace's set is computed on the Dask
+    cluster (only the sets travel)."""
     if options.dask:
-        return [p.extra for p in _remote(paths, options)]
+        return _digests(_remote(paths, options))
     rule_set = options.rules()
     sets = []
     for path in paths:
         analysis, findings = pipeline.run(path, options, rule_set, None, memory_advice)
-        sets.append(metric_set(analysis, findings))
+        sets.append(metric_set(analysis, findings).to_dict())
     return sets
 
 
 def trace_digest(a: Analysis, options: AnalysisOptions) -> dict:
-    """The metric set of one analysed trace with the options' rules (a rank task's extra)."""
-    return metric_set(a, find(a, options.rules()))
+    """The metric set of one analysed trace with the options' rules, as stored (a rank
+    task's extra)."""
+    return metric_set(a, find(a, options.rules())).to_dict()
+
+
+def _digests(parts: list[RankPart]) -> list[dict]:
+    """The metric sets the parts carry (each was asked for one: trace_digest)."""
+    return [p.extra for p in parts if p.extra is not None]
 
 
 def _remote(paths: list[str], options: AnalysisOptions) -> list[RankPart]:
@@ -71,7 +78,7 @@ def run_gate(
     if baseline_name:
         base = baselines.load(baseline_name, Path(store) if store else None)
     else:
-        base = metric_sets(baseline, options, memory_advice)
+        base = metric_sets(baseline or [], options, memory_advice)
     return compare(base, metric_sets(candidates, options, memory_advice), cfg)
 
 
@@ -86,10 +93,10 @@ def compare_two(
     result and both analyses (for their summaries)."""
     if options.dask:  # (the summaries are the parts' device windows)
         parts = _remote([baseline, candidate], options)
-        sets = [p.extra for p in parts]
+        stored = _digests(parts)
         base, cand = (merge_parts([p]) for p in parts)
-        return compare(sets[:1], sets[1:], cfg), base, cand
+        return compare(stored[:1], stored[1:], cfg), base, cand
     rule_set = options.rules()
     runs = [pipeline.run(t, options, rule_set, None, memory_advice) for t in (baseline, candidate)]
-    sets = [metric_set(a, f) for a, f in runs]
-    return compare(sets[:1], sets[1:], cfg), runs[0][0], runs[1][0]
+    made = [metric_set(a, f) for a, f in runs]
+    return compare(made[:1], made[1:], cfg), runs[0][0], runs[1][0]

@@ -21,9 +21,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.rules.registry import TextEnum
+
 BOOTSTRAP_RESAMPLES = 2000
 SEED = 20261201  # fixed: the same inputs give the same interval
 MIN_BLOCKS = 3  # traces per side for a rank test on per-trace medians (p can reach 0.05)
+
+
+class GateStatus(TextEnum):
+    """What the gate says of one row (metric, or new finding): the judgements of ``judge``,
+    a range or kernel only one side has, a new finding. Each member is its text."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    NOT_SIGNIFICANT = "not significant"
+    ONLY_IN_BASELINE = "only in baseline"
+    ONLY_IN_CANDIDATE = "only in candidate"
+    NEW_FINDING = "new finding"
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class Judgement:
 
     baseline: float
     candidate: float
-    status: str  # regression | improvement | unchanged | not significant
+    status: GateStatus  # regression | improvement | unchanged | not significant
     test: str  # which test decided, for people
     limit: float  # the tolerance, in the metric's unit
     kind: str = "instances"  # count | instances | traces | values | tolerance (the test)
@@ -106,14 +121,15 @@ def judge(
 
     def verdict(status_if_beyond: bool, test: str, lim: float, **kw) -> Judgement:
         if not status_if_beyond:
-            return Judgement(b, c, "not significant", test, lim, **kw)
-        return Judgement(b, c, "regression" if worse else "improvement", test, lim, **kw)
+            return Judgement(b, c, GateStatus.NOT_SIGNIFICANT, test, lim, **kw)
+        status = GateStatus.REGRESSION if worse else GateStatus.IMPROVEMENT
+        return Judgement(b, c, status, test, lim, **kw)
 
     if exact:
         test = "exact count: medians per instance compared"
         n = (sum(map(len, base)), sum(map(len, cand)))
         if abs(c - b) <= limit:
-            return Judgement(b, c, "unchanged", test, limit, "count", n)
+            return Judgement(b, c, GateStatus.UNCHANGED, test, limit, "count", n)
         return verdict(True, test, limit, kind="count", n=n)
     singles = all(len(t) == 1 for t in base + cand)
     if singles:
@@ -121,14 +137,14 @@ def judge(
         if nb >= MIN_BLOCKS and nc >= MIN_BLOCKS:
             test = f"rank test on {nb} vs {nc} traces (one value each)"
             if abs(c - b) <= limit:
-                return Judgement(b, c, "unchanged", test, limit, "values", (nb, nc))
+                return Judgement(b, c, GateStatus.UNCHANGED, test, limit, "values", (nb, nc))
             pooled_b, pooled_c = np.concatenate(base), np.concatenate(cand)
             p = _rank_p(pooled_c, pooled_b, up)
             return verdict(p <= alpha, test, limit, p=p, kind="values", n=(nb, nc))
         lim = max(limit, noise_floor * abs(b))
         test = f"tolerance only ({nb} vs {nc} value(s): too few for a test)"
         if abs(c - b) <= lim:
-            return Judgement(b, c, "unchanged", test, lim, "tolerance", (nb, nc))
+            return Judgement(b, c, GateStatus.UNCHANGED, test, lim, "tolerance", (nb, nc))
         return verdict(nb < 2 or nc < 2, test, lim, kind="tolerance", n=(nb, nc))
     blocks = len(base) >= MIN_BLOCKS and len(cand) >= MIN_BLOCKS
     if blocks:
@@ -139,7 +155,7 @@ def judge(
         traces = "" if len(base) == len(cand) == 1 else f" of {len(base)} vs {len(cand)} traces"
         test = f"rank test on {n[0]} vs {n[1]} {unit}{traces}"
     if abs(c - b) <= limit:
-        return Judgement(b, c, "unchanged", test, limit, kind, n)
+        return Judgement(b, c, GateStatus.UNCHANGED, test, limit, kind, n)
     if blocks:
         p = _rank_p(
             np.array([np.median(t) for t in cand]), np.array([np.median(t) for t in base]), up

@@ -1,19 +1,20 @@
 """Renderers for a gate verdict: terminal table, pull-request markdown, JSON, GitHub
 Actions annotations. Regressions first; unchanged rows only counted."""
 
-from __future__ import annotations
-
 from rich.console import Console
 
-from advisor.gating import GateResult, Row
+from advisor.gating import GateResult, GateStatus, Row
+from advisor.gating.compare import FAILING
 from advisor.gating.compare import fmt_value as _fmt
 from advisor.gating.config import COUNTS
 from advisor.render.fit import Col, fitted_table, print_wrapped
 from advisor.render.json import json_text
 from advisor.units import fmt_ns
 
-ORDER = {"regression": 0, "new finding": 1, "improvement": 2, "not significant": 3,
-         "only in baseline": 4, "only in candidate": 5, "unchanged": 6}  # fmt: skip
+ORDER = {GateStatus.REGRESSION: 0, GateStatus.NEW_FINDING: 1, GateStatus.IMPROVEMENT: 2,
+         GateStatus.NOT_SIGNIFICANT: 3, GateStatus.ONLY_IN_BASELINE: 4,
+         GateStatus.ONLY_IN_CANDIDATE: 5, GateStatus.UNCHANGED: 6}  # fmt: skip
+ONE_SIDE = (GateStatus.ONLY_IN_BASELINE, GateStatus.ONLY_IN_CANDIDATE)
 
 
 def change_text(r: Row) -> str:
@@ -77,19 +78,19 @@ def impact_ns(r: Row) -> float:
     finding's estimated savings; 0 for ratios and rows present on one side only."""
     if r.metric == "overlap_ratio":
         return 0.0
-    if r.status == "new finding":
+    if r.status == GateStatus.NEW_FINDING:
         return abs(r.candidate or 0.0)
     return abs(r.delta) if r.delta is not None else 0.0
 
 
 def shown(result: GateResult) -> list[Row]:
     """The changed rows: regressions first, then by the time they move, largest first."""
-    rows = [r for r in result.rows if r.status != "unchanged"]
+    rows = [r for r in result.rows if r.status != GateStatus.UNCHANGED]
     return sorted(rows, key=lambda r: (ORDER[r.status], -impact_ns(r), r.scope, r.key, r.metric))
 
 
 def verdict(result: GateResult) -> str:
-    n = sum(r.status in ("regression", "new finding") for r in result.rows)
+    n = sum(r.status in FAILING for r in result.rows)
     if result.failed:
         return f"FAIL: {n} regression(s)"
     return f"PASS: no regression ({len(result.rows)} metric(s) compared)"
@@ -126,14 +127,14 @@ def table(result: GateResult, console: Console, top: int) -> None:
     ]  # fmt: skip
     console.print(fitted_table("Changes (unchanged metrics omitted)", GATE_COLUMNS, cells,
                                console.width))  # fmt: skip
-    failing = [r for r in rows[:top] if r.status in ("regression", "new finding")]
+    failing = [r for r in rows[:top] if r.status in FAILING]
     if failing:
         console.print("Why:", style="bold")
         for r in failing:
             print_wrapped(console, f"- {_what(r)} {r.metric}: {why(r)}", hanging="  ")
-            if r.status == "regression":
+            if r.status == GateStatus.REGRESSION:
                 print_wrapped(console, f"test: {test_numbers(r)}", indent="  ", hanging="    ")
-    unchanged = sum(r.status == "unchanged" for r in result.rows)
+    unchanged = sum(r.status == GateStatus.UNCHANGED for r in result.rows)
     print_wrapped(
         console, f"{unchanged} metric(s) unchanged; {len(rows)} listed above (first {top})."
     )
@@ -154,7 +155,7 @@ def markdown(result: GateResult, top: int = 50) -> str:
         cells = [r.status, _what(r), r.metric, _fmt(r.metric, r.baseline),
                  _fmt(r.metric, r.candidate), change_text(r), test, why(r)]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    unchanged = sum(r.status == "unchanged" for r in result.rows)
+    unchanged = sum(r.status == GateStatus.UNCHANGED for r in result.rows)
     more = len(shown(result)) - top
     lines += [""] + ([f"{more} more change(s) not shown (raise --top)."] if more > 0 else [])
     lines += [f"{unchanged} metric(s) unchanged."]
@@ -172,7 +173,7 @@ def as_json(result: GateResult) -> str:
                       ci=list(r.ci) if r.ci else None, ci_kind=r.ci_kind or None,
                       tolerance=r.tolerance, cause=r.cause, explained_by=r.explained_by)
                  for r in shown(result)],
-        "unchanged": sum(r.status == "unchanged" for r in result.rows),
+        "unchanged": sum(r.status == GateStatus.UNCHANGED for r in result.rows),
     })  # fmt: skip
 
 
@@ -181,13 +182,13 @@ def annotations(result: GateResult) -> str:
     of the notable changes."""
     out = []
     for r in shown(result):
-        if r.status in ("regression", "new finding"):
+        if r.status in FAILING:
             level = "error"
-        elif r.status in ("not significant", "only in baseline", "only in candidate"):
+        elif r.status == GateStatus.NOT_SIGNIFICANT or r.status in ONE_SIDE:
             level = "warning"
         else:
             continue
-        if r.status.startswith("only in"):  # nothing to compare: say what is missing
+        if r.status in ONE_SIDE:  # nothing to compare: say what is missing
             msg = f"advisor gate: {r.scope} {r.key} is {r.status}"
         else:
             msg = (

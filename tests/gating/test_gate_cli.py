@@ -11,10 +11,11 @@ import tarfile
 
 import yaml
 from conftest import H200_SINGLE, PUBLIC_NSYS, SAMPLES
+from gate_sets import as_version
 
 from advisor import baselines
 from advisor.gating import load_config
-from advisor.gating.digest import VERSION
+from advisor.gating.metricset import VERSION
 
 
 def run(*args, env=None, cwd=None):
@@ -104,6 +105,11 @@ def test_named_baselines(tmp_path):
     assert err.returncode == 2 and "no baseline named 'nope' (known: main)" in err.stderr
     saved = baselines.load("main", store)[0]
     assert saved["version"] == VERSION and saved["overall"]["gpu_busy_ns"] > 0
+    # one saved by advisor's metric set version 3 (kernels keyed by text) is read as it was
+    baselines.save("v3", [as_version(saved, 3)], store)
+    v3 = run("gate", "--baseline-name", "v3", "--store", str(store), "--candidate",
+             str(H200_SINGLE), "--format", "json")  # fmt: skip
+    assert v3.returncode == 0 and json.loads(v3.stdout)["verdict"] == "pass", v3.stderr
     # a baseline saved by an earlier advisor (no steady-state samples) says to save again
     old = {k: v for k, v in saved.items() if k != "version"}
     baselines.save("old", [old], store)

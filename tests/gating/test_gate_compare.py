@@ -1,12 +1,15 @@
 """advisor.gating.compare and config on hand-built metric sets (expected numbers by hand)."""
 
+import re
+
 import numpy as np
 import pytest
-from gate_sets import finding, mset
+from gate_sets import as_version, finding, kkey, mset
 
 from advisor.errors import AdvisorInputError
-from advisor.gating import compare, load_config
-from advisor.render.gate import shown
+from advisor.gating import GateStatus, compare, load_config
+from advisor.gating.metricset import KernelKey, MetricSet, load
+from advisor.render.gate import as_json, shown
 
 CFG = load_config()
 STEP = np.arange(100_000.0, 129_000.0, 1000.0)  # 29 steps: 100..128 us, median 114 us
@@ -33,13 +36,13 @@ def test_kernel_regression_is_named_and_tested_per_launch():
 
 
 def test_small_kernel_absolute_floor():
-    tiny = np.full(30, 2000.0)
+    tiny, key = np.full(30, 2000.0), "tiny grid=1x1x1 block=256"
     base = mset(kernels={"tiny": tiny})
     # +400 ns (+20 %) is under the 500 ns floor; +1 us is past it
-    assert row(compare([base], [mset(kernels={"tiny": tiny + 400})], CFG), "kernel", "tiny",
+    assert row(compare([base], [mset(kernels={"tiny": tiny + 400})], CFG), "kernel", key,
                "median_ns").status == "unchanged"  # fmt: skip
-    assert row(compare([base], [mset(kernels={"tiny": tiny + 1000})], CFG), "kernel", "tiny",
-               "median_ns").status == "regression"  # fmt: skip
+    assert row(compare([base], [mset(kernels={"tiny": tiny + 1000})], CFG), "kernel", key,
+               "median_ns").status == GateStatus.REGRESSION  # fmt: skip
 
 
 def test_span_tolerance_from_its_parts():
@@ -108,6 +111,9 @@ def test_incompatible_and_old_sets():
     old = {k: v for k, v in mset().items() if k != "version"}  # saved by advisor < 0.3
     with pytest.raises(AdvisorInputError, match="save the baseline again"):
         compare([old], [mset()], CFG)
+    newer = {**mset(), "version": 99}
+    with pytest.raises(AdvisorInputError, match=r"by a newer advisor \(version 99, this one"):
+        compare([newer], [mset()], CFG)
 
 
 def test_rows_ordered_by_impact():
@@ -116,7 +122,9 @@ def test_rows_ordered_by_impact():
     cand = mset(kernels={"nccl": np.full(9, 1.06e6), "gemm_a": np.full(9, 13e6),
                          "gemm_b": np.full(9, 22e6)})  # fmt: skip
     # +60 us, +3 ms, +2 ms, each past its 3 % tolerance
-    assert [r.key for r in shown(compare([base], [cand], CFG))] == ["gemm_a", "gemm_b", "nccl"]
+    rows = shown(compare([base], [cand], CFG))
+    assert [r.kernel.name for r in rows] == ["gemm_a", "gemm_b", "nccl"]
+    assert [r.key for r in rows] == [kkey(n).text for n in ("gemm_a", "gemm_b", "nccl")]
 
 
 def test_config_errors(tmp_path):
@@ -147,3 +155,79 @@ def test_a_kernels_findings_are_found_by_its_name_not_by_parsing_its_key():
     r = compare([mset(kernels={key: fast}, names={key: name})],
                 [mset(kernels={key: slow}, names={key: name}, findings=[f])], CFG)  # fmt: skip
     assert row(r, "kernel", key, "median_ns").explained_by == ["wave-tail-kernel: wave tail kernel"]
+
+
+GRID_NAME = "fused grid=stride kernel"  # a kernel whose own name holds " grid="
+GRID_KEY = f"{GRID_NAME} grid=8x1x1 block=256"
+
+
+def _grid_name_sets():
+    fast, slow = np.full(40, 100_000.0), np.full(40, 150_000.0)
+    f = finding("wave-tail-kernel", region=None, kernel=GRID_NAME, explains=("median_ns",))
+    base = mset(kernels={GRID_KEY: fast, "gemm grid=4x4x1 block=128": fast},
+                names={GRID_KEY: GRID_NAME}, findings=[finding()])  # fmt: skip
+    cand = mset(kernels={GRID_KEY: slow, "gemm grid=4x4x1 block=128": fast},
+                names={GRID_KEY: GRID_NAME}, findings=[finding(), f])  # fmt: skip
+    return base, cand
+
+
+def test_sets_stored_by_versions_2_and_3_are_read_as_they_were_written():
+    # the same sets as advisor stored them before kernel keys were data: the same rows, the
+    # same JSON, and the key taken apart after the name (version 3 names the kernel; version
+    # 2 did not: its grid and block follow the text's last " grid=")
+    base, cand = _grid_name_sets()
+    now = as_json(compare([base], [cand], CFG))
+    for version in (2, 3):
+        old = [as_version(base, version)], [as_version(cand, version)]
+        assert as_json(compare(*old, CFG)) == now, version
+        (loaded,) = [load(s) for s in old[0]]
+        assert loaded.version == 4 and loaded == load(base)
+        key = next(k.key for k in loaded.kernels if k.key.name == GRID_NAME)
+        assert key == KernelKey(GRID_NAME, (8, 1, 1), 256) and key.text == GRID_KEY
+    r = row(compare([as_version(base, 2)], [as_version(cand, 3)], CFG), "kernel", GRID_KEY,
+            "median_ns")  # fmt: skip
+    assert r.kernel.name == GRID_NAME and r.explained_by == ["wave-tail-kernel: wave tail kernel"]
+
+
+def test_kernel_dimensions_keep_how_the_trace_wrote_them():
+    # a JSON trace's float dimensions (256.0) and a missing one (NaN) read back as written
+    key = KernelKey("k", (8.0, 1.0, float("nan")), 256.0)
+    assert key.text == "k grid=8.0x1.0xnan block=256.0"
+    entry = {"key": {"name": key.name, "grid": list(key.grid), "block": key.block},
+             "launches": 1, "median_ns": 1.0, "samples": [1.0]}  # fmt: skip
+    (read,) = load(as_version({**mset(), "kernels": [entry]}, 3)).kernels
+    assert read.key.text == key.text and isinstance(read.key.grid[0], float)
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda d: d["kernels"][0].update(launches="many"),
+         "damaged baseline metric set: kernels[0].launches is text where a number belongs"),
+        (lambda d: d["kernels"][0].pop("samples"), "damaged baseline metric set:"),
+        (lambda d: d["findings"].append({**finding(), "severity": "dire"}),
+         "damaged baseline metric set: "),
+        (lambda d: d.update(regions=[]), "damaged baseline metric set: regions is a list"),
+    ],
+)  # fmt: skip
+def test_a_damaged_stored_set_is_refused_naming_its_trace(damage, says):
+    doc = mset(kernels={"k": [1.0]}, trace="runs/base.sqlite")
+    damage(doc)
+    with pytest.raises(AdvisorInputError, match=re.escape(says)) as exc:
+        compare([doc], [mset(kernels={"k": [1.0]})], CFG)
+    assert exc.value.path == "runs/base.sqlite"
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_old_key_that_is_not_a_kernel_key_is_refused(version):
+    doc = as_version(mset(kernels={"k": [1.0]}), version)
+    doc["kernels"] = {"k grid=1x1 block=2": next(iter(doc["kernels"].values()))}
+    with pytest.raises(AdvisorInputError, match="is not 'NAME grid=XxYxZ block=N'"):
+        compare([doc], [mset(kernels={"k": [1.0]})], CFG)
+
+
+def test_a_set_as_made_and_as_stored_compare_alike():
+    base, cand = _grid_name_sets()
+    typed = [load(base)], [load(cand)]
+    assert isinstance(typed[0][0], MetricSet) and typed[0][0].to_dict() == base
+    assert as_json(compare(*typed, CFG)) == as_json(compare([base], [cand], CFG))

@@ -24,14 +24,14 @@ import pytest
 from conftest import SAMPLES
 
 from advisor import pipeline
-from advisor.gating import compare, load_config, metric_set
+from advisor.gating import MetricSet, compare, load_config, metric_set
 
 SETS = {"nsys1": "gate_runs.tar.xz", "nsys2": "gate_runs2.tar.xz", "kineto": "gate_runs3.tar.xz"}
 CFG = load_config()
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, dict[str, dict]]:
+def runs(tmp_path_factory) -> dict[str, dict[str, MetricSet]]:
     """Per set: run name (``base2``, ``sync1``, ...) -> metric set."""
     out = {}
     for name, tarball in SETS.items():
@@ -48,7 +48,7 @@ def _run_name(p: Path) -> str:
 
 
 @cache
-def _digest(path: str) -> dict:
+def _digest(path: str) -> MetricSet:
     return metric_set(*pipeline.run(path))
 
 
@@ -62,10 +62,10 @@ def _failing(result) -> list:
 
 def test_every_set_has_a_cold_first_run_that_is_left_out(runs):
     for name, sets in runs.items():
-        cold = sets["base1_cold"]["startup"]["cold_instances"]
+        cold = sets["base1_cold"].startup.cold_instances
         assert cold, name  # the first step of the cold process holds its start-up work
-        steps = next(iter(sets["base1_cold"]["regions"].values()))
-        assert steps["instances"] == 30 and steps["cold"] == 1, name
+        steps = next(iter(sets["base1_cold"].regions.values()))
+        assert steps.instances == 30 and steps.cold == 1, name
 
 
 def test_no_false_alarm_between_unchanged_runs(runs):
