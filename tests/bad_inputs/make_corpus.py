@@ -534,6 +534,38 @@ def _path_cases(out: Path) -> list[Case]:
     return cases
 
 
+def _stored_set_cases(out: Path) -> list[Case]:
+    """Baseline stores holding a damaged metric set (valid JSON, wrong shape: it was an
+    internal error in the comparison): refused naming the trace the set was made from."""
+    times = ("span_ns", "gpu_busy_ns", "tail_idle_ns", "underfill_idle_ns",
+             "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns")  # fmt: skip
+    overall = dict.fromkeys(times, 1.0)
+    base = {"trace": "damaged_set_trace.sqlite", "gpus": ["NVIDIA H200"],
+            "overall": {**overall, "overlap_ratio": None}, "regions": {},
+            "startup": {"startup_idle_ns": 0.0, "cold_instances": []}, "findings": [],
+            "warnings": []}  # fmt: skip
+    sets = {
+        # version 3 (kernels keyed by text): a kernel without its samples
+        "gate_store_set_without_samples.db": {**base, "version": 3, "kernels": {
+            "k grid=1x1x1 block=32": {"name": "k", "launches": 1, "median_ns": 1.0}}},
+        # version 4: a count that is text
+        "gate_store_set_text_count.db": {**base, "version": 4, "kernels": [
+            {"key": {"name": "k", "grid": [1, 1, 1], "block": 32}, "launches": "many",
+             "median_ns": 1.0, "samples": [1.0]}]},
+    }  # fmt: skip
+    cases = []
+    for name, doc in sets.items():
+        path = out / name
+        _sql(path, "CREATE TABLE baselines (name TEXT, seq INTEGER, trace TEXT, saved TEXT, "
+                   "metrics TEXT, PRIMARY KEY (name, seq))",
+             "INSERT INTO baselines VALUES ('b', 0, 'damaged_set_trace.sqlite', '2026-01-01', "
+             f"'{json.dumps(doc)}')")  # fmt: skip
+        args = ["gate", "--baseline-name", "b", "--store", "{f}", "--candidate", str(NSYS)]
+        cases.append(Case(name, args, names="damaged_set_trace.sqlite",
+                          says="damaged baseline metric set", path=path))  # fmt: skip
+    return cases
+
+
 KINETO = ROOT / "sample_traces" / "kineto" / "h200_gemm_evidence.pt.trace.json.gz"
 
 
@@ -894,7 +926,7 @@ def build(out: Path) -> list[Case]:
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
              + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out)
-             + _wrong_file_cases(out) + _ncu_cases(out))  # fmt: skip
+             + _wrong_file_cases(out) + _ncu_cases(out) + _stored_set_cases(out))  # fmt: skip
     cases += _fuzz_found_cases(out)  # (found by tests/fuzz)
     for c in cases:
         if not c.names and c.path is not None:
