@@ -12,10 +12,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-import typer.core
 from rich.console import Console
 
-from advisor import __version__, api
+from advisor import __version__, api, cli_options
 from advisor.errors import AdvisorInputError
 from advisor.memory import advise_huge_pages
 from advisor.options import AnalysisOptions
@@ -26,22 +25,7 @@ from advisor.render.tables import titled_table
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
 
-
-def _no_type_column(original):
-    """Help shows each parameter's METAVAR (set on every option), not typer's Python-type
-    column (``<list[str]>``, ``<bool>``); flags and arguments show no type at all."""
-
-    def display_type_rich(self, ctx):
-        if isinstance(self, typer.core.TyperArgument) or getattr(self, "is_flag", False):
-            return None
-        return self.metavar or original(self, ctx)
-
-    return display_type_rich
-
-
-for _param in (typer.core.TyperArgument, typer.core.TyperOption):
-    if hasattr(_param, "display_type_rich"):  # (the hook of the typer versions that print types)
-        _param.display_type_rich = _no_type_column(_param.display_type_rich)
+cli_options.install_help_style()
 
 app = typer.Typer(
     add_completion=False,
@@ -66,20 +50,6 @@ def _main(
 ) -> None:
     """Measure scheduling idle time in GPU traces (wave tails, launch gaps, comm bubbles) and
     recommend strategies."""
-
-
-# the same option on every command that reads traces
-GPU_SPEC_OPTION = typer.Option(
-    None, "--gpu-spec", metavar="FILE", help="GPU facts from a YAML file (docs/metrics.md)."
-)
-DASK_OPTION = typer.Option(
-    None,
-    "--dask",
-    metavar="ADDRESS",
-    help="Analyse the traces on a Dask cluster: its scheduler (tcp://host:port, or tls://host:port "
-    "with Dask's TLS settings), or 'local' for one started here on loopback; workers read the "
-    "traces by path (docs/scaling.md, docs/dask_security.md).",
-)
 
 
 class OutputFormat(str, Enum):
@@ -158,43 +128,17 @@ def analyze(
     format: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-f", help="Output format."
     ),
-    gpu: str = typer.Option(
-        None,
-        "--gpu",
-        metavar="NAME",
-        help="GPU model when the trace lacks device facts (see `advisor gpus`); "
-        "'none' skips occupancy/wave metrics.",
-    ),
-    gpu_spec: str = GPU_SPEC_OPTION,
+    gpu: str = cli_options.GPU,
+    gpu_spec: str = cli_options.GPU_SPEC,
     range_text: str = typer.Option(
         None, "--range", metavar="TEXT", help="Only top-level NVTX ranges whose text contains TEXT."
     ),
     device: int = typer.Option(None, "--device", metavar="N", help="Only this device id."),
-    top: int = typer.Option(
-        10, "--top", metavar="N", min=1, help="Rows per table in the terminal report."
-    ),
-    rules: list[str] = typer.Option(
-        None,
-        "--rules",
-        metavar="PATH",
-        help="Extra rule file or folder (repeatable), added to the built-in.",
-    ),
-    shape: list[str] = typer.Option(
-        None,
-        "--shape",
-        metavar="PATTERN=MxNxK",
-        help="GEMM shape PATTERN=MxNxK (repeatable); PATTERN: regex on kernel or range name.",
-    ),
-    gemm: list[str] = typer.Option(
-        None,
-        "--gemm",
-        metavar="PATTERN",
-        help="Kernels whose name or range matches the regex PATTERN are GEMMs (repeatable; "
-        "confirms a structural guess when the trace does not say).",
-    ),
-    emit_dir: str = typer.Option(
-        None, "--emit", metavar="DIR", help="Write a reference config per finding into this folder."
-    ),
+    top: int = cli_options.top(10, "Rows per table in the terminal report."),
+    rules: list[str] = cli_options.RULES,
+    shape: list[str] = cli_options.SHAPE,
+    gemm: list[str] = cli_options.GEMM,
+    emit_dir: str = cli_options.EMIT,
     jobs: int = typer.Option(
         None,
         "--jobs",
@@ -203,7 +147,7 @@ def analyze(
         min=1,
         help="Worker processes for several traces (default: cores).",
     ),
-    dask: str = DASK_OPTION,
+    dask: str = cli_options.DASK,
     separate: bool = typer.Option(
         False,
         "--separate",
@@ -284,9 +228,7 @@ app.add_typer(rules_app, name="rules")
 
 @rules_app.command("list")
 def rules_list(
-    rules: list[str] = typer.Option(
-        None, "--rules", metavar="PATH", help="Extra rule file or folder."
-    ),
+    rules: list[str] = cli_options.RULES,
 ) -> None:
     """List the rules in force: id, scope, strategy, title, file."""
     with _input_errors():
@@ -362,9 +304,7 @@ def gate(
         metavar="NAME",
         help="Use a baseline saved with `advisor baseline save`.",
     ),
-    store: str = typer.Option(
-        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
-    ),
+    store: str = cli_options.STORE,
     config: str = typer.Option(
         None, "--config", metavar="FILE", help="Gate thresholds (YAML), docs/gate.md."
     ),
@@ -374,15 +314,11 @@ def gate(
         "-f",
         help="Output: terminal table, markdown (for a pull-request comment) or JSON.",
     ),
-    gpu: str = typer.Option(
-        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
-    ),
-    gpu_spec: str = GPU_SPEC_OPTION,
-    rules: list[str] = typer.Option(
-        None, "--rules", metavar="PATH", help="Extra rule file or folder."
-    ),
-    top: int = typer.Option(30, "--top", metavar="N", min=1, help="Rows in the table/markdown."),
-    dask: str = DASK_OPTION,
+    gpu: str = cli_options.GPU,
+    gpu_spec: str = cli_options.GPU_SPEC,
+    rules: list[str] = cli_options.RULES,
+    top: int = cli_options.top(30, "Rows in the table/markdown."),
+    dask: str = cli_options.DASK,
 ) -> None:
     """Compare candidate traces with a baseline: exit 0 pass, 1 regression, 2 bad input.
     With --calibrate: measure the noise of repeated unchanged runs into a gate.yaml."""
@@ -442,13 +378,9 @@ app.add_typer(baseline_app, name="baseline")
 def baseline_save(
     name: str = typer.Argument(..., help="Baseline name."),
     traces: list[str] = typer.Argument(..., help="Trace files of the baseline."),
-    store: str = typer.Option(
-        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
-    ),
-    gpu: str = typer.Option(
-        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
-    ),
-    gpu_spec: str = GPU_SPEC_OPTION,
+    store: str = cli_options.STORE,
+    gpu: str = cli_options.GPU,
+    gpu_spec: str = cli_options.GPU_SPEC,
 ) -> None:
     """Analyze TRACES and store their metric sets under NAME (replacing an older NAME)."""
     from advisor import baselines
@@ -466,9 +398,7 @@ def baseline_save(
 
 @baseline_app.command("list")
 def baseline_list(
-    store: str = typer.Option(
-        None, "--store", metavar="FILE", help="Baseline store (SQLite) to use."
-    ),
+    store: str = cli_options.STORE,
 ) -> None:
     """List saved baselines: name, traces, when saved (UTC)."""
     from advisor import baselines
@@ -489,26 +419,16 @@ def report(
         ..., "--output", "-o", metavar="FILE", help="Markdown file to write."
     ),
     assets: str = typer.Option(None, "--assets", metavar="DIR", help="Folder for the PNG charts."),
-    gpu: str = typer.Option(
-        None, "--gpu", metavar="NAME", help="GPU model for traces without device facts."
-    ),
-    gpu_spec: str = GPU_SPEC_OPTION,
-    rules: list[str] = typer.Option(
-        None, "--rules", metavar="PATH", help="Extra rule file or folder."
-    ),
-    shape: list[str] = typer.Option(
-        None, "--shape", metavar="PATTERN=MxNxK", help="GEMM shape PATTERN=MxNxK."
-    ),
-    gemm: list[str] = typer.Option(
-        None, "--gemm", metavar="PATTERN", help="Kernels matching PATTERN are GEMMs."
-    ),
-    emit_dir: str = typer.Option(
-        None, "--emit", metavar="DIR", help="Also write reference configs here."
-    ),
+    gpu: str = cli_options.GPU,
+    gpu_spec: str = cli_options.GPU_SPEC,
+    rules: list[str] = cli_options.RULES,
+    shape: list[str] = cli_options.SHAPE,
+    gemm: list[str] = cli_options.GEMM,
+    emit_dir: str = cli_options.EMIT,
     config: str = typer.Option(
         None, "--config", metavar="FILE", help="Gate thresholds (diff reports)."
     ),
-    dask: str = DASK_OPTION,
+    dask: str = cli_options.DASK,
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
     from advisor.gating import load_config as load_gate_config
