@@ -201,9 +201,9 @@ def check_one_job(parts: list[RankPart]) -> None:
 
 def _utc(ns: int) -> str:
     """UTC ns since the epoch as ``2026-12-01 11:22:57 UTC``."""
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone  # (datetime.UTC: Python 3.11 on)
 
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _duration(ns: int) -> str:

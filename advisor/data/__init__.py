@@ -4,15 +4,22 @@ defaults (YAML); the accessors that read them."""
 from __future__ import annotations
 
 import re
+import sys
 from functools import cache
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from advisor.user_yaml import load_packaged_yaml
+
+if TYPE_CHECKING:  # (an annotation only: importlib.resources.abc is Python 3.11 on)
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 @cache
