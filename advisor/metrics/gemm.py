@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -218,8 +219,8 @@ def grid_fits(m: float, n: float, grid: tuple[int, int, int], tile=None) -> bool
 def launch_shapes(
     launches: pd.DataFrame,
     nvtx: pd.DataFrame,
-    options: list[ShapeOption] | tuple = (),
-    gemms: list[GemmOption] | tuple = (),
+    options: Sequence[ShapeOption] = (),
+    gemms: Sequence[GemmOption] = (),
 ) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
     """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
     shape_source; warnings). ``launches`` has name, region, comm, persistent, grid_x/y/z,

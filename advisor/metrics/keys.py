@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,10 @@ def number_tuples(tables: list[list[np.ndarray]]) -> list[np.ndarray]:
     return np.split(codes, np.cumsum([len(t[0]) for t in tables])[:-1])
 
 
+@overload
+def pack(*tables: Sequence[np.ndarray], fallback: Fallback = number_tuples) -> Packed: ...
+@overload
+def pack(*tables: Sequence[np.ndarray], fallback: None) -> Packed | None: ...
 def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuples) -> Packed | None:
     """One int64 key per row of each table (a sequence of equally long integer columns; every
     table has the same columns in the same order). Equal keys <=> equal tuples, across the
