@@ -1,15 +1,18 @@
 """Run every metric over one Trace and collect the tables the renderers and rules use.
 
-``analyze(trace)`` computes per launch, per device and per top-level NVTX range (region);
-``Analysis.select(range_text, device)`` narrows the result to some regions/devices and
-recomputes the summary over them. All times are ns; every column is defined in
-docs/metrics.md.
+``analyze(trace)`` computes per launch, per device and per top-level NVTX range (region)
+into a TraceAnalysis; ``TraceAnalysis.select(range_text, device)`` narrows it to some
+regions/devices and recomputes the summary over them. A job analysed rank by rank is merged
+into a MergedAnalysis (parts.py); both are an ``Analysis``, what the renderers and rules
+read. All times are ns; every column is defined in docs/metrics.md.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -76,12 +79,21 @@ _DEVICE_TABLES = ("ops", "launches", "devices", "regions", "sequences", "gaps", 
                   "collectives", "totals")  # fmt: skip
 
 
+# the tables of an analysis that need every GPU op (views.py, rules/tables.py), computed once
+# by TraceAnalysis.derived; a MergedAnalysis holds them as its ranks computed them (parts.py)
+DerivedName = Literal["top_kernels", "copies", "sync_stalls", "stage_ops", "steps",
+                      "graph_saving", "held_by", "interleaving"]  # fmt: skip
+DERIVED_NAMES: tuple[DerivedName, ...] = get_args(DerivedName)
+
+
 @dataclass
-class Analysis:
-    """Everything measured on one trace (see docs/metrics.md for each column)."""
+class Analysis(ABC):
+    """Everything measured on a trace or a job, as the renderers, rules and gate read it (see
+    docs/metrics.md for each column): a TraceAnalysis (``analyze``: one Trace, every GPU op
+    at hand) or a MergedAnalysis (parts.merge_parts: the ranks of a job analysed apart)."""
 
     trace: Trace
-    ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id
+    ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id (merged: comm ops)
     pieces: pd.DataFrame  # the idle gaps split by cause (gaps.attribute_gaps), rows = ops' index
     launches: pd.DataFrame  # kernel launches: config and shape ids, idle, range_id, region
     devices: pd.DataFrame  # one window per device: first..last op
@@ -98,71 +110,33 @@ class Analysis:
     origin_ns: int = 0  # the trace's first GPU op start (ns): where relative times count from
     # per (range name, device): range_totals (union-measured), filtered with the regions
     totals: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # True for a job merged from rank summaries (advisor/parts.py): ``ops`` holds only the
-    # communication ops, and the tables computed from every op are precomputed in _tables
-    from_parts: bool = False
-    _tables: dict = field(default_factory=dict, repr=False)  # kernel_table, derived() cache
+    # the pipeline stages (views.pipeline_stages), once computed: see stages()
+    _stages: pd.DataFrame | None = field(default=None, init=False, repr=False)
 
-    def kernel_table(self, by_region: bool = False, worst: bool | None = None) -> pd.DataFrame:
+    @abstractmethod
+    def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
         """Kernel groups of the current selection (optionally split per region name), with
         the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown) and, for the
-        table the rules read, ``worst_start_ns`` (``worst``: whether to find it; default:
-        for the table the rules read)."""
-        if worst is None and by_region in self._tables:
-            return self._tables[by_region].copy()
-        if self.launches.empty:
-            return self.launches
-        by = ("region", "shape") if by_region else ("shape",)
-        # the worst launch (where findings point) is wanted by the rules' table only: the
-        # per-region one, or the whole one when the trace has no ranges
-        explicit = worst is not None
-        worst = (by_region or self.regions.empty) if worst is None else worst
-        extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
-        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst, extra=extra)
-        add_group_counters(groups)
-        at = groups.columns.get_loc("shape")
-        shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
-        groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
-        if explicit:
-            return groups
-        self._tables[by_region] = groups
-        return groups.copy()
+        table the rules read, ``worst_start_ns``."""
 
-    def derived(self, key: str, compute: Callable[[Analysis], pd.DataFrame]) -> pd.DataFrame:
-        """The table ``key`` of this analysis, ``compute(self)`` once (cached). A job merged
-        from rank summaries holds its per-device tables precomputed (DERIVED_TABLES); any
-        other table needs every GPU op and is refused there (RuntimeError), never computed
-        from the communication ops alone."""
-        if key not in self._tables:
-            if self.from_parts:
-                raise RuntimeError(f"{key}: not in the rank summaries of a merged job")
-            self._tables[key] = compute(self)
-        return self._tables[key].copy()
+    @abstractmethod
+    def derived(
+        self, key: DerivedName, compute: Callable[[TraceAnalysis], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """The table ``key`` of this analysis (a copy): ``compute`` of a TraceAnalysis, once;
+        a MergedAnalysis holds it from its ranks."""
+
+    def stages(self, compute: Callable[[Analysis], pd.DataFrame]) -> pd.DataFrame:
+        """The pipeline stages (a copy), ``compute(self)`` once: computed from the stage ops
+        and windows of either kind of analysis (views.pipeline_stages)."""
+        if self._stages is None:
+            self._stages = compute(self)
+        return self._stages.copy()
 
     @property
     def warnings(self) -> list[str]:
         """What the reader warned about, then what the trace lacks (each says what it limits)."""
         return [*self.trace.warnings, *self.notes]
-
-    def _segments(self) -> tuple[dict, dict]:
-        """(class_segments, gap_segments) of the selection's ops, computed once."""
-        if self.from_parts:
-            raise RuntimeError("busy segments: not in the rank summaries of a merged job")
-        if "segments" not in self._tables:
-            self._tables["segments"] = (
-                class_segments(self.ops, self.ops["op_class"]),
-                piece_segments(self.pieces),
-            )
-        return self._tables["segments"]
-
-    def measure(self, windows: pd.DataFrame) -> pd.DataFrame:
-        """CLIPPED_COLUMNS and window_ns over any windows (device, start_ns, end_ns) of the
-        selection's ops: busy time, idle split by cause, comm/compute (clipped_metrics)."""
-        return clipped_metrics(windows, *self._segments())
-
-    def busy_segments(self) -> dict[int, iv.Segments]:
-        """Per device: the merged intervals in which the selection's ops ran (ns)."""
-        return self._segments()[0]["busy"]
 
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device) of the selection (range_totals)."""
@@ -184,19 +158,81 @@ class Analysis:
         out["devices"] = int(windows["device"].nunique())
         return out
 
-    def select(self, range_text: str | None = None, device: int | None = None) -> Analysis:
-        """A view restricted to regions whose name contains ``range_text`` and/or one device."""
+    def _device_tables(self, device: int | None) -> dict[str, pd.DataFrame]:
+        """The per-device tables (_DEVICE_TABLES), and ``pieces`` when a device is given,
+        narrowed to ``device`` (None: all, as they are)."""
         t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
             t = {name: df[df["device"] == device] for name, df in t.items()}
             t["pieces"] = self.pieces[self.pieces["device"] == device]
-        if self.from_parts:  # (parts.merge_parts selected the ranges on each rank)
-            if range_text:
-                raise ValueError("a merged job's ranges are selected on its ranks")
-            tables = {k: v[v["device"] == device] if device is not None and "device" in v else v
-                      for k, v in self._tables.items() if k != "stages"}  # fmt: skip
-            return replace(self, **t, selection={**self.selection, "device": device},
-                           _tables=tables)  # fmt: skip
+        return t
+
+
+@dataclass
+class TraceAnalysis(Analysis):
+    """Everything measured on one Trace (``analyze``): ``ops`` holds every GPU op, so any
+    window can be measured and any range or device selected."""
+
+    # (class_segments, piece_segments) of the selection's ops, once computed: see measure
+    _segments: tuple[dict, dict] | None = field(default=None, repr=False)
+    # kernel_table's groups, whole (False) and per region (True), once computed
+    _kernel_groups: dict[bool, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+    _derived: dict[DerivedName, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+
+    def kernel_table(self, by_region: bool = False, worst: bool | None = None) -> pd.DataFrame:
+        """Kernel groups of the current selection (optionally split per region name), with
+        the GEMM shape columns (batch, m, n, k, shape_source; NaN where unknown) and, for the
+        table the rules read, ``worst_start_ns`` (``worst``: whether to find it; default:
+        for the table the rules read)."""
+        if worst is None and by_region in self._kernel_groups:
+            return self._kernel_groups[by_region].copy()
+        if self.launches.empty:
+            return self.launches
+        by = ("region", "shape") if by_region else ("shape",)
+        # the worst launch (where findings point) is wanted by the rules' table only: the
+        # per-region one, or the whole one when the trace has no ranges
+        explicit = worst is not None
+        worst = (by_region or self.regions.empty) if worst is None else worst
+        extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
+        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst, extra=extra)
+        add_group_counters(groups)
+        at = groups.columns.get_loc("shape")
+        shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
+        groups = pd.concat([groups.iloc[:, :at], shape, groups.iloc[:, at:]], axis=1)
+        if explicit:
+            return groups
+        self._kernel_groups[by_region] = groups
+        return groups.copy()
+
+    def derived(
+        self, key: DerivedName, compute: Callable[[TraceAnalysis], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """The table ``key`` of this analysis, ``compute(self)`` once (cached)."""
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key].copy()
+
+    def _busy_and_gaps(self) -> tuple[dict, dict]:
+        """(class_segments, gap_segments) of the selection's ops, computed once."""
+        if self._segments is None:
+            self._segments = (
+                class_segments(self.ops, self.ops["op_class"]),
+                piece_segments(self.pieces),
+            )
+        return self._segments
+
+    def measure(self, windows: pd.DataFrame) -> pd.DataFrame:
+        """CLIPPED_COLUMNS and window_ns over any windows (device, start_ns, end_ns) of the
+        selection's ops: busy time, idle split by cause, comm/compute (clipped_metrics)."""
+        return clipped_metrics(windows, *self._busy_and_gaps())
+
+    def busy_segments(self) -> dict[int, iv.Segments]:
+        """Per device: the merged intervals in which the selection's ops ran (ns)."""
+        return self._busy_and_gaps()[0]["busy"]
+
+    def select(self, range_text: str | None = None, device: int | None = None) -> TraceAnalysis:
+        """A view restricted to regions whose name contains ``range_text`` and/or one device."""
+        t = self._device_tables(device)
         if range_text:
             regions = t["regions"]
             regions = regions[regions["name"].str.contains(range_text, regex=False)]
@@ -218,7 +254,45 @@ class Analysis:
                 streams=stream_summary(ops),
                 collectives=coll[coll["start"].between(lo, hi)],
             )
-        return replace(self, **t, selection={"range": range_text, "device": device}, _tables={})
+        return replace(self, **t, selection={"range": range_text, "device": device},
+                       _segments=None)  # fmt: skip
+
+
+@dataclass
+class MergedAnalysis(Analysis):
+    """A job whose ranks were analysed apart, merged (parts.merge_parts): the per-device
+    tables of every rank, and what needs several ranks (collectives, comm waits) computed
+    over their communication ops, which are all ``ops`` holds (``pieces`` and ``launches``
+    are empty). The tables that need every GPU op come as the ranks computed them (kernel
+    groups, DERIVED_NAMES); nothing else can be measured, and the ranges were selected on
+    the ranks (on_device selects a device)."""
+
+    kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    precomputed: dict[DerivedName, pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
+        """The ranks' kernel groups (``by_region``: per region name), merged."""
+        return (self.region_kernel_groups if by_region else self.kernel_groups).copy()
+
+    def derived(
+        self, key: DerivedName, compute: Callable[[TraceAnalysis], pd.DataFrame]
+    ) -> pd.DataFrame:
+        """The ranks' table ``key``, merged (``compute`` is for a TraceAnalysis)."""
+        return self.precomputed[key].copy()
+
+    def on_device(self, device: int | None) -> MergedAnalysis:
+        """The job narrowed to one device (None: all), its tables and precomputed ones."""
+
+        def narrowed(v: pd.DataFrame) -> pd.DataFrame:
+            return v[v["device"] == device] if device is not None and "device" in v else v
+
+        return replace(
+            self, **self._device_tables(device), selection={**self.selection, "device": device},
+            kernel_groups=narrowed(self.kernel_groups),
+            region_kernel_groups=narrowed(self.region_kernel_groups),
+            precomputed={k: narrowed(v) for k, v in self.precomputed.items()},
+        )  # fmt: skip
 
 
 def check_device(trace: Trace, device: int | None) -> None:
@@ -416,7 +490,7 @@ def analyze(
     shapes: Sequence[ShapeOption] = (),
     release_api: bool = False,
     gemms: Sequence[GemmOption] = (),
-) -> Analysis:
+) -> TraceAnalysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
     ``gemms``: --gemm options.
     ``release_api``: empty ``trace.api`` once the ops hold their launch calls (nothing
@@ -449,7 +523,7 @@ def analyze(
     regions = window_metrics(
         ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps
     )
-    return Analysis(
+    return TraceAnalysis(
         trace=trace,
         ops=ops,
         pieces=pieces,
@@ -466,7 +540,7 @@ def analyze(
         coverage=coverage,
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
         totals=range_totals(regions, segments, gaps),
-        _tables={"segments": (segments, gaps)},  # (Analysis.measure reuses them)
+        _segments=(segments, gaps),  # (TraceAnalysis.measure reuses them)
     )
 
 

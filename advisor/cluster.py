@@ -29,7 +29,7 @@ from advisor.options import AnalysisOptions
 from advisor.parts import RankPart, rank_part
 
 OnDone = Callable[[RankPart], None]
-Extra = Callable  # parts.rank_part's ``extra``: (Analysis, AnalysisOptions) -> dict
+Extra = Callable  # parts.rank_part's ``extra``: (TraceAnalysis, AnalysisOptions) -> dict
 INSTALL_HINT = 'pip install ".[dask]" (in the advisor checkout)'
 LOOPBACK = "127.0.0.1"  # where --dask local listens: nothing beyond this machine
 

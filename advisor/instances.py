@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.analysis import Analysis
+from advisor.analysis import TraceAnalysis
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import cold_instances, instance_periods, window_at
 
@@ -25,7 +25,7 @@ INSTANCE_COLUMNS = ["name", "device", "start_ns", "period_end_ns", "cold", "reas
 _DTYPES = {"name": "object", "reason": "object", "cold": "bool", "device": "int64"}
 
 
-def range_instances(a: Analysis) -> pd.DataFrame:
+def range_instances(a: TraceAnalysis) -> pd.DataFrame:
     """Per region row of ``a`` (same order): the INSTANCE_COLUMNS (module doc)."""
     r = a.regions.reset_index(drop=True)
     if r.empty:

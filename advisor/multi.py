@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from advisor.analysis import Analysis
+from advisor.analysis import MergedAnalysis
 from advisor.cluster import Runner
 from advisor.cluster import runner as runner_for
 from advisor.errors import AdvisorInputError, error_line
@@ -113,7 +113,7 @@ class RanksResult:
     ``rank`` of its device), one row per trace (rank_rows) and the unreadable traces'
     one-line errors."""
 
-    analysis: Analysis
+    analysis: MergedAnalysis
     findings: list[Finding]
     ranks: list[dict]
     errors: list[str]
@@ -147,7 +147,7 @@ def analyze_ranks(
 
 def merge_and_find(
     parts: list[RankPart], options: AnalysisOptions, rules=None
-) -> tuple[Analysis, list[Finding]]:
+) -> tuple[MergedAnalysis, list[Finding]]:
     """The readable parts merged with the options' selection, and its findings: found on
     every device of the job, then those of the selected device (findings.find_on_device),
     so a device's findings are the ones the whole job gives it."""

@@ -1,8 +1,9 @@
 """The ranks of a job analysed apart and merged: each rank's trace is read and analysed on
 its own (a worker process, or a Dask worker), reduced to a ``RankPart`` of small per-device
-tables, and the parts are merged into one Analysis on the client. Only the parts travel,
-never a trace: a part holds per-device tables (windows, regions, kernel groups, views: tens
-to thousands of rows) and the rank's communication ops (the cross-rank tables' inputs).
+tables, and the parts are merged into one MergedAnalysis on the client. Only the parts
+travel, never a trace: a part holds per-device tables (windows, regions, kernel groups,
+views: tens to thousands of rows) and the rank's communication ops (the cross-rank tables'
+inputs).
 
 What needs several ranks at once is computed on the merged parts: the collectives matched
 across devices (metrics/comm.collective_skew) and each comm op's wait for the last rank,
@@ -24,7 +25,15 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor import views
-from advisor.analysis import Analysis, _comm_waits, check_device, check_range
+from advisor.analysis import (
+    Analysis,
+    DerivedName,
+    MergedAnalysis,
+    TraceAnalysis,
+    _comm_waits,
+    check_device,
+    check_range,
+)
 from advisor.errors import AdvisorInputError, error_line
 from advisor.metrics.attribution import PIECE_COLUMNS
 from advisor.metrics.comm import collective_skew
@@ -46,10 +55,8 @@ _ORDERS = {
     "streams": lambda t: order_rows(t, "gap_ns", ["device", "stream"]),
     "sequences": lambda t: order_rows(t, *SEQUENCE_ORDER),
 }
-# the derived tables (Analysis.derived keys; kernel_table's cache keys False / True)
-_DERIVED_ORDERS = {
-    False: order_kernel_groups,
-    True: order_kernel_groups,
+# the derived tables (Analysis.derived), merged by concatenation and one row order
+_DERIVED_ORDERS: dict[DerivedName, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "top_kernels": views.order_top_kernels,
     "copies": lambda t: views.order_by_time(t, ["device", "kind", "host_memory"]),
     "sync_stalls": lambda t: views.order_by_time(t, ["device", "call"]),
@@ -78,7 +85,10 @@ class RankPart:
     shape_notes: list[str] = field(default_factory=list)
     origin_ns: int = 0
     tables: dict = field(default_factory=dict)  # _ORDERS' keys (sequences: unselected)
-    derived: dict = field(default_factory=dict)  # _DERIVED_ORDERS' keys
+    # kernel_table's groups: whole (with each group's worst launch) and per region
+    kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame)
+    region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame)
+    derived: dict[DerivedName, pd.DataFrame] = field(default_factory=dict)  # _DERIVED_ORDERS'
     comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
     extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked
     rank: int | None = None  # what the trace says (Trace.rank, world_size)
@@ -88,11 +98,14 @@ class RankPart:
 
     def nbytes(self) -> int:
         """Memory of the part's tables (B): what travels from a worker."""
-        frames = [*self.tables.values(), *self.derived.values(), self.comm]
+        frames = [*self.tables.values(), self.kernel_groups, self.region_kernel_groups,
+                  *self.derived.values(), self.comm]  # fmt: skip
         return int(sum(f.memory_usage(index=True, deep=True).sum() for f in frames))
 
 
-def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = None) -> RankPart:
+def summarize(
+    a0: TraceAnalysis, range_text: str | None = None, rules: list | None = None
+) -> RankPart:
     """The part of one rank's unselected analysis ``a0``, its ranges selected by
     ``range_text`` (the device selection is the job's: applied after the merge). Of the
     launch sequences (tens of thousands in a long trace) it keeps those the document lists
@@ -103,9 +116,9 @@ def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = 
     tables = {name: getattr(a, name) for name in _ORDERS}
     tables["devices"] = a0.devices  # (a range selection keeps whole device windows)
     tables["sequences"] = _sequences_that_matter(a, rules)
-    derived = {
-        False: a.kernel_table(False, worst=True),  # (the merge drops it where not wanted)
-        True: a.kernel_table(True),
+    kernels = a.kernel_table(False, worst=True)  # (the merge drops worst where not wanted)
+    region_kernels = a.kernel_table(True)
+    derived: dict[DerivedName, pd.DataFrame] = {
         "top_kernels": views.top_kernels(a),
         "copies": views.copies(a),
         "sync_stalls": views.sync_stalls(a),
@@ -123,7 +136,8 @@ def summarize(a0: Analysis, range_text: str | None = None, rules: list | None = 
         gpus={d: g for d, g in t.gpus.items() if d in t.devices}, devices=t.devices,
         warnings=list(t.warnings), sources=list(t.sources), coverage=dict(a0.coverage),
         shape_notes=a0.notes[len(coverage_notes(a0.coverage)):], origin_ns=a0.origin_ns,
-        tables={k: _compact(v) for k, v in tables.items()},
+        tables={k: _compact(v) for k, v in tables.items()}, kernel_groups=_compact(kernels),
+        region_kernel_groups=_compact(region_kernels),
         derived={k: _compact(v) for k, v in derived.items()},
         comm=_compact(comm), rank=t.rank, world_size=t.world_size, utc_window=utc_window(a0),
     )  # fmt: skip
@@ -142,7 +156,7 @@ def rank_part(
     path: str,
     options: AnalysisOptions,
     cores: int | None = None,
-    extra: Callable[[Analysis, AnalysisOptions], dict] | None = None,
+    extra: Callable[[TraceAnalysis, AnalysisOptions], dict] | None = None,
 ) -> RankPart:
     """Read and analyse one rank's trace (``cores`` for its reader) into its part; with
     ``extra`` (a module-level function, so that it pickles), also ``extra(analysis,
@@ -177,8 +191,8 @@ def device_maps(devices: list[list[int]]) -> list[dict[int, int]]:
 
 def merge_parts(
     parts: list[RankPart], range_text: str | None = None, device: int | None = None
-) -> Analysis:
-    """One Analysis of the readable parts (in rank order), as ``analyze`` of one Trace
+) -> MergedAnalysis:
+    """One MergedAnalysis of the readable parts (in rank order), as ``analyze`` of one Trace
     holding every rank followed by ``select(range_text, device)`` gives it. Raises
     AdvisorInputError like the pipeline for a device without work or a range that matches
     nothing."""
@@ -193,6 +207,10 @@ def merge_parts(
         k: _concat([_renumber(p.derived[k], m) for p, m in zip(parts, maps, strict=True)])
         for k in _DERIVED_ORDERS
     }
+    kernels = _concat([_renumber(p.kernel_groups, m) for p, m in zip(parts, maps, strict=True)])
+    region_kernels = _concat(
+        [_renumber(p.region_kernel_groups, m) for p, m in zip(parts, maps, strict=True)]
+    )
     comm = _concat(
         [_renumber(p.comm, m) for p, m in zip(parts, maps, strict=True)], categorical=True
     )
@@ -207,23 +225,26 @@ def merge_parts(
                                     comm["range_id"] + offsets[rank_of_row], -1)  # fmt: skip
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
     derived = {k: _DERIVED_ORDERS[k](v) if len(v) else v for k, v in derived.items()}
+    kernels = order_kernel_groups(kernels) if len(kernels) else kernels
+    region_kernels = order_kernel_groups(region_kernels) if len(region_kernels) else region_kernels
     comm, collectives = _cross_rank_waits(comm, tables)
     trace = _job_trace(parts, maps)
-    a = Analysis(
+    a = MergedAnalysis(
         trace=trace, ops=comm, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
         launches=pd.DataFrame({"device": []}), devices=tables["devices"],
         regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
         streams=tables["streams"], collectives=collectives,
         notes=[*coverage_notes(_coverage(parts)), *_shape_notes(parts)],
         coverage=_coverage(parts), origin_ns=min(p.origin_ns for p in parts),
-        totals=tables["totals"], from_parts=True, _tables=derived,
+        totals=tables["totals"], kernel_groups=kernels, region_kernel_groups=region_kernels,
+        precomputed=derived,
     )  # fmt: skip
     check_device(trace, device)
-    a = a.select(None, device)
+    a = a.on_device(device)
     a.selection = {"range": range_text, "device": device}
-    if not a.regions.empty and len(a._tables[False]):
+    if not a.regions.empty and len(a.kernel_groups):
         # (as kernel_table: only the rules' per-region table has worst launches then)
-        a._tables[False] = a._tables[False].assign(worst_start_ns=np.nan)
+        a.kernel_groups = a.kernel_groups.assign(worst_start_ns=np.nan)
     if range_text:  # (each rank's sequences are in its devices' selected spans already)
         check_range(a, range_text)
         ids = set(a.regions["range_id"])
@@ -240,7 +261,7 @@ def _range_count(p: RankPart) -> int:
     return int(max(ids)) + 1
 
 
-def _sequences_that_matter(a: Analysis, rules: list | None) -> pd.DataFrame:
+def _sequences_that_matter(a: TraceAnalysis, rules: list | None) -> pd.DataFrame:
     """The rows of ``a.sequences`` the merged job can show or judge: the first
     SEQUENCES_SHOWN of each device (in the table's order) and every row on which the `when`
     of a sequences rule holds (the conditions are per row, so the other rows fire nothing,
@@ -377,9 +398,16 @@ def rank_rows(parts: list[RankPart]) -> list[dict]:
     were in its trace."""
     readable = [p for p in parts if p.error is None]
     maps = iter(device_maps([p.devices for p in readable]))
-    rows, rank = [], 0
+    rows: list[dict] = []
+    rank = 0
     for p in parts:
-        row = {"rank": None, "path": p.path, "error": p.error, "devices": [], "trace_devices": []}
+        row: dict = {
+            "rank": None,
+            "path": p.path,
+            "error": p.error,
+            "devices": [],
+            "trace_devices": [],
+        }
         if p.error is None:
             m = next(maps)
             row.update(rank=rank, devices=sorted(m.values()), trace_devices=sorted(m))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.analysis import Analysis, analyze, check_device, check_range
+from advisor.analysis import TraceAnalysis, analyze, check_device, check_range
 from advisor.findings import find_on_device
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
@@ -29,10 +29,10 @@ def run(
     rules: list[Rule] | None = None,
     step: Step | None = None,
     memory_advice: MemoryAdvice | None = None,
-) -> tuple[Analysis, list[Finding]]:
+) -> tuple[TraceAnalysis, list[Finding]]:
     """Load ``path`` (with the options' --counters joined to its kernels), analyze it with
     ``options`` (--gpu, --shape, --gemm), narrow it to the options' range/device
-    (Analysis.select) and apply ``rules`` (default: the options' rules). ``step`` is called
+    (TraceAnalysis.select) and apply ``rules`` (default: the options' rules). ``step`` is called
     after each stage with the name of the next one (None at the end), for progress display;
     ``memory_advice``: see MemoryAdvice.
 
@@ -53,7 +53,7 @@ def run_trace(
     rules: list[Rule] | None = None,
     step: Step | None = None,
     memory_advice: MemoryAdvice | None = None,
-) -> tuple[Analysis, list[Finding]]:
+) -> tuple[TraceAnalysis, list[Finding]]:
     """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
     options = options or AnalysisOptions()
     step = step or (lambda _: None)
@@ -73,7 +73,7 @@ def run_trace(
 
 def analysis_of(
     trace: Trace, options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
-) -> Analysis:
+) -> TraceAnalysis:
     """Every metric of a Trace read for this analysis alone (its API rows are released once
     used), with the options' --shape and --gemm; unselected, no rules (``run_trace`` goes
     on from here; a rank of a job, parts.rank_part, too)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.analysis import Analysis
+from advisor.analysis import Analysis, TraceAnalysis
 from advisor.metrics import intervals as iv
 from advisor.metrics.keys import pack
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
@@ -47,7 +47,7 @@ def order_top_kernels(t: pd.DataFrame) -> pd.DataFrame:
                          ignore_index=True, kind="stable")  # fmt: skip
 
 
-def _top_kernels(a: Analysis) -> pd.DataFrame:
+def _top_kernels(a: TraceAnalysis) -> pd.DataFrame:
     ops = a.ops
     rows = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if rows.size == 0:
@@ -84,7 +84,7 @@ def order_by_time(t: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
                          ignore_index=True, kind="stable")  # fmt: skip
 
 
-def _copies(a: Analysis) -> pd.DataFrame:
+def _copies(a: TraceAnalysis) -> pd.DataFrame:
     ops = a.ops
     rows = np.flatnonzero(ops["kind"].isin(["memcpy", "memset"]).to_numpy())
     if len(rows) == 0:
@@ -145,7 +145,7 @@ def sync_stalls(a: Analysis) -> pd.DataFrame:
     return a.derived("sync_stalls", _sync_stalls)
 
 
-def _sync_stalls(a: Analysis) -> pd.DataFrame:
+def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
     p = a.pieces
     rows = np.flatnonzero(p["cause"].isin(["synchronization", "blocking_copy"]).to_numpy())
     if len(rows) == 0:
@@ -176,9 +176,7 @@ def pipeline_stages(a: Analysis) -> pd.DataFrame:
     """One row per stage device of a pipeline recognised in the selection (empty when there
     is none): the step family's name (``''``: the whole trace is one step) and the columns of
     metrics/pipeline.py's ``pipeline_stages`` (computed once per analysis)."""
-    if "stages" not in a._tables:
-        a._tables["stages"] = _stages(a)
-    return a._tables["stages"].copy()
+    return a.stages(_stages)
 
 
 def stage_ops(a: Analysis) -> pd.DataFrame:
@@ -190,7 +188,7 @@ def stage_ops(a: Analysis) -> pd.DataFrame:
 STAGE_OP_COLUMNS = ["device", "start", "end", "kind", "name", "op_class"]
 
 
-def _stage_ops(a: Analysis) -> pd.DataFrame:
+def _stage_ops(a: TraceAnalysis) -> pd.DataFrame:
     ops = a.ops
     p2p = point_to_point(ops)
     on = np.isin(ops["device"].to_numpy(), np.unique(ops["device"].to_numpy()[p2p]))
@@ -241,7 +239,7 @@ CUT_SHARE = 0.02  # start-up gaps longer than this share of the steady time are 
 LONG_IDLE = 0.25  # an all-devices-idle stretch longer than this share of the span is cut too
 
 
-def busy_shares(a: Analysis, edges: np.ndarray) -> dict[int, np.ndarray]:
+def busy_shares(a: TraceAnalysis, edges: np.ndarray) -> dict[int, np.ndarray]:
     """Per device: the share (0..1) of each time bin [edges[i], edges[i+1]) (trace ns) in
     which it ran any op."""
     segments = a.busy_segments()

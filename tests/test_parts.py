@@ -10,7 +10,8 @@ import pytest
 from builders import two_device_steps
 from conftest import H200_2GPU, PUBLIC, PUBLIC_NSYS, ROOT
 
-from advisor.analysis import analyze
+from advisor import views
+from advisor.analysis import DERIVED_NAMES, Analysis, MergedAnalysis, analyze
 from advisor.findings import find
 from advisor.multi import load_one, merge_and_find, merge_traces
 from advisor.options import AnalysisOptions
@@ -113,16 +114,17 @@ def test_a_part_is_small():
     path = str(ROOT / "sample_traces" / "h200_train_steps.sqlite")
     trace = pickle.dumps(load_one(path, None).trace, protocol=5)
     part = rank_part(path, AnalysisOptions())
-    assert part.error is None and len(part.derived[False]) == 76
+    assert part.error is None and len(part.kernel_groups) == 76
     assert len(pickle.dumps(part, protocol=5)) < len(trace) / 10
 
 
-def test_a_merged_job_refuses_what_needs_every_op(allreduce_ranks):
+def test_a_merged_job_has_nothing_that_needs_every_op(allreduce_ranks):
     b = merge_parts([rank_part(p, AnalysisOptions()) for p in allreduce_ranks])
-    with pytest.raises(RuntimeError, match="not in the rank summaries"):
-        b.busy_segments()
-    with pytest.raises(RuntimeError, match="not in the rank summaries"):
-        b.derived("anything_else", lambda _: None)
+    assert isinstance(b, MergedAnalysis) and isinstance(b, Analysis)
+    for name in ("measure", "busy_segments", "select"):  # (TraceAnalysis's)
+        assert not hasattr(b, name)
+    assert set(b.precomputed) == set(DERIVED_NAMES)  # (what derived() reads: no compute)
+    assert views.top_kernels(b).equals(b.precomputed["top_kernels"])
 
 
 def test_a_bad_rank_is_its_error_line(tmp_path):

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from advisor import views  # noqa: E402
-from advisor.analysis import Analysis  # noqa: E402
+from advisor.analysis import Analysis, TraceAnalysis  # noqa: E402
 from advisor.data import load_yaml, names_in  # noqa: E402
 from advisor.metrics import intervals as iv  # noqa: E402
 from advisor.render.fit import ELLIPSIS, common_prefix, shorten_middle  # noqa: E402
@@ -414,6 +414,8 @@ def timeline_data(a: Analysis, bins: int = BINS) -> Timeline | None:
     GPU ops)."""
     if a.ops.empty:
         return None
+    if not isinstance(a, TraceAnalysis):  # (a MergedAnalysis: busy time is not merged)
+        raise RuntimeError("busy segments: not in the rank summaries of a merged job")
     t0, t1 = int(a.ops["start"].min()), int(a.ops["end"].max())
     raw = startup_bands(a, t0, t1)
     steady = max((t1 - t0) - sum(e - b for b, e, _m in raw), 1)
