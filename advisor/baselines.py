@@ -70,8 +70,8 @@ def save(name: str, sets: list[dict], store: Path | None = None) -> Path:
     try:
         with db.conn:
             if TABLE in db.table_names():
-                db[TABLE].delete_where("name = ?", [name])
-            db[TABLE].insert_all(rows, pk=("name", "seq"))
+                db.table(TABLE).delete_where("name = ?", [name])
+            db.table(TABLE).insert_all(rows, pk=("name", "seq"))
     except sqlite3.Error as exc:
         raise AdvisorInputError(str(path), f"cannot write the baseline store: {exc}") from None
     return path

@@ -23,10 +23,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
 from advisor.parts import RankPart, rank_part
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
 
 OnDone = Callable[[RankPart], None]
 Extra = Callable  # parts.rank_part's ``extra``: (TraceAnalysis, AnalysisOptions) -> dict
@@ -110,6 +114,9 @@ class DaskRunner(Runner):
     without a dashboard). AdvisorInputError when Dask is not installed or the scheduler
     cannot be reached."""
 
+    client: Client | None  # (None once closed)
+    cluster: LocalCluster | None
+
     def __init__(self, address: str, jobs: int | None = None) -> None:
         try:
             import dask
@@ -145,8 +152,9 @@ class DaskRunner(Runner):
 
     def close(self) -> None:
         """Disconnect (and stop the LocalCluster this runner started)."""
-        if getattr(self, "client", None) is not None:
-            self.client.close()
+        client = getattr(self, "client", None)  # (unset when __init__ failed before it)
+        if client is not None:
+            client.close()
             self.client = None
         if self.cluster is not None:
             self.cluster.close()
@@ -155,23 +163,26 @@ class DaskRunner(Runner):
     def map(self, paths, options, extra=None, on_done=None) -> list[RankPart]:
         from distributed import as_completed as dask_completed
 
+        client = self.client
+        if client is None:
+            raise RuntimeError("DaskRunner.map after close")
         notify = on_done or (lambda _: None)
         run = uuid.uuid4().hex[:8]
         clean = replace(options)
         futures = [
-            self.client.submit(
+            client.submit(
                 _on_worker, p, clean, extra, key=f"advisor-{run}-{i}", pure=False
             )  # fmt: skip
             for i, p in enumerate(paths)
         ]
         index = {f.key: i for i, f in enumerate(futures)}
-        parts: list[RankPart | None] = [None] * len(paths)
+        done: dict[int, RankPart] = {}
         for future in dask_completed(futures):
             i = index[future.key]
-            parts[i] = _result(future, paths[i])
-            notify(parts[i])
+            done[i] = _result(future, paths[i])
+            notify(done[i])
             future.release()
-        return parts
+        return [done[i] for i in range(len(paths))]
 
 
 TLS_SETTINGS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib
 from functools import cache
 
 
@@ -73,11 +74,11 @@ def advise_huge_pages(rows: int) -> None:
     """Let numpy advise transparent huge pages for its large arrays when the tables about
     to be processed have at least HUGE_PAGE_ROWS rows; not below (see module docstring).
     A no-op where numpy lacks the switch."""
-    try:
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # (numpy < 2: numpy.core)
-        try:
-            from numpy.core.multiarray import _set_madvise_hugepage
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):  # (numpy < 2: core)
+        try:  # (a private switch, absent from numpy's type stubs: looked up by name)
+            switch = getattr(importlib.import_module(module), "_set_madvise_hugepage", None)
         except ImportError:
+            continue
+        if switch is not None:
+            switch(rows >= HUGE_PAGE_ROWS)
             return
-    _set_madvise_hugepage(rows >= HUGE_PAGE_ROWS)

@@ -58,22 +58,21 @@ def load_one(path: str, gpu) -> RankLoad:
 
 def merge_traces(loads: list[RankLoad]) -> Trace:
     """One Trace of every successfully read rank (sets each load's ``devices`` map)."""
-    ok = [x for x in loads if x.trace is not None]
+    ok = [(x, x.trace) for x in loads if x.trace is not None]
     if not ok:
         raise AdvisorInputError(None, "no trace could be read")
-    maps = device_maps([x.trace.devices for x in ok])
-    pids = [set(x.trace.kernels["pid"].dropna().astype(int)) for x in ok]
+    maps = device_maps([t.devices for _, t in ok])
+    pids = [set(t.kernels["pid"].dropna().astype(int)) for _, t in ok]
     shift_ids = sum(len(p) for p in pids) != len(set().union(*pids))
-    first = ok[0].trace
+    first = ok[0][1]
     parts: dict[str, list[pd.DataFrame]] = {
         t: [] for t in ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx", "cpu_ops")
     }
     merged = Trace(
-        path=", ".join(x.path for x in ok), format=first.format,
+        path=", ".join(x.path for x, _ in ok), format=first.format,
         producer_version=first.producer_version, kernels=first.kernels.iloc[:0],
     )  # fmt: skip
-    for rank, (x, device_map) in enumerate(zip(ok, maps, strict=True)):
-        t = x.trace
+    for rank, ((x, t), device_map) in enumerate(zip(ok, maps, strict=True)):
         x.devices = device_map
         for name in parts:
             table = getattr(t, name)
@@ -186,17 +185,17 @@ def check_one_job(parts: list[RankPart]) -> None:
             sizes = (a.world_size, b.world_size)
             if None not in sizes and sizes[0] != sizes[1]:
                 refuse(a, b, f"their world sizes differ ({sizes[0]} and {sizes[1]})")
-    timed = [p for p in ok if p.utc_window is not None]
+    timed = [(p, p.utc_window) for p in ok if p.utc_window is not None]
     if len(timed) > 1:
-        first_end = min(timed, key=lambda p: p.utc_window[1])
-        last_start = max(timed, key=lambda p: p.utc_window[0])
-        apart_ns = last_start.utc_window[0] - first_end.utc_window[1]
+        first_end, (_, ended) = min(timed, key=lambda pw: pw[1][1])
+        last_start, (began, _) = max(timed, key=lambda pw: pw[1][0])
+        apart_ns = began - ended
         limit_s = float(load_yaml("thresholds.yaml")["one_job"]["max_apart_s"])
         if apart_ns > limit_s * 1e9:
             refuse(first_end, last_start,
                    f"their GPU work ran {_duration(apart_ns)} apart (the first ended "
-                   f"{_utc(first_end.utc_window[1])}, the other began "
-                   f"{_utc(last_start.utc_window[0])}; ranks of one job run together)")  # fmt: skip
+                   f"{_utc(ended)}, the other began {_utc(began)}; ranks of one job run "
+                   "together)")  # fmt: skip
 
 
 def _utc(ns: int) -> str:

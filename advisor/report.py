@@ -18,7 +18,10 @@ from advisor.staged import place, staging
 
 
 def write_report(
-    a: Analysis, findings: list[Finding], out: str | Path, assets: str | Path | None = None
+    a: Analysis,
+    findings: list[Finding],
+    out: str | os.PathLike[str],
+    assets: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Render the report and its charts; returns the files written."""
     from advisor.render import charts as chart_render  # matplotlib: imported on use
@@ -33,8 +36,8 @@ def write_report(
                 if draw(a, stage / f"{name}.png") is not None:  # None: nothing to draw
                     charts[name] = (rel / f"{name}.png").as_posix()
             linked = [  # config links relative to the report
-                f.with_emitted(replace(f.emitted, config=_relative(f.config, out.parent)))
-                if f.config
+                f.with_emitted(replace(f.emitted, config=_relative(f.emitted.config, out.parent)))
+                if f.emitted is not None and f.emitted.config
                 else f
                 for f in findings
             ]

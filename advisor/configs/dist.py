@@ -14,6 +14,7 @@ import math
 import pprint
 import textwrap
 from importlib import resources
+from typing import Any
 
 from advisor.rules.finding import Finding
 from advisor.trace.model import GpuSpec
@@ -53,8 +54,7 @@ def _int(row: dict, key: str) -> int:
     return int(round(float(v)))
 
 
-def _comm_overlap(f: Finding) -> tuple[dict, dict, list[str]]:
-    row = f.emit.row
+def _comm_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
     n = max(1, _int(row, "instances"))
     coll = max(1, round(float(row.get("collectives_per_instance") or 1)))
     traced = {key: _int(row, key) // n for key in ("comm_ns", "exposed_comm_ns", "compute_ns",
@@ -77,8 +77,7 @@ def _comm_overlap(f: Finding) -> tuple[dict, dict, list[str]]:
     return cfg, traced, text
 
 
-def _tp_overlap(f: Finding) -> tuple[dict, dict, list[str]]:
-    row = f.emit.row
+def _tp_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
     n = max(1, _int(row, "instances"))
     coll = max(2, round(float(row.get("collectives_per_instance") or 2)))
     traced = {key: _int(row, key) // n for key in ("comm_ns", "exposed_comm_ns", "compute_ns",
@@ -105,10 +104,10 @@ def _tp_overlap(f: Finding) -> tuple[dict, dict, list[str]]:
     return cfg, traced, text
 
 
-def _pipeline_schedule(f: Finding) -> tuple[dict, dict, list[str]]:
-    row = f.emit.row
+def _pipeline_schedule(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
     p, m = max(2, _int(row, "stages")), max(1, _int(row, "microbatches"))
-    traced = {key: _int(row, key) for key in ("step_ns", "compute_ns", "bubble_ns")}
+    measured = ("step_ns", "compute_ns", "bubble_ns")
+    traced: dict[str, float] = {key: _int(row, key) for key in measured}
     traced.update(stages=p, microbatches=m, stage=_int(row, "stage"),
                   bubble_fraction=float(row.get("bubble_fraction") or 0),
                   ideal_fraction=float(row.get("ideal_fraction") or 0))  # fmt: skip
@@ -186,7 +185,7 @@ def script_files(f: Finding, gpu: GpuSpec | None, stem: str) -> dict[str, str]:
     empty for other strategies."""
     if f.strategy not in TEMPLATES or f.emit is None:
         return {}
-    cfg, traced, text = CONFIGS[f.strategy](f)
+    cfg, traced, text = CONFIGS[f.strategy](f, f.emit.row)
     head = _docstring(f, gpu, text, stem)
     head += (
         "import os\nimport time\n\nimport torch\nimport torch.distributed as dist\n\n"

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -321,7 +322,6 @@ class _HostActivity:
     (process id, thread id)."""
 
     def __init__(self, api, ranges, ops, api_row, pageable_copy) -> None:
-        self.thread_of = {}
         cat = np.zeros(len(api), dtype=np.int8)
         if len(api):
             sync = name_matches(api["name"], "sync_api").to_numpy(bool)
@@ -363,9 +363,9 @@ class _HostActivity:
         whether its op is its kernel's first launch on the device."""
         k = len(lo)
         t = thresholds()
-        out = {c: np.zeros(k, dtype=np.int64) for c in ("synchronization", "blocking_copy",
-                                                       "startup", "input_pipeline",
-                                                       "host_busy", "host_bound")}  # fmt: skip
+        causes = ("synchronization", "blocking_copy", "startup", "input_pipeline", "host_busy",
+                  "host_bound")  # fmt: skip
+        out: dict[str, Any] = {c: np.zeros(k, dtype=np.int64) for c in causes}  # (and labels)
         labels = {x: np.full(k, "", dtype=object) for x in ("sync", "copy", "input", "host",
                                                             "sync_api", "copy_api")}  # fmt: skip
         out["labels"] = labels

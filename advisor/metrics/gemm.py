@@ -28,6 +28,7 @@ from advisor.errors import AdvisorInputError
 from advisor.metrics.regions import open_range_at
 
 TILES = (16, 32, 64, 128, 256, 512)  # power-of-two output tiles tried against a grid
+_NONE = np.array(None, dtype=object)  # (np.where's missing value: None, typed as an array)
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def add_tile_columns(k: pd.DataFrame) -> None:
     k["tile_n"] = named["tile_n"].fillna(pd.Series(gn, index=k.index))
     k["tile_k"] = named["tile_k"]
     k["tile_source"] = np.where(
-        named["tile_m"].notna(), "name", np.where(k["tile_m"].notna(), "grid", None)
+        named["tile_m"].notna(), "name", np.where(k["tile_m"].notna(), "grid", _NONE)
     )
     k["tiles"] = k["batch"] * np.ceil(k["m"] / k["tile_m"]) * np.ceil(k["n"] / k["tile_n"])
     k["k_iters"] = np.ceil(k["k"] / k["tile_k"])
@@ -276,7 +277,7 @@ def _fitting_grids(launches: pd.DataFrame, hit: np.ndarray, opt: ShapeOption) ->
     """For the ``hit`` launches: ``ok`` (per launch: the shape fits its grid, or the kernel
     is persistent) and ``misfit`` (the (name, grid) pairs it does not fit)."""
     ok = np.zeros(len(launches), dtype=bool)
-    misfit = set()
+    misfit: set[tuple[str, tuple[int, int, int]]] = set()
     if not hit.any():
         return {"ok": ok, "misfit": misfit}
     rows = np.flatnonzero(hit)
@@ -292,7 +293,8 @@ def _fitting_grids(launches: pd.DataFrame, hit: np.ndarray, opt: ShapeOption) ->
         if persistent[j] or np.isnan(grids[j]).any():
             ok[row] = True
             continue
-        grid = tuple(int(g) for g in grids[j])
+        gx, gy, gz = (int(g) for g in grids[j])
+        grid = (gx, gy, gz)
         cache_key = (names[j], grid)
         if cache_key not in verdict:
             tm, tn = tile_of[names[j]]

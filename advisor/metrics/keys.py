@@ -33,7 +33,7 @@ class Packed:
 
     def column(self, i: int, key: np.ndarray) -> np.ndarray:
         """Column ``i`` of packed ``key`` values (only for arithmetic packing)."""
-        if self.radices is None:
+        if self.radices is None or self.lows is None:  # (both None, or neither)
             raise ValueError("keys were numbered by the fallback: columns cannot be recovered")
         below = int(np.prod(self.radices[i + 1 :], dtype=object))
         return (key // below) % self.radices[i] + self.lows[i]

@@ -27,6 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
 
 from advisor import views  # noqa: E402
 from advisor.analysis import Analysis, TraceAnalysis  # noqa: E402
@@ -638,7 +639,7 @@ def timeline(a: Analysis, path: Path) -> Path | None:
         return None
     n = len(t.devices)
     fig, axes = plt.subplots(n, 1, figsize=(11, 1.9 * n + 2.4), squeeze=False, sharex=True)
-    handles = {}
+    handles: dict[str, Artist] = {}
     for ax, device in zip(axes[:, 0], t.devices, strict=True):
         for r in t.ranges[t.ranges["device"] == device].itertuples():
             colour = RANGE_PALETTE[r.colour] if r.colour >= 0 else "#dddddd"

@@ -4,6 +4,8 @@ wrapped away from their units, columns are left out in a stated order when narro
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, RenderableType
 
 from advisor.analysis import Analysis
@@ -22,7 +24,7 @@ def _header(a: Analysis, console: Console) -> None:
     t = a.trace
     print_wrapped(console, f"advisor analyze {t.path}", "bold")
     lines = [f"{t.format}, {t.producer_version}"]
-    seen = {}
+    seen: dict[tuple[str, int, str, str], list[int]] = {}
     active = set(t.devices)
     for device, spec in sorted(t.gpus.items()):
         if device in active:
@@ -109,7 +111,7 @@ STRATEGY_COLUMNS = (
 def _strategies(findings: list[Finding], width: int) -> RenderableType | None:
     """Why each recommended strategy helps and what to watch for (once per rule); None
     without findings."""
-    seen = {}
+    seen: dict[str, Finding] = {}
     for f in findings:
         seen.setdefault(f.rule, f)
     if not seen:
@@ -133,9 +135,10 @@ def render(
     findings: list[Finding],
     console: Console,
     top: int = 10,
-    ranks: list[Finding] | None = None,
+    ranks: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Print the report to ``console`` (``ranks``: the traces of a job read as one)."""
+    """Print the report to ``console`` (``ranks``: the traces of a job read as one, a row
+    per trace: parts.rank_rows)."""
     _header(a, console)
     if ranks is not None:
         _section(sections.ranks(ranks), console)

@@ -178,7 +178,8 @@ def _contradictions(trace: Trace, spec: GpuSpec) -> list[str]:
     for device, own in sorted(trace.gpus.items()):
         if own.source.startswith("built-in") or own.source.startswith("--gpu"):
             continue
-        same_name = match_gpu(own.name) is not None and match_gpu(own.name).name == spec.name
+        matched = match_gpu(own.name)
+        same_name = matched is not None and matched.name == spec.name
         if own.sm_count != spec.sm_count or not (same_name or own.name == spec.name):
             out.append(
                 f"{spec.source} ({spec.name}, {spec.sm_count} SMs/CUs) overrides what the trace "

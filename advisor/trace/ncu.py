@@ -57,6 +57,10 @@ def _open_text(path: Path):
     return opener(path, "rt", encoding="utf-8", newline="")
 
 
+# what reading the head of a file that is no ncu CSV may raise
+_SNIFF_ERRORS: tuple[type[Exception], ...] = (*READ_ERRORS, UnicodeDecodeError, csv.Error)
+
+
 def looks_like_ncu_csv(path: Path) -> bool:
     """Whether ``path`` (plain or gzipped) starts, after any ``==PROF==`` lines, with the
     header of an Nsight Compute CSV page."""
@@ -69,7 +73,7 @@ def looks_like_ncu_csv(path: Path) -> bool:
                 if not line.startswith("=="):
                     head = next(csv.reader([line]), [])
                     return head[: len(HEADER_START)] == HEADER_START
-    except (*READ_ERRORS, UnicodeDecodeError, csv.Error):
+    except _SNIFF_ERRORS:
         return False
     return False
 
@@ -116,11 +120,11 @@ def _in_unit(values: np.ndarray, unit: str | None, want: str | None, what: str, 
     return values * float(factors[unit])
 
 
-def _dims(cells: list[str]) -> tuple[float, float, float]:
+def _dims(cell: str) -> tuple[float, float, float]:
     """'(6, 22, 1)' -> (6.0, 22.0, 1.0); NaN where unreadable."""
-    parts = [p for p in cells.strip().strip("()").split(",") if p.strip()] if cells else []
-    out = [_number(p) for p in parts[:3]]
-    return tuple(out + [math.nan] * (3 - len(out)))  # type: ignore[return-value]
+    parts = [p for p in cell.strip().strip("()").split(",") if p.strip()] if cell else []
+    x, y, z = [_number(p) for p in parts[:3]] + [math.nan] * (3 - min(len(parts), 3))
+    return x, y, z
 
 
 def read_ncu(path: str | Path) -> Trace:

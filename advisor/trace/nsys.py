@@ -206,7 +206,7 @@ class _Reader:
 
     def frame(self, sql: str) -> pd.DataFrame:
         """Run one query into a DataFrame (ADBC/Arrow when possible)."""
-        table = self._arrow(sql) if self._adbc is not None else None
+        table = self._arrow(sql)
         if table is not None:
             # columns are released as they convert: no second copy of the table
             return table.to_pandas(self_destruct=True, split_blocks=True, memory_pool=_POOL)
@@ -216,7 +216,10 @@ class _Reader:
 
     def _arrow(self, sql: str) -> pa.Table | None:
         """One query into an Arrow table; None when the driver cannot type the result, or
-        it holds text that is not UTF-8 (a damaged export; pandas would fail on it later)."""
+        it holds text that is not UTF-8 (a damaged export; pandas would fail on it later), or
+        without the driver (sqlite3 reads it)."""
+        if self._adbc is None:
+            return None
         try:
             with closing(self._adbc.cursor()) as cur:
                 cur.execute(sql)
@@ -660,11 +663,11 @@ def _read(r: _Reader, path: str) -> Trace:
         raise AdvisorInputError(
             path, f"export has no {KERNEL} table: profile with CUDA tracing (nsys -t cuda)"
         )
-    with ThreadPoolExecutor(1) as side:
+    with ThreadPoolExecutor(1) as beside:
         # the runtime API is read beside the kernels (its own connections) when reads may
         # use several cores: SQLite decodes both tables at once, no core idles between them
         strings = r.string_table()  # (loaded here: a connection serves one thread)
-        api = side.submit(_read_api_beside, r.path, strings, r.threads) if r.threads > 1 else None
+        api = beside.submit(_read_api_beside, r.path, strings, r.threads) if r.threads > 1 else None
         kernels = _read_kernels(r) if r.has(KERNEL) else None
         if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
             raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")

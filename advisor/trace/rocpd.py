@@ -180,7 +180,7 @@ def _whole(value) -> int | None:
     if isinstance(value, int | np.integer):
         return int(value) if -(2**63) <= value < 2**63 else None
     if isinstance(value, float | np.floating) and np.isfinite(value) and value == int(value):
-        return int(value) if abs(value) < 2**63 else None
+        return int(value) if -(2**63) < value < 2**63 else None
     return None
 
 
@@ -649,8 +649,8 @@ def _copies(conn: sqlite3.Connection, src: dict[str, str], agents: _Agents, pid:
     dst_gpu = np.array([agents.is_gpu.get(a, False) for a in dst_key])
     src_dev = np.array([agents.device.get(a, -1) for a in src_key], dtype="int64")
     dst_dev = np.array([agents.device.get(a, -1) for a in dst_key], dtype="int64")
-    kind = [_AGENT_KINDS[(s, d)] for s, d in zip(src_gpu, dst_gpu, strict=True)]
-    kind = np.where(src_gpu & dst_gpu & (src_dev != dst_dev), "PtoP", kind)
+    pair_kind = [_AGENT_KINDS[(s, d)] for s, d in zip(src_gpu, dst_gpu, strict=True)]
+    kind = np.where(src_gpu & dst_gpu & (src_dev != dst_dev), "PtoP", pair_kind)
     return pd.DataFrame(
         {
             "device": np.where(dst_gpu, dst_dev, src_dev),

@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -468,9 +469,10 @@ def _dicts(value) -> list[dict]:
 
 def _field(record: dict, *keys: str):
     """``record[k1][k2]...``, None where a level is missing or not an object."""
+    value: Any = record
     for k in keys:
-        record = record.get(k) if isinstance(record, dict) else None
-    return record
+        value = value.get(k) if isinstance(value, dict) else None
+    return value
 
 
 def _json_id(value) -> float | None:

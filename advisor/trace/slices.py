@@ -111,12 +111,12 @@ class SliceColumns:
         offsets = sorted(self.placed)
         rows = [self.placed[o] for o in offsets]
         packed = offsets == [0, *accumulate(rows)][:-1]  # no holes between
-        out = {}
+        out: dict[str, np.ndarray] = {}
         for name in self.names:
-            kept = [self.aside.pop((name, o), None) for o in offsets]
             if self.filtered:  # every slice has its own arrays (dtypes promote)
-                out[name] = np.concatenate(kept)
+                out[name] = np.concatenate([self.aside.pop((name, o)) for o in offsets])
                 continue
+            kept = [self.aside.pop((name, o), None) for o in offsets]
             column = self.columns.pop(name)
             if any(k is not None for k in kept):
                 column = _widened(column, offsets, rows, kept)
