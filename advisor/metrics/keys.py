@@ -84,6 +84,10 @@ def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuple
     return Packed(keys, tuple(lows), tuple(radices))
 
 
+@overload
+def pack_one(*columns: np.ndarray, fallback: Fallback = number_tuples) -> np.ndarray: ...
+@overload
+def pack_one(*columns: np.ndarray, fallback: None) -> np.ndarray | None: ...
 def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) -> np.ndarray | None:
     """``pack`` of one table: its keys (None when it does not fit and fallback is None)."""
     packed = pack(columns, fallback=fallback)
