@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
+from typing import TypedDict
 
 import typer
 from rich.console import Console
@@ -165,9 +167,9 @@ def analyze(
 
     Several traces are the ranks of one job (refused if they cannot be); --separate: each alone."""
     paths = api.expand_paths(traces)
-    options = dict(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
-                   gemms=gemm or (), range_text=range_text, device=device, emit=emit_dir,
-                   jobs=jobs, dask=dask, counters=counters)  # fmt: skip
+    options = _AnalyzeOptions(gpu=gpu, gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
+                              gemms=gemm or (), range_text=range_text, device=device,
+                              emit=emit_dir, jobs=jobs, dask=dask, counters=counters)  # fmt: skip
     with _input_errors():
         api.options_for(**options)  # bad options fail here, before any trace is read
         if separate and (emit_dir or dask or counters):
@@ -195,7 +197,25 @@ def analyze(
     _errors(result.errors)  # the traces that could not be read, after the others' report
 
 
-def _analyze_each(paths: list[str], options: dict, format: OutputFormat, top: int) -> None:
+class _AnalyzeOptions(TypedDict):
+    """``analyze``'s options, as api.options_for (and api.analyze) take them."""
+
+    gpu: str | None
+    gpu_spec: str | None
+    rules: Sequence[str]
+    shapes: Sequence[str]
+    gemms: Sequence[str]
+    range_text: str | None
+    device: int | None
+    emit: str | None
+    jobs: int | None
+    dask: str | None
+    counters: str | None
+
+
+def _analyze_each(
+    paths: list[str], options: _AnalyzeOptions, format: OutputFormat, top: int
+) -> None:
     """--separate: each trace on its own; JSON: a list of documents, one per trace read;
     the traces that could not be read: one error line each, exit 2 at the end."""
     with progress_bar(len(paths), f"analysing {len(paths)} traces one by one") as bar:
@@ -449,10 +469,11 @@ def report(
             gemms=tuple(gemm or ()), dask=dask,
         ).check()  # fmt: skip
         if len(traces) == 2:
-            result, base, cand = compare_two(
-                *traces, load_gate_config(config), options, advise_huge_pages
+            baseline, candidate = traces
+            compared, base, cand = compare_two(
+                baseline, candidate, load_gate_config(config), options, advise_huge_pages
             )
-            written = [write_text(markdown.diff_report(result, base, cand), output)]
+            written = [write_text(markdown.diff_report(compared, base, cand), output)]
         else:
             if dask:  # (its charts are drawn from every GPU op of the trace)
                 typer.echo("advisor: note: a one-trace report is analysed here; --dask is "
@@ -502,13 +523,15 @@ def _run_app() -> int:
     try:
         code = app(args=_spread_values(sys.argv[1:]), prog_name="advisor", standalone_mode=False)
     except errors as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `advisor` or `advisor gate` alone
-            typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-            return 0
         ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `advisor` or `advisor gate` alone
+            typer.echo(ctx.get_help() if ctx else str(exc))
+            return 0
         where = f"{ctx.command_path}: " if ctx else ""
         hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
-        typer.echo(f"advisor: error: {where}{exc.format_message()}{hint}", err=True)
+        # (a ClickException, of click or of typer's vendored copy: typed as BaseException here)
+        message = exc.format_message()  # type: ignore[attr-defined]
+        typer.echo(f"advisor: error: {where}{message}{hint}", err=True)
         return 2
     return code if isinstance(code, int) else 0
 

@@ -4,6 +4,8 @@ typer's help output, installed by the CLI when it builds its app (``install_help
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 import typer.core
 
@@ -50,8 +52,9 @@ DASK = typer.Option(
 )
 
 
-def top(default: int, help: str) -> typer.models.OptionInfo:
-    """--top N (N >= 1) with the command's own default and what a row is."""
+def top(default: int, help: str) -> Any:
+    """--top N (N >= 1) with the command's own default and what a row is. (Any, as
+    typer.Option declares its own result: the parameter default of an ``int`` parameter.)"""
     return typer.Option(default, "--top", metavar="N", min=1, help=help)
 
 
