@@ -16,7 +16,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from advisor.analysis import Analysis
+from advisor.analysis import TraceAnalysis
 from advisor.gating.config import OVERALL, RANGE
 from advisor.gating.metricset import (
     ColdInstance,
@@ -43,7 +43,7 @@ def _spaced(values: np.ndarray) -> list:
     return [round(float(v), 3) for v in values]
 
 
-def _steady_overall(a: Analysis, holes: pd.DataFrame) -> dict:
+def _steady_overall(a: TraceAnalysis, holes: pd.DataFrame) -> dict:
     """OVERALL metrics over the devices' windows less the cold periods and start-up idle:
     span_ns is the longest device's steady time, the rest are summed over devices."""
     if a.devices.empty:
@@ -70,7 +70,7 @@ def _dim(value) -> int | float:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _kernels(a: Analysis, holes: pd.DataFrame) -> list[KernelEntry]:
+def _kernels(a: TraceAnalysis, holes: pd.DataFrame) -> list[KernelEntry]:
     """Per kernel (name, grid, threads per block): launches, median and samples of the
     steady launches' GPU time (ns), in the order of the kernels' texts. A launch whose name,
     grid or block the trace did not record (ROCm's Kineto traces) has no kernel to be
@@ -102,7 +102,7 @@ def _gate_finding(f: Finding) -> GateFinding:
                        f.est_savings_ns, list(f.explains))  # fmt: skip
 
 
-def metric_set(a: Analysis, findings: list[Finding]) -> MetricSet:
+def metric_set(a: TraceAnalysis, findings: list[Finding]) -> MetricSet:
     """The digest of one analysed trace that the gate compares (``to_dict``: as stored)."""
     inst = range_instances(a)
     cold = inst[inst["cold"]]

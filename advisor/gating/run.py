@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor import pipeline
-from advisor.analysis import Analysis
+from advisor.analysis import Analysis, TraceAnalysis
 from advisor.cluster import runner
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
@@ -36,7 +36,7 @@ def metric_sets(
     return sets
 
 
-def trace_digest(a: Analysis, options: AnalysisOptions) -> dict:
+def trace_digest(a: TraceAnalysis, options: AnalysisOptions) -> dict:
     """The metric set of one analysed trace with the options' rules, as stored (a rank
     task's extra)."""
     return metric_set(a, find(a, options.rules())).to_dict()

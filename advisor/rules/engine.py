@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -308,7 +308,7 @@ def _gemm_identity(rule: Rule, row: dict) -> dict:
     }
 
 
-def evaluate(rules: list[Rule], tables: dict[str, pd.DataFrame], spans: dict) -> list[Finding]:
+def evaluate(rules: list[Rule], tables: Mapping[Scope, pd.DataFrame], spans: dict) -> list[Finding]:
     """Findings of every rule over its scope's table, merged per location, ranked.
 
     ``spans``: device -> steady-state span (ns) for automatic severity. Findings of one rule

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from advisor import views
-from advisor.analysis import WINDOW_COLUMNS, Analysis
+from advisor.analysis import WINDOW_COLUMNS, Analysis, TraceAnalysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
@@ -563,7 +563,7 @@ def order_steps(t: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["first_start_ns", "device"], ignore_index=True, kind="stable")
 
 
-def _step_table(a: Analysis) -> pd.DataFrame:
+def _step_table(a: TraceAnalysis) -> pd.DataFrame:
     r = a.regions
     if r.empty:
         return pd.DataFrame()
