@@ -124,6 +124,18 @@ def test_report_and_emit_from_the_result(train, tmp_path):
     assert all(Path(p).exists() for f in emitted.finding_list for p in (f.config or ()))
 
 
+def test_report_of_the_ranks_of_one_job(tmp_path):
+    # a merged job keeps its ranks' busy time as totals, not over time: the report says
+    # there is no timeline instead of failing (it was a RuntimeError through the API)
+    public = ROOT / "tests/data/public/kineto"
+    ranks = [str(public / f"hta_sampled_rank-{r}.json.gz") for r in (0, 1)]
+    written = advisor.analyze(ranks).write_report(tmp_path / "job.md")
+    text = (tmp_path / "job.md").read_text()
+    assert written[0] == tmp_path / "job.md" and "No timeline chart for the ranks of a job" in text
+    assert not (tmp_path / "job_assets" / "timeline.png").exists()
+    assert (tmp_path / "job_assets" / "gaps.png").exists()
+
+
 def test_gate_on_the_same_trace_passes_with_every_row_unchanged():
     result = advisor.gate(str(TRAIN), str(TRAIN))
     rows = gate_rows(result)

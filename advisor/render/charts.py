@@ -412,11 +412,10 @@ def _active(a: Analysis) -> iv.Segments:
 
 def timeline_data(a: Analysis, bins: int = BINS) -> Timeline | None:
     """The timeline's axis, busy shares, compressed bands, ranges and ticks (None without
-    GPU ops)."""
-    if a.ops.empty:
+    GPU ops, and for a merged job: its ranks' busy time over time is not kept, only their
+    totals)."""
+    if a.ops.empty or not isinstance(a, TraceAnalysis):
         return None
-    if not isinstance(a, TraceAnalysis):  # (a MergedAnalysis: busy time is not merged)
-        raise RuntimeError("busy segments: not in the rank summaries of a merged job")
     t0, t1 = int(a.ops["start"].min()), int(a.ops["end"].max())
     raw = startup_bands(a, t0, t1)
     steady = max((t1 - t0) - sum(e - b for b, e, _m in raw), 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.analysis import Analysis
+from advisor.analysis import Analysis, MergedAnalysis
 from advisor.gating import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
@@ -119,6 +119,9 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
     )
     if "timeline" in charts:
         lines += [f"![GPU busy over time, by range]({charts['timeline']})", ""]
+    elif charts and isinstance(a, MergedAnalysis):
+        lines += ["No timeline chart for the ranks of a job: their busy time is merged as "
+                  "totals, not over time (a report of one rank has it).", ""]  # fmt: skip
     if any(f.config for f in findings):
         lines += [
             "## Running the reference configs",
