@@ -54,12 +54,18 @@ def _int(row: dict, key: str) -> int:
     return int(round(float(v)))
 
 
-def _comm_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
+def _per_instance(row: dict[str, Any], least: int) -> tuple[int, int, dict[str, int]]:
+    """(instances, collectives per instance (at least ``least``), the traced times per
+    instance (ns) with the collectives) of a finding's row."""
     n = max(1, _int(row, "instances"))
-    coll = max(1, round(float(row.get("collectives_per_instance") or 1)))
+    coll = max(least, round(float(row.get("collectives_per_instance") or least)))
     traced = {key: _int(row, key) // n for key in ("comm_ns", "exposed_comm_ns", "compute_ns",
                                                     "same_stream_comm_ns")}  # fmt: skip
-    traced["collectives"] = coll
+    return n, coll, {**traced, "collectives": coll}
+
+
+def _comm_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
+    n, coll, traced = _per_instance(row, 1)
     cfg = {"strategy": f.strategy, "BUCKETS": coll, **DEFAULTS[f.strategy]}
     d = DEFAULTS[f.strategy]
     text = [
@@ -78,11 +84,7 @@ def _comm_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str
 
 
 def _tp_overlap(f: Finding, row: dict[str, Any]) -> tuple[dict, dict, list[str]]:
-    n = max(1, _int(row, "instances"))
-    coll = max(2, round(float(row.get("collectives_per_instance") or 2)))
-    traced = {key: _int(row, key) // n for key in ("comm_ns", "exposed_comm_ns", "compute_ns",
-                                                    "same_stream_comm_ns")}  # fmt: skip
-    traced["collectives"] = coll
+    n, coll, traced = _per_instance(row, 2)
     # one layer per traced collective: a layer's all-reduce becomes its reduce-scatter and
     # the next one's all-gather (sequence parallelism; the same bytes in a ring)
     cfg = {"strategy": f.strategy, "LAYERS": coll, **DEFAULTS[f.strategy]}

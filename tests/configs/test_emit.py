@@ -103,6 +103,8 @@ def test_emitted_scripts_are_lint_clean(sample_emit):
 
 
 # strategy -> extra knob overrides that force the interesting code paths at small sizes
+TILES_28_ON_3 = ["--m", "200", "--n", "100", "--k", "300", "--set", "NUM_PROGS=3",
+                 "--set", "BLOCK_M=32", "--set", "BLOCK_N=32", "--set", "BLOCK_K=32"]  # fmt: skip
 CASES = [
     ("split_k", ["--m", "96", "--n", "80", "--k", "320"]),
     (
@@ -125,51 +127,10 @@ CASES = [
         ],
     ),
     ("stream_k", ["--m", "96", "--n", "64", "--k", "192"]),
-    # 28 tiles on 3 CTAs: data-parallel waves, then a stream-K remainder
-    (
-        "stream_k",
-        [
-            "--m",
-            "200",
-            "--n",
-            "100",
-            "--k",
-            "300",
-            "--set",
-            "NUM_PROGS=3",
-            "--set",
-            "BLOCK_M=32",
-            "--set",
-            "BLOCK_N=32",
-            "--set",
-            "BLOCK_K=32",
-        ],
-    ),
-    # the same 28 tiles under each other Stream-K policy: 28 / 27 / 0 tiles data-parallel
-    *[
-        (
-            "stream_k",
-            [
-                "--m",
-                "200",
-                "--n",
-                "100",
-                "--k",
-                "300",
-                "--set",
-                "NUM_PROGS=3",
-                "--set",
-                "BLOCK_M=32",
-                "--set",
-                "BLOCK_N=32",
-                "--set",
-                "BLOCK_K=32",
-                "--set",
-                f"SK_TILES={policy}",
-            ],
-        )  # fmt: skip
-        for policy in (0, 1, -1)
-    ],
+    # 28 tiles on 3 CTAs: data-parallel waves, then a stream-K remainder; and the same tiles
+    # under each other Stream-K policy (28 / 27 / 0 tiles data-parallel)
+    ("stream_k", TILES_28_ON_3),
+    *[("stream_k", [*TILES_28_ON_3, "--set", f"SK_TILES={p}"]) for p in (0, 1, -1)],
     # 4 tiles shared by 7 CTAs: tiles finished from several partials
     (
         "stream_k",
