@@ -304,7 +304,16 @@ class InputTimeout(BaseException):
 
 
 def _on_alarm(signum, frame) -> None:
+    """Both timers disarmed, then InputTimeout: however the exception leaves run_one's
+    disarming code, no timer stays armed (a SIGALRM after the handler is restored to the
+    default would kill the process)."""
+    _disarm()
     raise InputTimeout()
+
+
+def _disarm() -> None:
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _where(exc: BaseException) -> str:
@@ -361,8 +370,7 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
             signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_S)
             analyse(folder / seed.main, gpu)
         finally:  # (a limit reached just here is a timeout too, caught below)
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _disarm()
     except AdvisorInputError as exc:
         rec.outcome, rec.error = "input_error", str(exc)[:300]
     except InputTimeout:

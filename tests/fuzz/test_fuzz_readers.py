@@ -96,18 +96,27 @@ def test_a_limit_reached_as_the_input_ends_is_a_timeout_not_a_dead_worker(
 ):
     # the campaign's first run lost a worker (and hung its pool) when the alarm came while
     # the timer was being disarmed: the handler's exception left run_one from `finally`
+    # and a second run lost the CI's pytest process: the exception skipped the wall-clock
+    # timer's disarming, which fired (SIGALRM, default handler again: exit 142) 300 s later
+    import signal
+
     import fuzz_readers
 
     real = fuzz_readers.signal.setitimer
+    fired = []
 
     def disarm(which, seconds):
         real(which, seconds)
-        if seconds == 0:
+        if seconds == 0 and not fired:  # the first timer disarmed, the alarm comes
+            fired.append(which)
             fuzz_readers._on_alarm(None, None)
 
     monkeypatch.setattr(fuzz_readers, "analyse", lambda path, gpu: None)
     monkeypatch.setattr(fuzz_readers.signal, "setitimer", disarm)
     assert run_one(0, seeds, "s", tmp_path, tmp_path / "out").outcome == "timeout"
+    assert fired == [signal.ITIMER_PROF]
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left to go off
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
 
 
 def test_batches_add_up_and_a_finished_batch_is_not_run_again(tmp_path, monkeypatch):
