@@ -24,7 +24,10 @@ The campaign (docs/fuzzing.md), in batches that can be resumed and added up::
 Each finished batch is written to ``OUT/batch_<seed>_<from>_<to>.json``; a run skips the
 batches already there, and ``OUT/summary.json`` adds them all up. ``--sanitized SO`` loads
 that build of the compiled scanner first (tests/sanitize/run.sh builds it; run under its
-LD_PRELOAD and options); ``--kinds kineto,kineto_gz`` fuzzes those readers only. A bounded
+LD_PRELOAD and options); ``--kinds kineto,kineto_gz`` fuzzes those readers only.
+``--stage read`` reads each input only (``load_trace``: the readers, no analysis), about ten
+times cheaper; its files are ``batch-read_*``, ``summary-read.json`` and
+``records-read.jsonl``, and input ``i`` of a seed is the same input in either stage. A bounded
 run is a test (tests/fuzz/test_fuzz_readers.py); docs/fuzzing.md has the campaign's counts.
 """
 
@@ -340,8 +343,21 @@ def analyse(path: Path, gpu: str | None) -> None:
                     top=10)  # fmt: skip
 
 
-def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path) -> Record:
-    """Make input ``index`` and run it; a bug's input is copied under ``out/bugs``."""
+def read(path: Path, gpu: str | None) -> None:
+    """Read ``path`` as `advisor analyze` reads it first (``load_trace`` with the --gpu),
+    nothing after: the ``read`` stage, at about a tenth of ``analyse``'s cost."""
+    from advisor.trace.load import load_trace
+
+    load_trace(path, gpu=gpu)
+
+
+STAGES = ("analyze", "read")  # what each input goes through: analyse, or read only
+
+
+def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path,
+            stage: str = "analyze") -> Record:  # fmt: skip
+    """Make input ``index`` and run it through ``stage`` (STAGES); a bug's input is copied
+    under ``out/bugs``."""
     from advisor.errors import AdvisorInputError
     from advisor.trace import kineto
 
@@ -368,7 +384,7 @@ def run_one(index: int, seeds: list[Seed], seed_text: str, work: Path, out: Path
         try:  # the limit is CPU time (a loaded machine is no timeout), wall time a backstop
             signal.setitimer(signal.ITIMER_PROF, TIME_LIMIT_S)
             signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_S)
-            analyse(folder / seed.main, gpu)
+            (read if stage == "read" else analyse)(folder / seed.main, gpu)
         finally:  # (a limit reached just here is a timeout too, caught below)
             _disarm()
     except AdvisorInputError as exc:
@@ -407,7 +423,8 @@ def _class_dir(rec: Record) -> str:
 _STATE: dict = {}
 
 
-def _worker_init(seeds: list[Seed], seed_text: str, out: str, sanitized: str | None) -> None:
+def _worker_init(seeds: list[Seed], seed_text: str, out: str, sanitized: str | None,
+                 stage: str = "analyze") -> None:  # fmt: skip
     if sanitized:
         sys.path.insert(0, str(ROOT / "tests" / "sanitize"))
         from kscan_swap import swap
@@ -415,24 +432,26 @@ def _worker_init(seeds: list[Seed], seed_text: str, out: str, sanitized: str | N
         swap(sanitized)
     warnings.simplefilter("ignore")
     work = Path(tempfile.mkdtemp(prefix="fuzz_readers_"))
-    _STATE.update(seeds=seeds, seed_text=seed_text, work=work, out=Path(out))
+    _STATE.update(seeds=seeds, seed_text=seed_text, work=work, out=Path(out), stage=stage)
 
 
 def _worker_run(index: int) -> Record:
     s = _STATE
-    return run_one(index, s["seeds"], s["seed_text"], s["work"], s["out"])
+    return run_one(index, s["seeds"], s["seed_text"], s["work"], s["out"], s["stage"])
 
 
 def run_batch(indices: range, seeds: list[Seed], seed_text: str, out: Path, workers: int,
-              sanitized: str | None = None, progress: bool = True) -> list[Record]:  # fmt: skip
-    """Run the inputs ``indices`` in ``workers`` processes (each restarted every 300 inputs)."""
+              sanitized: str | None = None, progress: bool = True,
+              stage: str = "analyze") -> list[Record]:  # fmt: skip
+    """Run the inputs ``indices`` through ``stage`` in ``workers`` processes (each restarted
+    every 300 inputs)."""
+    init = (seeds, seed_text, str(out), sanitized, stage)
     if workers <= 1:
-        _worker_init(seeds, seed_text, str(out), sanitized)
+        _worker_init(*init)
         return [_worker_run(i) for i in indices]
     ctx = multiprocessing.get_context("fork")  # (the parent runs no threads)
     records = []
-    with ctx.Pool(workers, _worker_init, (seeds, seed_text, str(out), sanitized),
-                  maxtasksperchild=300) as pool:  # fmt: skip
+    with ctx.Pool(workers, _worker_init, init, maxtasksperchild=300) as pool:
         for n, rec in enumerate(pool.imap_unordered(_worker_run, indices, chunksize=4), 1):
             records.append(rec)
             if progress and n % 500 == 0:
@@ -468,6 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=5000, help="inputs per batch file")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "fuzz")
     ap.add_argument("--sanitized", help="a sanitizer build of the scanner to load first")
+    ap.add_argument("--stage", choices=STAGES, default="analyze",
+                    help="analyze: read and analyse each input as `advisor analyze` does; "
+                    "read: read it only (load_trace), about 10x cheaper")  # fmt: skip
     ap.add_argument(
         "--kinds",
         default=",".join(KINDS),
@@ -480,24 +502,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(seeds)} seeds: " + ", ".join(
         f"{k} {sum(s.kind == k for s in seeds)}" for k in KINDS), file=sys.stderr)  # fmt: skip
     end = args.start + args.count
+    prefix = "batch" if args.stage == "analyze" else f"batch-{args.stage}"  # (kept apart)
     for lo in range(args.start, end, args.batch):
         hi = min(lo + args.batch, end)
-        done = args.out / f"batch_{args.seed}_{lo}_{hi}.json"
+        done = args.out / f"{prefix}_{args.seed}_{lo}_{hi}.json"
         if done.exists():
             continue
         t0 = time.perf_counter()
         print(f"inputs {lo}..{hi - 1}", file=sys.stderr)
         records = run_batch(range(lo, hi), seeds, args.seed, args.out, args.workers,
-                            args.sanitized)  # fmt: skip
+                            args.sanitized, stage=args.stage)  # fmt: skip
         done.write_text(json.dumps(summarize(records, time.perf_counter() - t0), indent=1))
-        with (args.out / "records.jsonl").open("a") as fh:
+        with (args.out / f"records{prefix[5:]}.jsonl").open("a") as fh:
             for r in records:
                 if r.outcome != "ok" or r.index % 50 == 0:
                     fh.write(json.dumps(asdict(r)) + "\n")
     total: dict = {}
-    for f in sorted(args.out.glob(f"batch_{args.seed}_*.json")):
+    for f in sorted(args.out.glob(f"{prefix}_{args.seed}_*.json")):
         total = _add(total, json.loads(f.read_text()))
-    (args.out / "summary.json").write_text(json.dumps(total, indent=1))
+    (args.out / f"summary{prefix[5:]}.json").write_text(json.dumps(total, indent=1))
     print(json.dumps({k: total[k] for k in ("inputs", "outcomes", "seconds")}), file=sys.stderr)
     for key, b in sorted(total["bugs"].items(), key=lambda kv: -kv[1]["count"]):
         print(f"BUG x{b['count']}: {key}: {b['error'][:200]} (e.g. input {b['examples'][0]})",

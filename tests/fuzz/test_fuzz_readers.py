@@ -135,3 +135,24 @@ def test_batches_add_up_and_a_finished_batch_is_not_run_again(tmp_path, monkeypa
     assert [list(r) for r in ran] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     total = json.loads((tmp_path / "summary.json").read_text())
     assert total["inputs"] == 10 and total["outcomes"] == {"ok": 10}
+
+
+def test_the_read_stage_reads_only_and_keeps_its_files_apart(tmp_path, monkeypatch):
+    import fuzz_readers
+
+    def no_analysis(path, gpu):
+        raise AssertionError("the read stage analysed an input")
+
+    monkeypatch.setattr(fuzz_readers, "analyse", no_analysis)
+    read = []
+    real = fuzz_readers.read
+    monkeypatch.setattr(
+        fuzz_readers, "read", lambda path, gpu: read.append(path) or real(path, gpu)
+    )
+    args = ["--count", "7", "--batch", "7", "--workers", "1", "--seed", "r", "--out", str(tmp_path)]
+    assert main([*args, "--stage", "read"]) == 0
+    assert len(read) == 7  # one per kind, each read
+    total = json.loads((tmp_path / "summary-read.json").read_text())
+    assert total["inputs"] == 7 and not total["bugs"]
+    assert sorted(p.name for p in tmp_path.glob("batch*")) == ["batch-read_r_0_7.json"]
+    assert not (tmp_path / "summary.json").exists()  # (an analyze run's counts stay its own)
