@@ -1,7 +1,8 @@
 """Write a reference configuration for every finding: ``advisor analyze TRACE --emit DIR``.
 
 GEMM findings get a self-contained Triton script (knobs from ``knobs.py``, the trace's shape,
-``--check``/``--bench``/``--m --n --k``), a JSON record of the knobs and the equivalent
+``--check``/``--bench``/``--m --n --k``; the planner, templates/planner.py, inlined whole with
+the facts advisor planned with), a JSON record of the knobs and the equivalent
 ``cutlass_profiler`` command; launch findings a CUDA-graph / reduce-overhead script; overlap
 and other findings a markdown note with the knobs, and the multi-GPU strategies
 (comm_overlap, tp_overlap, pipeline_schedule) also a torch.distributed script (``dist.py``).
@@ -12,20 +13,18 @@ wrote for each (``Emitted``).
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import pprint
 import re
 import shutil
 import textwrap
-from dataclasses import replace
+from dataclasses import asdict, replace
 from importlib import resources
 from pathlib import Path
 from string import Template
 
 from advisor.configs import dist, knobs
-from advisor.data import gpu_facts
 from advisor.errors import AdvisorInputError
 from advisor.rules.finding import Emitted, Finding
 from advisor.rules.registry import EmitKind, strategy
@@ -34,6 +33,7 @@ from advisor.trace.model import GpuSpec
 from advisor.units import fmt_ns
 
 TEMPLATE_PACKAGE = "advisor.configs.templates"
+PLANNER = "planner.py"  # (the GEMM planner: a module advisor imports too, configs/knobs.py)
 OVERLAP_NOTE = "overlap.md"  # (the note that says how much comm shares compute's stream)
 
 
@@ -90,43 +90,25 @@ def cutlass_command(cfg: dict, m: int, n: int, k: int, gpu: GpuSpec) -> str:
 Made = tuple[dict[str, str], Emitted]  # (file name -> text, what it means for the finding)
 
 
-PLANNER_FACTS = {  # GpuSpec fields the planner reads, with their types
-    "name": "str", "sm_count": "int", "compute_capability": "str", "max_warps_per_sm": "int",
-    "max_blocks_per_sm": "int", "shared_mem_per_sm": "int", "max_shared_mem_per_block": "int",
-    "reserved_shared_mem_per_block": "int", "dense_fp16_tflops": "float | None",
-    "memory_bandwidth_gbs": "float | None",
-}  # fmt: skip
+def _literal_call(func: str, kwargs: dict) -> str:
+    """``func(`` one ``key=value,`` a line ``)``, the values as Python literals (96 columns)."""
+    lines = [f"{func}("]
+    for key, value in kwargs.items():
+        head = f"    {key}="
+        text = pprint.pformat(value, width=96 - len(head), sort_dicts=False)
+        lines.append(head + text.replace("\n", "\n" + " " * len(head)) + ",")
+    return "\n".join([*lines, ")"]) + "\n"
 
 
 def planner_section(gpu: GpuSpec) -> str:
-    """advisor's knob planner (configs/knobs.py, verbatim but for its imports) for an emitted
-    script: the GPU's facts as GPU, so --m/--n/--k re-plan the way advisor would."""
-    source = inspect.getsource(knobs)
-    body = source.split("from advisor.trace.model import GpuSpec\n", 1)[1]
-    facts = {k: getattr(gpu, k) for k in PLANNER_FACTS}
-    sections = {
-        "cost_model_fallback": {k: gpu_facts("cost_model_fallback")[k]
-                                for k in ("dense_fp16_tflops", "memory_bandwidth_gbs")},
-        "gluon_launch": {"min_model_us": gpu_facts("gluon_launch")["min_model_us"]},
-        "gemm_tiles": gpu_facts("gemm_tiles"),
-    }  # fmt: skip
+    """advisor's knob planner for an emitted script: templates/planner.py whole, then the
+    facts advisor plans with as literals (gpus.yaml's sections, the GPU's as GPU), so that
+    --m/--n/--k re-plan the way advisor would."""
     return (
-        "# ---- planner: advisor/configs/knobs.py (the same search advisor ran) ----------------\n"
-        "import math  # noqa: E402\n"
-        "from dataclasses import dataclass  # noqa: E402\n\n\n"
-        "@dataclass(frozen=True)\n"
-        "class GpuSpec:\n"
-        '    """The GPU facts the planner reads (advisor.trace.model.GpuSpec\'s)."""\n\n'
-        + "".join(f"    {k}: {kind}\n" for k, kind in PLANNER_FACTS.items())
-        + "\n    @property\n    def cc_major(self) -> int | None:\n"
-        '        head = self.compute_capability.split(".")[0]\n'
-        "        return int(head) if head.isdigit() else None\n\n\n"
-        f"GPU = GpuSpec(**{pprint.pformat(facts, sort_dicts=False, width=88)})\n\n\n"
-        "def gpu_facts(section: str) -> dict:\n"
-        '    """gpus.yaml\'s sections the planner reads (cost_model_fallback: rates for a GPU '
-        "without\n    datasheet numbers; gluon_launch: when the Gluon kernel runs;\n"
-        '    gemm_tiles: the tile table and cost-model terms fitted to measurements)."""\n'
-        f"    return {pprint.pformat(sections, width=88)}[section]\n\n" + body
+        _template(PLANNER)
+        + "\n\n"
+        + _literal_call("calibrate", knobs.calibration())
+        + _literal_call("GPU = PlannerFacts", asdict(knobs.planner_facts(gpu)))
     )
 
 

@@ -1,331 +1,65 @@
-"""Choose GEMM kernel knobs for a strategy by searching a calibrated cost model (not constants).
+"""The GEMM knob planner on advisor's side: templates/planner.py (the search and its cost
+model, documented there and in docs/configs.md), calibrated with gpus.yaml's sections and
+given the facts of advisor's GpuSpec.
 
-Cost model (documented in docs/configs.md; its numbers are gpus.yaml's ``gemm_tiles``,
-fitted to H200 measurements by benchmarks/fit_tiles.py): a K-iteration of a BM x BN x BK
-tile costs ``2*BM*BN*BK / (per-SM rate * efficiency(tile, kernel))``, times
-``uneven_k_factor`` for the Triton kernels when BLOCK_K does not divide the padded K; an SM
-running c CTAs shares its rate, so a launch of G CTAs with I K-iterations each lasts
-``ceil(G / slots) * c * I * t_iter``. The Gluon warp-specialized kernel (Hopper) is
-persistent with one CTA per SM. Split-K adds the partial-sum traffic (fp32 write + read),
-Stream-K its fix-up traffic, both at the memory bandwidth; every kernel adds the copy of an
-operand whose row stride it pads (read + write) and a fixed time per call (``fixed_us``).
-Occupancy c of a Triton candidate comes from its shared memory (stages x (BM + BN) x BK x
-2 B + 1 KiB) and warps.
+The planner imports nothing of advisor: every emitted GEMM script inlines it whole, followed
+by the facts advisor planned with (configs/emit.py). The facts are built here only:
+``planner_facts`` (a GPU's) and the planner's ``calibration()`` (gpus.yaml's sections, set
+below). The planner's names are this module's (``knobs.split_k(knobs.Problem(m, n, k,
+gpu))``); ``Problem`` and ``tile_ctas_per_sm`` take a GpuSpec here.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import fields
 
+from advisor.configs.templates import planner
+from advisor.configs.templates.planner import (  # noqa: F401  (the planner's names are knobs')
+    CALIBRATION,
+    CANDIDATES,
+    CHOOSERS,
+    KERNELS,
+    MAX_SPLITS,
+    MIN_ITERS_PER_SPLIT,
+    PAD_ALIGN,
+    SK_POLICIES,
+    NoTileFits,
+    PlannerFacts,
+    _base,
+    _pad_ns,
+    _sk_partials,
+    calibration,
+    data_parallel,
+    gluon_knob,
+    persistent,
+    sk_data_parallel_tiles,
+    split_k,
+    split_k_ns,
+    stream_k,
+    stream_k_ns,
+    stream_k_tile_ns,
+    tma_warp_specialized,
+)
 from advisor.data import gpu_facts
 from advisor.trace.model import GpuSpec
 
-CALIBRATION = gpu_facts("gemm_tiles")
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, efficiency of the Triton kernel,
-#  efficiency of the Gluon kernel or None where it does not run the tile)
-CANDIDATES = [tuple(row) for row in CALIBRATION["tiles"]]
-KERNELS = ("triton", "gluon")
-# elements the scripts pad row strides (K of A, N of B) to, per kernel: Triton vectorizes
-# loads only along strides divisible by 16, TMA needs 16 bytes (the scripts' ROW_ALIGN and
-# TMA_ALIGN are these)
-PAD_ALIGN = {"triton": 16, "gluon": 8}
-MIN_ITERS_PER_SPLIT = 8
-MAX_SPLITS = 64
-ELEMENT_BYTES = 2  # bf16/fp16 operands
-GROUP_M = 8
+planner.calibrate(
+    gemm_tiles=gpu_facts("gemm_tiles"),
+    cost_model_fallback=gpu_facts("cost_model_fallback"),
+    gluon_launch=gpu_facts("gluon_launch"),
+)
 
 
-class NoTileFits(ValueError):
-    """No candidate tile of the planner fits the GPU (shared memory, warps, CTAs per SM)."""
+def planner_facts(gpu: GpuSpec) -> PlannerFacts:
+    """The facts of ``gpu`` the planner reads: GpuSpec's fields of PlannerFacts' names."""
+    return PlannerFacts(**{f.name: getattr(gpu, f.name) for f in fields(PlannerFacts)})
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One GEMM to tune: shape and the GPU it runs on."""
-
-    m: int
-    n: int
-    k: int
-    gpu: GpuSpec
-
-    @property
-    def per_sm_flops(self) -> float:
-        """FLOP/ns one SM sustains (datasheet dense 16-bit rate / SMs; for a GPU without
-        one, gpus.yaml's cost_model_fallback)."""
-        tflops = self.gpu.dense_fp16_tflops or gpu_facts("cost_model_fallback")["dense_fp16_tflops"]
-        return tflops * 1e12 / self.gpu.sm_count / 1e9
-
-    @property
-    def bandwidth(self) -> float:
-        """Memory bandwidth in B/ns (GB/s); gpus.yaml's cost_model_fallback when unknown."""
-        fallback = gpu_facts("cost_model_fallback")["memory_bandwidth_gbs"]
-        return float(self.gpu.memory_bandwidth_gbs or fallback)
-
-    @property
-    def kernels(self) -> tuple[str, ...]:
-        """The kernels the scripts can run here: the Gluon one on Hopper (capability 9)."""
-        return KERNELS if self.gpu.cc_major == 9 else KERNELS[:1]
+def Problem(m: int, n: int, k: int, gpu: GpuSpec) -> planner.Problem:
+    """The planner's GEMM to tune (its Problem), on ``gpu``'s facts (planner_facts)."""
+    return planner.Problem(m, n, k, planner_facts(gpu))
 
 
 def tile_ctas_per_sm(bm: int, bn: int, bk: int, warps: int, stages: int, gpu: GpuSpec) -> int:
-    """Resident CTAs of a candidate: shared memory, warps and block limits."""
-    smem = stages * (bm + bn) * bk * ELEMENT_BYTES + gpu.reserved_shared_mem_per_block
-    if smem > gpu.max_shared_mem_per_block + gpu.reserved_shared_mem_per_block:
-        return 0
-    by_smem = gpu.shared_mem_per_sm // smem
-    by_warps = gpu.max_warps_per_sm // warps
-    return int(max(0, min(by_smem, by_warps, gpu.max_blocks_per_sm)))
-
-
-def _launch_ns(ctas: int, iters: float, slots: int, per_sm: int, t_iter: float) -> float:
-    return math.ceil(ctas / slots) * per_sm * iters * t_iter
-
-
-def _round_up(x: int, align: int) -> int:
-    return -(-x // align) * align
-
-
-def _pad_ns(p: Problem, kernel: str) -> float:
-    """Time of the copies that pad row strides (K of A, N of B) to the kernel's PAD_ALIGN
-    elements, as the scripts' ``padded`` does: read + write at the bandwidth."""
-    align = PAD_ALIGN[kernel]
-    kp, np_ = _round_up(p.k, align), _round_up(p.n, align)
-    copied = (p.m * p.k if kp != p.k else 0) + (p.k * p.n if (kp, np_) != (p.k, p.n) else 0)
-    return 2 * copied * ELEMENT_BYTES / p.bandwidth
-
-
-def _base(p: Problem, cand, kernel: str = "triton") -> dict | None:
-    """A candidate tile for one kernel with what every strategy's model needs (None: the
-    tile does not fit, or the kernel has no measured efficiency for it)."""
-    bm, bn, bk, warps, stages, *effs = cand
-    eff = effs[KERNELS.index(kernel)]
-    c = tile_ctas_per_sm(bm, bn, bk, warps, stages, p.gpu)
-    if c == 0 or not eff:
-        return None
-    if kernel == "gluon":
-        c = 1  # persistent: one CTA per SM
-    uneven = kernel == "triton" and _round_up(p.k, PAD_ALIGN[kernel]) % bk != 0
-    tiles = math.ceil(p.m / bm) * math.ceil(p.n / bn)
-    return dict(
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages, GROUP_M=GROUP_M,
-        kernel=kernel, ctas_per_sm=c, slots=c * p.gpu.sm_count, tiles=tiles,
-        k_iters=math.ceil(p.k / bk),
-        t_iter=2.0 * bm * bn * bk / (p.per_sm_flops * eff)
-        * (CALIBRATION["uneven_k_factor"] if uneven else 1.0),
-        uneven_k=uneven, pad_ns=_pad_ns(p, kernel),
-    )  # fmt: skip
-
-
-def _feasible(p: Problem, kernels: tuple[str, ...] = ("triton",)) -> list[dict]:
-    """The candidates that fit on the GPU, per kernel in CANDIDATES order, as ``_base`` dicts
-    (NoTileFits when none does)."""
-    found = [b for kernel in kernels for cand in CANDIDATES
-             if (b := _base(p, cand, kernel)) is not None]  # fmt: skip
-    if not found:
-        raise NoTileFits(
-            f"no GEMM tile of the planner fits {p.gpu.name} ({p.gpu.shared_mem_per_sm} B shared "
-            f"memory per SM, {p.gpu.max_shared_mem_per_block} B per block)"
-        )
-    return found
-
-
-def _fixed_ns(strategy: str, kernel: str) -> float:
-    """GPU time per call that does not scale with the work (launches, pipeline fill,
-    epilogue, split-K's reduce launch), fitted per strategy and kernel; 0 where unmeasured."""
-    return CALIBRATION["fixed_us"].get(strategy, {}).get(kernel, 0.0) * 1e3
-
-
-def _cheapest(configs) -> dict:
-    """The config with the lowest ``model_ns`` (the first one on a tie)."""
-    return min(configs, key=lambda c: c["model_ns"])
-
-
-def _data_parallel_ns(b: dict) -> float:
-    """Modelled time of one tile per CTA, every K-iteration in its tile's CTA (ns)."""
-    compute = _launch_ns(b["tiles"], b["k_iters"], b["slots"], b["ctas_per_sm"], b["t_iter"])
-    return compute + b["pad_ns"]
-
-
-def data_parallel(p: Problem) -> dict:
-    """Best one-tile-per-CTA config (lowest modelled time, tail included)."""
-
-    def modelled(b: dict) -> dict:
-        waves = b["tiles"] / b["slots"]
-        return dict(b, model_ns=_data_parallel_ns(b), waves=waves,
-                    tail=1 - waves / math.ceil(waves))  # fmt: skip
-
-    best = _cheapest(modelled(b) for b in _feasible(p))
-    return _finish(best, "data_parallel", NUM_PROGS=best["slots"])
-
-
-def split_k_ns(p: Problem, b: dict, splits: int) -> dict:
-    """Modelled split-K time of tile ``b`` with ``splits`` K-slices (no slice left empty):
-    partial GEMMs, then the two-pass reduction's fp32 partials written and read back and
-    the output written, the padding copies and the fixed time."""
-    per_split = math.ceil(b["k_iters"] / splits)
-    used = math.ceil(b["k_iters"] / per_split)
-    compute = _launch_ns(b["tiles"] * used, per_split, b["slots"], b["ctas_per_sm"], b["t_iter"])
-    traffic = (2 * 4 * used + ELEMENT_BYTES) * p.m * p.n if used > 1 else 0
-    model = _fixed_ns("split_k", b["kernel"]) + compute + traffic / p.bandwidth + b["pad_ns"]
-    return dict(b, SPLITS=used, model_ns=model, waves=b["tiles"] * used / b["slots"])
-
-
-def split_k(p: Problem) -> dict:
-    """Tile, split count and kernel with the lowest modelled time (>= 8 K-iterations per
-    split)."""
-
-    def splits_of(b: dict):
-        for splits in range(1, MAX_SPLITS + 1):
-            if splits > 1 and math.ceil(b["k_iters"] / splits) < MIN_ITERS_PER_SPLIT:
-                return
-            yield split_k_ns(p, b, splits)
-
-    best = _pick_kernel(p, splits_of)
-    return _finish(best, "split_k", ATOMIC=0, GLUON=int(best["kernel"] == "gluon"))
-
-
-# Stream-K policies (Stream-K++): SK_TILES -> how the tiles split between whole-tile
-# data-parallel waves and the Stream-K share of K-iterations
-SK_POLICIES = {
-    0: "data-parallel only",
-    1: "data-parallel waves + under one tile of Stream-K per CTA (the partial wave)",
-    2: "data-parallel waves + one to two tiles of Stream-K per CTA (one more wave)",
-    -1: "all Stream-K",
-}
-
-
-def sk_data_parallel_tiles(tiles: int, progs: int, policy: int) -> int:
-    """Tiles run whole in data-parallel waves by ``progs`` CTAs under Stream-K policy
-    ``policy`` (SK_POLICIES); the rest are shared out as K-iterations. Without a partial
-    wave every policy but -1 is data-parallel."""
-    full_waves, partial = divmod(tiles, progs)
-    if policy == -1:
-        return 0
-    if policy == 0 or not partial:
-        return tiles
-    return max(full_waves - (policy - 1), 0) * progs
-
-
-def _sk_partials(sk_iters: int, progs: int, iters_per_tile: int) -> tuple[int, int]:
-    """(partial tiles handed on, most CTAs sharing one tile) when ``sk_iters`` K-iterations
-    are split in contiguous shares over ``progs`` CTAs (the first ``sk_iters % progs`` take
-    one more): a share that ends inside a tile hands its partial to the CTA after it."""
-    per, extra = divmod(sk_iters, progs)
-    ends = [j * per + min(j, extra) for j in range(1, progs)]
-    cuts = [e for e in ends if 0 < e < sk_iters and e % iters_per_tile]
-    ways = 1
-    for tile in range(math.ceil(sk_iters / iters_per_tile)) if cuts else ():
-        lo, hi = tile * iters_per_tile, (tile + 1) * iters_per_tile
-        ways = max(ways, 1 + sum(lo < e < hi for e in cuts))
-    return len(cuts), ways
-
-
-def stream_k_ns(p: Problem, b: dict, policy: int = 2) -> dict:
-    """Modelled Stream-K time of tile ``b`` under ``policy``: the data-parallel waves (a
-    partial wave filled to a fraction f of the CTAs costs floor + (1 - floor) f of a whole
-    one: its CTAs run faster with the SMs' memory to fewer of them), then each CTA's share
-    of the Stream-K iterations (each at sk_iter_factor of a whole tile's), plus
-    the fix-up: every partial tile written and read back at the memory bandwidth, and on the
-    critical path the CTA finishing the most-shared tile reading the others' partials at one
-    SM's share of it (gemm_tiles.sk_fixup_sm_share), the padding copies and the fixed time."""
-    tiles, k_iters = b["tiles"], b["k_iters"]
-    progs = min(b["slots"], tiles * k_iters)
-    dp_tiles = sk_data_parallel_tiles(tiles, progs, policy)
-    sk_iters = (tiles - dp_tiles) * k_iters
-    full_waves, partial = divmod(dp_tiles, progs)
-    floor = CALIBRATION["sk_partial_wave_floor"]
-    waves = full_waves + (floor + (1 - floor) * partial / progs if partial else 0)
-    iters = waves * k_iters + math.ceil(sk_iters / progs) * CALIBRATION["sk_iter_factor"]
-    compute = b["ctas_per_sm"] * iters * b["t_iter"]
-    partials, ways = _sk_partials(sk_iters, progs, k_iters) if sk_iters else (0, 1)
-    tile_bytes = b["BLOCK_M"] * b["BLOCK_N"] * 4
-    per_sm = p.bandwidth / p.gpu.sm_count * CALIBRATION["sk_fixup_sm_share"]
-    fixup = partials * tile_bytes * 2 / p.bandwidth + (ways - 1) * tile_bytes / per_sm
-    model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup + b["pad_ns"]
-    return dict(b, model_ns=model, sk_tiles=tiles - dp_tiles, NUM_PROGS=progs, SK_TILES=policy)
-
-
-def stream_k_tile_ns(p: Problem, b: dict) -> dict:
-    """Modelled time of tile ``b`` under the fixed policy 2 (the tile model fitted with
-    ``fixed_us``, which chooses tile and kernel): all K-iterations spread evenly over the
-    resident CTAs, plus the fix-up of the shared tiles (fp32 partial written and read back),
-    the padding copies and the fixed time."""
-    total = b["tiles"] * b["k_iters"]
-    progs = min(b["slots"], total)
-    compute = b["ctas_per_sm"] * math.ceil(total / progs) * b["t_iter"]
-    sk_tiles = b["tiles"] - sk_data_parallel_tiles(b["tiles"], progs, 2)
-    fixup = sk_tiles * b["BLOCK_M"] * b["BLOCK_N"] * 4 * 2
-    model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup / p.bandwidth + b["pad_ns"]
-    return dict(b, model_ns=model)
-
-
-def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict:
-    """Tile and kernel by the tile model (``stream_k_tile_ns``), then the Stream-K policy
-    of ``policies`` with the lowest modelled time for that tile (``stream_k_ns``; the first
-    on a tie)."""
-    tile = _pick_kernel(p, lambda b: [stream_k_tile_ns(p, b)])
-    best = min((stream_k_ns(p, tile, policy) for policy in policies),
-               key=lambda c: c["model_ns"])  # fmt: skip
-    return _finish(best, "stream_k", GLUON=int(best["kernel"] == "gluon"))
-
-
-def _pick_kernel(p: Problem, configs_of) -> dict:
-    """The cheapest config per kernel (``configs_of(base)`` yields a base tile's modelled
-    configs); the Gluon one where it is modelled no slower than the Triton one and long
-    enough to hide its launch (``gluon_knob``), else the Triton one."""
-    best = {kernel: _cheapest(c for b in _feasible(p, (kernel,)) for c in configs_of(b))
-            for kernel in p.kernels}  # fmt: skip
-    gluon = best.get("gluon")
-    if gluon and gluon_knob(gluon["model_ns"]) and gluon["model_ns"] <= best["triton"]["model_ns"]:
-        return gluon
-    return best["triton"]
-
-
-def persistent(p: Problem) -> dict:
-    """Data-parallel tile choice run as a persistent tile loop over SMs x CTAs/SM."""
-    cfg = data_parallel(p)
-    cfg["strategy"] = "persistent"
-    return cfg
-
-
-def tma_warp_specialized(p: Problem) -> dict:
-    """Persistent TMA kernel: large tile, one CTA per SM, deep pipeline."""
-    tile = (128, 256, 64, 8, 3) if p.n >= 256 else (128, 128, 64, 8, 4)
-    cand = next(c for c in CANDIDATES if c[:5] == tile)
-    b = _base(p, cand, p.kernels[-1])  # the Gluon kernel on Hopper
-    if b is None:
-        raise NoTileFits(
-            f"the warp-specialized {tile[0]}x{tile[1]}x{tile[2]} tile ({tile[4]} stages) does "
-            f"not fit {p.gpu.name} ({p.gpu.max_shared_mem_per_block} B shared memory per block)"
-        )
-    return _finish(
-        dict(b, model_ns=_data_parallel_ns(b)),
-        "warp_specialization",
-        NUM_PROGS=p.gpu.sm_count,
-        WARP_SPECIALIZE=(p.gpu.cc_major or 0) >= 9,
-    )
-
-
-def gluon_knob(model_ns: float) -> int:
-    """1: run the Gluon warp-specialized kernel where it fits (Hopper), 0: the Triton one.
-    Gluon from gpus.yaml's gluon_launch.min_model_us of modelled kernel time: below it the
-    Gluon path's longer Python launch outweighs its faster kernel (measured, see there)."""
-    return int(model_ns >= gpu_facts("gluon_launch")["min_model_us"] * 1e3)
-
-
-def _finish(best: dict, strategy: str, **extra) -> dict:
-    cfg = {k: v for k, v in best.items() if k not in ("t_iter", "kernel", "pad_ns", "uneven_k")}
-    cfg.update(extra)
-    cfg["strategy"] = strategy
-    cfg["model_ns"] = round(cfg["model_ns"])
-    return cfg
-
-
-CHOOSERS = {
-    "split_k": split_k,
-    "stream_k": stream_k,
-    "tile_reshape": persistent,
-    "persistent": persistent,
-    "warp_specialization": tma_warp_specialized,
-}
+    """Resident CTAs of a candidate on ``gpu`` (planner.tile_ctas_per_sm on its facts)."""
+    return planner.tile_ctas_per_sm(bm, bn, bk, warps, stages, planner_facts(gpu))
