@@ -12,7 +12,7 @@ import pytest
 from conftest import H200_2GPU, H200_SINGLE, analysis_of, needs_kernels
 
 from advisor.analysis import analyze
-from advisor.configs.emit import cutlass_command, emit, emit_into
+from advisor.configs.emit import cutlass_command, emit, emit_into, planner_section
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
 from advisor.metrics.gemm import ShapeOption
@@ -369,6 +369,15 @@ def _script_module(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_scripts_hold_the_planner_whole_with_advisors_facts(synthetic_emit):
+    # issue 32: the planner section is templates/planner.py as it is, then the facts
+    # (tests/configs/test_planner.py checks that section)
+    section = planner_section(H200)
+    for script in synthetic_emit.values():
+        text = script.read_text()
+        assert text.count(section) == 1 and text.count("# ---- planner:") == 1, script
 
 
 @needs_kernels
