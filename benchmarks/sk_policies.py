@@ -5,7 +5,7 @@ shapes, against cuBLAS, inside a CUDA graph (issue 29's policy table).
     python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--out rows.json]
 
 STREAM_K_SCRIPT is an emitted Stream-K script (`advisor analyze ... --emit DIR`); its own
-planner (advisor's knobs.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
+planner (advisor's planner.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
 the tile it models fastest, and its overall choice. Each config is checked against a float32
 matmul (relative error <= 1e-2 bf16, 5e-3 fp16), then it and torch.matmul are timed with
 triton.testing.do_bench_cudagraph (median of 3 medians, interleaved). One row per shape,
