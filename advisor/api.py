@@ -13,16 +13,19 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from advisor.analysis import Analysis
 from advisor.configs.emit import emit_into
 from advisor.errors import AdvisorInputError
-from advisor.gating.compare import GateResult
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir
 from advisor.rules.finding import Finding
+
+if TYPE_CHECKING:  # (the gate, and pydantic under it, load only when a gate runs)
+    from advisor.gating.compare import GateResult
 
 TracePaths = str | PathLike | Sequence[str | PathLike]
 # the steady idle by cause in the summary (docs/metrics.md, "Why the GPU waited"), then
