@@ -43,7 +43,8 @@ def launch_counters(counters: pd.DataFrame, launches: int) -> dict[str, np.ndarr
     sm_imbalance = sm_active_cycles_max / sm_active_cycles_avg (1: every SM as busy as the
     busiest); sm_idle_fraction = 1 - avg / max (the share of the SMs' time over the launch
     spent waiting for the busiest SM); memory_stall_share = the MEMORY_STALLS cycles per
-    issued instruction over all of them (warp_cycles_per_issue)."""
+    issued instruction over all of them (warp_cycles_per_issue), or the share a counter
+    tool measured itself (trace.counters' memory_stall_share: AMD's, counters.yaml)."""
     out = {c: np.full(launches, np.nan) for c in GROUP_AGGREGATES}
     out["counter_launches"] = np.zeros(launches)
     if counters.empty:
@@ -60,7 +61,10 @@ def launch_counters(counters: pd.DataFrame, launches: int) -> dict[str, np.ndarr
         out["sm_idle_fraction"][at] = np.where(high > 0, 1 - mean / high, np.nan)
         stalls = c[MEMORY_STALLS].to_numpy(np.float64).sum(axis=1)
         total = c["warp_cycles_per_issue"].to_numpy(np.float64)
-        out["memory_stall_share"][at] = np.where(total > 0, stalls / total, np.nan)
+        share = np.where(total > 0, stalls / total, np.nan)
+        if "memory_stall_share" in c:  # (a tool that measures the share itself: AMD's)
+            share = np.where(np.isnan(share), c["memory_stall_share"].to_numpy(np.float64), share)
+        out["memory_stall_share"][at] = share
     for col in _AS_IS:
         out[col][at] = c[col].to_numpy(np.float64)
     return out

@@ -359,7 +359,7 @@ def _finding(
     evidence = {c: values[c] for c in rule.spec.evidence}
     summary = TEMPLATE.format(rule.spec.message, **values)
     counters = counters_say(rule, values)
-    if counters is not None:
+    if counters is not None and counters["says"]:  # (counters that say nothing: no words)
         summary += f"; counters ({counters['counter_launches']} launch(es)): {counters['says']}"
         if counters["ncu_related"]:
             summary += f"; ncu: {counters['ncu_related']}"

@@ -6,7 +6,12 @@ function name (profilers demangle and shorten names differently: Nsight Systems 
 short name, Kineto the full signature, ncu drops namespaces such as ``native::``), its grid
 and block, and the launch order among launches equal in those (the n-th profiled launch of
 a kernel at a grid is the n-th such launch of the timeline). Device ids are not compared
-(tools number them differently).
+(tools number them differently). AMD's counter files give the grid and workgroup as totals
+(``grid_total``): then total workgroups and threads per workgroup are compared.
+
+``counter_shares`` turns what a counter tool gives as quantities (bytes from DRAM, matrix
+busy cycles, wave cycles: counters.yaml ``physical``) into the percentages the rules read,
+with the facts of the GPU each launch ran on.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from advisor.trace.model import Trace
+from advisor.data import gpu_facts
+from advisor.trace.model import GpuSpec, Trace
 
 DIMS = ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
 _OPEN, _CLOSE = "<([", ">)]"
@@ -65,14 +71,26 @@ def _keys(names: pd.Series, dims: pd.DataFrame) -> pd.DataFrame:
     return keys
 
 
+def _totals(dims: pd.DataFrame) -> pd.DataFrame:
+    """Launch sizes as totals: all workgroups in grid_x, all threads in block_x, 1 else."""
+    num = {c: pd.to_numeric(dims[c], errors="coerce").to_numpy(np.float64) for c in DIMS}
+    ones = np.ones(len(dims))
+    return pd.DataFrame({"grid_x": num["grid_x"] * num["grid_y"] * num["grid_z"],
+                         "grid_y": ones, "grid_z": ones,
+                         "block_x": num["block_x"] * num["block_y"] * num["block_z"],
+                         "block_y": ones, "block_z": ones})  # fmt: skip
+
+
 def match_launches(timeline: pd.DataFrame, counters: pd.DataFrame) -> np.ndarray:
     """Per counters row: the row position in ``timeline`` (trace.kernels) of the launch it
     belongs to, -1 for none (see the module doc)."""
     order = np.argsort(timeline["start"].to_numpy(), kind="stable")
+    flat = "grid_total" in counters and bool(counters["grid_total"].astype(bool).any())
+    sizes = timeline[DIMS].iloc[order].reset_index(drop=True)
     mine = _keys(timeline["name"].iloc[order].reset_index(drop=True),
-                 timeline[DIMS].iloc[order].reset_index(drop=True))  # fmt: skip
+                 _totals(sizes) if flat else sizes)  # fmt: skip
     mine["row"] = order
-    theirs = _keys(counters["name"], counters)
+    theirs = _keys(counters["name"], _totals(counters) if flat else counters)
     on = ["base", *DIMS, "ordinal"]
     found = theirs.merge(mine, on=on, how="left", validate="one_to_one")
     return found["row"].fillna(-1).to_numpy(np.int64)
@@ -93,9 +111,11 @@ def join_counters(timeline: Trace, counters: Trace, label: str) -> Join:
     unmatched = bases[~joined].value_counts(sort=False).to_dict()
     run = set(timeline.kernels["name"].map(kernel_base_name))
     other = int(sum(n for b, n in unmatched.items() if b in run))
-    mine = timeline.kernels["registers"].to_numpy(np.float64)[rows[joined]]
-    theirs = table["registers"].to_numpy(np.float64)[joined]
-    differ = int((np.isfinite(mine) & np.isfinite(theirs) & (mine != theirs)).sum())
+    mine = pd.to_numeric(timeline.kernels["registers"], errors="coerce").to_numpy(np.float64)
+    mine = mine[rows[joined]]
+    theirs = pd.to_numeric(table["registers"], errors="coerce").to_numpy(np.float64)[joined]
+    known = (mine >= 0) & (theirs >= 0)  # (-1: a trace without register counts)
+    differ = int((known & (mine != theirs)).sum())
     join = Join(len(table), int(joined.sum()), int(bases[joined].nunique()), unmatched, other,
                 differ)  # fmt: skip
     timeline.sources.append(
@@ -103,8 +123,82 @@ def join_counters(timeline: Trace, counters: Trace, label: str) -> Join:
         f"profiled launches joined to the timeline, {join.kernels} kernel(s))"
     )
     timeline.warnings.extend(join_warnings(join, label))
+    if join.joined:  # (what the file lacks, where its counters are used)
+        timeline.warnings.extend(f"--counters {label}: {n}" for n in counters.counter_notes)
     timeline.warnings.extend(_gpu_warning(timeline, counters, label))
+    timeline.warnings.extend(counter_shares(timeline))
     return join
+
+
+# physical column -> (the percentage it gives, the GPU facts it needs, in words)
+_SHARES = {"dram_bytes": ("dram_pct", "memory bandwidth"),
+           "matrix_busy_cycles": ("tensor_pipe_pct", "clock or SIMDs per CU"),
+           "wave_cycles": ("achieved_occupancy_pct", "clock or waves per CU")}  # fmt: skip
+
+
+def _facts(gpus: dict[int, GpuSpec], devices: np.ndarray) -> dict[str, np.ndarray]:
+    """Per launch (``devices``: its device id): the GPU facts the shares need, NaN where
+    unknown: bandwidth (GB/s), clock (GHz), SMs/CUs, matrix units per SM (SIMDs per CU on
+    AMD), warps/waves per SM."""
+    cdna = gpu_facts("cdna")
+
+    def one(g: GpuSpec | None) -> tuple[float, ...]:
+        if g is None:
+            return (np.nan,) * 5
+        simds = g.simds_per_cu or (cdna["simds_per_cu"] if g.vendor == "amd" else None)
+        return (g.memory_bandwidth_gbs or np.nan, (g.clock_mhz or np.nan) / 1000, g.sm_count,
+                simds or np.nan, g.max_warps_per_sm)  # fmt: skip
+
+    known = {d: one(gpus.get(int(d))) for d in pd.unique(devices)}
+    rows = np.array([known[d] for d in devices], dtype=np.float64).reshape(len(devices), 5)
+    return dict(zip(("bandwidth", "ghz", "sms", "simds", "waves"), rows.T, strict=True))
+
+
+def counter_shares(trace: Trace) -> list[str]:
+    """Fill in place the percentages of ``trace.counters`` its counter tool gave as
+    quantities (counters.yaml ``physical``): for the rows joined to a launch, only where the
+    percentage is missing, with the facts of the launch's GPU and the profiled launch's
+    duration (the timeline launch's where the tool gives none):
+
+        dram_pct               = 100 * dram_bytes / (bandwidth GB/s * duration ns)
+        tensor_pipe_pct        = 100 * matrix_busy_cycles / (SMs * SIMDs * GHz * duration ns)
+        achieved_occupancy_pct = 100 * wave_cycles / (SMs * waves per SM * GHz * duration ns)
+
+    Returns the warnings: a share that a missing GPU fact leaves out, once each."""
+    c = trace.counters
+    if c.empty:
+        return []
+    given = [col for col in _SHARES if col in c and np.isfinite(c[col].to_numpy(float)).any()]
+    if not given:
+        return []
+    k = trace.kernels
+    at = c["launch"].to_numpy(np.int64)
+    joined = np.flatnonzero((at >= 0) & (at < len(k)))
+    rows = at[joined]
+    own = (c["duration_ns"].to_numpy(np.float64)[joined] if "duration_ns" in c
+           else np.full(len(joined), np.nan))  # fmt: skip
+    timeline = (k["end"].to_numpy(np.float64) - k["start"].to_numpy(np.float64))[rows]
+    ns = np.where(np.isfinite(own) & (own > 0), own, timeline)
+    ns = np.where(ns > 0, ns, np.nan)
+    f = _facts(trace.gpus, k["device"].to_numpy()[rows])
+    per_ns = {"dram_bytes": f["bandwidth"], "matrix_busy_cycles": f["sms"] * f["simds"] * f["ghz"],
+              "wave_cycles": f["sms"] * f["waves"] * f["ghz"]}  # fmt: skip
+    notes = []
+    for col in given:
+        target, needs = _SHARES[col]
+        amount = c[col].to_numpy(np.float64)[joined]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = 100 * amount / (per_ns[col] * ns)
+        current = (c[target].to_numpy(np.float64).copy() if target in c
+                   else np.full(len(c), np.nan))  # fmt: skip
+        fill = np.isnan(current[joined]) & np.isfinite(amount)
+        current[joined[fill]] = share[fill]
+        c[target] = current
+        if lost := int((fill & ~np.isfinite(share)).sum()):
+            notes.append(f"hardware counters: no {needs} known for the GPU of {lost} profiled "
+                         f"launch(es): {target} is not computed from {col} (pass --gpu NAME "
+                         "or --gpu-spec FILE)")  # fmt: skip
+    return notes
 
 
 def _listed(counts: dict[str, int], most: int = 3) -> str:

@@ -185,6 +185,9 @@ class Trace:
     # the counter tool's own rule results per profiled launch (Nsight Compute's details
     # page): profiled, section, rule, type, speedup (%), speedup_type, description
     counter_rules: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the warnings (also in ``warnings``) about the counters themselves (counters the file
+    # lacks and what that limits): carried into a timeline's warnings when joined to it
+    counter_notes: list[str] = field(default_factory=list)
     # False when the launches were serialized and replayed by a counter profiler (Nsight
     # Compute): their times are back to back, so there are no gaps, host calls or ranges
     timeline: bool = True

@@ -191,7 +191,7 @@ def read_ncu(path: str | Path) -> Trace:
     trace = Trace(path=str(p), format="ncu-csv", producer_version="Nsight Compute (raw page)",
                   kernels=kernels, counters=counters, timeline=False,
                   gpus=_gpus(rows, col, kernels, spec["device"]),
-                  warnings=[NO_TIMELINE, *warnings])  # fmt: skip
+                  warnings=[NO_TIMELINE, *warnings], counter_notes=list(warnings))  # fmt: skip
     details = details_beside(p)
     if details is not None:
         _add_rules(trace, details)

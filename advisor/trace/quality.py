@@ -46,6 +46,8 @@ def drop_impossible_rows(trace) -> None:
         if "device" in df:
             bad |= _impossible_devices(df["device"])
         if bad.any():
+            if table == "kernels" and not trace.counters.empty:  # (counters name kernel rows)
+                _renumber_counters(trace, ~np.asarray(bad))
             kept = df[~bad].reset_index(drop=True)
             trace.warnings.append(
                 f"{int(bad.sum()):,} of {len(df):,} {label} dropped: missing timestamps or "
@@ -60,6 +62,15 @@ def drop_impossible_rows(trace) -> None:
             if df[col].dtype != np.int64:
                 df[col] = pd.to_numeric(df[col]).astype(np.int64)
         setattr(trace, table, df)
+
+
+def _renumber_counters(trace, kept: np.ndarray) -> None:
+    """trace.counters' ``launch`` (a row of trace.kernels) after the kernel rows not
+    ``kept`` are dropped: the new row number, -1 for a dropped launch."""
+    new = np.where(kept, np.cumsum(kept) - 1, -1)
+    at = trace.counters["launch"].to_numpy(np.int64)
+    inside = (at >= 0) & (at < len(new))
+    trace.counters["launch"] = np.where(inside, new[np.clip(at, 0, len(new) - 1)], -1)
 
 
 # columns of the Trace contract that hold text (the others hold numbers)
