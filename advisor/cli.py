@@ -124,8 +124,9 @@ def analyze(
         help="Trace file(s): Nsight Systems export (.sqlite, or .nsys-rep with nsys on PATH), "
         "PyTorch profiler (Kineto) JSON (.json/.json.gz), rocprofv3 rocpd database, rocprof "
         "CSV/JSON or folder, Nsight Compute report (.ncu-rep with ncu on PATH, or its raw "
-        "page CSV: kernels and counters, no timeline). Several traces (or a folder of .sqlite "
-        "exports) are analysed as the ranks of one job.",
+        "page CSV) or AMD counters (rocprofv3 counter_collection.csv, rocprof-compute "
+        "pmc_perf.csv): kernels and counters, no timeline. Several traces (or a folder of "
+        ".sqlite exports) are analysed as the ranks of one job.",
     ),
     format: OutputFormat = typer.Option(
         OutputFormat.table, "--format", "-f", help="Output format."
@@ -160,7 +161,9 @@ def analyze(
         "--counters",
         metavar="FILE",
         help="Hardware counters joined to the trace's kernels: an Nsight Compute report "
-        "(.ncu-rep, with ncu on PATH) or its raw page CSV (docs/metrics.md).",
+        "(.ncu-rep, with ncu on PATH) or its raw page CSV, a rocprofv3 counter_collection.csv "
+        "or rocpd database with counters, or a rocprof-compute pmc_perf.csv "
+        "(docs/metrics.md).",
     ),
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.

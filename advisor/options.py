@@ -28,7 +28,7 @@ class AnalysisOptions:
     emit_dir: str | None = None
     jobs: int | None = None
     dask: str | None = None  # --dask ADDRESS (tcp:// or tls://host:port, or "local")
-    counters: str | None = None  # --counters FILE (an Nsight Compute report or raw page)
+    counters: str | None = None  # --counters FILE (ncu report or raw page, AMD counters)
 
     @cached_property
     def shape_options(self) -> list[ShapeOption]:

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 from advisor.errors import AdvisorInputError
+from advisor.trace.amd_counters import looks_like_amd_counters, read_amd_counters
+from advisor.trace.counters import counter_shares
 from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.kineto import looks_like_kineto, read_head, read_kineto
 from advisor.trace.model import GpuSpec, Trace
@@ -53,6 +55,7 @@ def load_trace(
     if trace.kernels.empty and trace.graphs.empty:
         raise AdvisorInputError(str(p), "no kernel with valid timestamps: no GPU work to analyze")
     _settle_gpus(trace, gpu)
+    trace.warnings.extend(counter_shares(trace))  # (counters given as bytes, cycles: AMD's)
     if trace.epoch_offset_ns is None and _first_ns(trace) >= EPOCH_CLOCK_NS:
         trace.epoch_offset_ns = 0  # (timestamps that are UTC ns since the epoch already)
     return trace
@@ -101,20 +104,37 @@ def _read_file(p: Path, cores: int | None) -> Trace:
     )
 
 
+COUNTER_FILES = (
+    "an Nsight Compute report (.ncu-rep) or its raw page (ncu --import R.ncu-rep --csv --page "
+    "raw > R.ncu.raw.csv), a rocprofv3 counter_collection.csv or rocpd database with counters "
+    "(rocprofv3 --pmc ...), or a rocprof-compute pmc_perf.csv"
+)
+
+
 def load_counters(path: str | Path) -> Trace:
-    """The hardware counters of ``--counters PATH``: an Nsight Compute report (``.ncu-rep``)
-    or its raw page (``.csv``, ``.csv.gz``), read as a kernel-level Trace."""
+    """The hardware counters of ``--counters PATH``, read as a Trace whose ``counters`` name
+    their launches: an Nsight Compute report (``.ncu-rep``) or its raw page (``.csv``,
+    ``.csv.gz``); AMD's rocprofv3 counter_collection.csv, rocpd database with PMC events, or
+    rocprof-compute pmc_perf.csv (amd_counters.py)."""
     p = Path(path)
     check_readable_file(p)
     if is_ncu_report(p):
         return read_ncu_report(p)
-    if not looks_like_ncu_csv(p):
-        raise AdvisorInputError(
-            str(p),
-            "--counters: not an Nsight Compute report: expected an .ncu-rep or its raw page "
-            "(ncu --import R.ncu-rep --csv --page raw > R.ncu.raw.csv)",
-        )
-    return read_ncu(p)
+    if looks_like_ncu_csv(p):
+        return read_ncu(p)
+    if looks_like_amd_counters(p):
+        return read_amd_counters(p, alone=False)
+    if looks_like_sqlite(p) and is_rocpd(p):
+        trace = read_rocpd(p)
+        if trace.counters.empty:
+            raise AdvisorInputError(str(p), "--counters: a rocpd database without hardware "
+                                    "counters (no PMC events: profile with rocprofv3 --pmc "
+                                    "COUNTER ...)")  # fmt: skip
+        return trace
+    raise AdvisorInputError(
+        str(p),
+        f"--counters: not an Nsight Compute report or AMD counters file: expected {COUNTER_FILES}",
+    )
 
 
 def _settle_gpus(trace: Trace, gpu: str | GpuSpec | None) -> None:
@@ -154,8 +174,10 @@ def missing_facts_warning(trace: Trace, devices: list[int]) -> str:
         "not computed; gaps, synchronization, communication and ranges are"
     )
     if trace.format.startswith(("rocprof", "rocpd")):
-        where = ("the database's agent rows have no properties" if trace.format == "rocpd"
-                 else "no agent_info.csv beside the kernel trace")  # fmt: skip
+        where = {"rocpd": "the database's agent rows have no properties",
+                 "rocprof-counters": "no agent_info.csv (rocprofv3) or sysinfo.csv "
+                 "(rocprof-compute) beside the counters file"}.get(
+            trace.format, "no agent_info.csv beside the kernel trace")  # fmt: skip
         return (
             f"no GPU facts for agent(s) {ids} ({where}): "
             f"{limited}; pass --gpu NAME (e.g. --gpu MI300X; `advisor gpus` lists them)"

@@ -21,6 +21,9 @@ as one. Every time is a row of ``rocpd_timestamp`` (ns); every name a row of
                           synchronizations, joined to GPU work by correlation id);
                           MARKER_CORE_API (roctx ranges) -> ranges
   rocpd_memory_copy       copies: direction from the source/destination agents' types, bytes
+  rocpd_pmc_event         hardware counters (rocprofv3 --pmc): one value per dispatch event
+  rocpd_info_pmc          and counter (its name), as amd_counters.py reads them into
+                          Trace.counters (each dispatch's own launch)
 
 The schema followed is ROCm's rocprofiler-sdk ``rocpd_tables.sql`` / ``rocpd_views.sql``
 (schema_version 3). Newer rocprofv3 writes the times inline (``start``/``end`` and
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.errors import AdvisorInputError
+from advisor.trace.amd_counters import Readings, counters_table, derive
 from advisor.trace.gpus import agent_spec, device_index
 from advisor.trace.model import Trace, empty_table
 from advisor.trace.nsys import (
@@ -60,7 +64,7 @@ API_CATEGORY = re.compile(r"^(HIP_|RCCL_API)")  # HIP runtime/compiler API, RCCL
 MARKER_CATEGORY = "MARKER_CORE_API"  # roctxRangePush/Pop, roctxRangeStart/Stop
 TABLES = ("rocpd_metadata", "rocpd_string", "rocpd_info_agent", "rocpd_info_kernel_symbol",
           "rocpd_track", "rocpd_timestamp", "rocpd_event", "rocpd_region", KERNELS,
-          "rocpd_memory_copy")  # fmt: skip
+          "rocpd_memory_copy", "rocpd_pmc_event", "rocpd_info_pmc")  # fmt: skip
 
 
 def _names(conn: sqlite3.Connection) -> dict[str, str]:
@@ -315,10 +319,12 @@ def _read(conn: sqlite3.Connection, p: Path) -> Trace:
     k["device"] = device.reindex(pairs).to_numpy() if len(device) else np.nan
     pid = _first_pid(k["pid"])
     version = _schema_version(conn, src)
+    k = k.sort_values("start", kind="stable", ignore_index=True)  # (the kernels' order)
     trace = Trace(
         path=str(p), format="rocpd", producer_version=f"rocprofv3 rocpd (schema {version})",
         kernels=dispatches_to_kernels(k, pid),
     )  # fmt: skip
+    _counters(conn, p, src, k, trace)
     trace.gpus = agents.specs
     trace.warnings += agents.notes + _number_notes(damaged)
     if rows > len(k):
@@ -405,9 +411,11 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
     d["device"] = [by_node.get((g, a), agents.device.get((g, a), np.nan))
                    for g, a in zip(d["guid"], d["agent"], strict=True)]  # fmt: skip
     pid = _first_pid(d["pid"])
+    d = d.sort_values("start", kind="stable", ignore_index=True)  # (the kernels' order)
     trace = Trace(path=str(p), format="rocpd",
                   producer_version=f"rocprofv3 rocpd (schema {_schema_version(conn, src)}, "
                   "inline times)", kernels=dispatches_to_kernels(d, pid))  # fmt: skip
+    _counters(conn, p, src, d, trace)
     trace.gpus = agents.specs
     trace.warnings += agents.notes + _number_notes(damaged)
     if rows > len(d):
@@ -458,6 +466,58 @@ def _read_inline(conn: sqlite3.Connection, p: Path, src: dict[str, str]) -> Trac
         )
     pair_by_order(trace, d["tid"].to_numpy(np.float64))
     return trace
+
+
+SERIALIZED = (
+    "the database holds hardware counters (rocprofv3 --pmc): rocprofv3 serializes the "
+    "dispatches to count them, so its gaps and overlap are not the program's own (trace it "
+    "without --pmc for those, and join these counters with --counters)"
+)
+
+
+def _counters(conn: sqlite3.Connection, p: Path, src: dict[str, str], k: pd.DataFrame,
+              trace: Trace) -> None:  # fmt: skip
+    """Give ``trace`` (in place) the hardware counters of the database's PMC tables: each
+    value joined to its dispatch by the dispatch's event (``k``: the dispatches, one per row
+    of trace.kernels, with guid and event_id), read by amd_counters.yaml; what names no
+    dispatch is counted in a warning."""
+    if "rocpd_pmc_event" not in src or "rocpd_info_pmc" not in src:
+        return
+    e, i = src["rocpd_pmc_event"], src["rocpd_info_pmc"]
+    guid = "E.guid" if "guid" in _cols(conn, e) else "''"
+    same = "AND I.guid = E.guid" if guid != "''" and "guid" in _cols(conn, i) else ""
+    pmc = _columns(conn, p, f"""SELECT {guid} AS guid, E.event_id AS event_id, I.name AS name,
+                   E.value AS value FROM {e} E JOIN {i} I ON I.id = E.pmc_id {same}""")  # fmt: skip
+    if pmc.empty:
+        return
+    _numbers(pmc, ("event_id", "value"))
+    keys = pd.DataFrame({"guid": k["guid"].fillna("").astype(str).to_numpy(),
+                         "event_id": pd.to_numeric(k["event_id"], errors="coerce").to_numpy(),
+                         "row": np.arange(len(k))})  # fmt: skip
+    pmc["guid"] = pmc["guid"].fillna("").astype(str)
+    on = ["guid", "event_id"] if (keys["guid"] != "").any() else ["event_id"]
+    keys = keys.dropna(subset=["event_id"]).drop_duplicates(on)
+    found = pmc.merge(keys[[*on, "row"]], on=on, how="left")
+    lost = int(found["row"].isna().sum())
+    found = found[found["row"].notna()]
+    if found.empty:
+        trace.warnings.append(f"none of the {len(pmc):,} hardware counter values (rocpd_pmc_event) "
+                              "names a kernel dispatch of the database: not used")  # fmt: skip
+        return
+    at = found["row"].to_numpy(np.int64)
+    readings = Readings(at, found["name"], found["value"].to_numpy(np.float64), len(k))
+    values, notes = derive(readings, p.name)
+    rows = np.unique(at)
+    kernels = trace.kernels
+    own = (kernels["end"] - kernels["start"]).to_numpy(np.float64)[rows]
+    trace.counters = counters_table(kernels, {c: v[rows] for c, v in values.items()}, rows, own,
+                                    grid_total=False)  # fmt: skip
+    if lost:
+        notes.append(f"{lost:,} of {len(pmc):,} hardware counter values (rocpd_pmc_event) name "
+                     "no kernel dispatch of the database: left out")  # fmt: skip
+    trace.warnings += [SERIALIZED, *notes]
+    trace.counter_notes += notes
+    trace.sources.append(f"{p.name}: hardware counters of {len(rows):,} dispatches (PMC tables)")
 
 
 def pair_by_order(trace: Trace, tids: np.ndarray) -> None:

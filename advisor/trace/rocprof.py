@@ -58,7 +58,8 @@ class Layout:
     """A recognized CSV layout: its name, the kind of table, the headers that identify it."""
 
     name: str
-    kind: str  # dispatches | api | copies | agents | stats | other
+    kind: str  # dispatches | counters (per dispatch, amd_counters.py) | api | copies | agents |
+    # stats | other
     needs: frozenset[str]
     timed: bool = True
 
@@ -73,10 +74,10 @@ LAYOUTS = [
     Layout("rocprofv3 kernel_trace (16 columns)", "dispatches", frozenset(
         {"Kind", "Agent_Id", "Kernel_Id", "Kernel_Name", "Start_Timestamp",
          "Group_Segment_Size", "Grid_Size_X", "Workgroup_Size_X"})),
-    Layout("rocprofv3 counter_collection", "dispatches", frozenset(
+    Layout("rocprofv3 counter_collection", "counters", frozenset(
         {"Counter_Name", "Counter_Value", "Dispatch_Id", "Kernel_Name", "Grid_Size",
          "Workgroup_Size", "Start_Timestamp"})),
-    Layout("rocprofv3 counter_collection (no timestamps)", "dispatches", frozenset(
+    Layout("rocprofv3 counter_collection (no timestamps)", "counters", frozenset(
         {"Counter_Name", "Counter_Value", "Dispatch_Id", "Kernel_Name", "Grid_Size",
          "Workgroup_Size"}), timed=False),
     Layout("rocprof v1 results (ROCm <= 5.2: vgpr, sgpr, fbar)", "dispatches", frozenset(
@@ -91,9 +92,9 @@ LAYOUTS = [
     Layout("rocprofv2 results", "dispatches", frozenset(
         {"Dispatch_ID", "GPU_ID", "Queue_ID", "Grid_Size", "Workgroup_Size", "Arch_VGPR",
          "Kernel_Name", "Start_Timestamp", "End_Timestamp"})),
-    Layout("rocprof-compute pmc_perf (no timestamps)", "dispatches", frozenset(
+    Layout("rocprof-compute pmc_perf", "counters", frozenset(
         {"Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "Arch_VGPR", "Kernel_Name"}),
-        timed=False),
+        timed=False),  # (Start/End_Timestamp where rocprof-compute wrote them)
     Layout("rocprofv3 API trace", "api", frozenset(
         {"Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp",
          "End_Timestamp"})),
@@ -123,7 +124,7 @@ _NUMERIC = ["dispatch", "device", "queue", "stream", "pid", "tid", "correlation"
             "accum_vgpr", "sgpr", "wave_size", "src", "dst"]  # fmt: skip
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except (pd.errors.ParserError, UnicodeDecodeError, *READ_ERRORS) as exc:
@@ -153,8 +154,8 @@ def normalize(raw: pd.DataFrame, layout: Layout, path: str) -> pd.DataFrame:
             continue
         text = raw[src].astype(str).str.strip()
         values = _agent_number(text) if col in ("device", "src", "dst") else text
-        out[col] = _numbers(values, text, src, path) if col in _NUMERIC else values
-    if layout.kind == "dispatches":
+        out[col] = numbers(values, text, src, path) if col in _NUMERIC else values
+    if layout.kind in ("dispatches", "counters"):
         for col in ("name", "device"):  # (every dispatch layout has them; a damaged header not)
             if col not in out:
                 raise AdvisorInputError(path, f"{layout.name}: no {' or '.join(ALIASES[col])} "
@@ -168,7 +169,7 @@ def normalize(raw: pd.DataFrame, layout: Layout, path: str) -> pd.DataFrame:
     return out
 
 
-def _numbers(values: pd.Series, text: pd.Series, column: str, path: str) -> pd.Series:
+def numbers(values: pd.Series, text: pd.Series, column: str, path: str) -> pd.Series:
     """``values`` as numbers (empty: NaN); AdvisorInputError naming the column and row of the
     first that is not a finite number (``text``: the values as written, for the message)."""
     num = pd.to_numeric(values, errors="coerce")
@@ -183,10 +184,11 @@ def _numbers(values: pd.Series, text: pd.Series, column: str, path: str) -> pd.S
     return num
 
 
-def read_table(path: str | Path) -> tuple[Layout, pd.DataFrame]:
-    """Read one rocprof CSV: its layout and the normalized table."""
+def read_table(path: str | Path, raw: pd.DataFrame | None = None) -> tuple[Layout, pd.DataFrame]:
+    """Read one rocprof CSV (``raw``: its cells, when read already): its layout and the
+    normalized table."""
     p = Path(path)
-    raw = _read_csv(p)
+    raw = read_csv(p) if raw is None else raw
     layout = sniff(list(raw.columns))
     if layout is None:
         head = ", ".join(list(raw.columns)[:6])
@@ -194,7 +196,7 @@ def read_table(path: str | Path) -> tuple[Layout, pd.DataFrame]:
             str(p), f"not a rocprof CSV: its header ({head}) is no layout rocprof writes"
         )
     table = normalize(raw, layout, str(p))
-    if layout.name.startswith("rocprofv3 counter_collection"):
+    if layout.name.startswith("rocprofv3 counter_collection") and "dispatch" in table:
         table = table.drop_duplicates("dispatch")  # one row per counter and dispatch
     return layout, table.reset_index(drop=True)
 
@@ -339,15 +341,32 @@ def read_rocprof(path: str | Path) -> Trace:
     """Read a rocprof kernel CSV (with its sibling files) or a folder of them into a Trace."""
     p = Path(path)
     if p.is_dir():
-        mains = sorted(x for x in p.iterdir() if _SUFFIX.search(x.name))
-        mains = mains or sorted(p.glob("results*.csv"))
+        found = sorted(x for x in p.iterdir() if _SUFFIX.search(x.name))
+        counts = [x for x in found if "counter_collection" in x.name]
+        mains = [x for x in found if x not in counts] or sorted(p.glob("results*.csv"))
         if not mains:
+            why = (f" ({len(counts)} counter_collection file(s): counters, read one alone or "
+                   "join it to a kernel trace with --counters)") if counts else ""  # fmt: skip
             raise AdvisorInputError(
-                str(p), "folder holds no rocprof kernel trace (*kernel_trace.csv, results*.csv)"
-            )
+                str(p), f"folder holds no rocprof kernel trace (*kernel_trace.csv, "
+                f"results*.csv){why}",
+            )  # fmt: skip
         traces = [read_rocprof(m) for m in mains]
-        return _merge(traces, str(p))
-    layout, table = read_table(p)
+        merged = _merge(traces, str(p))
+        if counts:
+            merged.warnings.append(
+                f"{', '.join(x.name for x in counts)}: hardware counters, not read as kernels "
+                f"of the folder (join them: advisor analyze {mains[0].name} --counters "
+                f"{counts[0].name})"
+            )
+        return merged
+    raw = read_csv(p)
+    layout = sniff(list(raw.columns))
+    if layout is not None and layout.kind == "counters":  # (a kernel-level trace of its own)
+        from advisor.trace.amd_counters import read_amd_counters
+
+        return read_amd_counters(p)
+    layout, table = read_table(p, raw)
     if layout.kind != "dispatches":
         hint = {
             "stats": "summary statistics, not a trace: analyze the kernel_trace.csv of the run",
@@ -380,24 +399,11 @@ def read_rocprof(path: str | Path) -> Trace:
         )
     siblings = _siblings(p)
     gpu_ids = set(trace.kernels["device"].unique().tolist())
-    for f in siblings.get("agents", []):
-        raw = _read_csv(f)
-        agent_layout = sniff(list(raw.columns))
-        if agent_layout is None or agent_layout.kind != "agents":
-            raise AdvisorInputError(str(f), "expected an agent_info layout")
-        agents = agents_to_gpus(raw)
-        gpu_rows = int(raw["Agent_Type"].str.upper().str.contains("GPU").sum())
-        if len(agents) < gpu_rows:
-            trace.warnings.append(damaged_agents_warning(gpu_rows - len(agents), f.name))
-        missing = gpu_ids - set(agents)
-        if missing:  # a file of another run: its facts would be wrong here
-            trace.warnings.append(
-                f"{f.name} ignored: it has no GPU agent {', '.join(map(str, sorted(missing)))} "
-                f"used by {p.name} (a sibling file from another run?)"
-            )
-            siblings["agents"] = [x for x in siblings["agents"] if x != f]
-            continue
-        trace.gpus = agents
+    gpus, notes, used = _agent_facts(p, siblings.get("agents", []), gpu_ids)
+    trace.warnings += notes
+    if gpus:
+        trace.gpus = gpus
+    siblings["agents"] = used
     k_lo, k_hi = int(trace.kernels["start"].min()), int(trace.kernels["end"].max())
     apis = [(f, read_table(f)[1]) for f in siblings.get("api", [])]
     copies = [(f, read_table(f)[1]) for f in siblings.get("copies", [])]
@@ -425,6 +431,41 @@ def read_rocprof(path: str | Path) -> Trace:
             "to host causes (capture with rocprofv3 --hip-trace or --runtime-trace)"
         )
     return trace
+
+
+def _agent_facts(p: Path, files: list[Path], gpu_ids: set) -> tuple[dict, list[str], list[Path]]:
+    """GPU facts of the agent_info files beside ``p`` (the last usable one's), the
+    warnings, and the files used (a file without every GPU of ``gpu_ids``: another run's)."""
+    gpus: dict[int, GpuSpec] = {}
+    notes: list[str] = []
+    used = []
+    for f in files:
+        raw = read_csv(f)
+        agent_layout = sniff(list(raw.columns))
+        if agent_layout is None or agent_layout.kind != "agents":
+            raise AdvisorInputError(str(f), "expected an agent_info layout")
+        agents = agents_to_gpus(raw)
+        gpu_rows = int(raw["Agent_Type"].str.upper().str.contains("GPU").sum())
+        if len(agents) < gpu_rows:
+            notes.append(damaged_agents_warning(gpu_rows - len(agents), f.name))
+        missing = gpu_ids - set(agents)
+        if missing:  # a file of another run: its facts would be wrong here
+            notes.append(
+                f"{f.name} ignored: it has no GPU agent {', '.join(map(str, sorted(missing)))} "
+                f"used by {p.name} (a sibling file from another run?)"
+            )
+            continue
+        gpus = agents
+        used.append(f)
+    return gpus, notes, used
+
+
+def sibling_gpus(p: Path, trace: Trace) -> tuple[dict, list[str], list[str]]:
+    """GPU facts of the agent_info.csv beside a rocprofv3 CSV (the same prefix), for the
+    devices of ``trace``: (facts, warnings, names of the files used)."""
+    files = _siblings(p).get("agents", [])
+    gpus, notes, used = _agent_facts(p, files, set(trace.kernels["device"].unique().tolist()))
+    return gpus, notes, [f.name for f in used]
 
 
 def damaged_agents_warning(count: int, where: str) -> str:

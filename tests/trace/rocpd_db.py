@@ -50,6 +50,13 @@ SCHEMA = {
         "name_id INTEGER NOT NULL, dst_agent_id INTEGER, src_agent_id INTEGER, "
         "size INTEGER NOT NULL, event_id INTEGER"
     ),
+    # hardware counters (rocprofv3 --pmc): a description per counter (and instance), a value
+    # per dispatch event and counter
+    "rocpd_info_pmc": (
+        "nid INTEGER, pid INTEGER, agent_id INTEGER, target_arch TEXT, instance_id INTEGER, "
+        "name TEXT NOT NULL, symbol TEXT NOT NULL, description TEXT, block TEXT"
+    ),
+    "rocpd_pmc_event": "event_id INTEGER, pmc_id INTEGER NOT NULL, value REAL DEFAULT 0.0",
 }
 
 
@@ -124,6 +131,18 @@ class RocpdWriter:
             event_id=self.event("KERNEL_DISPATCH", correlation),
         )  # fmt: skip
 
+    def pmc(self, name: str, instance: int = 0, agent: int | None = None) -> int:
+        """A counter's description row (one per instance, as rocprofv3 writes them)."""
+        return self.row("rocpd_info_pmc", name=name, symbol=name, instance_id=instance,
+                        agent_id=agent, target_arch="GPU")  # fmt: skip
+
+    def pmc_value(self, dispatch: int, pmc: int, value: float) -> int:
+        """A counter value of the dispatch (row id) ``dispatch``: on the dispatch's event."""
+        (event,) = self.conn.execute(
+            f'SELECT event_id FROM "rocpd_kernel_dispatch_{self.uuid}" WHERE id = ?', (dispatch,)
+        ).fetchone()
+        return self.row("rocpd_pmc_event", event_id=event, pmc_id=pmc, value=value)
+
     def region(self, track: int, category: str, name: str, start: int, end: int,
                correlation: int | None = None) -> int:  # fmt: skip
         s, e = self.times(start, end)
@@ -180,6 +199,34 @@ def write_hand(w: RocpdWriter, pid: int = 4242, t0: int = T0) -> None:
     # 1000 x 3 work-items in workgroups of 256 x 2: ceil(1000/256) x ceil(3/2) = 4 x 2
     w.dispatch(queue, gemm, 3, t0 + 210_000, t0 + 310_000, (1000, 3, 1), (256, 2, 1),
                lds=65536, correlation=5)  # fmt: skip
+
+
+def write_gemm(w: RocpdWriter, counters: dict | None = None, pid: int = 4242) -> list[int]:
+    """One MI300X (logical agent 2) running the Tensile GEMM three times, each launch
+    hipLaunchKernel'd 5 us before it: 320 workgroups of 256 work-items (320 x 256 x 1
+    work-items), 128 + 128 VGPRs, 64 KiB LDS (one workgroup per CU: 304 slots), 100 us each,
+    200 us apart from T0. ``counters``: name -> value, or a list of values (one per
+    instance), written to the PMC tables for every launch (rocprofv3 --pmc). Returns the
+    dispatches' row ids."""
+    w.agent("CPU", 0, 0, "AMD EPYC 9654")
+    gpu = w.agent("GPU", 2, 0, "AMD Instinct MI300X", MI300X)
+    host = w.track(pid, pid)
+    queue = w.track(pid, pid, agent=gpu, queue=1)
+    gemm = w.symbol(GEMM, vgpr=128, accum=128, sgpr=96, lds=65536)
+    rows = []
+    for i in range(3):
+        t = T0 + i * 200_000
+        w.region(host, "HIP_RUNTIME_API_EXT", "hipLaunchKernel", t - 5_000, t - 3_000, i + 1)
+        rows.append(w.dispatch(queue, gemm, i + 1, t, t + 100_000, (320 * 256, 1, 1),
+                               (256, 1, 1), lds=65536, correlation=i + 1))  # fmt: skip
+    pmc: dict[tuple[str, int], int] = {}
+    for row in rows:
+        for name, value in (counters or {}).items():
+            for instance, v in enumerate(value if isinstance(value, list) else [value]):
+                if (name, instance) not in pmc:
+                    pmc[(name, instance)] = w.pmc(name, instance, gpu)
+                w.pmc_value(row, pmc[(name, instance)], v)
+    return rows
 
 
 def open_db(path: Path) -> sqlite3.Connection:

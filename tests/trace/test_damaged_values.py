@@ -274,7 +274,7 @@ def test_rocpd_integer_cells(value, expected):
 def test_rocprof_infinite_numbers_are_refused():
     text = pd.Series(["1", "-1e309", "inf"])
     with pytest.raises(AdvisorInputError, match="data row 2: '-1e309' is not a finite number"):
-        rocprof._numbers(text, text, "Start_Timestamp", "t.csv")
+        rocprof.numbers(text, text, "Start_Timestamp", "t.csv")
 
 
 def test_rocprof_json_fields_of_another_type_are_refused():

@@ -25,7 +25,7 @@ OMP = "__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26"
 # file -> (layout, rows, first kernel name, workgroups of the first dispatch)
 DISPATCH_FILES = {
     "compute/rocprofcompute_MI300X__pmc_perf.csv": (
-        "rocprof-compute pmc_perf (no timestamps)", 3, VEC + " (.kd)", 4096),
+        "rocprof-compute pmc_perf", 3, VEC + " (.kd)", 4096),
     "v1/rocprofcompute_MI200_v1renamed__SQ_LEVEL_WAVES.csv": (
         "rocprof v1 results (renamed by Omniperf)", 3, VEC + " [clone .kd]", 4096),
     "v1/rocprofcompute_MI200_v1renamed__timestamps.csv": (
@@ -109,7 +109,6 @@ def test_timed_dispatch_files_analyze(name, tmp_path):
 @pytest.mark.parametrize(
     "name, words",
     [
-        ("compute/rocprofcompute_MI300X__pmc_perf.csv", "dispatches without timestamps"),
         ("v3/sdk_oct2024__counter_collection.csv", "dispatches without timestamps"),
         ("v3/sdk_aug2025__hip_api_stats.csv", "summary statistics, not a trace"),
         ("v3/hpctraining_MI300A_rocm6.2.1__agent_info.excerpt.csv", "agent facts only"),
