@@ -11,7 +11,9 @@ unchanged). Cases that need the running process (a writer holding a lock) set ``
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import os
 import random
@@ -921,12 +923,55 @@ def _ncu_cases(out: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+def _amd_counter_cases(out: Path) -> list[Case]:
+    """AMD counters (issue 29): damaged rocprofv3 counter_collection.csv and rocprof-compute
+    pmc_perf.csv files, one without timestamps analyzed alone, counters from another run
+    (nothing joins), --counters given a kernel trace or a rocpd database without counters."""
+    analyze = ["analyze", "{f}", "--format", "json"]
+    joined = ["analyze", str(ROCPROF_KERNELS), "--counters", "{f}", "--format", "json"]
+    collection = (ROCPROF / "sdk_aug2025__counter_collection.csv").read_text()
+    pmc_perf = (ROCPROF.parent / "compute" / "rocprofcompute_MI300X__pmc_perf.csv").read_text()
+    table = list(csv.reader(io.StringIO(pmc_perf)))
+    table[1][table[0].index("SQ_WAVES")] = "abc"  # (a counter cell of the first dispatch)
+    text_cell = io.StringIO()
+    csv.writer(text_cell, lineterminator="\n").writerows(table)
+    sys.path.insert(0, str(ROOT / "tests" / "trace"))
+    from rocpd_db import RocpdWriter, write_gemm
+
+    no_pmc = out / "amd_gemm_without_counters.db"
+    with closing(sqlite3.connect(no_pmc)) as db:
+        write_gemm(RocpdWriter(db, "77aa_0bcd"))
+        db.commit()
+    return [
+        _raw(out, "amd_counter_collection_text_value.csv",
+             collection.replace("16384.000000", "n/a", 1).encode(), analyze,
+             says="'Counter_Value', data row 1: 'n/a' is not a number"),
+        _raw(out, "amd_counter_collection_untimed.csv",
+             (ROCPROF / "sdk_oct2024__counter_collection.csv").read_bytes(), analyze,
+             says="dispatches without timestamps cannot be analyzed in time"),
+        _raw(out, "amd_counter_collection_header_only.csv",
+             collection.splitlines(keepends=True)[0].encode(), analyze,
+             says="no kernel dispatches"),
+        _raw(out, "amd_pmc_perf_text_cell.csv", text_cell.getvalue().encode(), analyze,
+             says="column 'SQ_WAVES', data row 1: 'abc' is not a number"),
+        Case("amd_counters_from_another_run", joined, codes=(0,),
+             warns="none of its 3 profiled launches matches",
+             path=_bytes(out, "amd_other_run_pmc_perf.csv", pmc_perf.encode())),
+        Case("amd_counters_a_kernel_trace", joined,
+             says="--counters: not an Nsight Compute report or AMD counters file",
+             path=_bytes(out, "amd_kernel_trace.csv", ROCPROF_KERNELS.read_bytes())),
+        Case("amd_counters_rocpd_without_counters", joined,
+             says="a rocpd database without hardware counters", path=no_pmc),
+    ]  # fmt: skip
+
+
 def build(out: Path) -> list[Case]:
     """Write every case's file under ``out`` (created) and return the cases."""
     out.mkdir(parents=True, exist_ok=True)
     cases = (_sqlite_cases(out) + _csv_cases(out) + _config_cases(out) + _path_cases(out)
              + _kineto_cases(out) + _kineto_damage_cases(out) + _rocpd_cases(out)
-             + _wrong_file_cases(out) + _ncu_cases(out) + _stored_set_cases(out))  # fmt: skip
+             + _wrong_file_cases(out) + _ncu_cases(out) + _amd_counter_cases(out)
+             + _stored_set_cases(out))  # fmt: skip
     cases += _fuzz_found_cases(out)  # (found by tests/fuzz)
     for c in cases:
         if not c.names and c.path is not None:
