@@ -49,7 +49,7 @@ NO_TIMELINE = (
     "of the program with --counters)"
 )
 LONG = {"Counter_Name", "Counter_Value"}  # a rocprofv3 counter_collection: one row per counter
-_INSTANCE = re.compile(r"^(?P<base>.*?)(?:\[(?P<i>\d+)\])?$")
+_INSTANCE = re.compile(r"(?s)^(?P<base>.*?)(?:\[(?P<i>\d+)\])?$")
 _FUNCS = {"max_of": "max", "mean_of": "mean"}
 
 
@@ -114,24 +114,24 @@ class Readings:
         self.n = n
         wanted = {c for v in spec()["values"].values() for f in v for c, _ in needs(f["formula"])}
         parts = name.astype(str).str.strip().str.extract(_INSTANCE.pattern)
-        base = parts["base"]
+        base = parts["base"].fillna("").astype(str)
         inst = parts["i"].notna().to_numpy()
-        plain_sum = base.str.endswith("_sum") & ~inst
+        plain_sum = base.str.endswith("_sum").to_numpy() & ~inst
         base = base.where(~plain_sum, base.str.slice(0, -4))
-        kind = np.where(inst, "inst", np.where(plain_sum.to_numpy(), "sum", "plain"))
-        keep = base.isin(wanted).to_numpy()
+        kind = np.where(inst, "inst", np.where(plain_sum, "sum", "plain"))
+        keep = base.isin(wanted).to_numpy() & np.isfinite(np.asarray(value, dtype=np.float64))
         frame = pd.DataFrame({"row": np.asarray(row)[keep], "name": base.to_numpy()[keep],
                               "kind": kind[keep], "value": np.asarray(value)[keep]})  # fmt: skip
         self.present = set(frame["name"])
+        self.groups = set(zip(frame["kind"], frame["name"], strict=True))
         self.stats = (frame.groupby(["kind", "name", "row"])["value"]
                       .agg(["sum", "max", "mean", "count"]))  # fmt: skip
 
     def _column(self, kind: str, name: str, stat: str, at_least: int = 1) -> np.ndarray:
         out = np.full(self.n, np.nan)
-        try:
-            part = self.stats.loc[(kind, name)]
-        except KeyError:
+        if (kind, name) not in self.groups:
             return out
+        part = self.stats.loc[(kind, name)]
         part = part[part["count"] >= at_least]
         out[part.index.to_numpy(np.int64)] = part[stat].to_numpy(np.float64)
         return out

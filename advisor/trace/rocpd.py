@@ -486,8 +486,14 @@ def _counters(conn: sqlite3.Connection, p: Path, src: dict[str, str], k: pd.Data
     e, i = src["rocpd_pmc_event"], src["rocpd_info_pmc"]
     guid = "E.guid" if "guid" in _cols(conn, e) else "''"
     same = "AND I.guid = E.guid" if guid != "''" and "guid" in _cols(conn, i) else ""
-    pmc = _columns(conn, p, f"""SELECT {guid} AS guid, E.event_id AS event_id, I.name AS name,
-                   E.value AS value FROM {e} E JOIN {i} I ON I.id = E.pmc_id {same}""")  # fmt: skip
+    try:
+        pmc = _columns(conn, p, f"""SELECT {guid} AS guid, E.event_id AS event_id, I.name AS
+                       name, E.value AS value FROM {e} E JOIN {i} I ON I.id = E.pmc_id
+                       {same}""")  # fmt: skip
+    except SQLITE_ERRORS as exc:  # (damaged counter tables: the timeline is still read)
+        trace.warnings.append(f"the hardware counter tables (rocpd_pmc_event, rocpd_info_pmc) "
+                              f"cannot be read ({sqlite_problem(exc)}): no counters")  # fmt: skip
+        return
     if pmc.empty:
         return
     _numbers(pmc, ("event_id", "value"))
