@@ -16,6 +16,7 @@ import pytest
 from conftest import analysis_of
 
 from advisor.findings import find
+from advisor.metrics.attribution import GRAPH_HELD
 from advisor.rules.tables import build_tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ def test_graph_launches_held_for_64_ms_are_queued_waits():
     # launch overhead; no CUDA-graph finding claims it.
     a = analysis_of(PUBLIC / "hta_negative_queue_rank0.json.gz")
     p = pieces(a)
-    graph = p[p["detail"].eq("a CUDA graph launch's dependencies")]
+    graph = p[p["detail"].eq(GRAPH_HELD)]
     big = graph[graph["ns"] > 100_000]
     assert len(big) >= 187 and big["ns"].max() == 64_652_000
     assert big["ns"].nlargest(187).sum() >= 614_769_000

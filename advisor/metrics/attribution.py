@@ -282,15 +282,21 @@ def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, i
     return out
 
 
+GRAPH_HELD = (
+    "a CUDA graph launch (its own dependencies, or graph nodes the profiler did not record)"
+)
+
+
 def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
     """What held queued ops ``rows``: an event wait issued by the launching thread between
-    the stream predecessor's launch and the op's, a CUDA graph launch's dependencies, or a
+    the stream predecessor's launch and the op's, a CUDA graph launch (what it waits on
+    inside the graph: its dependencies, or nodes the profiler did not record), or a
     dependency the trace does not record."""
     out = np.full(len(rows), "a dependency not in the trace", dtype=object)
     names = host.api_names[np.maximum(api_row[rows], 0)]
     by_graph = ops["graph"].to_numpy(bool)[rows] | pd.Series(names).str.contains(
         "GraphLaunch", regex=False).to_numpy()  # fmt: skip
-    out[by_graph] = "a CUDA graph launch's dependencies"
+    out[by_graph] = GRAPH_HELD
     if host.event_waits is None:
         return out
     # the stream predecessor of each op (same device and stream)

@@ -179,7 +179,8 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
     blocking-copy gap), ``launch_op`` (the innermost host range open at its launch call,
     categorical text), ``sync_ns`` (the gap's synchronization part); and the idle pieces
     (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
-    cause (metrics/attribution.py), sorted by device and start."""
+    cause (metrics/attribution.py), sorted by device and start; on a trace whose host events
+    are a thinned sample (``trace.host_sample``) every gap is unattributed."""
     ops = ops.copy(deep=False)
     ops["gap_ns"] = idle_gaps(ops)
     api = trace.api
@@ -192,12 +193,15 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
         ops[col] = values
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
+    # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
+    # calls still place the ops in ranges, but no gap is attributed to a cause
+    causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
     result = attribute(
         ops,
         api,
         host_ranges(trace),
         steady_starts(ops, ranges),
-        rows,
+        causal_rows,
         pageable_copies(ops, trace),
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)

@@ -33,6 +33,7 @@ _DETAIL_COLUMNS = {
 }
 
 NOTHING_RECORDED = "nothing recorded on the launching thread"
+SHARE_SHOWN_BELOW = 0.995  # a detail holding less of its cause's idle than this says its share
 
 _WINDOW_DOC = {
     "gpu_busy_ns": "time any GPU work runs (ns)",
@@ -254,8 +255,8 @@ SCOPES: dict[Scope, dict[str, str]] = {
             )
         },
         **{
-            col: f"what held its {cause} idle the longest: {what} ('{NOTHING_RECORDED}' when "
-            "the trace names nothing)"
+            col: f"what held its {cause} idle the longest: {what}, with its share of that idle "
+            f"when it is not all of it ('{NOTHING_RECORDED}' when the trace names nothing)"
             for col, (cause, what) in _DETAIL_COLUMNS.items()
         },
         "last_device": "device most often last to reach this range's collectives (NaN none)",
@@ -369,14 +370,15 @@ def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:
 
 def held_by(a: Analysis) -> pd.DataFrame:
     """Per (cause, region name, device) of the selection's idle pieces: the detail of the
-    pieces with the most time (ties: the alphabetically first); columns cause, name,
-    device, detail ('' for the whole device when the trace has no ranges)."""
+    pieces with the most time (ties: the alphabetically first) and its share of that
+    cause's idle there (0..1); columns cause, name, device, detail ('' for the whole device
+    when the trace has no ranges), share."""
     return a.derived("held_by", _held_by)
 
 
 def _held_by(a: Analysis) -> pd.DataFrame:
     p = a.pieces
-    cols = ["cause", "name", "device", "detail"]
+    cols = ["cause", "name", "device", "detail", "share"]
     if p.empty or "detail" not in p:
         return pd.DataFrame(columns=cols)
     # grouped on integer codes; only the winners are turned into text
@@ -390,6 +392,8 @@ def _held_by(a: Analysis) -> pd.DataFrame:
         "t": p["detail"].array.codes, "ns": (p["end"] - p["start"]).to_numpy(),
     })  # fmt: skip
     total = frame.groupby(["c", "r", "d", "t"], as_index=False, sort=False)["ns"].sum()
+    whole = total.groupby(["c", "r", "d"], sort=False)["ns"].transform("sum").to_numpy()
+    total["share"] = total["ns"].to_numpy() / np.maximum(whole, 1)
     details = np.asarray(p["detail"].array.categories, dtype=object)
     total["text"] = details[total["t"].to_numpy()]
     total = total.sort_values(["ns", "text"], ascending=[False, True], kind="stable")
@@ -398,7 +402,7 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame({
         "cause": np.asarray(p["cause"].array.categories, dtype=object)[best["c"].to_numpy()],
         "name": names[best["r"].to_numpy()], "device": best["d"].to_numpy(),
-        "detail": best["text"].to_numpy(),
+        "detail": best["text"].to_numpy(), "share": best["share"].to_numpy(),
     })[cols].reset_index(drop=True)  # fmt: skip
 
 
@@ -450,7 +454,13 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w[col] = w[col].fillna(0).astype(np.float64)
     held = held_by(a)
     for col, (cause, _) in _DETAIL_COLUMNS.items():
-        mine = held[held["cause"] == cause].set_index(["name", "device"])["detail"]
+        mine = held[held["cause"] == cause]
+        # a detail holding only part of its cause's idle says which share
+        part = (mine["detail"] != "") & (mine["share"] < SHARE_SHOWN_BELOW)
+        text = mine["detail"].where(~part, mine["detail"] + " (" + (100 * mine["share"]).round(
+            0).astype(int).astype(str) + " % of it)")  # fmt: skip
+        mine = pd.Series(text.to_numpy(object), index=pd.MultiIndex.from_frame(
+            mine[["name", "device"]]))  # fmt: skip
         texts = mine.reindex(idx).to_numpy(object) if len(mine) else np.full(len(w), None)
         w[col] = pd.Series(texts).fillna(NOTHING_RECORDED).replace("", NOTHING_RECORDED).to_numpy()
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])

@@ -191,6 +191,10 @@ class Trace:
     # False when the launches were serialized and replayed by a counter profiler (Nsight
     # Compute): their times are back to back, so there are no gaps, host calls or ranges
     timeline: bool = True
+    # a reader's finding that the host events were thinned after capture (a sampled trace):
+    # (host events found, the span of their numbering, the share of neighbours with numbers
+    # missing between them); idle causes are then not attributed (metrics/gaps.py)
+    host_sample: tuple[int, int, float] | None = None
 
     @property
     def devices(self) -> list[int]:

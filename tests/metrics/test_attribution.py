@@ -280,3 +280,16 @@ def test_the_time_before_a_kernels_first_launch_is_startup_when_its_code_loads(l
     assert got[5_001_200] == {**first, "launch_latency": 100}
     for i in (1, 2, 3):
         assert got[i * p + 5_001_200] == {"host_bound": 5_000_100, "launch_latency": 100}
+
+
+def test_a_thinned_host_side_attributes_nothing():
+    # the same trace, its host events marked as a sample thinned after capture (the reader's
+    # finding, trace.host_sample): every gap is unattributed (843650 ns, as above), and the
+    # launch calls still place the ops
+    t = hand_trace()
+    t.host_sample = (2402, 238287, 0.62)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    b = gap_breakdown(pieces).set_index("cause")["total_ns"].to_dict()
+    assert b == {"unattributed": 843650}
+    assert ops["api_start"].notna().sum() == 10  # (every op with a launch call: all but k8)
+    assert (ops["overhead_ns"] == 0).all() and (ops["launch_op"].astype(str) == "").all()

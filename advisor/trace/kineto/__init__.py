@@ -52,6 +52,7 @@ from advisor.trace.kineto.contract import SCAN_CATEGORIES, SCAN_MODES
 from advisor.trace.kineto.decode import _num, _xyz, decode_events
 from advisor.trace.kineto.head import CHUNK_BYTES, Head, looks_like_kineto, read_head
 from advisor.trace.kineto.mapped import read_mapped
+from advisor.trace.kineto.sampled import file_host_sample, thinned_warning
 from advisor.trace.kineto.scan import SCANNER_ENV, _kscan, scan_events, scanner_enabled
 from advisor.trace.kineto.schema import (
     EVENTS,
@@ -120,7 +121,14 @@ def _read_kineto(p: Path, processes: int) -> Trace:
                                 ) from None  # fmt: skip
     except RecursionError:  # (msgspec, where the compiled scanner declines the bytes)
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: it {TOO_DEEP}") from None
-    return _trace(p, docs, tables, bad)
+    trace = _trace(p, docs, tables, bad)
+    try:
+        trace.host_sample = file_host_sample(p)
+    except AdvisorInputError:  # (read whole above: a damaged tail is not this check's)
+        trace.host_sample = None
+    if trace.host_sample is not None:
+        trace.warnings.append(thinned_warning(trace.host_sample))
+    return trace
 
 
 def _read(p: Path, processes: int) -> Read:
