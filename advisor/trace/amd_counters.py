@@ -101,6 +101,37 @@ def needs(formula: str) -> list[tuple[str, str | None]]:
     return out
 
 
+@cache
+def wanted_counters() -> frozenset[str]:
+    """Every counter a formula of amd_counters.yaml reads."""
+    formulas = [f["formula"] for v in spec()["values"].values() for f in v]
+    return frozenset(c for f in formulas for c, _ in needs(f))
+
+
+def _base_name(name: str) -> str:
+    """'TCC_HIT[3]' -> 'TCC_HIT', 'TCC_HIT_sum' -> 'TCC_HIT', else the name."""
+    m = _INSTANCE.match(name.strip())
+    base = m["base"] if m else name
+    return base[:-4] if base.endswith("_sum") and not (m and m["i"]) else base
+
+
+def _columns_read(names: list[str]) -> list[str]:
+    """The counter columns of a pmc_perf.csv that are parsed: thousands of columns (each L2
+    counter once per channel), of which only those a formula reads, and a counter's
+    instances (``X[i]``) only where a formula reads them or the file has no total."""
+    read = wanted_counters()
+    totals = {c for c in names if c in read or (c.endswith("_sum") and c[:-4] in read)}
+    per_instance = {c for v in spec()["values"].values() for f in v
+                    for c, how in needs(f["formula"]) if how}  # fmt: skip
+    out = []
+    for c in names:
+        base = _base_name(c)
+        own_total = {base, base + "_sum"} & totals
+        if c in totals or (base in read and (base in per_instance or not own_total)):
+            out.append(c)
+    return out
+
+
 class Readings:
     """Per profiled dispatch (rows 0..n-1): the counters a file gave, as totals over their
     instances and, where the file gives each instance, their max and mean over instances.
@@ -112,7 +143,7 @@ class Readings:
 
     def __init__(self, row: np.ndarray, name: pd.Series, value: np.ndarray, n: int) -> None:
         self.n = n
-        wanted = {c for v in spec()["values"].values() for f in v for c, _ in needs(f["formula"])}
+        wanted = wanted_counters()
         parts = name.astype(str).str.strip().str.extract(_INSTANCE.pattern)
         base = parts["base"].fillna("").astype(str)
         inst = parts["i"].notna().to_numpy()
@@ -256,13 +287,15 @@ def looks_like_amd_counters(path: Path) -> bool:
     return is_counter_layout(sniff([str(c) for c in head.columns]))
 
 
-def read_amd_counters(path: str | Path, alone: bool = True) -> Trace:
+def read_amd_counters(path: str | Path, alone: bool = True,
+                      raw: pd.DataFrame | None = None) -> Trace:  # fmt: skip
     """A counter_collection.csv or pmc_perf.csv (plain or gzipped) as a kernel-level Trace
     with its counters (the module doc). AdvisorInputError for another layout or a file
     without dispatches; ``alone`` (the file is the trace analyzed, not --counters): also
-    for one without the dispatches' durations, and dispatches without one are dropped."""
+    for one without the dispatches' durations, and dispatches without one are dropped.
+    ``raw``: the file's cells, when read already."""
     p = Path(path)
-    raw = read_csv(p)
+    raw = read_csv(p) if raw is None else raw
     layout = sniff([str(c) for c in raw.columns])
     if layout is None or not is_counter_layout(layout):
         head = ", ".join(map(str, list(raw.columns)[:6]))
@@ -332,6 +365,7 @@ def _dispatches(raw: pd.DataFrame, layout: Layout, p: Path) -> tuple[pd.DataFram
     names = [c for c in raw.columns if c not in s["pmc_perf_meta"] and not repeats.match(c)]
     if not names:
         raise AdvisorInputError(str(p), f"{layout.name} without counter columns")
+    names = _columns_read(names)
     order = np.argsort(table["dispatch"].to_numpy(np.float64), kind="stable")
     meta = table.iloc[order].reset_index(drop=True)
     cells = raw[names].iloc[order].reset_index(drop=True)

@@ -365,7 +365,7 @@ def read_rocprof(path: str | Path) -> Trace:
     if layout is not None and layout.kind == "counters":  # (a kernel-level trace of its own)
         from advisor.trace.amd_counters import read_amd_counters
 
-        return read_amd_counters(p)
+        return read_amd_counters(p, raw=raw)
     layout, table = read_table(p, raw)
     if layout.kind != "dispatches":
         hint = {

@@ -932,7 +932,7 @@ def _amd_counter_cases(out: Path) -> list[Case]:
     collection = (ROCPROF / "sdk_aug2025__counter_collection.csv").read_text()
     pmc_perf = (ROCPROF.parent / "compute" / "rocprofcompute_MI300X__pmc_perf.csv").read_text()
     table = list(csv.reader(io.StringIO(pmc_perf)))
-    table[1][table[0].index("SQ_WAVES")] = "abc"  # (a counter cell of the first dispatch)
+    table[1][table[0].index("SQ_WAIT_ANY")] = "abc"  # (a counter advisor reads, dispatch 0)
     text_cell = io.StringIO()
     csv.writer(text_cell, lineterminator="\n").writerows(table)
     sys.path.insert(0, str(ROOT / "tests" / "trace"))
@@ -953,7 +953,7 @@ def _amd_counter_cases(out: Path) -> list[Case]:
              collection.splitlines(keepends=True)[0].encode(), analyze,
              says="no kernel dispatches"),
         _raw(out, "amd_pmc_perf_text_cell.csv", text_cell.getvalue().encode(), analyze,
-             says="column 'SQ_WAVES', data row 1: 'abc' is not a number"),
+             says="column 'SQ_WAIT_ANY', data row 1: 'abc' is not a number"),
         Case("amd_counters_from_another_run", joined, codes=(0,),
              warns="none of its 3 profiled launches matches",
              path=_bytes(out, "amd_other_run_pmc_perf.csv", pmc_perf.encode())),
