@@ -149,9 +149,12 @@ def _facts(gpus: dict[int, GpuSpec], devices: np.ndarray) -> dict[str, np.ndarra
         return (g.memory_bandwidth_gbs or np.nan, (g.clock_mhz or np.nan) / 1000, g.sm_count,
                 simds or np.nan, g.max_warps_per_sm)  # fmt: skip
 
-    known = {d: one(gpus.get(int(d))) for d in pd.unique(devices)}
-    rows = np.array([known[d] for d in devices], dtype=np.float64).reshape(len(devices), 5)
-    return dict(zip(("bandwidth", "ghz", "sms", "simds", "waves"), rows.T, strict=True))
+    names = ["bandwidth", "ghz", "sms", "simds", "waves"]
+    unique = pd.unique(devices)
+    known = pd.DataFrame([one(gpus.get(int(d))) for d in unique], index=unique, columns=names,
+                         dtype=np.float64)  # fmt: skip
+    per_launch = known.reindex(devices)  # (one row per launch, by its device)
+    return {c: per_launch[c].to_numpy(np.float64) for c in names}
 
 
 def counter_shares(trace: Trace) -> list[str]:
