@@ -320,3 +320,21 @@ def test_counters_must_be_a_counters_file():
     (line,) = proc.stderr.splitlines()
     assert "--counters: not an Nsight Compute report or AMD counters file" in line
     assert "counter_collection.csv" in line and "pmc_perf.csv" in line
+
+
+def test_the_mapping_is_data_each_formula_checked():
+    # every value of amd_counters.yaml is a trace.counters column (counters.yaml), says what
+    # its absence limits, and each formula parses into names, numbers, + - * / and
+    # max_of / mean_of only; the counters they read are AMD's (rocprofiler-sdk's names)
+    from advisor.trace.amd_counters import needs, spec, value_columns, wanted_counters
+
+    s = spec()
+    assert set(s["values"]) <= set(value_columns()) and set(s["limits"]) == set(s["values"])
+    for formulas in s["values"].values():
+        for f in formulas:
+            assert needs(f["formula"])
+    assert wanted_counters() == {
+        "TCC_BUBBLE", "TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B", "TCC_EA0_WRREQ",
+        "TCC_EA0_WRREQ_64B", "TCC_EA_RDREQ", "TCC_EA_RDREQ_32B", "TCC_EA_WRREQ",
+        "TCC_EA_WRREQ_64B", "SQ_VALU_MFMA_BUSY_CYCLES", "SQ_WAVE_CYCLES", "SQ_WAIT_ANY",
+        "SQ_BUSY_CYCLES"}  # fmt: skip
