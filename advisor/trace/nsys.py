@@ -442,8 +442,11 @@ def _memory_kinds(r: _Reader) -> dict[int, str]:
     if not {"id", "label"} <= r.columns.get("ENUM_CUDA_MEM_KIND", set()):
         return MEMORY_KINDS
     table = r.frame("SELECT id, label FROM ENUM_CUDA_MEM_KIND")
+    ids = _numeric(table["id"]).to_numpy(np.float64)  # (a damaged id: text, NULL, a blob)
+    ok = np.isfinite(ids) & (ids == np.floor(ids))
     return {
-        int(i): str(label).lower() for i, label in zip(table["id"], table["label"], strict=True)
+        int(i): str(label).lower()
+        for i, label in zip(ids[ok], table["label"].to_numpy(object)[ok], strict=True)
     }
 
 

@@ -68,8 +68,10 @@ TABLES = ("rocpd_metadata", "rocpd_string", "rocpd_info_agent", "rocpd_info_kern
 
 
 def _names(conn: sqlite3.Connection) -> dict[str, str]:
-    """Table/view name -> type of every object in the database."""
-    return dict(conn.execute("SELECT name, type FROM sqlite_master"))
+    """Table/view name -> type of every object in the database (a name stored as a blob, in
+    a damaged schema, names nothing rocpd reads: left out)."""
+    rows = conn.execute("SELECT name, type FROM sqlite_master")
+    return {name: kind for name, kind in rows if isinstance(name, str)}
 
 
 def is_rocpd(path: Path) -> bool:
