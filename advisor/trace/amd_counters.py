@@ -370,9 +370,9 @@ def _dispatches(raw: pd.DataFrame, layout: Layout, p: Path) -> tuple[pd.DataFram
     meta = table.iloc[order].reset_index(drop=True)
     cells = raw[names].iloc[order].reset_index(drop=True)
     text = cells.astype(str).apply(lambda c: c.str.strip())
-    values = np.column_stack([numbers(text[c], text[c], c, str(p)).to_numpy(np.float64)
-                              for c in names])  # fmt: skip
     n = len(meta)
+    values = np.column_stack([numbers(text[c], text[c], c, str(p)).to_numpy(np.float64)
+                              for c in names]) if names else np.zeros((n, 0))  # fmt: skip
     at = np.tile(np.arange(n), len(names))
     flat = values.reshape(-1, order="F")  # (column by column, as ``at`` and the names)
     counter = pd.Series(np.repeat(np.array(names, dtype=object), n))

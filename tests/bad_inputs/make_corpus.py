@@ -829,6 +829,10 @@ def _fuzz_found_cases(out: Path) -> list[Case]:
              path=rocpd("fuzz_rocpd_table_name_a_blob.db", "PRAGMA writable_schema = ON",
                         "UPDATE sqlite_master SET name = CAST(name AS BLOB) "
                         f"WHERE name = 'rocpd_info_node_{uuid}'", views=False)),
+        _raw(out, "fuzz_timestamps_header_blanked.csv",
+             (ROCPROF.parent / "v2" / "rocprofcompute_MI300X_v2__timestamps.csv").read_bytes()
+             .replace(b",End_Timestamp,", b",,", 1), analyze,
+             says="dispatches without timestamps"),  # (read as a pmc_perf without counters)
         Case("fuzz_kineto_grid_past_int64.pt.trace.json", analyze, (0,),
              warns="impossible launch configurations",
              path=_kineto_damaged(out, "fuzz_kineto_grid_past_int64.pt.trace.json", "kernel",
