@@ -156,15 +156,7 @@ def analyze(
         "--separate",
         help="Several traces: analyse each on its own (not as the ranks of one job).",
     ),
-    counters: str = typer.Option(
-        None,
-        "--counters",
-        metavar="FILE",
-        help="Hardware counters joined to the trace's kernels: an Nsight Compute report "
-        "(.ncu-rep, with ncu on PATH) or its raw page CSV, a rocprofv3 counter_collection.csv "
-        "or rocpd database with counters, or a rocprof-compute pmc_perf.csv "
-        "(docs/metrics.md).",
-    ),
+    counters: str = cli_options.COUNTERS,
 ) -> None:
     """Analyze traces: idle time by cause, per kernel and per NVTX range, with findings.
 
@@ -452,6 +444,7 @@ def report(
         None, "--config", metavar="FILE", help="Gate thresholds (diff reports)."
     ),
     dask: str = cli_options.DASK,
+    counters: str = cli_options.COUNTERS,
 ) -> None:
     """Write a markdown tuning report with PNG charts (or, for two traces, a comparison)."""
     from advisor.gating import load_config as load_gate_config
@@ -471,6 +464,9 @@ def report(
             gpu=gpu, gpu_spec=gpu_spec, rule_paths=tuple(rules or ()), shapes=tuple(shape or ()),
             gemms=tuple(gemm or ()), dask=dask,
         ).check()  # fmt: skip
+        if len(traces) == 2 and counters:
+            raise AdvisorInputError(None, "--counters joins one trace's kernels: a report of "
+                                    "one TRACE takes it, not a comparison")  # fmt: skip
         if len(traces) == 2:
             baseline, candidate = traces
             compared, base, cand = compare_two(
@@ -483,7 +479,8 @@ def report(
                            "for BASELINE CANDIDATE", err=True)  # fmt: skip
             result = api.analyze(traces[0], memory_advice=advise_huge_pages, gpu=gpu,
                                  gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
-                                 gemms=gemm or (), emit=emit_dir)  # fmt: skip
+                                 gemms=gemm or (), emit=emit_dir,
+                                 counters=counters)  # fmt: skip
             written = result.write_report(output, assets)
     for path in written:
         _out(f"wrote {path}")

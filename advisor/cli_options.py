@@ -31,6 +31,14 @@ SHAPE = typer.Option(
     metavar="PATTERN=MxNxK",
     help="GEMM shape PATTERN=MxNxK (repeatable); PATTERN: regex on kernel or range name.",
 )
+COUNTERS = typer.Option(
+    None,
+    "--counters",
+    metavar="FILE",
+    help="Hardware counters joined to the trace's kernels: an Nsight Compute report "
+    "(.ncu-rep, with ncu on PATH) or its raw page CSV, a rocprofv3 counter_collection.csv "
+    "or rocpd database with counters, or a rocprof-compute pmc_perf.csv (docs/metrics.md).",
+)
 GEMM = typer.Option(
     None,
     "--gemm",

@@ -1,10 +1,11 @@
 """advisor report: exact sections and numbers of the markdown, valid PNG charts."""
 
+import json
 import subprocess
 import sys
 
 import pytest
-from conftest import H200_2GPU, H200_SINGLE, analysis_of
+from conftest import H200_2GPU, H200_SINGLE, SAMPLES, analysis_of
 
 from advisor.errors import AdvisorInputError
 from advisor.findings import find
@@ -114,3 +115,39 @@ def test_timeline_compresses_start_up(single):
                .clip(lower=0).sum())  # fmt: skip
         assert ran <= 0.02 * (b.end_ns - b.start_ns)
     assert t.width < 0.05 * (t.t1 - t.t0) / 1e6
+
+
+COUNTER_RUN = SAMPLES / "counters"
+
+
+def _advisor(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_a_report_with_counters_says_what_they_say(tmp_path):
+    # the captured counters run (sample_traces/counters: an nsys timeline and the ncu raw
+    # page of the same program): the markdown findings carry the counters' sentence, as the
+    # JSON summaries do (issue 29: "what the counters say" in terminal, markdown and JSON)
+    timeline, raw = COUNTER_RUN / "counters.sqlite", COUNTER_RUN / "counters.ncu.raw.csv.gz"
+    out = tmp_path / "r.md"
+    proc = _advisor("report", str(timeline), "--counters", str(raw), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(_advisor("analyze", str(timeline), "--counters", str(raw), "--format",
+                              "json").stdout)  # fmt: skip
+    said = [f["summary"] for f in doc["findings"] if f.get("counters")]
+    assert len(said) == 3  # wave-tail-gemm, warp-specialization-by-counters, memory-bound
+    text = out.read_text()
+    for summary in said:
+        assert summary[summary.index("; counters (") :][:60] in text
+    plain = tmp_path / "plain.md"
+    assert _advisor("report", str(timeline), "-o", str(plain)).returncode == 0
+    assert "; counters (" not in plain.read_text()
+
+
+def test_a_comparison_report_takes_no_counters(tmp_path):
+    t = str(COUNTER_RUN / "counters.sqlite")
+    proc = _advisor("report", t, t, "--counters", str(COUNTER_RUN / "counters.ncu.raw.csv.gz"),
+                    "-o", str(tmp_path / "r.md"))  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "--counters joins one trace's kernels" in proc.stderr
