@@ -198,7 +198,7 @@ def json_value_op(doc, rng: random.Random, pool: list | None = None) -> str:
 def csv_op(text: str, rng: random.Random) -> tuple[str, str]:
     """One change to CSV text: a cell set to an odd value, a header renamed or dropped, a
     column or row removed, duplicated or reordered, a row cut short, quoting changed."""
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = list(csv.reader(io.StringIO(text, newline="")))  # (a bare \r in a cell: a line break)
     if not rows:
         return text + rng.choice(STRINGS), "csv:append"
     op = rng.choice(["cell", "cell", "cell", "header", "drop_col", "dup_row", "drop_rows",
