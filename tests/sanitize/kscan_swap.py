@@ -22,7 +22,7 @@ def swap(path: str | Path) -> ModuleType:
     is imported: that module binds the scanner once); again with the same path: the module
     already swapped in."""
     have = sys.modules.get(NAME)
-    if have is not None and Path(getattr(have, "__file__", "")) == Path(path):
+    if have is not None and Path(getattr(have, "__file__", "")).resolve() == Path(path).resolve():
         return have
     if "advisor.trace.kineto" in sys.modules:
         raise RuntimeError("advisor.trace.kineto was imported before the scanner was swapped")
