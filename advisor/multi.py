@@ -57,7 +57,9 @@ def load_one(path: str, gpu) -> RankLoad:
 
 
 def merge_traces(loads: list[RankLoad]) -> Trace:
-    """One Trace of every successfully read rank (sets each load's ``devices`` map)."""
+    """One Trace of every successfully read rank (sets each load's ``devices`` map). A rank
+    with thinned host events (Trace.host_sample) makes the whole host side thinned: no gap of
+    the merged trace is attributed (the parts path leaves only that rank's unattributed)."""
     ok = [(x, x.trace) for x in loads if x.trace is not None]
     if not ok:
         raise AdvisorInputError(None, "no trace could be read")
@@ -95,6 +97,12 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
     for name, tables in parts.items():
         if tables:
             setattr(merged, name, pd.concat(tables, ignore_index=True))
+    # a rank whose host events were thinned leaves the merged host side thinned too (as its
+    # part does for its own gaps): their counts added, the largest share of holes
+    thinned = [t.host_sample for _, t in ok if t.host_sample is not None]
+    if thinned:
+        merged.host_sample = (sum(x[0] for x in thinned), sum(x[1] for x in thinned),
+                              max(x[2] for x in thinned))  # fmt: skip
     return merged
 
 
