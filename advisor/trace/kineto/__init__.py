@@ -52,7 +52,7 @@ from advisor.trace.kineto.contract import SCAN_CATEGORIES, SCAN_MODES
 from advisor.trace.kineto.decode import _num, _xyz, decode_events
 from advisor.trace.kineto.head import CHUNK_BYTES, Head, looks_like_kineto, read_head
 from advisor.trace.kineto.mapped import read_mapped
-from advisor.trace.kineto.sampled import file_host_sample, thinned_warning
+from advisor.trace.kineto.sampled import HostSample, host_sample, thinned_warning
 from advisor.trace.kineto.scan import SCANNER_ENV, _kscan, scan_events, scanner_enabled
 from advisor.trace.kineto.schema import (
     EVENTS,
@@ -111,7 +111,7 @@ def _no_gc():
 
 def _read_kineto(p: Path, processes: int) -> Trace:
     try:
-        docs, tables, bad = _read(p, processes)
+        (docs, tables, bad), sample = _read(p, processes)
     except READ_ERRORS as exc:
         raise AdvisorInputError(
             str(p), f"cannot read the Kineto trace: {read_problem(exc)}"
@@ -122,38 +122,40 @@ def _read_kineto(p: Path, processes: int) -> Trace:
     except RecursionError:  # (msgspec, where the compiled scanner declines the bytes)
         raise AdvisorInputError(str(p), f"not a valid Kineto JSON trace: it {TOO_DEEP}") from None
     trace = _trace(p, docs, tables, bad)
-    try:
-        trace.host_sample = file_host_sample(p)
-    except AdvisorInputError:  # (read whole above: a damaged tail is not this check's)
-        trace.host_sample = None
-    if trace.host_sample is not None:
-        trace.warnings.append(thinned_warning(trace.host_sample))
+    trace.host_sample = sample
+    if sample is not None:
+        trace.warnings.append(thinned_warning(sample))
     return trace
 
 
-def _read(p: Path, processes: int) -> Read:
+def _read(p: Path, processes: int) -> tuple[Read, HostSample | None]:
     """The document's parts besides its events, the tables of its events and the values of
     the wrong type counted: a gzip trace streamed; an uncompressed one laid out as Kineto
     writes it memory-mapped and scanned (``processes`` threads), or, without the scanner,
-    read in spans by ``processes`` processes when large; any other streamed."""
+    read in spans by ``processes`` processes when large; any other streamed. With it, the
+    host-event sample of the document's first bytes (sampled.host_sample, from the head
+    every path reads first)."""
     with open(p, "rb") as raw:
         gz = raw.read(2) == b"\x1f\x8b"
     if gz:
         with gzip.open(p, "rb") as inflated, ReadAhead(inflated) as ahead:
-            return stream(ahead, Head(ahead))
+            head = Head(ahead)
+            sample = host_sample(head.first)
+            return stream(ahead, head), sample
     size = p.stat().st_size
     with open(p, "rb") as fh:
         head = Head(fh)
+        sample = host_sample(head.first)
         if head.laid_out and scanner_enabled() and p.is_file():
             read = read_mapped(fh, head, processes, SCAN_CHUNK_BYTES)
             if read is not None:
-                return read
+                return read, sample
             fh.seek(0)  # (the events array closed before the last cut: streamed instead)
             head = Head(fh)
         elif head.laid_out and size >= PARALLEL_MIN_BYTES:
-            return read_spans(p, fh, head, size, processes, SPAN_MIN_BYTES)
+            return read_spans(p, fh, head, size, processes, SPAN_MIN_BYTES), sample
         with ReadAhead(fh) as ahead:
-            return stream(ahead, head)
+            return stream(ahead, head), sample
 
 
 def _trace(p: Path, docs: list[Document], tables: Tables, bad: Counter) -> Trace:

@@ -8,12 +8,10 @@ time-window excerpt keeps runs of consecutive numbers (data/thresholds.yaml
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 
 from advisor.data import load_yaml
-from advisor.trace.kineto.head import read_head
 
 EV_IDX = re.compile(rb'"Ev Idx"\s*:\s*(\d{1,18})\b')
 
@@ -23,13 +21,16 @@ def limits() -> dict:
     return dict(load_yaml("thresholds.yaml")["thinned_host_events"])
 
 
-def host_sample(first: bytes) -> tuple[int, int, float] | None:
+HostSample = tuple[int, int, float]  # (numbered events, their numbers' span, hole share)
+
+
+def host_sample(first: bytes) -> HostSample | None:
     """(numbered host events found, the span of their numbers, the share of neighbours with
-    numbers missing between them) in ``first``, the document's first bytes, when that share
-    makes the host events a thinned sample; None otherwise (too few numbered events, or
-    runs of consecutive numbers)."""
+    numbers missing between them) in the first ``sample_bytes`` of ``first``, the document's
+    first bytes, when that share makes the host events a thinned sample; None otherwise (too
+    few numbered events, or runs of consecutive numbers)."""
     t = limits()
-    found = EV_IDX.findall(first)
+    found = EV_IDX.findall(first, 0, int(t["sample_bytes"]))
     if len(found) < t["min_events"]:
         return None
     idx = np.unique(np.array(found, dtype="S18").astype(np.int64))
@@ -41,12 +42,7 @@ def host_sample(first: bytes) -> tuple[int, int, float] | None:
     return len(idx), int(idx[-1] - idx[0] + 1), holes
 
 
-def file_host_sample(path: Path) -> tuple[int, int, float] | None:
-    """host_sample of the first ``sample_bytes`` of a trace file (decompressed)."""
-    return host_sample(read_head(path, int(limits()["sample_bytes"])))
-
-
-def thinned_warning(sample: tuple[int, int, float]) -> str:
+def thinned_warning(sample: HostSample) -> str:
     """The reader's warning for a thinned trace: what was found and what it limits."""
     kept, span, holes = sample
     return (
