@@ -93,6 +93,11 @@ class Attribution:
     sync_ns: np.ndarray  # per op: the synchronization part of its gap (ns)
 
 
+# gaps attributed per block: every per-gap temporary is a block long, not a trace long
+# (1M gaps: about 40 arrays of 8 MB each otherwise)
+BLOCK_GAPS = 1 << 18
+
+
 def attribute(
     ops: pd.DataFrame,
     api: pd.DataFrame,
@@ -100,6 +105,7 @@ def attribute(
     steady_start: dict[int, int],
     api_row: np.ndarray,
     pageable_copy: np.ndarray,
+    block: int = BLOCK_GAPS,
 ) -> Attribution:
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
@@ -108,96 +114,144 @@ def attribute(
     ``api`` (-1: none); ``host_ranges``: the host's ranges (start, end, pid, tid, text: NVTX,
     record_function and CPU ops); ``steady_start``: per device the steady state's first ns;
     ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks).
+    The gaps are worked through ``block`` at a time (the result does not depend on it).
     """
     n = len(ops)
-    t = thresholds()
     gap = ops["gap_ns"].to_numpy(np.int64)
-    at = np.flatnonzero(gap > 0)
-    g1 = ops["start"].to_numpy(np.int64)[at]
-    g0 = g1 - gap[at]
-    device = ops["device"].to_numpy()[at]
-    row = api_row[at]
-    known = row >= 0
-    api_start = api["start"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
+    at_all = np.flatnonzero(gap > 0)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
-    safe = np.maximum(row, 0)
-    launch_start = np.where(known, api_start[safe] if len(api) else 0, g1)
-    enqueue = np.where(known, np.minimum(api_end[safe] if len(api) else 0, g1), g1)
-
-    latency = _latency_bounds(ops, api_row, api_end, t)
-    bound = (pd.Series(device).map(latency).fillna(t["latency_default_ns"])
-             .to_numpy(np.int64))  # fmt: skip
-    waited = g1 - np.maximum(enqueue, g0)  # held after it was enqueued (or after g0)
-    never = np.iinfo(np.int64).min
-    steady = pd.Series(device).map(steady_start).fillna(never).to_numpy(np.float64)
-    queued = known & (waited > bound)  # (held by a dependency even before the steady state)
-    startup = (g1 <= steady) & ~queued
-    timed = known & ~startup & ~queued
-    late = np.where(timed, np.clip(enqueue - g0, 0, None), 0)  # host-late time [g0, enqueue)
-    latency_part = np.where(timed, gap[at] - late, 0)
-
-    # a gap between two nodes of one CUDA-graph launch
-    graph = ops["graph"].to_numpy(bool)
-    corr = ops["correlation"].to_numpy(np.float64)
-    dev_all = ops["device"].to_numpy()
-    prev = np.maximum(at - 1, 0)
-    same_graph = (at > 0) & (dev_all[prev] == dev_all[at]) & graph[at] & graph[prev]
-    same_graph &= corr[at] == corr[prev]
-
-    # what the launching thread did while the host was late
+    latency = _latency_bounds(ops, api_row, api_end, thresholds())
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy)
-    keys = np.where(known, host.api_keys[safe] if len(api) else -1, -1)
-    first = np.zeros(len(ops), dtype=bool)
+    first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
-    split = host.split(keys, g0, g0 + late, launch_start, first[at])
+    blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
+    gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 
-    k = len(at)
-    # ns per (cause, gap): one contiguous row per cause
-    amounts = np.zeros((len(CAUSES), k), dtype=np.int64)
-    gaps = gap[at]
+    # the times the host's innermost range is asked for: the late windows' middles (split)
+    # and the launch calls' starts (launching_ops)
+    keys, times = [], []
+    for at in blocks:
+        w = gaps.windows(at)
+        late_at = (w["late"] > 0) & (w["keys"] >= 0)
+        keys.append(w["keys"][late_at])
+        times.append((w["g0"] + w["late"] // 2)[late_at])
+    launched = api_row[api_row >= 0]
+    host.expect(np.concatenate([*keys, host.api_keys[launched]]),
+                np.concatenate([*times, host.api_start[launched]]))  # fmt: skip
+    del keys, times
+
+    cause = np.full(n, -1, dtype=np.int8)
+    overhead = np.zeros(n, dtype=np.int64)
+    detail = np.full(n, "", dtype=object)
+    sync_call = np.full(n, "", dtype=object)
+    sync_ns = np.zeros(n, dtype=np.int64)
+    vocab: dict[str, int] = {"": 0}  # the pieces' labels, shared by the blocks
+    parts = []
+    for at in blocks:
+        w = gaps.windows(at)
+        split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
+                           first[at])  # fmt: skip
+        amounts = _amounts(w, split)
+        dominant = _dominant(amounts)
+        cause[at] = dominant
+        overhead[at] = amounts[[CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=0)
+        sync_ns[at] = amounts[CAUSE_CODE["synchronization"]]
+        # what held each piece: the labels of the host's activity, the queued op's dependency
+        labels = split["labels"]
+        by_cause = {
+            "synchronization": labels["sync"], "blocking_copy": labels["copy"],
+            "input_pipeline": labels["input"], "host_busy": labels["host"],
+            "host_bound": labels["host"],
+        }  # fmt: skip
+        queued = w["queued"]
+        if queued.any():
+            queued_detail = np.full(len(at), "", dtype=object)
+            queued_detail[queued] = gaps.queued_detail(at[queued])
+            by_cause["queued_wait"] = queued_detail
+        parts.append(_pieces(w["device"], w["g0"], amounts, at, by_cause, vocab))
+        for name, values in by_cause.items():
+            mine = dominant == CAUSE_CODE[name]
+            detail[at[mine]] = values[mine]
+        for name, label in (("synchronization", "sync_api"), ("blocking_copy", "copy_api")):
+            mine = dominant == CAUSE_CODE[name]
+            sync_call[at[mine]] = labels[label][mine]
+        del w, split, amounts, labels, by_cause
+    return Attribution(cause, detail, overhead, sync_call, _piece_table(parts, vocab),
+                       latency, host.launching_ops(api_row), sync_ns)  # fmt: skip
+
+
+class _Gaps:
+    """What each gap's op waited for, per block of gaps (module doc, steps 1-4): the
+    columns every block needs, taken from the ops once."""
+
+    def __init__(self, ops, gap, api_row, host: _HostActivity, latency, steady_start) -> None:
+        self.ops, self.gap, self.api_row, self.host = ops, gap, api_row, host
+        self.start = ops["start"].to_numpy(np.int64)
+        self.device = ops["device"].to_numpy()
+        self.graph = ops["graph"].to_numpy(bool)
+        self.corr = ops["correlation"].to_numpy(np.float64)
+        t = thresholds()
+        self.latency_default = t["latency_default_ns"]
+        self.latency, self.steady_start = latency, steady_start
+        self._prev_in_stream: np.ndarray | None = None
+
+    def windows(self, at: np.ndarray) -> dict[str, np.ndarray]:
+        """Per gap ``at`` (op rows): g0, device, keys (the launching thread), launch_start,
+        queued / startup / known, late (the host-late time [g0, enqueue)), latency_part,
+        same_graph (a gap between two nodes of one CUDA-graph launch), gap."""
+        host = self.host
+        gap = self.gap[at]
+        g1 = self.start[at]
+        g0 = g1 - gap
+        device = self.device[at]
+        row = self.api_row[at]
+        known = row >= 0
+        safe = np.maximum(row, 0)
+        has_api = len(host.api_start) > 0
+        launch_start = np.where(known, host.api_start[safe] if has_api else 0, g1)
+        enqueue = np.where(known, np.minimum(host.api_end[safe] if has_api else 0, g1), g1)
+        bound = (pd.Series(device).map(self.latency).fillna(self.latency_default)
+                 .to_numpy(np.int64))  # fmt: skip
+        waited = g1 - np.maximum(enqueue, g0)  # held after it was enqueued (or after g0)
+        never = np.iinfo(np.int64).min
+        steady = pd.Series(device).map(self.steady_start).fillna(never).to_numpy(np.float64)
+        queued = known & (waited > bound)  # (held by a dependency even before the steady state)
+        startup = (g1 <= steady) & ~queued
+        timed = known & ~startup & ~queued
+        late = np.where(timed, np.clip(enqueue - g0, 0, None), 0)
+        prev = np.maximum(at - 1, 0)
+        same_graph = (at > 0) & (self.device[prev] == device) & self.graph[at] & self.graph[prev]
+        same_graph &= self.corr[at] == self.corr[prev]
+        keys = np.where(known, host.api_keys[safe] if has_api else -1, -1)
+        return {"gap": gap, "g0": g0, "device": device, "keys": keys, "known": known,
+                "launch_start": launch_start, "queued": queued, "startup": startup,
+                "late": late, "latency_part": np.where(timed, gap - late, 0),
+                "same_graph": same_graph}  # fmt: skip
+
+    def queued_detail(self, rows: np.ndarray) -> np.ndarray:
+        """_queued_detail for op ``rows``, the ops' stream predecessors found once."""
+        if self._prev_in_stream is None:
+            self._prev_in_stream = _prev_in_stream(self.ops)
+        return _queued_detail(self.ops, rows, self.api_row, self.host, self._prev_in_stream)
+
+
+def _amounts(w: dict[str, np.ndarray], split: dict) -> np.ndarray:
+    """ns per (cause, gap) of a block of gaps (``w``: _Gaps.windows): one contiguous row
+    per cause; every column sums to its gap."""
+    gaps = w["gap"]
+    amounts = np.zeros((len(CAUSES), len(gaps)), dtype=np.int64)
+    startup, known, queued = w["startup"], w["known"], w["queued"]
     amounts[CAUSE_CODE["startup"]] = np.where(startup, gaps, 0) + split["startup"]
     amounts[CAUSE_CODE["unattributed"]] = np.where(~known & ~startup, gaps, 0)
     amounts[CAUSE_CODE["queued_wait"]] = np.where(queued, gaps, 0)
     for name in ("synchronization", "blocking_copy", "input_pipeline", "host_busy",
                  "host_bound"):  # fmt: skip
         amounts[CAUSE_CODE[name]] = split[name]
+    same_graph, latency_part = w["same_graph"], w["latency_part"]
     amounts[CAUSE_CODE["graph_internal"]] = np.where(same_graph, latency_part, 0)
     amounts[CAUSE_CODE["launch_latency"]] = np.where(same_graph, 0, latency_part)
     assert (amounts.sum(axis=0) == gaps).all(), "idle pieces must sum to the gap"
-
-    cause = np.full(n, -1, dtype=np.int8)
-    dominant = _dominant(amounts)
-    cause[at] = dominant
-    overhead = np.zeros(n, dtype=np.int64)
-    overhead[at] = amounts[[CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=0)
-
-    # what held each piece: the labels of the host's activity, the queued op's dependency
-    labels = split["labels"]
-    by_cause = {
-        "synchronization": labels["sync"], "blocking_copy": labels["copy"],
-        "input_pipeline": labels["input"], "host_busy": labels["host"],
-        "host_bound": labels["host"],
-    }  # fmt: skip
-    if queued.any():
-        queued_detail = np.full(k, "", dtype=object)
-        queued_detail[queued] = _queued_detail(ops, api, at[queued], api_row, host)
-        by_cause["queued_wait"] = queued_detail
-    pieces = _pieces(device, g0, amounts, at, by_cause)
-    detail = np.full(n, "", dtype=object)
-    sync_call = np.full(n, "", dtype=object)
-    for name, values in by_cause.items():
-        mine = dominant == CAUSE_CODE[name]
-        detail[at[mine]] = values[mine]
-    sync_call[at[dominant == CAUSE_CODE["synchronization"]]] = labels["sync_api"][
-        dominant == CAUSE_CODE["synchronization"]
-    ]
-    sync_call[at[dominant == CAUSE_CODE["blocking_copy"]]] = labels["copy_api"][
-        dominant == CAUSE_CODE["blocking_copy"]
-    ]
-    sync_ns = np.zeros(n, dtype=np.int64)
-    sync_ns[at] = amounts[CAUSE_CODE["synchronization"]]
-    return Attribution(cause, detail, overhead, sync_call, pieces, latency,
-                       host.launching_ops(api_row), sync_ns)  # fmt: skip
+    return amounts
 
 
 def _dominant(amounts: np.ndarray) -> np.ndarray:
@@ -213,11 +267,13 @@ def _dominant(amounts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The idle pieces, laid out from each gap's start in CAUSES order, with the label of
-    what held each (``details``: per cause, per gap; '' for the others, categorical text).
-    Rows are sorted by gap (device, start), then cause: each piece is written straight to
-    its slot (no sort), one cause at a time over the gaps that hold it."""
+def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict[str, int]
+            ) -> dict[str, np.ndarray]:  # fmt: skip
+    """The idle pieces of a block of gaps, laid out from each gap's start in CAUSES order,
+    with the label of what held each (``details``: per cause, per gap; '' for the others)
+    as codes into ``vocab`` (extended here). Rows are sorted by gap (device, start), then
+    cause: each piece is written straight to its slot (no sort), one cause at a time over
+    the gaps that hold it."""
     c, k = amounts.shape  # (ns per cause, per gap)
     nonzero = amounts != 0
     slot_of = np.zeros(k, dtype=np.int64)  # per gap: its next free row
@@ -228,7 +284,6 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray]) -> pd.DataF
     cause = np.empty(total, dtype=np.int8)
     gap = np.empty(total, dtype=np.int64)
     text = np.zeros(total, dtype=np.int64)  # codes into ``vocab``; 0: ''
-    vocab: dict[str, int] = {"": 0}
     offset = g0.copy()
     for code in range(c):
         nz = np.flatnonzero(nonzero[code])
@@ -247,13 +302,28 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray]) -> pd.DataF
             codes, uniques = pd.factorize(values[nz])
             ids = np.array([vocab.setdefault(u, len(vocab)) for u in uniques], dtype=np.int64)
             text[slot] = ids[codes]
+    return {"device": device[gap], "start": start, "end": end, "cause": cause,
+            "row": at[gap], "text": text}  # fmt: skip
+
+
+def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> pd.DataFrame:
+    """The blocks' pieces (_pieces) as one table (PIECE_COLUMNS; detail categorical)."""
+
+    def column(name: str, dtype) -> np.ndarray:
+        if len(parts) == 1:
+            return parts[0][name]
+        return np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, dtype)
+
     words = np.array(list(vocab), dtype=object)
     order = np.argsort(words)  # categories sorted, as text_categorical makes them
     rank = np.empty(len(words), dtype=np.int64)
     rank[order] = np.arange(len(words))
-    detail = pd.Categorical.from_codes(rank[text], pd.Index(words[order], dtype=object))
-    return pd.DataFrame({"device": device[gap], "start": start, "end": end, "cause": cause,
-                         "row": at[gap], "detail": detail}, copy=False)  # fmt: skip
+    detail = pd.Categorical.from_codes(rank[column("text", np.int64)],
+                                       pd.Index(words[order], dtype=object))  # fmt: skip
+    return pd.DataFrame({"device": column("device", np.int64),
+                         "start": column("start", np.int64), "end": column("end", np.int64),
+                         "cause": column("cause", np.int8), "row": column("row", np.int64),
+                         "detail": detail}, copy=False)  # fmt: skip
 
 
 def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, int]:
@@ -287,11 +357,22 @@ GRAPH_HELD = (
 )
 
 
-def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
+def _prev_in_stream(ops: pd.DataFrame) -> np.ndarray:
+    """Per op: the row of the op before it on its (device, stream), -1 for the first."""
+    order = grouped_order(ops["stream"].to_numpy(), ops["device"].to_numpy())
+    prev_in_stream = np.full(len(ops), -1, dtype=np.int64)
+    dev, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    prev_in_stream[order[1:]] = np.where(same[1:], order[:-1], -1)
+    return prev_in_stream
+
+
+def _queued_detail(ops, rows, api_row, host: _HostActivity, prev_in_stream) -> np.ndarray:
     """What held queued ops ``rows``: an event wait issued by the launching thread between
-    the stream predecessor's launch and the op's, a CUDA graph launch (what it waits on
-    inside the graph: its dependencies, or nodes the profiler did not record), or a
-    dependency the trace does not record."""
+    the stream predecessor's launch and the op's (``prev_in_stream``: _prev_in_stream), a
+    CUDA graph launch (what it waits on inside the graph: its dependencies, or nodes the
+    profiler did not record), or a dependency the trace does not record."""
     out = np.full(len(rows), "a dependency not in the trace", dtype=object)
     names = host.api_names[np.maximum(api_row[rows], 0)]
     by_graph = ops["graph"].to_numpy(bool)[rows] | pd.Series(names).str.contains(
@@ -299,15 +380,8 @@ def _queued_detail(ops, api, rows, api_row, host: _HostActivity) -> np.ndarray:
     out[by_graph] = GRAPH_HELD
     if host.event_waits is None:
         return out
-    # the stream predecessor of each op (same device and stream)
-    order = grouped_order(ops["stream"].to_numpy(), ops["device"].to_numpy())
-    prev_in_stream = np.full(len(ops), -1, dtype=np.int64)
-    dev, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
-    same = np.zeros(len(order), dtype=bool)
-    same[1:] = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
-    prev_in_stream[order[1:]] = np.where(same[1:], order[:-1], -1)
     pred = prev_in_stream[rows]
-    a_start = api["start"].to_numpy(np.int64)
+    a_start = host.api_start
     mine = api_row[rows]
     lo = np.where(
         (pred >= 0) & (api_row[np.maximum(pred, 0)] >= 0),
@@ -351,16 +425,74 @@ class _HostActivity:
         self.api_cat = cat
         self.api_launch = launch
         self.ranges = ranges
+        self.range_start = (
+            ranges["start"].to_numpy(np.int64) if len(ranges) else np.zeros(0, np.int64)
+        )
+        self.range_end = ranges["end"].to_numpy(np.int64) if len(ranges) else np.zeros(0, np.int64)
         self.range_texts = _Texts(ranges["text"] if len(ranges) else pd.Series([], dtype=str))
         self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
                       if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
         self.api_keys = (_thread_keys(api["pid"].to_numpy(), api["tid"].to_numpy()) if len(api)
                          else np.zeros(0, dtype=np.int64))  # fmt: skip
         self._api_threads = _by_thread(self.api_keys, self.api_start) if len(api) else {}
-        self._range_threads = (
-            _by_thread(_thread_keys(ranges["pid"].to_numpy(), ranges["tid"].to_numpy()),
-                       ranges["start"].to_numpy(np.int64)) if len(ranges) else {})  # fmt: skip
+        self._input_threads = self._ranges_by_thread(np.flatnonzero(self.input))
+        self._queries: dict[int, np.ndarray] | None = None  # per thread: sorted query times
+        self._indexed: dict[int, np.ndarray] | None = None  # per thread: the indexed rows
         self._innermost: dict = {}
+
+    def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
+        """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""
+        if rows.size == 0:
+            return {}
+        pid = self.ranges["pid"].to_numpy()
+        tid = self.ranges["tid"].to_numpy()
+        every = rows.size == len(pid)
+        keys = _thread_keys(pid if every else pid[rows], tid if every else tid[rows])
+        threads = _by_thread(keys, self.range_start if every else self.range_start[rows])
+        return threads if every else {key: rows[at] for key, at in threads.items()}
+
+    def expect(self, keys: np.ndarray, times: np.ndarray) -> None:
+        """Declare every time the innermost host range will be asked for on threads
+        ``keys`` (-1: none), besides the starts of the blocking calls (always added). The
+        index then holds only the ranges open at one of those times: a range open at a
+        time holds every range around it (ranges nest), so the innermost range at each
+        time and its parents are those of the whole table, at a fraction of the cost (a
+        Kineto trace holds millions of CPU ops that hold no launch)."""
+        blocking = np.flatnonzero((self.api_cat == _SYNC) | (self.api_cat == _COPY))
+        keys = np.concatenate([np.asarray(keys, np.int64), self.api_keys[blocking]])
+        times = np.concatenate([np.asarray(times, np.int64), self.api_start[blocking]])
+        ok = keys >= 0
+        codes, uniques = pd.factorize(keys[ok])
+        times = times[ok]
+        order = np.argsort(codes.astype(np.int16) if len(uniques) < 2**15 else codes,
+                           kind="stable")  # fmt: skip
+        heads = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
+        self._queries = {
+            int(uniques[codes[order[h]]]): np.sort(times[part])
+            for h, part in zip(heads, np.split(order, heads[1:]), strict=True)
+            if part.size
+        }
+        self._indexed = None
+        self._innermost = {}
+
+    def _index_rows(self) -> dict[int, np.ndarray]:
+        """Per thread key: the rows of ``ranges`` the innermost-range index holds (by
+        start): every range, or, once ``expect`` was told the query times, those open at
+        one of that thread's query times."""
+        if self._indexed is None:
+            every = self._ranges_by_thread(np.arange(len(self.range_start)))
+            if self._queries is None:
+                self._indexed = every
+            else:
+                s, e = self.range_start, self.range_end
+                self._indexed = {}
+                for key, at in every.items():
+                    q = self._queries.get(key)
+                    if q is not None:  # (``at`` by start: a sorted search)
+                        mine = at[_holds_one(s[at], e[at], q)]
+                        if mine.size:
+                            self._indexed[key] = mine
+        return self._indexed
 
     def split(self, keys, lo, hi, launch_start, first_launch) -> dict:
         """For host-late windows [lo, hi) on threads ``keys`` (_thread_keys): ns per cause
@@ -435,18 +567,16 @@ class _HostActivity:
                 out["labels"][label + "_api"][rows[hit]] = api_label
                 where = self.range_at(key, s[p[hit]])
                 out["labels"][label][rows[hit]] = _with_context(api_label, where)
-        inputs = self._range_threads.get(key)
-        if inputs is not None:
-            rows_in = inputs[self.input[inputs]]
-            if rows_in.size:
-                s = self.ranges["start"].to_numpy(np.int64)[rows_in]
-                e = self.ranges["end"].to_numpy(np.int64)[rows_in]
-                order = np.argsort(s, kind="stable")
-                s, e, rows_in = s[order], e[order], rows_in[order]
-                pos = np.searchsorted(s, b, side="left") - 1
-                hit = (pos >= 0) & (e[np.maximum(pos, 0)] > a)
-                texts = self.range_texts[rows_in]
-                out["labels"]["input"][rows] = np.where(hit, texts[np.maximum(pos, 0)], "")
+        rows_in = self._input_threads.get(key)
+        if rows_in is not None and rows_in.size:
+            s = self.range_start[rows_in]
+            e = self.range_end[rows_in]
+            order = np.argsort(s, kind="stable")
+            s, e, rows_in = s[order], e[order], rows_in[order]
+            pos = np.searchsorted(s, b, side="left") - 1
+            hit = (pos >= 0) & (e[np.maximum(pos, 0)] > a)
+            texts = self.range_texts[rows_in]
+            out["labels"]["input"][rows] = np.where(hit, texts[np.maximum(pos, 0)], "")
         # the rest's label: the innermost host range (or non-launch API call) around the
         # window's middle that covers at least half of it; whether that range also holds
         # the op's own launch call
@@ -459,14 +589,12 @@ class _HostActivity:
         """Per category code: disjoint segments on the thread, higher priority (lower code)
         painted over lower."""
         calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
-        ranges = self._range_threads.get(key, np.zeros(0, dtype=np.int64))
+        r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
         parts = []
         for code in (_SYNC, _COPY, _LOAD):
             c = calls[self.api_cat[calls] == code]
             parts.append((code, self.api_start[c], self.api_end[c]))
-        r = ranges[self.input[ranges]] if len(ranges) else ranges
-        parts.append((_INPUT, self.ranges["start"].to_numpy(np.int64)[r],
-                      self.ranges["end"].to_numpy(np.int64)[r]))  # fmt: skip
+        parts.append((_INPUT, self.range_start[r], self.range_end[r]))
         return _paint(parts)
 
     def range_at(self, key, times: np.ndarray) -> np.ndarray:
@@ -507,7 +635,7 @@ class _HostActivity:
 
     def _index(self, key) -> _Innermost | None:
         if key not in self._innermost:
-            rows = self._range_threads.get(key)
+            rows = self._index_rows().get(key)
             index = None if rows is None else _Innermost(self.ranges, rows, self.range_texts)
             self._innermost[key] = index
         return self._innermost[key]
@@ -671,6 +799,14 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
         if mine.any():
             out[code] = union(lo[mine], hi[mine])
     return out
+
+
+def _holds_one(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Per range [start, end): whether one of the sorted ``times`` lies inside."""
+    at = np.searchsorted(times, start, side="left")
+    inside = at < len(times)
+    inside[inside] = times[at[inside]] < end[inside]
+    return inside
 
 
 def _covered(segments: tuple[np.ndarray, np.ndarray], lo, hi) -> np.ndarray:

@@ -49,6 +49,7 @@ host_bound 189900, queued_wait 109000, unattributed 1000, startup 46900, launch_
 650, graph_internal 100: 843650 = the sum of the gaps.
 """
 
+import numpy as np
 import pandas as pd
 import pytest
 from builders import api as api_table
@@ -293,3 +294,66 @@ def test_a_thinned_host_side_attributes_nothing():
     assert b == {"unattributed": 843650}
     assert ops["api_start"].notna().sum() == 10  # (every op with a launch call: all but k8)
     assert (ops["overhead_ns"] == 0).all() and (ops["launch_op"].astype(str) == "").all()
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5])
+def test_gaps_worked_in_blocks_give_the_same_attribution(block, attributed, monkeypatch):
+    # the gaps are attributed a block at a time (attribution.BLOCK_GAPS, 262144 gaps): any
+    # block size, even one gap, must give the pieces and per-op columns of the whole (the
+    # hand-worked totals above: 843650 ns; k7's event wait names its stream predecessor's
+    # launch, in another block when block < 7)
+    import functools
+
+    from advisor.metrics import attribution, gaps
+
+    monkeypatch.setattr(gaps, "attribute", functools.partial(attribution.attribute, block=block))
+    t = hand_trace()
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    whole_ops, whole_pieces = attributed
+    pd.testing.assert_frame_equal(pieces, whole_pieces)
+    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
+        pd.testing.assert_series_equal(ops[col], whole_ops[col])
+    assert gap_breakdown(pieces)["total_ns"].sum() == 843650
+
+
+def test_a_range_holds_a_query_time_by_hand():
+    from advisor.metrics.attribution import _holds_one
+
+    times = np.array([10, 20, 30])  # sorted
+    start = np.array([0, 10, 11, 21, 31, 25])
+    end = np.array([10, 11, 20, 30, 40, 31])
+    # [0,10) ends at 10 (open end); [10,11) holds 10; [11,20) ends at 20; [21,30) holds
+    # neither 20 nor 30; [31,40) starts after 30; [25,31) holds 30
+    assert _holds_one(start, end, times).tolist() == [False, True, False, False, False, True]
+
+
+def test_the_host_range_index_holds_only_ranges_open_at_a_declared_time():
+    # thread A (pid 1, tid 10): step [0,100) > aten::mm [10,20) > op [12,15), and
+    # aten::empty [30,40) inside step; thread B (pid 1, tid 11): bwd [0,100) > aten::add
+    # [50,60), and aten::copy_ [10,14). Declared times: A at 13 and 95, B at 55.
+    # Indexed: A: step (13, 95), aten::mm (13), op (13), not aten::empty (neither);
+    # B: bwd, aten::add (55), not aten::copy_ (13 is A's time, not B's). The innermost
+    # range at each declared time is the one of the whole table: op, step; aten::add.
+    from advisor.metrics.attribution import _HostActivity, _thread_keys
+
+    rows = [("step", 0, 100, 10), ("aten::mm", 10, 20, 10), ("op", 12, 15, 10),
+            ("aten::empty", 30, 40, 10), ("bwd", 0, 100, 11), ("aten::add", 50, 60, 11),
+            ("aten::copy_", 10, 14, 11)]  # fmt: skip
+    ranges = pd.DataFrame([{"text": t, "start": s, "end": e, "pid": 1, "tid": tid}
+                           for t, s, e, tid in rows])  # fmt: skip
+    ranges["text"] = ranges["text"].astype("category")
+    t = hand_trace()
+    ops = device_ops(t)
+    no_api = np.full(len(ops), -1)
+    a, b = _thread_keys(np.array([1, 1]), np.array([10, 11]))
+
+    def host():
+        return _HostActivity(t.api.iloc[:0], ranges, ops, no_api, np.zeros(len(ops), bool))
+
+    whole, declared = host(), host()
+    declared.expect(np.array([a, a, b]), np.array([13, 95, 55]))
+    indexed = {k: sorted(ranges["text"].astype(str)[v]) for k, v in declared._index_rows().items()}
+    assert indexed == {a: ["aten::mm", "op", "step"], b: ["aten::add", "bwd"]}
+    for key, times, expect in ((a, [13, 95], ["op", "step"]), (b, [55], ["aten::add"])):
+        for h in (whole, declared):
+            assert h.range_at(key, np.array(times)).tolist() == expect
