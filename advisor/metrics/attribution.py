@@ -737,22 +737,33 @@ def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = Fals
     return out
 
 
+_SMALL_ID = 1 << 26  # ids below this pack exactly into a key below 2**52
+
+
 def _thread_keys(pid, tid) -> np.ndarray:
-    """One int64 key per (process, thread) pair, equal across calls for equal pairs (a
-    52-bit mix of the two ids; two threads of a trace colliding is a 1 in 2^40 event); -1
-    where either id is unknown (NaN)."""
+    """One int64 key per (process, thread) pair, equal across calls for equal pairs, below
+    2**53 (exact as a float): ``pid * 2**26 + tid`` where both ids are below 2**26 (Linux
+    process and thread ids are below 2**22), else 2**52 + a 52-bit mix of the two ids (two
+    such threads of a trace colliding is a 1 in 2^40 event); -1 where either id is unknown
+    (NaN)."""
     pid, tid = np.asarray(pid), np.asarray(tid)
     ok = np.ones(len(pid), dtype=bool)
     for ids in (pid, tid):
         if ids.dtype.kind == "f":
             ok &= ~np.isnan(ids)
     every = bool(ok.all())
-    p = (pid if every else np.where(ok, pid, 0)).astype(np.int64, copy=False).view(np.uint64)
-    t = (tid if every else np.where(ok, tid, 0)).astype(np.int64, copy=False).view(np.uint64)
-    with np.errstate(over="ignore"):
-        h = (t * np.uint64(0x9E3779B97F4A7C15)) ^ (p * np.uint64(0xC2B2AE3D27D4EB4F))
-    h >>= np.uint64(12)
-    out = h.view(np.int64)
+    p = (pid if every else np.where(ok, pid, 0)).astype(np.int64, copy=False)
+    t = (tid if every else np.where(ok, tid, 0)).astype(np.int64, copy=False)
+    small = (p >= 0) & (p < _SMALL_ID) & (t >= 0) & (t < _SMALL_ID)
+    out = p * _SMALL_ID
+    out += t
+    if not small.all():
+        pu, tu = p.view(np.uint64), t.view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = (tu * np.uint64(0x9E3779B97F4A7C15)) ^ (pu * np.uint64(0xC2B2AE3D27D4EB4F))
+        h >>= np.uint64(12)
+        h |= np.uint64(1 << 52)
+        out = np.where(small, out, h.view(np.int64))
     if not every:
         out[~ok] = -1
     return out
@@ -760,8 +771,9 @@ def _thread_keys(pid, tid) -> np.ndarray:
 
 def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
     """Row positions per thread key (_thread_keys; -1: none), each sorted by ``start``."""
-    codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if (keys < 0).any()
-                                  else keys, use_na_sentinel=True)  # fmt: skip
+    unknown = bool((keys < 0).any())
+    codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if unknown else keys,
+                                  use_na_sentinel=True)  # fmt: skip
     if len(uniques) == 0:
         return {}
     if (start[1:] >= start[:-1]).all():  # by start already: a stable sort by thread keeps it
@@ -769,7 +781,8 @@ def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
         order = np.argsort(small, kind="stable")
     else:
         order = np.lexsort((start, codes))
-    order = order[codes[order] >= 0]
+    if unknown:
+        order = order[codes[order] >= 0]
     c = codes[order]
     heads = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     return {int(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),

@@ -357,3 +357,16 @@ def test_the_host_range_index_holds_only_ranges_open_at_a_declared_time():
     for key, times, expect in ((a, [13, 95], ["op", "step"]), (b, [55], ["aten::add"])):
         for h in (whole, declared):
             assert h.range_at(key, np.array(times)).tolist() == expect
+
+
+def test_thread_keys_pack_small_ids_and_mix_large_ones():
+    from advisor.metrics.attribution import _thread_keys
+
+    keys = _thread_keys(np.array([1.0, np.nan, 2.0**40, 1.0, 1.0]),
+                        np.array([2.0, 3.0, 5.0, 2.0**30, 2.0]))  # fmt: skip
+    assert keys[0] == 2**26 + 2 == keys[4]  # (pid 1, tid 2) packed exactly, equal pairs equal
+    assert keys[1] == -1  # an unknown id
+    assert 2**52 <= keys[2] < 2**53 and 2**52 <= keys[3] < 2**53  # mixed, apart from packed
+    assert keys[2] != keys[3]
+    # the same pair as integers gives the same key
+    assert _thread_keys(np.array([1]), np.array([2]))[0] == keys[0]
