@@ -439,6 +439,9 @@ class _HostActivity:
         self._queries: dict[int, np.ndarray] | None = None  # per thread: sorted query times
         self._indexed: dict[int, np.ndarray] | None = None  # per thread: the indexed rows
         self._innermost: dict = {}
+        self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
+        self._thread_painted: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._waits_by_thread: dict[int, np.ndarray] | None = None
 
     def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""
@@ -542,14 +545,12 @@ class _HostActivity:
             covered = _covered(seg, a, b)
             out[name][rows] += covered
             rest[rows] -= covered
-        calls = self._api_threads.get(key)
-        if calls is not None:
+        if key in self._api_threads:
             # blocking calls that overlap the window: their names; the one spanning lo
             # (waiting when the device ran dry) gets up to (lo - its start) of the rest
-            cat = self.api_cat[calls]
             for code, name, label in ((_SYNC, "synchronization", "sync"),
                                       (_COPY, "blocking_copy", "copy")):  # fmt: skip
-                mine = calls[cat == code]
+                mine = self._calls_of(key, code)
                 if mine.size == 0:
                     continue
                 s = self.api_start[mine]
@@ -585,14 +586,30 @@ class _HostActivity:
         out["labels"]["host"][rows] = text
         return own
 
+    def _calls_of(self, key, code: int) -> np.ndarray:
+        """The thread's API calls (rows, by start) of category ``code`` (0: the calls that
+        are neither blocking, loading nor launching), found once per thread (the gaps come
+        in blocks)."""
+        if (key, code) not in self._thread_calls:
+            calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+            mine = self.api_cat[calls] == code
+            if code == 0:
+                mine &= ~self.api_launch[calls]
+            self._thread_calls[key, code] = calls[mine]
+        return self._thread_calls[key, code]
+
     def _painted(self, key) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """Per category code: disjoint segments on the thread, higher priority (lower code)
-        painted over lower."""
-        calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+        painted over lower (once per thread)."""
+        if key not in self._thread_painted:
+            self._thread_painted[key] = self._paint_thread(key)
+        return self._thread_painted[key]
+
+    def _paint_thread(self, key) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
         parts = []
         for code in (_SYNC, _COPY, _LOAD):
-            c = calls[self.api_cat[calls] == code]
+            c = self._calls_of(key, code)
             parts.append((code, self.api_start[c], self.api_end[c]))
         parts.append((_INPUT, self.range_start[r], self.range_end[r]))
         return _paint(parts)
@@ -619,9 +636,8 @@ class _HostActivity:
             if launch_start is not None:
                 own = hit & (index.start[np.maximum(pos, 0)] <= launch_start) & (
                     index.end[np.maximum(pos, 0)] > launch_start)  # fmt: skip
-        calls = self._api_threads.get(key)
-        if calls is not None and len(calls):
-            other = calls[~self.api_launch[calls] & (self.api_cat[calls] == 0)]
+        if key in self._api_threads:
+            other = self._calls_of(key, 0)
             if other.size:
                 s = self.api_start[other]
                 e = self.api_end[other]
@@ -666,19 +682,19 @@ class _HostActivity:
         out = np.full(len(lo), "", dtype=object)
         if self.event_waits is None:
             return out
-        w = self.event_waits
-        wkeys = self.api_keys[w]
-        names = self.api_names[w]
-        starts = self.api_start[w]
+        if self._waits_by_thread is None:  # (once: the gaps come in blocks)
+            w = self.event_waits
+            threads = _by_thread(self.api_keys[w], self.api_start[w])
+            self._waits_by_thread = {key: w[at] for key, at in threads.items()}
         for key in np.unique(keys[keys >= 0]):
-            mine = np.flatnonzero(wkeys == key)
-            if mine.size == 0:
+            mine = self._waits_by_thread.get(int(key))
+            if mine is None:
                 continue
-            mine = mine[np.argsort(starts[mine], kind="stable")]
+            starts = self.api_start[mine]
             q = np.flatnonzero(keys == key)
-            p = np.searchsorted(starts[mine], hi[q], side="left") - 1
-            ok = (p >= 0) & (starts[mine][np.maximum(p, 0)] > lo[q])
-            out[q[ok]] = names[mine][p[ok]]
+            p = np.searchsorted(starts, hi[q], side="left") - 1
+            ok = (p >= 0) & (starts[np.maximum(p, 0)] > lo[q])
+            out[q[ok]] = self.api_names[mine][p[ok]]
         return out
 
 
