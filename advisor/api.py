@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from advisor.analysis import Analysis
-from advisor.configs.emit import emit_into
 from advisor.errors import AdvisorInputError
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir
@@ -128,6 +127,8 @@ class Result:
         """Write a reference configuration per finding into ``folder``; returns the result
         whose findings name their configs."""
         check_output_dir(str(folder), [self.analysis.trace.path], "emit folder")
+        from advisor.configs.emit import emit_into  # (only when scripts are written)
+
         found = emit_into(self.finding_list, self.analysis.trace.gpus, str(folder))
         return replace(self, finding_list=found)
 
