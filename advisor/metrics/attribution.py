@@ -177,7 +177,7 @@ def attribute(
             sync_call[at[mine]] = labels[label][mine]
         del w, split, amounts, labels, by_cause
     return Attribution(cause, detail, overhead, sync_call, _piece_table(parts, vocab),
-                       latency, host.launching_ops(api_row), sync_ns)  # fmt: skip
+                       latency, host.launching_ops(api_row, block), sync_ns)  # fmt: skip
 
 
 class _Gaps:
@@ -307,12 +307,18 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
 
 
 def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> pd.DataFrame:
-    """The blocks' pieces (_pieces) as one table (PIECE_COLUMNS; detail categorical)."""
+    """The blocks' pieces (_pieces) as one table (PIECE_COLUMNS; detail categorical); each
+    column joined and the blocks' copies of it dropped before the next (``parts`` is
+    emptied: the peak is the pieces plus one column, not twice the pieces)."""
 
     def column(name: str, dtype) -> np.ndarray:
         if len(parts) == 1:
-            return parts[0][name]
-        return np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, dtype)
+            whole = parts[0][name]
+        else:
+            whole = np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, dtype)
+        for p in parts:
+            del p[name]
+        return whole
 
     words = np.array(list(vocab), dtype=object)
     order = np.argsort(words)  # categories sorted, as text_categorical makes them
@@ -656,24 +662,25 @@ class _HostActivity:
             self._innermost[key] = index
         return self._innermost[key]
 
-    def launching_ops(self, api_row: np.ndarray) -> np.ndarray:
+    def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS) -> np.ndarray:
         """Per op: the innermost host range (CPU op, record_function, NVTX) open on its
         launching thread when its launch call began ('' where none or no call)."""
         out = np.full(len(api_row), "", dtype=object)
-        has = np.flatnonzero(api_row >= 0)
-        if has.size == 0 or len(self.ranges) == 0:
+        if len(self.ranges) == 0:
             return out
-        rows = api_row[has]
-        keys = self.api_keys[rows]
-        start = self.api_start[rows]
-        for key in np.unique(keys[keys >= 0]):
-            index = self._index(key)
-            if index is None:
-                continue
-            mine = np.flatnonzero(keys == key)
-            pos = index.find(start[mine])
-            hit = pos >= 0
-            out[has[mine[hit]]] = index.text(pos[hit])
+        for b in range(0, len(api_row), block):  # (temporaries a block long)
+            has = b + np.flatnonzero(api_row[b : b + block] >= 0)
+            rows = api_row[has]
+            keys = self.api_keys[rows]
+            start = self.api_start[rows]
+            for key in np.unique(keys[keys >= 0]):
+                index = self._index(key)
+                if index is None:
+                    continue
+                mine = np.flatnonzero(keys == key)
+                pos = index.find(start[mine])
+                hit = pos >= 0
+                out[has[mine[hit]]] = index.text(pos[hit])
         return out
 
     def event_waits_in(self, keys, lo, hi) -> np.ndarray:

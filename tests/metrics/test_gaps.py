@@ -87,3 +87,26 @@ def test_64_bit_correlation_ids_join_their_own_call():
                         "end": [110, 210], "tid": [11, 22]})  # fmt: skip
     ops = pd.DataFrame({"pid": [2, 1], "correlation": [5.0, float(2**32 + 5)]})
     assert launch_rows(ops, api).tolist() == [1, 0]
+
+
+def test_gap_breakdown_per_device_and_cause_by_hand():
+    # device 1: host_bound pieces of 10, 30, 20 ns and one launch_latency of 5; device 0:
+    # host_bound 7. Per (device, cause): count, total, median, max; rows by total
+    # descending, then device and cause
+    import pandas as pd
+
+    from advisor.metrics.attribution import CAUSES
+
+    rows = [(1, 0, 10, "host_bound"), (1, 10, 40, "host_bound"), (1, 40, 45, "launch_latency"),
+            (1, 50, 70, "host_bound"), (0, 0, 7, "host_bound")]  # fmt: skip
+    pieces = pd.DataFrame(rows, columns=["device", "start", "end", "cause"])
+    pieces["cause"] = pd.Categorical(pieces["cause"], categories=CAUSES)
+    got = gap_breakdown(pieces)
+    assert got.to_dict("records") == [
+        {"device": 1, "cause": "host_bound", "count": 3, "total_ns": 60, "median_ns": 20.0,
+         "max_ns": 30},
+        {"device": 0, "cause": "host_bound", "count": 1, "total_ns": 7, "median_ns": 7.0,
+         "max_ns": 7},
+        {"device": 1, "cause": "launch_latency", "count": 1, "total_ns": 5, "median_ns": 5.0,
+         "max_ns": 5},
+    ]  # fmt: skip
