@@ -288,13 +288,14 @@ def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
         pieces = pieces.iloc[np.argsort(device, kind="stable")]
         device = pieces["device"].to_numpy()
     cause = pieces["cause"]
-    codes = cause.array.codes if isinstance(cause.dtype, pd.CategoricalDtype) else None
-    names = cause.cat.categories if codes is not None else None
-    if codes is None:
+    if isinstance(cause.dtype, pd.CategoricalDtype):
+        codes, names = cause.array.codes, cause.cat.categories
+    else:
         codes, names = pd.factorize(cause, sort=True)
     gap = pieces["end"].to_numpy(np.int64) - pieces["start"].to_numpy(np.int64)
     rows = []  # (one device at a time, one cause at a time: no copy of the pieces)
-    edges = np.flatnonzero(np.r_[True, device[1:] != device[:-1], True]) if len(device) else []
+    edges: np.ndarray = (np.flatnonzero(np.r_[True, device[1:] != device[:-1], True])
+                         if len(device) else np.zeros(0, np.int64))  # fmt: skip
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         c, v = codes[lo:hi], gap[lo:hi]
         for code in np.unique(c):
