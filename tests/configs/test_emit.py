@@ -417,6 +417,34 @@ def test_tune_candidates_fit_and_start_with_the_chosen(synthetic_emit, monkeypat
 
 
 @needs_kernels
+def test_stream_k_data_parallel_touches_no_partials(synthetic_emit, monkeypatch):
+    # with no Stream-K tiles (SK_TILES=0) every CTA's Stream-K share is empty and it walks
+    # no segment: before, (end - 1) // iters_per_tile truncated to 0 and each CTA stored a
+    # BM x BN partial of zeros and raised a flag (on the H200 the data-parallel schedule ran
+    # 5-12 us slower per call than the plain persistent kernel, benchmarks/sk_fixed.py)
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["stream_k"])
+    m, n, k = 64, 96, 96
+    cfg = {**script.CONFIG, "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4,
+           "num_stages": 2, "GROUP_M": 8, "NUM_PROGS": 4, "SK_TILES": 0, "GLUON": 0}  # fmt: skip
+    p = script.plan(m, n, k, cfg)
+    assert p["sk_tiles"] == 0 and p["dp_tiles"] == 6
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    c = torch.empty(m, n)
+    ws = torch.full((p["progs"], 32, 32), float("nan"))
+    flags = torch.zeros(1, dtype=torch.int32)
+    script.stream_k_kernel[(p["progs"],)](
+        a, b, c, ws, flags, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"],
+        p["iters_per_tile"], p["iters_per_prog"], p["extra_iters"], p["progs"],
+        BM=32, BN=32, BK=32, GROUP_M=8, EVEN_K=True, num_warps=4, num_stages=2)  # fmt: skip
+    assert torch.isnan(ws).all() and int(flags[0]) == 0
+    assert torch.allclose(c, a @ b, atol=1e-4, rtol=1e-4)
+
+
+@needs_kernels
 def test_padding_copies_only_the_operand_that_needs_it(synthetic_emit, monkeypatch):
     # Triton's pointer kernels pad row strides to 16 elements, TMA (the Gluon path) to 8
     # (16 bytes of bf16); an operand already aligned is passed through, not copied

@@ -83,5 +83,14 @@ def padded(gemm_fn, align: int = ROW_ALIGN):
     return run
 
 
+def sk_flags(p: dict, device) -> torch.Tensor:
+    """Stream-K's per-tile counters (a schedule ``p`` of its ``plan``), zeroed; with no
+    Stream-K tile (data-parallel only) the kernels never touch them: an unwritten one, so
+    no memset runs."""
+    if not p["sk_tiles"]:
+        return torch.empty((1,), device=device, dtype=torch.int32)
+    return torch.zeros((p["sk_tiles"],), device=device, dtype=torch.int32)
+
+
 def _tiles(m: int, n: int, cfg: dict) -> tuple[int, int]:
     return triton.cdiv(m, cfg["BLOCK_M"]), triton.cdiv(n, cfg["BLOCK_N"])

@@ -164,11 +164,15 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
     # share of the remaining tiles' K-iterations (the Triton kernel's schedule, below)
     @gluon.jit
     def _sk_share(iters_per_tile, iters_per_prog, extra_iters):
-        """This CTA's Stream-K iterations [start, end) and its first and last tile."""
+        """This CTA's Stream-K iterations [start, end) and its first and last tile: the last
+        as ceil(end / iters_per_tile) - 1, so that an empty share (data-parallel only: end
+        0) walks no segment (integer division truncates: (end - 1) // iters_per_tile is 0
+        there, one segment of no iterations that stored a partial of zeros)."""
         pid = gl.program_id(0)
         start = pid * iters_per_prog + gl.minimum(pid, extra_iters)
         end = start + iters_per_prog + (pid < extra_iters).to(gl.int32)
-        return start, end, start // iters_per_tile, (end - 1) // iters_per_tile
+        last = (end + iters_per_tile - 1) // iters_per_tile - 1
+        return start, end, start // iters_per_tile, last
 
     @gluon.jit
     def _sk_segment(step, start, end, last, iters_per_tile):
@@ -178,6 +182,15 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         lo = gl.maximum(start - sk_tile * iters_per_tile, 0)
         hi = gl.minimum(end - sk_tile * iters_per_tile, iters_per_tile)
         return sk_tile, lo, hi
+
+    @gluon.jit
+    def _sk_offsets(BM: gl.constexpr, BN: gl.constexpr, layout: gl.constexpr):
+        """Offsets of a BM x BN fp32 partial tile in the accumulator's layout, made where a
+        partial is written or read rather than held through every tile (as many registers
+        as the accumulator)."""
+        rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        return rows[:, None] * BN + cols[None, :]
 
     @gluon.jit
     def _sk_producer(a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n,
@@ -213,9 +226,6 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
             acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
             acc, it = _consume(a_ring, b_ring, ready, empty, 0, iters_per_tile, it, acc)
             _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
-        rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
-        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-        offs = rows[:, None] * BN + cols[None, :]
         start, end, first, last = _sk_share(iters_per_tile, iters_per_prog, extra_iters)
         for step in range(0, last - first + 1):
             sk_tile, lo, hi = _sk_segment(step, start, end, last, iters_per_tile)
@@ -223,6 +233,7 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
             acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
             acc, it = _consume(a_ring, b_ring, ready, empty, lo, hi, it, acc)
             if hi < iters_per_tile:  # a later CTA finishes this tile: hand the partial on
+                offs = _sk_offsets(BM, BN, layout)
                 gl.store(ws_ptr + pid * BM * BN + offs, acc)
                 gl.thread_barrier()  # (every warp's part is written before the release)
                 gl.atomic_add(flag_ptr + sk_tile, 1, sem="release")
@@ -236,6 +247,7 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
                         p_first = extra_iters + (it0 - big) // gl.maximum(iters_per_prog, 1)
                     while gl.atomic_add(flag_ptr + sk_tile, 0, sem="acquire") < pid - p_first:
                         pass
+                    offs = _sk_offsets(BM, BN, layout)
                     for p in range(p_first, pid):
                         acc += gl.load(ws_ptr + p * BM * BN + offs, cache_modifier=".cg")
                 _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
@@ -313,7 +325,7 @@ def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
     NUM_PROGS CTAs must all be resident: one per SM at most)."""
     ws = torch.empty((p["progs"], cfg["BLOCK_M"], cfg["BLOCK_N"]), device=a.device,
                      dtype=torch.float32)
-    flags = torch.zeros((max(p["sk_tiles"], 1),), device=a.device, dtype=torch.int32)
+    flags = sk_flags(p, a.device)
     sk_gemm_kernel[(p["progs"],)](
         *_descriptors(a, b, c, cfg), ws, flags, p["tiles_m"], p["tiles_n"], p["dp_tiles"],
         p["iters_per_tile"], p["iters_per_prog"], p["extra_iters"], p["progs"],

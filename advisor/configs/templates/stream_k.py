@@ -40,7 +40,10 @@ def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, flag_ptr, M, N, K, stride_am, s
     start = pid * iters_per_prog + tl.minimum(pid, extra_iters)
     end = start + iters_per_prog + (pid < extra_iters).to(tl.int32)
     first = start // iters_per_tile
-    last = (end - 1) // iters_per_tile
+    # ceil(end / iters_per_tile) - 1: an empty share (data-parallel only: end 0) walks no
+    # segment (integer division truncates: (end - 1) // iters_per_tile is 0 there, one
+    # segment of no iterations that stored a partial of zeros and raised a flag)
+    last = (end + iters_per_tile - 1) // iters_per_tile - 1
     offs = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
     for step in range(0, last - first + 1):
         sk_tile = last - step
@@ -99,7 +102,7 @@ def _gemm_triton(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     # one partial-tile slot per CTA, written before its flag is raised
     ws = torch.empty((p["progs"], bm, bn), device=a.device, dtype=torch.float32)
-    flags = torch.zeros((max(p["sk_tiles"], 1),), device=a.device, dtype=torch.int32)
+    flags = sk_flags(p, a.device)
     stream_k_kernel[(p["progs"],)](
         a, b, c, ws, flags, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
         c.stride(0), c.stride(1), p["tiles_m"], p["tiles_n"], p["dp_tiles"],
