@@ -53,6 +53,7 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.intervals import grouped_order, union
+from advisor.metrics.keys import distinct
 from advisor.metrics.regions import range_name
 
 # the causes, in the order a gap's pieces are laid out (the categorical's codes)
@@ -349,7 +350,7 @@ def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, i
     into_idle = end > start[rows] - gap[rows]
     rows, end = rows[into_idle], end[into_idle]
     wait = np.maximum(start[rows] - end, 0)
-    for d in np.unique(device[rows]):
+    for d in distinct(device[rows]):
         w = wait[device[rows] == d]
         if len(w) < t["latency_min_samples"]:
             continue
@@ -522,7 +523,7 @@ class _HostActivity:
         own_launch = np.zeros(k, dtype=bool)
         if work.size:
             keys = keys[work]
-            for key in np.unique(keys[keys >= 0]):
+            for key in distinct(keys[keys >= 0]):
                 rows = work[keys == key]
                 own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, out, rest)
         # what nothing named before a kernel's first launch, longer than any launch takes,
@@ -673,7 +674,7 @@ class _HostActivity:
             rows = api_row[has]
             keys = self.api_keys[rows]
             start = self.api_start[rows]
-            for key in np.unique(keys[keys >= 0]):
+            for key in distinct(keys[keys >= 0]):
                 index = self._index(key)
                 if index is None:
                     continue
@@ -693,7 +694,7 @@ class _HostActivity:
             w = self.event_waits
             threads = _by_thread(self.api_keys[w], self.api_start[w])
             self._waits_by_thread = {key: w[at] for key, at in threads.items()}
-        for key in np.unique(keys[keys >= 0]):
+        for key in distinct(keys[keys >= 0]):
             mine = self._waits_by_thread.get(int(key))
             if mine is None:
                 continue
@@ -819,7 +820,7 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
     unions = {code: u for code, u in unions.items() if len(u[0])}  # (all zero-length: none)
     if not unions:
         return {}
-    points = np.unique(np.concatenate([np.concatenate(u) for u in unions.values()]))
+    points = distinct(np.concatenate([np.concatenate(u) for u in unions.values()]))
     if len(points) < 2:
         return {}
     lo, hi = points[:-1], points[1:]
@@ -954,7 +955,7 @@ def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
         family[ranges["range_id"].to_numpy()] = fam_codes
     names = ops["name"].array
     codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
-    for d in np.unique(device):
+    for d in distinct(device):
         rows = np.flatnonzero(device == d)  # (sorted by start: device_ops' order)
         n = len(rows)
         tail_from = int(n * (1 - t["tail_share"]))
@@ -964,7 +965,7 @@ def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
             rep = np.zeros(n, dtype=bool)
             rep[ok] = repeated[rid[ok]]
             fam = np.where(rep, family[np.maximum(rid, 0)], -1)
-            late = np.unique(fam[tail_from:][fam[tail_from:] >= 0])
+            late = distinct(fam[tail_from:][fam[tail_from:] >= 0])
             cand = np.flatnonzero(np.isin(fam, late) & (fam >= 0))
             if cand.size:
                 out[int(d)] = int(start[rows[cand[0]]])
@@ -973,7 +974,7 @@ def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
         if n < 4 * k:
             continue
         grams = _kgram_hashes(codes[rows].astype(np.int64), k)
-        late = np.unique(grams[tail_from:])
+        late = distinct(grams[tail_from:])
         first = np.flatnonzero(np.isin(grams[:tail_from], late))
         if first.size:
             out[int(d)] = int(start[rows[first[0]]])

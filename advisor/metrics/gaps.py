@@ -17,7 +17,7 @@ from pandas.api.types import union_categoricals
 
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
-from advisor.metrics.keys import pack, text_categorical
+from advisor.metrics.keys import distinct, pack, text_categorical
 from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
@@ -298,7 +298,7 @@ def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
                          if len(device) else np.zeros(0, np.int64))  # fmt: skip
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         c, v = codes[lo:hi], gap[lo:hi]
-        for code in np.unique(c):
+        for code in distinct(c):
             mine = v[c == code]
             rows.append((device[lo], names[code], len(mine), int(mine.sum()),
                          float(np.median(mine)), int(mine.max())))  # fmt: skip

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.metrics.keys import first_rows
+
 
 def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """Group id per row (0.. in order of first appearance) of equal values in ``cols``
@@ -24,7 +26,7 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
         return np.zeros(len(df), dtype=np.int64)
     hashed = pd.util.hash_pandas_object(df[cols], index=False).to_numpy()
     ids, _ = pd.factorize(hashed)
-    first = np.unique(ids, return_index=True)[1]
+    first = first_rows(ids)
     for col in cols:
         values = _comparable(df[col])
         rep = values[first][ids]

@@ -99,3 +99,17 @@ def text_categorical(values: np.ndarray) -> pd.Categorical:
     string dtype over millions of rows), categories sorted."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
     return pd.Categorical.from_codes(codes, pd.Index(uniques, dtype=object))
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted: ``np.unique(values)``, by a hash table then a sort of
+    the few distinct values (numpy 2's unique takes 4-7x longer on millions of rows)."""
+    return np.sort(pd.unique(np.asarray(values)))
+
+
+def first_rows(values: np.ndarray) -> np.ndarray:
+    """Row positions of each distinct value's first occurrence, in the order of the
+    values: ``np.unique(values, return_index=True)[1]``, by hashing, not a full sort."""
+    values = np.asarray(values)
+    first = np.flatnonzero(~pd.Series(values, copy=False).duplicated().to_numpy())
+    return first[np.argsort(values[first], kind="stable")]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import row_groups
-from advisor.metrics.keys import pack_one
+from advisor.metrics.keys import first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -49,7 +49,7 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     facts keep NaN waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
     ids = row_groups(kernels, cols)
-    first = np.unique(ids, return_index=True)[1]  # first launch of each configuration
+    first = first_rows(ids)  # first launch of each configuration
     k = kernels.iloc[first].reset_index(drop=True)
     impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
     unrecorded = unrecorded_launches(k)  # no configuration in the trace: the same
@@ -189,7 +189,7 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
     best = np.full(int(group.max()) + 1, -np.inf)
     np.maximum.at(best, group, score)
     rows = np.flatnonzero(score == best[group])  # each group's maxima, in row order
-    _, first = np.unique(group[rows], return_index=True)
+    first = first_rows(group[rows])
     return rows[first]  # the first maximum of each group (as idxmax)
 
 

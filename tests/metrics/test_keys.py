@@ -72,3 +72,29 @@ def test_sorted_and_distinct_within_runs_against_brute_force(rows):
     for r in range(run.max() + 1):
         mine = keys[run == r]
         assert got[r] == len(set(mine[mine >= 0].tolist())) + int((mine < 0).sum())
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([5, 3, 5, -1, 3, 7], dtype=np.int64),
+        np.array([2.0, np.nan, 1.0, np.nan, 2.0]),
+        np.array([2**63 + 5, 3, 2**63 + 5], dtype=np.uint64),
+        np.array([], dtype=np.int64),
+        np.random.default_rng(1).integers(0, 50, 10_000).astype(np.int32),
+    ],
+)
+def test_distinct_and_first_rows_are_numpys_unique(values):
+    # np.unique is the specification: sorted distinct values, and the first row of each
+    from advisor.metrics.keys import distinct, first_rows
+
+    want, first = np.unique(values, return_index=True)
+    np.testing.assert_array_equal(distinct(values), want)
+    np.testing.assert_array_equal(first_rows(values), first)
+
+
+def test_first_rows_by_hand():
+    from advisor.metrics.keys import first_rows
+
+    # values 5 (rows 0, 2), 3 (rows 1, 4), -1 (row 3): by value -1, 3, 5
+    assert first_rows(np.array([5, 3, 5, -1, 3])).tolist() == [3, 1, 0]
