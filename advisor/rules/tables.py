@@ -209,6 +209,8 @@ SCOPES: dict[Scope, dict[str, str]] = {
         "comm": "communication kernel",
         "underfilled": "waves < 1",
         "sm_count": "SMs of the device",
+        "active_units": "what sm_imbalance compares: SMs (Nsight Compute's sm__cycles_active), "
+        "or shader engines (AMD: SQ_BUSY_CYCLES is counted per SE)",
         "cc_major": "compute capability major (NaN on AMD)",
         "m": "GEMM M (NaN unknown)",
         "n": "GEMM N (NaN unknown)",
@@ -306,6 +308,8 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["last_wave_fill"] = k["waves"] - k["full_waves"]
     gpus = a.trace.gpus
     k["sm_count"] = k["device"].map({d: g.sm_count for d, g in gpus.items()})
+    units = {d: "shader engines" if g.vendor == "amd" else "SMs" for d, g in gpus.items()}
+    k["active_units"] = k["device"].map(lambda d: units.get(d, "SMs")).astype(object)
     k["cc_major"] = k["device"].map({d: g.cc_major for d, g in gpus.items()}).astype(float)
     k["peak_tflops"] = k["device"].map({d: g.dense_fp16_tflops for d, g in gpus.items()})
     k["peak_tflops"] = k["peak_tflops"].astype(float)

@@ -83,7 +83,7 @@ def test_per_se_imbalance_confirms_the_tail(db):
     (f,) = findings(db("uneven", UNEVEN)).values()
     assert (f.rule, f.strategy, f.est_savings_ns) == ("wave-tail-gemm", "stream_k", 112500)
     assert f.counters["sm_imbalance"] == 1.6 and f.counters["sm_idle_fraction"] == 0.375
-    assert "SMs active max/avg 1.60 (37.5 % idle)" in f.summary
+    assert "shader engines active max/avg 1.60 (37.5 % idle)" in f.summary  # (per SE on AMD)
 
 
 def test_per_se_balance_refutes_the_tail(db):
