@@ -254,8 +254,9 @@ class TraceAnalysis(Analysis):
                 streams=stream_summary(ops),
                 collectives=coll[coll["start"].between(lo, hi)],
             )
+        whole = not range_text and device is None  # (the same ops: their segments hold)
         return replace(self, **t, selection={"range": range_text, "device": device},
-                       _segments=None)  # fmt: skip
+                       _segments=self._segments if whole else None)  # fmt: skip
 
 
 @dataclass
