@@ -27,6 +27,32 @@ from scale import measure  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def compare(before: str, trace: str, repeat: int, settle: float) -> dict[str, dict]:
+    """Per version ("before": the checkout ``before``, "now": this one): every wall time (s)
+    and the largest peak RSS (MB) of ``repeat`` fresh runs of ``advisor analyze TRACE
+    --format json``, alternating which version goes first. Each runs from its checkout with
+    it first on PYTHONPATH (``-m`` puts the working folder first on the path)."""
+    versions = {"before": str(Path(before).resolve()), "now": str(ROOT)}
+    trace = os.path.abspath(trace)
+    out: dict[str, dict] = {v: {"walls": [], "peak_mb": 0.0} for v in versions}
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "advisor", "analyze", trace, "--format", "json"]
+    here = os.getcwd()
+    try:
+        for i in range(repeat):
+            for name in list(versions) if i % 2 == 0 else list(versions)[::-1]:
+                os.environ["PYTHONPATH"] = versions[name]
+                os.chdir(versions[name])
+                _, peak, wall = measure(cmd, 1, settle)
+                out[name]["walls"] += wall
+                out[name]["peak_mb"] = max(out[name]["peak_mb"], peak)
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(env)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("before", help="a checkout of the code to compare with")
@@ -34,25 +60,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--settle", type=float, default=5.0)
     args = ap.parse_args()
-    versions = {"before": str(Path(args.before).resolve()), "now": str(ROOT)}
     print("| trace | before (s) | before peak (MB) | now (s) | now peak (MB) | now / before |")
     print("|---|---|---|---|---|---|")
-    for trace in map(os.path.abspath, args.traces):
-        walls: dict[str, list[float]] = {v: [] for v in versions}
-        peaks: dict[str, float] = dict.fromkeys(versions, 0.0)
-        for i in range(args.repeat):
-            order = list(versions) if i % 2 == 0 else list(versions)[::-1]
-            for name in order:  # (run from the checkout: ``-m`` puts the cwd first)
-                os.environ["PYTHONPATH"] = versions[name]
-                os.chdir(versions[name])
-                cmd = [sys.executable, "-m", "advisor", "analyze", trace, "--format", "json"]
-                _, peak, wall = measure(cmd, 1, args.settle)
-                walls[name] += wall
-                peaks[name] = max(peaks[name], peak)
-        b, n = statistics.median(walls["before"]), statistics.median(walls["now"])
-        print(f"| {Path(trace).name} | {b:.2f} | {peaks['before']:.0f} | {n:.2f} | "
-              f"{peaks['now']:.0f} | {n / b:.2f}x |", flush=True)  # fmt: skip
-        print(f"  (runs: before {walls['before']}, now {walls['now']})", file=sys.stderr)
+    for trace in args.traces:
+        got = compare(args.before, trace, args.repeat, args.settle)
+        b, n = (statistics.median(got[v]["walls"]) for v in ("before", "now"))
+        print(f"| {Path(trace).name} | {b:.2f} | {got['before']['peak_mb']:.0f} | {n:.2f} | "
+              f"{got['now']['peak_mb']:.0f} | {n / b:.2f}x |", flush=True)  # fmt: skip
+        print(f"  (runs: before {got['before']['walls']}, now {got['now']['walls']})",
+              file=sys.stderr)  # fmt: skip
 
 
 if __name__ == "__main__":
