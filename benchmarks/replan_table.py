@@ -80,6 +80,24 @@ def _module(path: Path):
     return module
 
 
+def checked_time(gemm, ref, tol: float, timer, width: int = 80) -> dict:
+    """A config's row fields: ``rel_error`` of ``gemm()`` against the float64 ``ref``;
+    ``status`` "ok" (then ``ms``: ``timer(gemm)``), "wrong" (error above ``tol``), or the
+    exception that stopped it (reported as a row, not hidden)."""
+    row: dict = {}
+    try:
+        err = float((gemm().double() - ref).norm() / ref.norm())
+        row["rel_error"] = err
+        if not err <= tol:
+            row["status"] = "wrong"
+        else:
+            row["status"] = "ok"
+            row["ms"] = timer(gemm)
+    except Exception as exc:
+        row["status"] = f"{type(exc).__name__}: {str(exc)[:width]}"
+    return row
+
+
 def _median_ms(fn, graph: bool = False, rounds: int = 3) -> float:
     """Median of ``rounds`` do_bench medians (ms): per call, or inside a CUDA graph
     (do_bench_cudagraph: the GPU time without the Python launch)."""

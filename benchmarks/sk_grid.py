@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replan_table import DTYPES, HELD_OUT, SHAPES, _module  # noqa: E402
+from replan_table import DTYPES, HELD_OUT, SHAPES, _module, checked_time  # noqa: E402
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per kernel; the Gluon kernel lowers
 # num_stages where the ring and the output tile would not fit its shared memory
@@ -118,17 +118,8 @@ def measure(mod, a, out, t0: float, sms: int) -> None:
                                              "num_stages")]  # fmt: skip
                 row = {"M": m, "N": n, "K": k, "dtype": dt, "held_out": shape in held,
                        "kernel": kernel, "tile": tile, "policies": policies, **sched}  # fmt: skip
-                try:
-                    c = mod.gemm(x, y, cfg)
-                    err = float((c.double() - ref).norm() / ref.norm())
-                    row["rel_error"] = err
-                    if not err <= tol:
-                        row["status"] = "wrong"
-                    else:
-                        row["status"] = "ok"
-                        row["ms"] = _graph_ms(lambda cfg=cfg, x=x, y=y: mod.gemm(x, y, cfg))
-                except Exception as exc:  # reported as a row, not hidden
-                    row["status"] = f"{type(exc).__name__}: {str(exc)[:100]}"
+                row.update(checked_time(lambda cfg=cfg, x=x, y=y: mod.gemm(x, y, cfg), ref, tol,
+                                        _graph_ms, width=100))  # fmt: skip
                 rows.append(row)
             cublas.append(_graph_ms(lambda x=x, y=y: torch.matmul(x, y)))
             for row in rows:
