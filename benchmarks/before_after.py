@@ -35,21 +35,14 @@ def compare(before: str, trace: str, repeat: int, settle: float) -> dict[str, di
     versions = {"before": str(Path(before).resolve()), "now": str(ROOT)}
     trace = os.path.abspath(trace)
     out: dict[str, dict] = {v: {"walls": [], "peak_mb": 0.0} for v in versions}
-    env = dict(os.environ)
     cmd = [sys.executable, "-m", "advisor", "analyze", trace, "--format", "json"]
-    here = os.getcwd()
-    try:
-        for i in range(repeat):
-            for name in list(versions) if i % 2 == 0 else list(versions)[::-1]:
-                os.environ["PYTHONPATH"] = versions[name]
-                os.chdir(versions[name])
-                _, peak, wall = measure(cmd, 1, settle)
-                out[name]["walls"] += wall
-                out[name]["peak_mb"] = max(out[name]["peak_mb"], peak)
-    finally:
-        os.chdir(here)
-        os.environ.clear()
-        os.environ.update(env)
+    for i in range(repeat):
+        for name in list(versions) if i % 2 == 0 else list(versions)[::-1]:
+            where = versions[name]
+            env = {**os.environ, "PYTHONPATH": where}
+            _, peak, wall = measure(cmd, 1, settle, cwd=where, env=env)
+            out[name]["walls"] += wall
+            out[name]["peak_mb"] = max(out[name]["peak_mb"], peak)
     return out
 
 

@@ -80,16 +80,20 @@ def build(sample: Path, n_kernels: int, out: Path) -> int:
     return n
 
 
-def measure(cmd: list[str], repeat: int, settle: float) -> tuple[float, float, list[float]]:
+def measure(
+    cmd: list[str], repeat: int, settle: float, cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[float, float, list[float]]:  # fmt: skip
     """(median wall seconds, largest peak RSS in MB, every wall time) of ``repeat`` runs of
-    one command, each in a fresh child process after ``settle`` idle seconds. (Linux counts
-    the parent's resident size at the spawn as a floor of a child's peak; this script stays
-    far below the peaks it measures.)"""
+    one command, each in a fresh child process (in ``cwd``, with ``env``: default this
+    process's) after ``settle`` idle seconds. (Linux counts the parent's resident size at
+    the spawn as a floor of a child's peak; this script stays far below the peaks it
+    measures.)"""
     walls, peaks = [], []
     for _ in range(repeat):
         time.sleep(settle)
         t0 = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, cwd=cwd, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         walls.append(time.perf_counter() - t0)
         child.returncode = os.waitstatus_to_exitcode(status)
