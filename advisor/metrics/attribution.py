@@ -129,7 +129,8 @@ def attribute(
     gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 
     # the times the host's innermost range is asked for: the late windows' middles (split)
-    # and the launch calls' starts (launching_ops)
+    # and the launch calls' starts (launching_ops). (Each block's windows are computed again
+    # below rather than kept: holding every block's would undo the blocks' bound on memory.)
     keys, times = [], []
     for at in blocks:
         w = gaps.windows(at)
