@@ -8,11 +8,13 @@ file again under AddressSanitizer and UndefinedBehaviorSanitizer."""
 from __future__ import annotations
 
 import array
+import gc
 import mmap
 import os
 import re
 
 import msgspec
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -32,7 +34,12 @@ CATS, MODES = kineto.SCAN_CATEGORIES, kineto.SCAN_MODES
 
 
 def _scan(buf, start: int = 0, stop: int = -1, keep=None):
-    return _kscan.scan(buf, CATS, MODES, start, stop, keep)
+    """scan's answer with each column as its bytes (columns are buffers: compared by value)."""
+    found = _kscan.scan(buf, CATS, MODES, start, stop, keep)
+    if found is None:
+        return None
+    rows, columns, names, closed = found
+    return rows, {k: bytes(v) for k, v in columns.items()}, names, closed
 
 
 def _rows(found) -> int:
@@ -315,3 +322,19 @@ def test_distinct_names_past_the_bound_are_declined():
 
 def test_the_name_bound_fits_the_name_codes():
     assert 0 < _kscan.MAX_NAMES <= 2**31 - 1  # (codes are int32)
+
+
+def test_columns_are_read_only_and_live_as_long_as_their_arrays():
+    # the columns are the scan's own arrays (no copy): read-only, freed with their last user
+    found = _kscan.scan(EVENTS, CATS, MODES)
+    start = np.frombuffer(found[1]["start"], dtype=np.int64)
+    expected = start.copy()
+    assert memoryview(found[1]["start"]).readonly and not start.flags.writeable
+    with pytest.raises(ValueError):
+        start[0] = 1
+    del found
+    gc.collect()
+    _kscan.scan(EVENTS, CATS, MODES)  # (the allocator may hand freed memory out again)
+    assert (start == expected).all() and len(start) == 3
+    empty = _kscan.scan(b"[]", CATS, MODES)
+    assert empty[0] == 0 and all(bytes(v) == b"" for v in empty[1].values())
