@@ -39,11 +39,15 @@ def fallback_facts(vendor: str) -> dict:
     """The facts of a GPU that neither its trace nor the built-in table gives (gpus.yaml's
     ``nsys_fallback``; for AMD the wavefront size, register file and workgroup limit of its
     ``cdna`` section). The readers of device records (nsys, kineto) fill gaps from here."""
-    facts = gpu_facts("nsys_fallback")
-    if vendor == "amd":
+    facts = dict(gpu_facts("nsys_fallback"))
+    if vendor == "amd":  # (waves per CU: SIMDs x waves per SIMD; LDS: per CU and per workgroup)
         cdna = gpu_facts("cdna")
+        lds = cdna["lds_kb"] * 1024
         facts |= {"warp_size": cdna["wave_front_size"], "registers_per_sm": cdna["vgprs_per_lane"],
-                  "max_blocks_per_sm": cdna["max_workgroups_per_cu"]}  # fmt: skip
+                  "max_blocks_per_sm": cdna["max_workgroups_per_cu"],
+                  "max_warps_per_sm": cdna["simds_per_cu"] * cdna["max_waves_per_simd"],
+                  "shared_mem_per_sm": lds, "max_shared_mem_per_block": lds,
+                  "reserved_shared_mem_per_block": 0}  # fmt: skip
     return facts
 
 

@@ -119,3 +119,29 @@ def test_a_gpu_option_that_contradicts_the_trace_warns():
     assert "H100-PCIe, 114 SMs" in w and "NVIDIA H200, 132 SMs" in w
     same = load_trace(H200_SINGLE, gpu="H200")  # agrees with the trace: no warning
     assert not [w for w in same.warnings if "overrides" in w]
+
+
+def test_fallback_facts_of_an_unknown_amd_gpu_are_cdna_and_leave_nvidia_alone():
+    from advisor.trace.gpus import fallback_facts
+
+    amd = fallback_facts("amd")
+    # gpus.yaml's cdna section: 4 SIMDs x 8 waves = 32 waves per CU, wave64, 64 KiB LDS
+    assert amd["max_warps_per_sm"] == 32 and amd["warp_size"] == 64
+    assert amd["shared_mem_per_sm"] == 65536 == amd["max_shared_mem_per_block"]
+    assert amd["reserved_shared_mem_per_block"] == 0
+    # asking for AMD's facts must not change NVIDIA's (the sections are cached)
+    nvidia = fallback_facts("nvidia")
+    assert nvidia["warp_size"] == 32 and nvidia["max_warps_per_sm"] == 64
+    assert nvidia["shared_mem_per_sm"] == 0 and nvidia["max_shared_mem_per_block"] == 49152
+
+
+def test_a_kineto_amd_device_without_thread_limits_gets_cdna_waves():
+    from advisor.trace.kineto.devices import _spec
+    from advisor.trace.kineto.schema import DeviceProps
+
+    # an AMD GPU the table does not know, with no maxThreadsPerMultiprocessor: 32 waves/CU
+    props = DeviceProps(id=0, name="AMD Instinct MI999", numSms=80, warpSize=64,
+                        gcnArchName="gfx9ff:sramecc+:xnack-")  # fmt: skip
+    spec = _spec(props, 80)
+    assert spec.vendor == "amd" and spec.max_warps_per_sm == 32
+    assert spec.shared_mem_per_sm == 65536
