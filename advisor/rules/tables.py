@@ -211,6 +211,8 @@ SCOPES: dict[Scope, dict[str, str]] = {
         "sm_count": "SMs of the device",
         "active_units": "what sm_imbalance compares: SMs (Nsight Compute's sm__cycles_active), "
         "or shader engines (AMD: SQ_BUSY_CYCLES is counted per SE)",
+        "block_term": "what the GPU's vendor calls a thread block: CTA (NVIDIA) or workgroup (AMD)",
+        "unit_term": "what the GPU's vendor calls the unit that runs them: SM (NVIDIA) or CU (AMD)",
         "cc_major": "compute capability major (NaN on AMD)",
         "m": "GEMM M (NaN unknown)",
         "n": "GEMM N (NaN unknown)",
@@ -310,6 +312,9 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["sm_count"] = k["device"].map({d: g.sm_count for d, g in gpus.items()})
     units = {d: "shader engines" if g.vendor == "amd" else "SMs" for d, g in gpus.items()}
     k["active_units"] = k["device"].map(lambda d: units.get(d, "SMs")).astype(object)
+    amd = k["device"].isin([d for d, g in gpus.items() if g.vendor == "amd"]).to_numpy()
+    k["block_term"] = np.where(amd, "workgroup", "CTA").astype(object)
+    k["unit_term"] = np.where(amd, "CU", "SM").astype(object)
     k["cc_major"] = k["device"].map({d: g.cc_major for d, g in gpus.items()}).astype(float)
     k["peak_tflops"] = k["device"].map({d: g.dense_fp16_tflops for d, g in gpus.items()})
     k["peak_tflops"] = k["peak_tflops"].astype(float)

@@ -67,6 +67,9 @@ def test_the_timeline_alone_says_stream_k(db):
     (f,) = findings(db("plain")).values()
     assert (f.rule, f.strategy, f.est_savings_ns) == ("wave-tail-gemm", "stream_k", 142105)
     assert f.counters is None
+    # in AMD's words: 320 workgroups, 1 per CU (not CTAs and SMs)
+    assert "320 workgroups on 304 slots (1 workgroup/CU)" in f.summary
+    assert "CTA" not in f.summary and "SM" not in f.summary
 
 
 def test_a_dram_bound_dispatch_gets_no_compute_side_strategy(db):
