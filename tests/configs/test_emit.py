@@ -445,6 +445,43 @@ def test_stream_k_data_parallel_touches_no_partials(synthetic_emit, monkeypatch)
 
 
 @needs_kernels
+def test_stream_k_data_parallel_launches_one_cta_per_tile(synthetic_emit, monkeypatch):
+    # a data-parallel-only schedule with fewer tiles than CTAs launches one CTA per tile and
+    # no partials' workspace (round 8: the Gluon kernel's data-parallel schedule ran up to
+    # 12% slower than the plain persistent kernel with 132 CTAs for 96 tiles); a schedule
+    # with Stream-K tiles keeps every CTA and a partial slot for each
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["stream_k"])
+    m, n, k = 64, 64, 256  # 4 tiles of 32 x 32, 8 K-iterations each, on 7 CTAs
+    base = {**script.CONFIG, "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4,
+            "num_stages": 2, "GROUP_M": 8, "NUM_PROGS": 7, "GLUON": 0}  # fmt: skip
+    launches = []
+    kernel = script.stream_k_kernel
+
+    class Recording:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                launches.append((grid, args[3].shape))  # args[3]: the partials' workspace
+                return kernel[grid](*args, **kwargs)
+
+            return launch
+
+    monkeypatch.setattr(script, "stream_k_kernel", Recording())
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    for policy, grid, ws_shape in [(0, (4,), (1,)), (-1, (7,), (7, 32, 32))]:
+        cfg = {**base, "SK_TILES": policy}
+        p = script.plan(m, n, k, cfg)
+        assert p["progs"] == grid[0] and p["sk_tiles"] == (0 if policy == 0 else 4)
+        launches.clear()
+        c = script.gemm(a, b, cfg)
+        assert launches == [(grid, ws_shape)]
+        assert torch.allclose(c, a @ b, atol=1e-3, rtol=1e-3)
+
+
+@needs_kernels
 def test_padding_copies_only_the_operand_that_needs_it(synthetic_emit, monkeypatch):
     # Triton's pointer kernels pad row strides to 16 elements, TMA (the Gluon path) to 8
     # (16 bytes of bf16); an operand already aligned is passed through, not copied

@@ -83,6 +83,13 @@ def padded(gemm_fn, align: int = ROW_ALIGN):
     return run
 
 
+def sk_workspace(p: dict, cfg: dict, device) -> torch.Tensor:
+    """Stream-K's fp32 partial tiles, one slot per CTA (a schedule ``p`` of its ``plan``);
+    with no Stream-K tile no partial is written: one element, not a slot per CTA."""
+    shape = (p["progs"], cfg["BLOCK_M"], cfg["BLOCK_N"]) if p["sk_tiles"] else (1,)
+    return torch.empty(shape, device=device, dtype=torch.float32)
+
+
 def sk_flags(p: dict, device) -> torch.Tensor:
     """Stream-K's per-tile counters (a schedule ``p`` of its ``plan``), zeroed; with no
     Stream-K tile (data-parallel only) the kernels never touch them: an unwritten one, so

@@ -247,9 +247,12 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
                         p_first = extra_iters + (it0 - big) // gl.maximum(iters_per_prog, 1)
                     while gl.atomic_add(flag_ptr + sk_tile, 0, sem="acquire") < pid - p_first:
                         pass
+                    # plain loads: the acquire above (and the barrier after it) orders them
+                    # after the partials' stores, and it invalidated this SM's L1 (.cg, the
+                    # L2 only, ran 3-4 us slower per call on an H200: round 8)
                     offs = _sk_offsets(BM, BN, layout)
                     for p in range(p_first, pid):
-                        acc += gl.load(ws_ptr + p * BM * BN + offs, cache_modifier=".cg")
+                        acc += gl.load(ws_ptr + p * BM * BN + offs)
                 _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
         tma.store_wait(pendings=0)
 
@@ -323,8 +326,7 @@ def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
                    p: dict) -> None:
     """The Gluon Stream-K kernel on a Hopper GPU: the schedule ``p`` of ``plan`` (its
     NUM_PROGS CTAs must all be resident: one per SM at most)."""
-    ws = torch.empty((p["progs"], cfg["BLOCK_M"], cfg["BLOCK_N"]), device=a.device,
-                     dtype=torch.float32)
+    ws = sk_workspace(p, cfg, a.device)
     flags = sk_flags(p, a.device)
     sk_gemm_kernel[(p["progs"],)](
         *_descriptors(a, b, c, cfg), ws, flags, p["tiles_m"], p["tiles_n"], p["dp_tiles"],

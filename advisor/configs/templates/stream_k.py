@@ -60,8 +60,8 @@ def stream_k_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, flag_ptr, M, N, K, stride_am, s
                 p_first = _owner(sk_tile * iters_per_tile, iters_per_prog, extra_iters)
                 while tl.atomic_add(flag_ptr + sk_tile, 0, sem="acquire") < pid - p_first:
                     pass
-                for p in range(p_first, pid):
-                    acc += tl.load(ws_ptr + p * BM * BN + offs, cache_modifier=".cg")
+                for p in range(p_first, pid):  # (plain loads after the acquire)
+                    acc += tl.load(ws_ptr + p * BM * BN + offs)
             _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN, False)
 
 
@@ -74,6 +74,8 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
     iters_per_tile = triton.cdiv(k, cfg["BLOCK_K"])
     progs = min(cfg["NUM_PROGS"], tiles * iters_per_tile)
     dp_tiles = sk_data_parallel_tiles(tiles, progs, cfg.get("SK_TILES", 2))
+    if dp_tiles == tiles:  # data-parallel only: one CTA per tile at most (no idle CTAs)
+        progs = min(progs, tiles)
     sk_iters = (tiles - dp_tiles) * iters_per_tile
     return dict(tiles_m=tiles_m, tiles_n=tiles_n, progs=progs, dp_tiles=dp_tiles,
                 sk_tiles=tiles - dp_tiles, iters_per_tile=iters_per_tile,
@@ -100,8 +102,7 @@ def _gemm_triton(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
     p = plan(m, n, k, cfg)
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    # one partial-tile slot per CTA, written before its flag is raised
-    ws = torch.empty((p["progs"], bm, bn), device=a.device, dtype=torch.float32)
+    ws = sk_workspace(p, cfg, a.device)  # one partial tile per CTA (none: data-parallel)
     flags = sk_flags(p, a.device)
     stream_k_kernel[(p["progs"],)](
         a, b, c, ws, flags, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
