@@ -6,6 +6,7 @@ overlap; optionally the speed of HTA's load + idle-time breakdown against ``advi
     pip install holistictraceanalysis     # optional: it pulls jupyterlab; not a test extra
     python benchmarks/hta_crosscheck.py TRACE.json.gz ...
     python benchmarks/hta_crosscheck.py --speed [--kernels 100000] [--workdir /tmp/advisor-hta]
+        [--hta-python VENV/bin/python]   # HTA in an environment of its own (its pins differ)
 
 Prints one row per trace, in microseconds (HTA's unit) and percent; docs/metrics.md
 ("Agreement with HTA") records a run and explains each difference.
@@ -136,11 +137,12 @@ def _warm(path: Path) -> None:
             pass
 
 
-def speed(kernels: int, workdir: Path, rounds: int = 3) -> None:
+def speed(kernels: int, workdir: Path, rounds: int = 3, hta_python: str | None = None) -> None:
     """HTA's load + idle-time breakdown vs advisor analyze on one Kineto trace of
     ``kernels`` kernels built by benchmarks/kineto_scale.py, in fresh processes: ``rounds``
     rounds, each with the file in the page cache, the two tools' order alternating; the
-    medians and the ratio of the medians."""
+    medians and the ratio of the medians. ``hta_python``: the interpreter that runs HTA
+    (default: this one)."""
     import statistics
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -152,7 +154,7 @@ def speed(kernels: int, workdir: Path, rounds: int = 3) -> None:
     trace = next(folder.glob("*.json"), None) or build(sample, kernels, folder)
     print(f"{trace.name}: {trace.stat().st_size / 1e6:,.0f} MB")
     cmds = {"advisor": [sys.executable, "-m", "advisor", "analyze", str(trace), "--format", "json"],
-            "HTA": [sys.executable, "-c", HTA_LOAD, str(folder)]}  # fmt: skip
+            "HTA": [hta_python or sys.executable, "-c", HTA_LOAD, str(folder)]}  # fmt: skip
     times: dict[str, list[float]] = {"advisor": [], "HTA": []}
     for i in range(rounds):
         for tool in ("advisor", "HTA") if i % 2 == 0 else ("HTA", "advisor"):
@@ -171,11 +173,12 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=100_000)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/advisor-hta"))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hta-python", help="the interpreter of an environment with HTA installed")
     args = ap.parse_args()
     if args.traces:
         compare(args.traces)
     if args.speed:
-        speed(args.kernels, args.workdir, args.rounds)
+        speed(args.kernels, args.workdir, args.rounds, args.hta_python)
 
 
 if __name__ == "__main__":
