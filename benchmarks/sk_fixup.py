@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from replan_table import _module  # noqa: E402
+from sk_fixed import _ws_dp  # noqa: E402  (the plain persistent kernel, data-parallel)
 
 SHAPES = [(1000, 3000, 5000), (1536, 1792, 4096), (3000, 1000, 10000), (1000, 3000, 1024)]
 # full waves of the 128x256 tile (12 tiles across N = 3072): 48, 96 and 132 tiles
@@ -313,20 +314,6 @@ def _cfg(mod, policy: int, sms: int) -> dict:
             "GLUON": 1}  # fmt: skip
 
 
-def _plain(mod, sms: int):
-    """The data-parallel schedule in the plain persistent Gluon kernel (one split)."""
-    import torch
-
-    def run(x, y, cfg):
-        hopper = mod.gluon_config(x, cfg, x.element_size())
-        c = torch.empty((x.shape[0], y.shape[1]), device=x.device, dtype=x.dtype)
-        tiles = -(-x.shape[0] // cfg["BLOCK_M"]) * -(-y.shape[1] // cfg["BLOCK_N"])
-        mod.gluon_ws(x, y, c, hopper, min(sms, tiles))
-        return c
-
-    return run
-
-
 def timeline(mod, x, y, cfg) -> dict:
     """One launch of the instrumented kernel: per CTA its marks (us from the first start)."""
     import torch
@@ -432,7 +419,7 @@ def main() -> None:
         ref = (x.float() @ y.float()).double()
         row: dict = {"M": m, "N": n, "K": k}
         runs = {"cublas": (lambda x, y, cfg: torch.matmul(x, y), None)}
-        runs["plain persistent"] = (_plain(mods["base"], sms), _cfg(mods["base"], 0, sms))
+        runs["plain persistent"] = (_ws_dp(mods["base"], sms), _cfg(mods["base"], 0, sms))
         if (m, n, k) in SHAPES:
             for name, mod in mods.items():
                 if name == "timeline":
