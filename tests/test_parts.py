@@ -134,3 +134,32 @@ def test_a_bad_rank_is_its_error_line(tmp_path):
     assert part.error.startswith(f"{bad}: not a supported trace")
     good = rank_part(str(H200_2GPU), AnalysisOptions())
     assert merge_parts([part, good]).trace.path == str(H200_2GPU)
+
+
+def test_a_job_of_a_whole_rank_and_a_thinned_one():
+    # ranks are attributed apart: a rank whose host events were thinned after capture
+    # (Trace.host_sample, the Kineto reader's finding) leaves only its own idle without a
+    # cause, while the whole rank keeps every cause it has alone (merge_traces, which makes
+    # one Trace of the job, leaves all of it unattributed instead: its docstring)
+    path = ROOT / "sample_traces" / "kineto" / "h200_train_steps.pt.trace.json.gz"
+    alone = analyze(load_one(str(path), None).trace)
+    thinned = load_one(str(path), None).trace
+    thinned.host_sample = (2402, 238287, 0.62)  # (as test_attribution's thinned case)
+    job = merge_parts([summarize(alone), summarize(analyze(thinned))])
+    d = job.devices.set_index("device")
+    whole = alone.devices.set_index("device").loc[0]
+    assert d.loc[0].equals(whole)  # (both ranks' GPU is device 0: renumbered 0 and 1)
+    causes = ["launch_overhead_ns", "sync_idle_ns", "copy_idle_ns", "input_idle_ns",
+              "host_busy_idle_ns", "queued_idle_ns", "startup_idle_ns"]  # fmt: skip
+    assert whole[causes].sum() + whole["unattributed_idle_ns"] == whole["idle_ns"] > 0
+    assert whole["launch_overhead_ns"] > 0.9 * whole["idle_ns"]  # (this trace's idle)
+    assert (d.loc[1, causes] == 0).all()
+    assert d.loc[1, "unattributed_idle_ns"] == d.loc[1, "idle_ns"] == whole["idle_ns"]
+    for col in ("gpu_busy_ns", "tail_idle_ns", "underfill_idle_ns"):  # (GPU-side: measured)
+        assert d.loc[1, col] == whole[col]
+    # the advice follows: a cause found on the whole rank only, kernel advice on both
+    found = find(job)
+    by_device = {dev: {f.strategy for f in found if f.device == dev} for dev in (0, 1)}
+    assert "cuda_graph" in by_device[0] and "cuda_graph" not in by_device[1]
+    kernel_advice = by_device[0] & {"split_k", "stream_k", "persistent", "tile_reshape"}
+    assert kernel_advice and kernel_advice <= by_device[1]
