@@ -449,6 +449,7 @@ slow: {
 
 typedef struct {
     Py_ssize_t rows, cap;
+    Py_ssize_t hint; /* rows to reserve first (see scan), so that few regrowths copy */
     int8_t *cat;
     int32_t *name;
     int64_t *ints[N_INT_COLS];
@@ -487,7 +488,7 @@ static void out_free(Out *o) {
 
 static int out_reserve(Out *o) {
     if (o->rows < o->cap) return 0;
-    Py_ssize_t cap = o->cap ? o->cap * 2 : 4096;
+    Py_ssize_t cap = o->cap ? o->cap * 2 : (o->hint > 4096 ? o->hint : 4096);
     GROW(o->cat, cap, int8_t);
     GROW(o->name, cap, int32_t);
     for (int i = 0; i < N_INT_COLS; i++) GROW(o->ints[i], cap, int64_t);
@@ -1078,6 +1079,11 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     Out o;
     memset(&o, 0, sizeof(o));
     o.keep = keep == Py_None ? NULL : keep;
+    /* a kept event takes a few hundred bytes of the trace (440 on the H200 training
+     * capture): reserving a row per 256 bytes of the region at once spares most of the
+     * copies that doubling from 4096 rows makes (5% of a scan of 64 MB regions); the
+     * pages not written are never touched, and the columns are trimmed to their rows */
+    o.hint = ((stop >= 0 ? stop : buf.len) - start) / 256;
     Py_ssize_t closed;
     int cut = stop >= 0;
     if (buf.readonly) {
