@@ -98,6 +98,13 @@ def checked_time(gemm, ref, tol: float, timer, width: int = 80) -> dict:
     return row
 
 
+def print_row(row: dict) -> None:
+    """One benchmark row as a JSON line (floats to 2 decimals, accuracy columns left out)."""
+    print(json.dumps({key: (round(v, 2) if isinstance(v, float) else v)
+                      for key, v in row.items() if "rel_error" not in key}),
+          flush=True)  # fmt: skip
+
+
 def _median_ms(fn, graph: bool = False, rounds: int = 3) -> float:
     """Median of ``rounds`` do_bench medians (ms): per call, or inside a CUDA graph
     (do_bench_cudagraph: the GPU time without the Python launch)."""

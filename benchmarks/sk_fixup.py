@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replan_table import _module  # noqa: E402
+from replan_table import _module, print_row  # noqa: E402
 from sk_fixed import _ws_dp  # noqa: E402  (the plain persistent kernel, data-parallel)
 
 SHAPES = [(1000, 3000, 5000), (1536, 1792, 4096), (3000, 1000, 10000), (1000, 3000, 1024)]
@@ -463,9 +463,7 @@ def main() -> None:
                     print(f"timeline {m}x{n}x{k} SK_TILES={policy}: {type(exc).__name__}: "
                           f"{str(exc)[:300]}", flush=True)  # fmt: skip
         rows.append(row)
-        print(json.dumps({key: (round(v, 2) if isinstance(v, float) else v)
-                          for key, v in row.items() if "rel_error" not in key}),
-              flush=True)  # fmt: skip
+        print_row(row)
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
     if a.timeline:

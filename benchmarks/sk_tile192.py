@@ -33,7 +33,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replan_table import _module  # noqa: E402
+from replan_table import _module, print_row  # noqa: E402
 
 SHAPES = [(1000, 3000, 5000), (1536, 1792, 4096), (1000, 3000, 1024), (1792, 1536, 12288),
           (3000, 1000, 10000)]  # fmt: skip
@@ -271,9 +271,7 @@ def main() -> None:
         for label, t in timed.items():
             row[label] = statistics.median(t)
         rows.append(row)
-        print(json.dumps({key: (round(v, 2) if isinstance(v, float) else v)
-                          for key, v in row.items() if "rel_error" not in key}),
-              flush=True)  # fmt: skip
+        print_row(row)
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
 
