@@ -310,9 +310,8 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["last_wave_fill"] = k["waves"] - k["full_waves"]
     gpus = a.trace.gpus
     k["sm_count"] = k["device"].map({d: g.sm_count for d, g in gpus.items()})
-    units = {d: "shader engines" if g.vendor == "amd" else "SMs" for d, g in gpus.items()}
-    k["active_units"] = k["device"].map(lambda d: units.get(d, "SMs")).astype(object)
     amd = k["device"].isin([d for d, g in gpus.items() if g.vendor == "amd"]).to_numpy()
+    k["active_units"] = np.where(amd, "shader engines", "SMs").astype(object)
     k["block_term"] = np.where(amd, "workgroup", "CTA").astype(object)
     k["unit_term"] = np.where(amd, "CU", "SM").astype(object)
     k["cc_major"] = k["device"].map({d: g.cc_major for d, g in gpus.items()}).astype(float)
