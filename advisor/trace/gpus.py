@@ -201,7 +201,7 @@ def gpu_from_file(path: str) -> GpuSpec:
         fld, problem = field_problem(exc)
         raise AdvisorInputError(str(p), f"--gpu-spec field {fld!r}: {problem}") from None
     values = spec.model_dump()
-    values["warp_size"] = values["warp_size"] or (64 if spec.vendor == "amd" else 32)
+    values["warp_size"] = values["warp_size"] or fallback_facts(spec.vendor)["warp_size"]
     values["max_shared_mem_per_block"] = (
         values["max_shared_mem_per_block"] or values["shared_mem_per_sm"]
     )
