@@ -18,22 +18,22 @@ satisfied last:
    whole gap is its: an event wait (a stream-wait-event call on the launching thread
    between X's stream predecessor's launch and X's), a CUDA graph's dependencies (X ran
    from a graph launch), else a dependency the trace does not record.
-4. Otherwise [max(enqueue, g0), g1) is ``launch_latency`` (``graph_internal`` between
-   two nodes of one graph launch), and when the launch call returned after g0 the host was
-   late for [g0, enqueue), split by what the launching thread did then:
-   ``synchronization`` (inside a blocking synchronize call), ``blocking_copy`` (inside a
-   synchronous copy or set, or an async copy from pageable memory), ``startup`` (inside a
-   module load, or inside a kernel's first launch call on its device when that call takes
-   longer than host_launch_max_ns: lazy module loading loads the kernel's code then; code
-   loads once, wherever it happens), ``input_pipeline
-   (inside a DataLoader range), and the rest: first, when a blocking call was waiting as
-   the device ran dry (it spans g0) and returned before the launch, up to (g0 - its start)
-   of the rest is that call's (the time the host lost waiting: without the wait it would
-   have been that much earlier); before a kernel's first launch on its device, when its
-   code was loaded in the window (a module load call or a slow first launch call), a rest
-   longer than host_launch_max_ns is ``startup`` too (the kernel being built and loaded:
-   a Triton JIT compile, a library's first use); what remains is ``host_bound`` (launch
-   work: at most
+4. Otherwise [max(enqueue, g0), g1) is ``launch_latency`` (``graph_internal`` between two
+   nodes of one graph launch), and when the launch call returned after g0 the host was late
+   for [g0, enqueue), split by what the launching thread did then: ``synchronization``
+   (inside a blocking synchronize call), ``blocking_copy`` (inside a synchronous copy or
+   set, or an async copy from pageable memory), ``startup`` (inside a module load, or inside
+   a kernel's first launch call on its device when that call takes longer than
+   host_launch_max_ns: lazy module loading loads the kernel's code then; code loads once,
+   wherever it happens), ``input_pipeline`` (inside a DataLoader range), and the rest: first,
+   when a blocking call was waiting as the device ran dry (it spans g0) and returned before
+   the launch, up to the time in [its start, g0) that the device was busy is that call's
+   (the time the host lost waiting: without the wait it would have been that much earlier;
+   the device's idle then is an earlier gap's, so a call is credited at most its own
+   duration); before a kernel's first launch on its device, when its code was loaded in the
+   window (a module load call or a slow first launch call), a rest longer than
+   host_launch_max_ns is ``startup`` too (the kernel being built and loaded: a Triton JIT
+   compile, a library's first use); what remains is ``host_bound`` (launch work: at most
    host_launch_max_ns, or inside the range that launches X) or ``host_busy`` (longer, in
    something else).
 
@@ -45,7 +45,7 @@ order inside one gap is a convention) so that windows can clip them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -152,7 +152,7 @@ def attribute(
     for at in blocks:
         w = gaps.windows(at)
         split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
-                           first[at])  # fmt: skip
+                           first[at], w["device"])  # fmt: skip
         amounts = _amounts(w, split)
         dominant = _dominant(amounts)
         cause[at] = dominant
@@ -334,6 +334,39 @@ def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> p
                          "detail": detail}, copy=False)  # fmt: skip
 
 
+class _DeviceIdle:
+    """Per device, its idle gaps (disjoint intervals, by start) and the idle time before
+    each, to tell how long a device idled in any interval by binary search."""
+
+    def __init__(self, device: np.ndarray, start: np.ndarray, gap: np.ndarray) -> None:
+        """``device``, ``start``, ``gap``: per op of a device_ops table sorted by device and
+        start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps)."""
+        at = np.flatnonzero(gap > 0)
+        self._gaps: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for dev in distinct(device[at]):
+            rows = at[device[at] == dev]
+            end = start[rows]
+            self._gaps[dev] = (end - gap[rows], end, np.r_[0, np.cumsum(gap[rows])])
+
+    def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
+        out = np.zeros(len(lo), dtype=np.int64)
+        for dev in distinct(device) if len(device) else ():
+            mine = device == dev
+            out[mine] = self._before(dev, hi[mine]) - self._before(dev, lo[mine])
+        return np.maximum(out, 0)
+
+    def _before(self, dev, t: np.ndarray) -> np.ndarray:
+        """Per time ``t``: the ns the device ``dev`` was idle before it."""
+        if dev not in self._gaps:
+            return np.zeros(len(t), dtype=np.int64)
+        g0, g1, before = self._gaps[dev]
+        done = np.searchsorted(g1, t, side="right")  # the gaps ended by t
+        nxt = np.minimum(done, len(g0) - 1)
+        inside = (done < len(g0)) & (g0[nxt] < t)  # t inside the next gap
+        return before[done] + np.where(inside, t - g0[nxt], 0)
+
+
 def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, int]:
     """Per device: the launch latency bound L (ns): the ``latency_quantile`` of
     (start - launch call end) over ops launched while their device was idle (the call ended
@@ -450,6 +483,14 @@ class _HostActivity:
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
         self._thread_painted: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         self._waits_by_thread: dict[int, np.ndarray] | None = None
+        self._ops = ops
+
+    @cached_property
+    def device_idle(self) -> _DeviceIdle:
+        """The devices' idle gaps (the ops' ``gap_ns``), indexed on first use."""
+        ops = self._ops
+        return _DeviceIdle(ops["device"].to_numpy(), ops["start"].to_numpy(np.int64),
+                           ops["gap_ns"].to_numpy(np.int64))  # fmt: skip
 
     def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""
@@ -505,11 +546,12 @@ class _HostActivity:
                             self._indexed[key] = mine
         return self._indexed
 
-    def split(self, keys, lo, hi, launch_start, first_launch) -> dict:
+    def split(self, keys, lo, hi, launch_start, first_launch, device) -> dict:
         """For host-late windows [lo, hi) on threads ``keys`` (_thread_keys): ns per cause
         (synchronization, blocking_copy, startup, input_pipeline, host_busy, host_bound) and
         the labels of what the thread did (module doc, step 4). ``first_launch``: per window,
-        whether its op is its kernel's first launch on the device."""
+        whether its op is its kernel's first launch on the device; ``device``: per window,
+        its device."""
         k = len(lo)
         t = thresholds()
         causes = ("synchronization", "blocking_copy", "startup", "input_pipeline", "host_busy",
@@ -526,7 +568,8 @@ class _HostActivity:
             keys = keys[work]
             for key in distinct(keys[keys >= 0]):
                 rows = work[keys == key]
-                own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, out, rest)
+                own_launch[rows] = self._split_thread(key, rows, lo, hi, launch_start, device,
+                                                      out, rest)  # fmt: skip
         # what nothing named before a kernel's first launch, longer than any launch takes,
         # when its code was loaded in the window (a module load call, or a slow first launch
         # call): the kernel being built and loaded (a JIT compile, a library's first use). A
@@ -540,7 +583,7 @@ class _HostActivity:
         out["host_bound"] = np.where(busy, 0, rest)
         return out
 
-    def _split_thread(self, key, rows, lo, hi, launch_start, out, rest) -> np.ndarray:
+    def _split_thread(self, key, rows, lo, hi, launch_start, device, out, rest) -> np.ndarray:
         """Fill ``out`` and ``rest`` for the windows ``rows`` of one thread; returns per
         window whether the innermost range at its middle also holds the op's launch."""
         a, b = lo[rows], hi[rows]
@@ -555,7 +598,9 @@ class _HostActivity:
             rest[rows] -= covered
         if key in self._api_threads:
             # blocking calls that overlap the window: their names; the one spanning lo
-            # (waiting when the device ran dry) gets up to (lo - its start) of the rest
+            # (waiting when the device ran dry) gets up to the time in [its start, lo) that
+            # the device was busy (the host was that much later than without the wait; the
+            # time the device idled then lies in earlier gaps, already attributed there)
             for code, name, label in ((_SYNC, "synchronization", "sync"),
                                       (_COPY, "blocking_copy", "copy")):  # fmt: skip
                 mine = self._calls_of(key, code)
@@ -568,7 +613,8 @@ class _HostActivity:
                 p = np.maximum(pos, 0)
                 overlaps = ok & (e[p] > a)
                 spans = overlaps & (s[p] < a) & (e[p] <= b)
-                credit = np.where(spans, np.minimum(a - s[p], rest[rows]), 0)
+                busy = a - s[p] - self.device_idle.between(device[rows], s[p], a)
+                credit = np.where(spans, np.minimum(busy, rest[rows]), 0)
                 out[name][rows] += credit
                 rest[rows] -= credit
                 hit = np.flatnonzero(overlaps)  # (the range around the call: only for those)

@@ -184,6 +184,47 @@ def test_a_sync_that_did_not_hold_the_launch_back_owns_nothing():
     ]
 
 
+def test_a_blocking_call_is_credited_at_most_its_own_time():
+    # A cudaMemcpy [1500, 4000] starts while the device idles after k1 [0, 1000); its copy
+    # runs [2000, 3000); k2 is launched [5000, 5100] and starts at 5200.
+    # Gap [1000, 2000): host-late (the copy was enqueued at 2000); the call covers
+    #   [1500, 2000) = 500 blocking_copy, the 500 before it host_bound.
+    # Gap [3000, 5200): host-late [3000, 5100) = 2100; the call covers [3000, 4000) = 1000,
+    #   and spanning g0 = 3000 it is credited the time the device was busy in [1500, 3000):
+    #   1500 - 500 idle (already counted in the first gap) = 1000 of the rest 1100; host_bound
+    #   100, launch_latency 100.
+    # blocking_copy 500 + 1000 + 1000 = 2500 = the call's own 4000 - 1500: without the call
+    # the host would have been 2500 ahead, no more (crediting the whole 1500 before g0 gave
+    # 2600, counting [1500, 2000) twice).
+    from builders import trace
+
+    t = trace(
+        [dict(start=0, end=1000, correlation=1), dict(start=5200, end=6000, correlation=3)],
+        [("cudaMemcpy", 1500, 4000, 2), ("cudaLaunchKernel", 5000, 5100, 3)],
+    )
+    t.memcpy = pd.DataFrame([{"device": 0, "stream": 7, "start": 2000, "end": 3000,
+                              "bytes": 4, "kind": "HtoD", "correlation": 2, "pid": 1}])  # fmt: skip
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    assert _by_op(ops, pieces) == {
+        2000: {"blocking_copy": 500, "host_bound": 500},
+        5200: {"blocking_copy": 2000, "host_bound": 100, "launch_latency": 100},
+    }
+
+
+def test_device_idle_between_by_hand():
+    # device 0 idles [10, 20) and [30, 35); device 1 [0, 100)
+    from advisor.metrics.attribution import _DeviceIdle
+
+    idle = _DeviceIdle(np.array([0, 0, 0, 1]), np.array([0, 20, 35, 100]),
+                       np.array([0, 10, 5, 100]))  # fmt: skip
+    dev = np.array([0, 0, 0, 0, 0, 1, 2])
+    lo = np.array([0, 15, 12, 20, 40, 50, 0])
+    hi = np.array([40, 32, 18, 30, 50, 70, 9])
+    # [0, 40): 10 + 5; [15, 32): 5 + 2; [12, 18): 6; [20, 30): 0; [40, 50): 0; device 1
+    # [50, 70): 20; device 2 has no gaps: 0
+    assert idle.between(dev, lo, hi).tolist() == [15, 7, 6, 0, 0, 20, 0]
+
+
 def test_startup_is_a_position_not_a_name():
     # a repeated top-level range "step" whose instances run to the end of the trace: the
     # idle before its first instance is start-up; a cudaGetDeviceProperties call inside
