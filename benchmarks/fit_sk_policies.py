@@ -74,7 +74,7 @@ def pick(shape: tuple, rows: dict) -> tuple[tuple, float]:
     gluon = best.get("gluon")
     if "triton" not in best:  # (no Triton row measured at this shape)
         return gluon
-    if gluon and knobs.gluon_knob(gluon[1]) and gluon[1] <= best["triton"][1]:
+    if gluon and knobs.gluon_knob(gluon[1], "stream_k") and gluon[1] <= best["triton"][1]:
         return gluon
     return best["triton"]
 

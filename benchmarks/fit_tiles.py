@@ -1,6 +1,7 @@
 """Fit the planner's tile table (gpus.yaml ``gemm_tiles``) to a measured tile grid.
 
     python benchmarks/fit_tiles.py docs/verification/h200_tile_grid.jsonl
+    python benchmarks/fit_tiles.py --dp-only ROWS.jsonl [--dp-only MORE.jsonl]
 
 Reads the rows of benchmarks/tile_grid.py (each tile x kernel x shape, GPU time inside a
 CUDA graph) and fits, on the rows not marked held_out, the parameters of the cost model in
@@ -11,6 +12,14 @@ measured time (soft-L1, so a few odd shapes do not pull the table). The model's 
 efficiency. Prints the YAML to paste into gpus.yaml, the fit's error on the fitted and the
 held-out shapes, and per shape the planner's pick (with the YAML in place) against the best
 measured row.
+
+--dp-only: the Gluon efficiency of the table's data-parallel-only tile (128 x 192, two
+accumulators; planner.data_parallel_only), every other term as gpus.yaml has it, under
+the model the planner uses for that tile (knobs.stream_k_ns with policy 0: its waves, the
+partial one at sk_partial_wave_floor, plus the Stream-K Gluon fixed time), to the rows of
+benchmarks/sk_tile192.py (its "gluon 128x192 4 stages" column, operands as given, not the
+--aligned ones) or of benchmarks/sk_policies.py --before (the "after" rows that ran that
+tile). Same loss as the table's fit (soft-L1 on the log-ratio).
 """
 
 from __future__ import annotations
@@ -89,10 +98,71 @@ def fit(df: pd.DataFrame):
     return x, tiles, fixed, predict(x)
 
 
+DP_ONLY_LABEL = "gluon 128x192 4 stages"
+
+
+def dp_only_points(paths: list[str]) -> list[tuple[int, int, int, float]]:
+    """(M, N, K, measured ns) of the data-parallel-only tile in benchmark rows (jsonl or a
+    JSON list): sk_tile192.py's column on operands as given, sk_policies.py's "after"
+    rows whose knobs are that tile."""
+    tile = next(c for c in knobs.CANDIDATES if knobs.planner.data_parallel_only(*c[:2]))
+    points = []
+    for path in paths:
+        text = Path(path).read_text()
+        rows = json.loads(text) if text.lstrip().startswith("[") else \
+            [json.loads(line) for line in text.splitlines() if line.strip()]  # fmt: skip
+        for r in rows:
+            if isinstance(r.get(DP_ONLY_LABEL), float) and not r.get("aligned_rows"):
+                points.append((r["M"], r["N"], r["K"], r[DP_ONLY_LABEL] * 1e3))
+            knob = r.get("after_knobs", {})
+            if (knob.get("GLUON") and (knob.get("BLOCK_M"), knob.get("BLOCK_N")) == tile[:2]
+                    and "after_ms" in r):  # fmt: skip
+                points.append((r["M"], r["N"], r["K"], r["after_ms"] * 1e6))
+    return points
+
+
+def fit_dp_only(points: list[tuple[int, int, int, float]]) -> tuple[float, float, np.ndarray]:
+    """The data-parallel-only tile's Gluon efficiency and its fixed time (us) fitted to
+    ``points`` under knobs.stream_k_whole_tiles_ns, and the model over measured ratio at
+    each point with them."""
+    cand = next(c for c in knobs.CANDIDATES if knobs.planner.data_parallel_only(*c[:2]))
+    parts = []
+    with _raw_model():
+        for m, n, k, _ in points:
+            p = knobs.Problem(m, n, k, H200)
+            t = [knobs.planner.stream_k_whole_tiles_ns(
+                    p, knobs._base(p, (*cand[:5], None, eff), "gluon"))["model_ns"]
+                 for eff in (1.0, 0.5)]  # fmt: skip
+            parts.append((2 * t[0] - t[1], t[1] - t[0]))  # (other terms, compute at eff 1)
+    other, compute = np.array(parts).T
+    y = np.array([pt[3] for pt in points])
+
+    def ratio(x):
+        return (x[1] * 1e3 + other + compute / x[0]) / y
+
+    x = least_squares(lambda x: np.log(ratio(x)), [0.6, 5.0], bounds=([0.05, 0.0], [1.5, 100.0]),
+                      loss="soft_l1", f_scale=0.1).x  # fmt: skip
+    return float(x[0]), float(x[1]), ratio(x)
+
+
+def main_dp_only(paths: list[str]) -> None:
+    points = dp_only_points(paths)
+    eff, fixed, ratio = fit_dp_only(points)
+    print(f"# {len(points)} rows; model/measured: " +
+          ", ".join(f"{m}x{n}x{k} {y / 1e3:.1f} us {r:.2f}"
+                    for (m, n, k, y), r in zip(points, ratio, strict=True)))  # fmt: skip
+    print(f"# median |log| {np.median(np.abs(np.log(ratio))):.3f}")
+    print(f"eff_gluon: {eff:.3f}\nfixed_us.data_parallel_only.gluon: {fixed:.1f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("grid")
+    p.add_argument("grid", nargs="?")
+    p.add_argument("--dp-only", action="append", help="fit the data-parallel-only tile")
     args = p.parse_args()
+    if args.dp_only:
+        main_dp_only(args.dp_only)
+        return
     df = load(args.grid)
     x, tiles, fixed, pred = fit(df)
     err = np.log(pred / df.y.values)

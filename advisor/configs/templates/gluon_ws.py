@@ -160,6 +160,100 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         else:
             gl.warp_specialize(consumer, _ws_consumer, producer, [_ws_producer], [1], [24])
 
+    # -- a data-parallel-only tile whose BLOCK_N is not a power of two (128 x 192; planner's
+    # data_parallel_only): two accumulators, BN1 (a power of two) and BN2 columns, fed from
+    # one A stage and two B stages per K-iteration (two wgmma), each stored by its own TMA
+    # store; whole tiles only, one CTA per SM (benchmarks/sk_tile192.py's prototype, round 8)
+    @gluon.jit
+    def _dp2_producer(a_desc, b1_desc, b2_desc, a_ring, b1_ring, b2_ring, ready, empty,
+                      tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN1: gl.constexpr = b1_desc.block_type.shape[1]
+        BN2: gl.constexpr = b2_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        nbytes: gl.constexpr = (a_desc.block_type.nbytes + b1_desc.block_type.nbytes
+                                + b2_desc.block_type.nbytes)
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * BM, ki * BK], ready.index(s),
+                                                a_ring.index(s))
+                tma.async_copy_global_to_shared(b1_desc, [ki * BK, pid_n * (BN1 + BN2)],
+                                                ready.index(s), b1_ring.index(s))
+                tma.async_copy_global_to_shared(b2_desc, [ki * BK, pid_n * (BN1 + BN2) + BN1],
+                                                ready.index(s), b2_ring.index(s))
+                it += 1
+
+    @gluon.jit
+    def _dp2_consumer(c1_desc, c2_desc, a_ring, b1_ring, b2_ring, ready, empty, c1_smem,
+                      c2_smem, tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = c1_desc.block_type.shape[0]
+        BN1: gl.constexpr = c1_desc.block_type.shape[1]
+        BN2: gl.constexpr = c2_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        l1: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN1, 16])
+        l2: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN2, 16])
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            acc1 = gl.zeros((BM, BN1), dtype=gl.float32, layout=l1)
+            acc2 = gl.zeros((BM, BN2), dtype=gl.float32, layout=l2)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc1 = warpgroup_mma(a_ring.index(s), b1_ring.index(s), acc1, is_async=True)
+                acc2 = warpgroup_mma(a_ring.index(s), b2_ring.index(s), acc2, is_async=True)
+                # this iteration's two MMAs may run on; the previous iteration's are done
+                acc1, acc2 = warpgroup_mma_wait(num_outstanding=2, deps=(acc1, acc2))
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=ki > 0)
+                it += 1
+            acc1, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc1, acc2))
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=k_iters > 0)
+            tma.store_wait(pendings=0)  # (the previous tile's stores have left c1/c2_smem)
+            c1_smem.store(acc1.to(c1_desc.dtype))
+            c2_smem.store(acc2.to(c2_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c1_desc, [pid_m * BM, pid_n * (BN1 + BN2)], c1_smem)
+            tma.async_copy_shared_to_global(c2_desc, [pid_m * BM, pid_n * (BN1 + BN2) + BN1],
+                                            c2_smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def dp2_gemm_kernel(a_desc, b1_desc, b2_desc, c1_desc, c2_desc, tiles_m, tiles_n, k_iters,
+                        NUM_PROGS, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                        WS_LIST: gl.constexpr, num_warps: gl.constexpr):
+        a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                           a_desc.layout)
+        b1_ring = gl.allocate_shared_memory(b1_desc.dtype, [STAGES] + b1_desc.block_type.shape,
+                                            b1_desc.layout)
+        b2_ring = gl.allocate_shared_memory(b2_desc.dtype, [STAGES] + b2_desc.block_type.shape,
+                                            b2_desc.layout)
+        c1_smem = gl.allocate_shared_memory(c1_desc.dtype, c1_desc.block_type.shape,
+                                            c1_desc.layout)
+        c2_smem = gl.allocate_shared_memory(c2_desc.dtype, c2_desc.block_type.shape,
+                                            c2_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        consumer = (c1_desc, c2_desc, a_ring, b1_ring, b2_ring, ready, empty, c1_smem, c2_smem,
+                    tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M)
+        producer = (a_desc, b1_desc, b2_desc, a_ring, b1_ring, b2_ring, ready, empty, tiles_m,
+                    tiles_n, k_iters, NUM_PROGS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_dp2_consumer, consumer), (_dp2_producer, producer)], [1],
+                               [24])
+        else:
+            gl.warp_specialize(consumer, _dp2_consumer, producer, [_dp2_producer], [1], [24])
+
     # -- Stream-K: NUM_PROGS CTAs run dp_tiles whole tiles, then each takes a contiguous
     # share of the remaining tiles' K-iterations (the Triton kernel's schedule, below)
     @gluon.jit
@@ -320,6 +414,26 @@ def gluon_ws(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, progs
     ws_gemm_kernel[(progs,)](
         *_descriptors(a, b, c, cfg), c, c.shape[1], tiles_m, tiles_n, k_iters,
         per_split or k_iters, splits, tiles_m * cfg["BLOCK_M"], progs, **_launch_options(cfg))
+
+
+def two_part_n(bn: int) -> tuple[int, int]:
+    """BLOCK_N of a data-parallel-only tile as its two accumulators' widths: the largest
+    power of two below it and the rest (192 -> 128, 64)."""
+    first = 1 << (bn.bit_length() - 1)
+    return first, bn - first
+
+
+def gluon_dp2(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, progs: int) -> None:
+    """c = a @ b with the data-parallel-only tile of ``cfg`` (BLOCK_N not a power of two,
+    planner.data_parallel_only) in two accumulators, whole tiles over ``progs`` CTAs."""
+    bm, bk = cfg["BLOCK_M"], cfg["BLOCK_K"]
+    bn1, bn2 = two_part_n(cfg["BLOCK_N"])
+    tiles_m, tiles_n = _tiles(a.shape[0], b.shape[1], cfg)
+    descs = [TensorDescriptor.from_tensor(t, list(block), _smem_layout(block, t.dtype))
+             for t, block in ((a, (bm, bk)), (b, (bk, bn1)), (b, (bk, bn2)), (c, (bm, bn1)),
+                              (c, (bm, bn2)))]  # fmt: skip
+    dp2_gemm_kernel[(progs,)](*descs, tiles_m, tiles_n, triton.cdiv(a.shape[1], bk), progs,
+                              **_launch_options(cfg))
 
 
 def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,

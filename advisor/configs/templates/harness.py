@@ -39,7 +39,11 @@ def tune_candidates(cfg: dict) -> list[dict]:
         if c not in out:
             out.append(c)
 
-    for bm, bn, bk, *_ in CANDIDATES:
+    for bm, bn, bk, warps, stages, *_ in CANDIDATES:
+        if data_parallel_only(bm, bn):  # (Gluon only, its table row: elsewhere 128 x 256)
+            if cfg.get("GLUON"):
+                add(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_stages=stages, num_warps=warps)
+            continue
         for stages in (3, 4):
             for warps in (4, 8):
                 add(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_stages=stages, num_warps=warps)

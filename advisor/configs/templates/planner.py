@@ -46,6 +46,25 @@ GLUON_LAUNCH: dict = {}
 CANDIDATES: list[tuple] = []
 
 
+def data_parallel_only(bm: int, bn: int) -> bool:
+    """A tile whose sides are not both powers of two (128 x 192): Triton and Gluon tensors
+    are powers of two, so only the Gluon kernel runs it, as two accumulators (BLOCK_N's
+    largest power of two and the rest), and only one whole tile per CTA: no split-K
+    partials, no Stream-K share (their partial tiles are single tensors)."""
+    return bool(bm & (bm - 1) or bn & (bn - 1))
+
+
+def power_of_two_tile(cfg: dict) -> dict:
+    """``cfg`` where a kernel cannot run its tile as it is (``data_parallel_only``: the
+    Triton kernels, split-K, a Stream-K schedule with a Stream-K share): BLOCK_M and
+    BLOCK_N rounded up to powers of two (128 x 192 -> 128 x 256, a row of the table); other
+    tiles unchanged."""
+    if not data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]):
+        return cfg
+    up = {key: 1 << (cfg[key] - 1).bit_length() for key in ("BLOCK_M", "BLOCK_N")}
+    return {**cfg, **up}
+
+
 def calibrate(gemm_tiles: dict, cost_model_fallback: dict, gluon_launch: dict) -> None:
     """Set the planner's tables to gpus.yaml's sections of these names."""
     given = {"gemm_tiles": dict(gemm_tiles), "cost_model_fallback": dict(cost_model_fallback),
@@ -224,12 +243,14 @@ def split_k(p: Problem) -> dict:
     split)."""
 
     def splits_of(b: dict):
+        if data_parallel_only(b["BLOCK_M"], b["BLOCK_N"]):
+            return  # (not a split-K tile: its partials would be two tensors)
         for splits in range(1, MAX_SPLITS + 1):
             if splits > 1 and math.ceil(b["k_iters"] / splits) < MIN_ITERS_PER_SPLIT:
                 return
             yield split_k_ns(p, b, splits)
 
-    best = _pick_kernel(p, splits_of)
+    best = _pick_kernel(p, splits_of, "split_k")
     return _finish(best, "split_k", ATOMIC=0, GLUON=int(best["kernel"] == "gluon"))
 
 
@@ -308,24 +329,60 @@ def stream_k_tile_ns(p: Problem, b: dict) -> dict:
     return dict(b, model_ns=model)
 
 
+def stream_k_data_parallel(tiles: int, progs: int, policy: int) -> bool:
+    """Whether Stream-K policy ``policy`` runs every one of ``tiles`` whole (no Stream-K
+    share): policy 0, and 1 or 2 where the tiles fill whole waves of ``progs`` CTAs."""
+    return sk_data_parallel_tiles(tiles, progs, policy) == tiles
+
+
+def stream_k_whole_tiles_ns(p: Problem, b: dict, policy: int = 0) -> dict:
+    """Modelled time of a ``data_parallel_only`` tile under a Stream-K policy that leaves
+    no Stream-K share: whole waves of whole tiles, the last one at a whole wave's cost (a
+    partial wave of compute-bound tiles lasts as long: the 128 x 192 tile ran 3000 x 1000 x
+    10000's 144 tiles on 132 SMs in twice the time per K-iteration of one full wave, round
+    9), plus its own fixed time (gemm_tiles.fixed_us.data_parallel_only: the plain
+    persistent kernel, no Stream-K fix-up) and the padding copies."""
+    model = _fixed_ns("data_parallel_only", b["kernel"]) + _data_parallel_ns(b)
+    return dict(stream_k_ns(p, b, policy), model_ns=model)
+
+
 def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict:
     """Tile and kernel by the tile model (``stream_k_tile_ns``), then the Stream-K policy
     of ``policies`` with the lowest modelled time for that tile (``stream_k_ns``; the first
-    on a tie)."""
-    tile = _pick_kernel(p, lambda b: [stream_k_tile_ns(p, b)])
-    best = min((stream_k_ns(p, tile, policy) for policy in policies),
-               key=lambda c: c["model_ns"])  # fmt: skip
+    on a tie). A ``data_parallel_only`` tile (Gluon's 128 x 192) is a candidate only under
+    a policy of ``policies`` that leaves no Stream-K share, modelled as that schedule in
+    both steps (``stream_k_whole_tiles_ns``)."""
+
+    def dp_policies(b: dict) -> list[int]:
+        progs = min(b["slots"], b["tiles"] * b["k_iters"])
+        return [pol for pol in policies if stream_k_data_parallel(b["tiles"], progs, pol)]
+
+    def dp_only(b: dict) -> bool:
+        return data_parallel_only(b["BLOCK_M"], b["BLOCK_N"])
+
+    def tile_model(b: dict) -> list[dict]:
+        if dp_only(b):
+            return [stream_k_whole_tiles_ns(p, b, pol) for pol in dp_policies(b)[:1]]
+        return [stream_k_tile_ns(p, b)]
+
+    tile = _pick_kernel(p, tile_model, "stream_k")
+    if dp_only(tile):
+        best = tile
+    else:
+        best = min((stream_k_ns(p, tile, policy) for policy in policies),
+                   key=lambda c: c["model_ns"])  # fmt: skip
     return _finish(best, "stream_k", GLUON=int(best["kernel"] == "gluon"))
 
 
-def _pick_kernel(p: Problem, configs_of) -> dict:
+def _pick_kernel(p: Problem, configs_of, strategy: str) -> dict:
     """The cheapest config per kernel (``configs_of(base)`` yields a base tile's modelled
     configs); the Gluon one where it is modelled no slower than the Triton one and long
-    enough to hide its launch (``gluon_knob``), else the Triton one."""
+    enough to hide its launch (``gluon_knob`` for ``strategy``), else the Triton one."""
     best = {kernel: _cheapest(c for b in _feasible(p, (kernel,)) for c in configs_of(b))
             for kernel in p.kernels}  # fmt: skip
     gluon = best.get("gluon")
-    if gluon and gluon_knob(gluon["model_ns"]) and gluon["model_ns"] <= best["triton"]["model_ns"]:
+    if (gluon and gluon_knob(gluon["model_ns"], strategy)
+            and gluon["model_ns"] <= best["triton"]["model_ns"]):  # fmt: skip
         return gluon
     return best["triton"]
 
@@ -355,11 +412,12 @@ def tma_warp_specialized(p: Problem) -> dict:
     )
 
 
-def gluon_knob(model_ns: float) -> int:
+def gluon_knob(model_ns: float, strategy: str) -> int:
     """1: run the Gluon warp-specialized kernel where it fits (Hopper), 0: the Triton one.
-    Gluon from gpus.yaml's gluon_launch.min_model_us of modelled kernel time: below it the
-    Gluon path's longer Python launch outweighs its faster kernel (measured, see there)."""
-    return int(model_ns >= GLUON_LAUNCH["min_model_us"] * 1e3)
+    Gluon from gpus.yaml's gluon_launch.min_model_us[strategy] of modelled kernel time:
+    below it the Gluon path's longer Python launch outweighs its faster kernel when called
+    outside a CUDA graph (measured, see there)."""
+    return int(model_ns >= GLUON_LAUNCH["min_model_us"][strategy] * 1e3)
 
 
 def _finish(best: dict, strategy: str, **extra) -> dict:

@@ -2,7 +2,8 @@
 # Each output tile gets SPLITS CTAs, each over a contiguous slice of the K-iterations; the
 # fp32 partial sums are reduced in a second pass (ATOMIC=0, deterministic) or added with
 # atomics into one fp32 buffer (ATOMIC=1) that the same pass then casts. With GLUON=1 (the
-# planner's choice where it models that kernel faster and at >= 60 us) a Hopper GPU
+# planner's choice where it models that kernel faster and at least
+# gluon_launch.min_model_us) a Hopper GPU
 # computes the partials with the Gluon warp-specialized kernel above; GLUON=0 (and
 # elsewhere): the Triton kernel.
 
@@ -55,6 +56,7 @@ def _reduce(part: torch.Tensor, m: int, n: int, splits: int, stride: int, dtype)
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    cfg = power_of_two_tile(cfg)  # (the planner never splits a data-parallel-only tile)
     hopper = cfg["GLUON"] and not cfg["ATOMIC"] and gluon_config(a, cfg, 0)
     if hopper:  # (TMA needs 16-byte row strides only: fewer shapes are copied to pad)
         return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)

@@ -8,9 +8,11 @@
 # How many tiles go to Stream-K is the policy SK_TILES (Stream-K++'s policies, chosen per
 # shape by the planner: 0 data-parallel only, 1 / 2 the partial wave's tiles / one more full
 # wave too, so each CTA gets under one / one to two tiles' iterations, -1 every tile).
-# With GLUON=1 (the planner's choice where it models that kernel faster and at >= 60 us) a
-# Hopper GPU runs the same schedule in the Gluon warp-specialized kernel above, one CTA per
-# SM; GLUON=0 (and elsewhere): the Triton kernel below.
+# With GLUON=1 (the planner's choice where it models that kernel faster and at least
+# gluon_launch.min_model_us) a Hopper GPU runs the same schedule in the Gluon
+# warp-specialized kernel above, one CTA per SM; GLUON=0 (and elsewhere): the Triton kernel
+# below. A 128 x 192 tile (planner.data_parallel_only) runs whole tiles only, in the Gluon
+# two-accumulator kernel; elsewhere as 128 x 256 (planner.power_of_two_tile).
 
 
 @triton.jit
@@ -83,16 +85,26 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
+    m, n, k = a.shape[0], b.shape[1], a.shape[1]
+    if data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and not (
+            cfg["GLUON"] and plan(m, n, k, cfg)["sk_tiles"] == 0):  # fmt: skip
+        # the two-accumulator tile runs whole tiles in the Gluon kernel only: otherwise
+        # (the Triton kernel, a Stream-K share) the tile rounded up to powers of two
+        cfg = power_of_two_tile(cfg)
     hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size())
     if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies)
         hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
         return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)
-    return padded(_gemm_triton)(a, b, cfg)
+    return padded(_gemm_triton)(a, b, power_of_two_tile(cfg))
 
 
 def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     c = torch.empty((a.shape[0], b.shape[1]), device=a.device, dtype=a.dtype)
-    gluon_stream_k(a, b, c, cfg, plan(a.shape[0], b.shape[1], a.shape[1], cfg))
+    p = plan(a.shape[0], b.shape[1], a.shape[1], cfg)
+    if data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]):  # (whole tiles: gemm checked)
+        gluon_dp2(a, b, c, cfg, p["progs"])
+    else:
+        gluon_stream_k(a, b, c, cfg, p)
     return c
 
 
