@@ -98,61 +98,73 @@ def fit(df: pd.DataFrame):
     return x, tiles, fixed, predict(x)
 
 
-DP_ONLY_LABEL = "gluon 128x192 4 stages"
+# benchmark columns of data-parallel-only tiles: sk_tile192.py's prototype (128 x 192) and
+# --script-tiles (the emitted kernels)
+DP_ONLY_LABELS = {"gluon 128x192 4 stages": (128, 192), "script 128x192": (128, 192),
+                  "script 192x128": (192, 128)}  # fmt: skip
 
 
-def dp_only_points(paths: list[str]) -> list[tuple[int, int, int, float]]:
-    """(M, N, K, measured ns) of the data-parallel-only tile in benchmark rows (jsonl or a
-    JSON list): sk_tile192.py's column on operands as given, sk_policies.py's "after"
-    rows whose knobs are that tile."""
-    tile = next(c for c in knobs.CANDIDATES if knobs.planner.data_parallel_only(*c[:2]))
+def _dp_only_rows() -> dict[tuple[int, int], tuple]:
+    return {c[:2]: c for c in knobs.CANDIDATES if knobs.planner.data_parallel_only(*c[:2])}
+
+
+def dp_only_points(paths: list[str]) -> list[tuple[tuple[int, int], int, int, int, float]]:
+    """(tile, M, N, K, measured ns) of the data-parallel-only tiles in benchmark rows (jsonl
+    or a JSON list): sk_tile192.py's columns on operands as given, sk_policies.py's "after"
+    rows whose knobs are such a tile (Gluon)."""
     points = []
     for path in paths:
         text = Path(path).read_text()
         rows = json.loads(text) if text.lstrip().startswith("[") else \
             [json.loads(line) for line in text.splitlines() if line.strip()]  # fmt: skip
         for r in rows:
-            if isinstance(r.get(DP_ONLY_LABEL), float) and not r.get("aligned_rows"):
-                points.append((r["M"], r["N"], r["K"], r[DP_ONLY_LABEL] * 1e3))
+            for label, tile in DP_ONLY_LABELS.items():
+                if isinstance(r.get(label), float) and not r.get("aligned_rows"):
+                    points.append((tile, r["M"], r["N"], r["K"], r[label] * 1e3))
             knob = r.get("after_knobs", {})
-            if (knob.get("GLUON") and (knob.get("BLOCK_M"), knob.get("BLOCK_N")) == tile[:2]
-                    and "after_ms" in r):  # fmt: skip
-                points.append((r["M"], r["N"], r["K"], r["after_ms"] * 1e6))
+            tile = (knob.get("BLOCK_M"), knob.get("BLOCK_N"))
+            if knob.get("GLUON") and tile in _dp_only_rows() and "after_ms" in r:
+                points.append((tile, r["M"], r["N"], r["K"], r["after_ms"] * 1e6))
     return points
 
 
-def fit_dp_only(points: list[tuple[int, int, int, float]]) -> tuple[float, float, np.ndarray]:
-    """The data-parallel-only tile's Gluon efficiency and its fixed time (us) fitted to
-    ``points`` under knobs.stream_k_whole_tiles_ns, and the model over measured ratio at
-    each point with them."""
-    cand = next(c for c in knobs.CANDIDATES if knobs.planner.data_parallel_only(*c[:2]))
+def fit_dp_only(points) -> tuple[dict, float, np.ndarray]:
+    """The data-parallel-only tiles' Gluon efficiencies (one per tile) and their shared fixed
+    time (us) fitted to ``points`` under planner.stream_k_whole_tiles_ns, and the model over
+    measured ratio at each point with them."""
+    cands = _dp_only_rows()
+    tiles = sorted({pt[0] for pt in points})
     parts = []
     with _raw_model():
-        for m, n, k, _ in points:
+        for tile, m, n, k, _ in points:
             p = knobs.Problem(m, n, k, H200)
             t = [knobs.planner.stream_k_whole_tiles_ns(
-                    p, knobs._base(p, (*cand[:5], None, eff), "gluon"))["model_ns"]
+                    p, knobs._base(p, (*cands[tile][:5], None, eff), "gluon"))["model_ns"]
                  for eff in (1.0, 0.5)]  # fmt: skip
             parts.append((2 * t[0] - t[1], t[1] - t[0]))  # (other terms, compute at eff 1)
     other, compute = np.array(parts).T
-    y = np.array([pt[3] for pt in points])
+    idx = np.array([tiles.index(pt[0]) for pt in points])
+    y = np.array([pt[4] for pt in points])
 
     def ratio(x):
-        return (x[1] * 1e3 + other + compute / x[0]) / y
+        return (x[-1] * 1e3 + other + compute / x[idx]) / y
 
-    x = least_squares(lambda x: np.log(ratio(x)), [0.6, 5.0], bounds=([0.05, 0.0], [1.5, 100.0]),
+    n = len(tiles)
+    x = least_squares(lambda x: np.log(ratio(x)), [0.6] * n + [5.0],
+                      bounds=([0.05] * n + [0.0], [1.5] * n + [100.0]),
                       loss="soft_l1", f_scale=0.1).x  # fmt: skip
-    return float(x[0]), float(x[1]), ratio(x)
+    return dict(zip(tiles, map(float, x[:n]), strict=True)), float(x[-1]), ratio(x)
 
 
 def main_dp_only(paths: list[str]) -> None:
     points = dp_only_points(paths)
-    eff, fixed, ratio = fit_dp_only(points)
-    print(f"# {len(points)} rows; model/measured: " +
-          ", ".join(f"{m}x{n}x{k} {y / 1e3:.1f} us {r:.2f}"
-                    for (m, n, k, y), r in zip(points, ratio, strict=True)))  # fmt: skip
-    print(f"# median |log| {np.median(np.abs(np.log(ratio))):.3f}")
-    print(f"eff_gluon: {eff:.3f}\nfixed_us.data_parallel_only.gluon: {fixed:.1f}")
+    effs, fixed, ratio = fit_dp_only(points)
+    for (tile, m, n, k, y), r in zip(points, ratio, strict=True):
+        print(f"# {tile[0]}x{tile[1]} at {m}x{n}x{k}: {y / 1e3:.1f} us, model/measured {r:.2f}")
+    print(f"# {len(points)} rows, median |log| {np.median(np.abs(np.log(ratio))):.3f}")
+    for tile, eff in effs.items():
+        print(f"eff_gluon {tile[0]}x{tile[1]}: {eff:.3f}")
+    print(f"fixed_us.data_parallel_only.gluon: {fixed:.1f}")
 
 
 def main() -> None:

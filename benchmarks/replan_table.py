@@ -13,6 +13,13 @@ interleaved). Prints one markdown row per shape, losses included.
     --graph            also time both inside a CUDA graph (do_bench_cudagraph): the GPU
                        time without the Python launch cost (descriptors, argument binding)
     --held-out         8 other shapes (not used to calibrate gpus.yaml's gluon_launch)
+    --family F         only the scripts of family F (split_k or stream_k)
+    --shapes MxNxK,..  these bf16 shapes instead of the family's list
+    --host N           also the host time per call (us): N calls issued back to back
+                       after a synchronize, timed on the CPU up to the last issue (the
+                       Python launch: what a short kernel cannot hide outside a graph)
+    --profile PATH     with --host: cProfile of those N calls, the top functions by own
+                       time, appended to PATH per row
 """
 
 from __future__ import annotations
@@ -118,7 +125,46 @@ def _median_ms(fn, graph: bool = False, rounds: int = 3) -> float:
     return statistics.median(once() for _ in range(rounds))
 
 
-def rows_for(script: Path, family: str, gluon: int | None, graph: bool, shapes: list) -> list[dict]:
+def host_us(fn, calls: int, profile: str | None = None, label: str = "") -> float:
+    """CPU time per call of ``calls`` calls issued back to back (no synchronize between
+    them), after a synchronize; with ``profile``, their cProfile appended to that file."""
+    import cProfile
+    import io
+    import pstats
+    import time
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    prof = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    for _ in range(calls):
+        fn()
+    if prof:
+        prof.disable()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    if prof:
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
+        with open(profile, "a") as f:
+            f.write(f"==== {label}: {(t1 - t0) / calls * 1e6:.1f} us/call (profiled)\n")
+            f.write(text.getvalue())
+    return (t1 - t0) / calls * 1e6
+
+
+def rows_for(
+    script: Path,
+    family: str,
+    gluon: int | None,
+    graph: bool,
+    shapes: list,
+    host: int = 0,
+    profile: str | None = None,
+) -> list[dict]:
     import torch
 
     mod = _module(script)
@@ -149,10 +195,20 @@ def rows_for(script: Path, family: str, gluon: int | None, graph: bool, shapes: 
                 base = _median_ms(lambda a=a, b=b: torch.matmul(a, b), in_graph)
                 row.update({f"{prefix}ms": mine, f"{prefix}cublas_ms": base,
                             f"{prefix}vs_cublas": base / mine})  # fmt: skip
+            if host:
+                row["host_us"] = host_us(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg), host)
+                row["cublas_host_us"] = host_us(lambda a=a, b=b: torch.matmul(a, b), host)
+                if profile:
+                    label = f"{family} {m}x{n}x{k} " + " ".join(
+                        f"{key}={v}" for key, v in knobs.items()
+                    )
+                    host_us(lambda a=a, b=b, cfg=cfg: mod.gemm(a, b, cfg), host, profile, label)
         except Exception as exc:  # reported as a row, not hidden
             row.update(status=f"{type(exc).__name__}: {str(exc)[:80]}")
         out.append(row)
-        print(_markdown(row), flush=True)
+        tail = (f" host {row['host_us']:.1f} us (cuBLAS {row['cublas_host_us']:.1f})"
+                if "host_us" in row else "")  # fmt: skip
+        print(_markdown(row) + tail, flush=True)
     return out
 
 
@@ -175,21 +231,27 @@ def main() -> None:
     p.add_argument("--gluon", choices=["1", "0", "both"])
     p.add_argument("--graph", action="store_true")
     p.add_argument("--held-out", action="store_true", help="the held-out shapes instead")
+    p.add_argument("--family", choices=list(SHAPES))
+    p.add_argument("--shapes", help="MxNxK,... (bf16) instead of the family's shapes")
+    p.add_argument("--host", type=int, default=0, help="host time per call over N calls")
+    p.add_argument("--profile", help="with --host: append the calls' cProfile here")
     args = p.parse_args()
+    given = [(*map(int, s.split("x")), "bf16") for s in args.shapes.split(",")] if args.shapes \
+        else None  # fmt: skip
     rows = []
     head = "| family | M x N x K | dtype | re-planned knobs | check | ms | cuBLAS ms | vs cuBLAS |"
     if args.graph:
         head += " graph ms | graph cuBLAS ms | graph vs cuBLAS |"
     print(head + "\n" + "|---" * head.count(" | ") + "|---|")
     variants = {None: [None], "1": [1], "0": [0], "both": [1, 0]}[args.gluon]
-    for family in SHAPES:
+    for family in [args.family] if args.family else SHAPES:
         scripts = sorted(Path(args.emit_dir).glob(f"*_{family}_*.py"))
         if not scripts:
             print(f"no {family} script in {args.emit_dir}", file=sys.stderr)
             continue
         for gluon in variants:
-            shapes = (HELD_OUT if args.held_out else SHAPES)[family]
-            rows += rows_for(scripts[0], family, gluon, args.graph, shapes)
+            shapes = given or (HELD_OUT if args.held_out else SHAPES)[family]
+            rows += rows_for(scripts[0], family, gluon, args.graph, shapes, args.host, args.profile)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
 

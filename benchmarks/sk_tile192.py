@@ -8,6 +8,12 @@ against the planner's 128 x 256 kernel (the plain persistent one, data-parallel)
 each checked against a float32 matmul first.
 
     python benchmarks/sk_tile192.py STREAM_K_SCRIPT [--out rows.json]
+    python benchmarks/sk_tile192.py STREAM_K_SCRIPT --script-tiles [--out rows.json]
+
+--script-tiles (round 9): instead of the prototype, the emitted script's own kernels for the
+data-parallel-only tiles (planner.data_parallel_only: 128 x 192 and 192 x 128, Gluon,
+SK_TILES=0, one CTA per tile at most) against its 128 x 256 data-parallel schedule and
+cuBLAS, at the same shapes (rows for benchmarks/fit_tiles.py --dp-only).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ SHAPES = [(1000, 3000, 5000), (1536, 1792, 4096), (1000, 3000, 1024), (1792, 153
           (3000, 1000, 10000)]  # fmt: skip
 # --aligned: the operands as views of storage whose rows are padded to 128 bytes (the same
 # values, no copy timed): whether the misaligned rows of these shapes slow the TMA loads
+# --script-tiles: also the two shapes where round 9's planner runs 128 x 192 on two waves
+SCRIPT_SHAPES = SHAPES + [(2304, 2304, 9000), (999, 4865, 8191)]
 ALIGNED_SHAPES = [(1000, 3000, 5000), (3000, 1000, 10000), (1000, 3000, 1024)]
 
 
@@ -216,13 +224,60 @@ def _graph_ms(fn) -> float:
     return triton.testing.do_bench_cudagraph(fn, rep=60, return_mode="median")
 
 
+def script_tiles(mod) -> list[dict]:
+    """Rows of --script-tiles: per shape, cuBLAS and the script's gemm with each tile."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    base = {**mod.CONFIG, "BLOCK_K": 64, "num_warps": 8, "num_stages": 4, "GROUP_M": 8,
+            "NUM_PROGS": sms, "GLUON": 1, "SK_TILES": 0}  # fmt: skip
+    rows = []
+    for m, n, k in SCRIPT_SHAPES:
+        g = torch.Generator(device="cpu").manual_seed(0)
+        x = torch.randn(m, k, generator=g).to("cuda", torch.bfloat16)
+        y = torch.randn(k, n, generator=g).to("cuda", torch.bfloat16)
+        ref = (x.float() @ y.float()).double()
+        runs = {"cublas": lambda x=x, y=y: torch.matmul(x, y)}
+        for bm, bn in ((128, 256), (128, 192), (192, 128)):
+            cfg = {**base, "BLOCK_M": bm, "BLOCK_N": bn}
+            runs[f"script {bm}x{bn}"] = lambda x=x, y=y, cfg=cfg: mod.gemm(x, y, cfg)
+        row: dict = {"M": m, "N": n, "K": k, "aligned_rows": False}
+        timed = {}
+        for label, fn in runs.items():
+            try:
+                err = float((fn().double() - ref).norm() / ref.norm())
+                row[f"{label} rel_error"] = err
+                if err <= 1e-2:
+                    timed[label] = []
+                else:
+                    row[label] = f"wrong ({err:.1e})"
+            except Exception as exc:  # reported, not hidden
+                row[label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        for _ in range(3):  # interleaved rounds
+            for label in timed:
+                timed[label].append(_graph_ms(runs[label]) * 1e3)
+        for label, t in timed.items():
+            row[label] = statistics.median(t)
+        rows.append(row)
+        print_row(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("script")
     ap.add_argument("--out")
     ap.add_argument("--aligned", action="store_true", help="also time on 128-byte aligned rows")
+    ap.add_argument(
+        "--script-tiles",
+        action="store_true",
+        help="the script's data-parallel-only tiles instead of the prototype",
+    )
     a = ap.parse_args()
     mod = _module(Path(a.script))
+    if a.script_tiles:
+        rows = script_tiles(mod)
+        if a.out:
+            Path(a.out).write_text(json.dumps(rows, indent=1))
+        return
     ws_list = mod._WS_LIST
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cfg256 = {**mod.CONFIG, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8,

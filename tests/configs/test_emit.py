@@ -552,6 +552,108 @@ def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
 
 
 @needs_kernels
+def test_data_parallel_only_tiles_fit_the_gluon_kernel(synthetic_emit, monkeypatch):
+    # 128 x 192 (two accumulators along N) and 192 x 128 (along M: 128 rows over the 8
+    # consumer warps, 64 over one warpgroup of 4 along M, two side by side along N): a
+    # stage is (128*64 + 64*192) * 2 = 40,960 B, the bf16 output 49,152 B, so
+    # (232,448 - 1,024 - 49,152) // 40,960 = 4 stages
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["stream_k"])
+    if not script.HAVE_GLUON:
+        pytest.skip("this Triton has no Gluon")
+    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
+    a = _FakeHopperTensor()
+    a.dtype, a.device = torch.bfloat16, torch.device("cuda", 0)
+    for bm, bn in ((128, 192), (192, 128)):
+        cfg = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, num_warps=8, num_stages=4)
+        assert script.gluon_config(a, cfg, 2)["num_stages"] == 4
+    assert script.two_parts(192) == (128, 64)
+    # 192 rows over 4 warps: the 128-row accumulator fits, the 64-row one needs a whole
+    # warpgroup along M (4 warps): fits; 160 rows (128 + 32) does not
+    assert script.gluon_config(a, dict(cfg, num_warps=4), 2) is not None
+    assert script.gluon_config(a, dict(cfg, BLOCK_M=160), 2) is None
+
+
+@needs_kernels
+def test_a_data_parallel_only_tile_runs_whole_tiles_in_gluon_else_as_a_power_of_two(
+        synthetic_emit, monkeypatch):  # fmt: skip
+    # the Stream-K script's dispatch on the CPU: with the Gluon kernel available (faked:
+    # its launches recorded), 128 x 192 and 192 x 128 run the two-accumulator kernel when
+    # the schedule has no Stream-K share (one CTA per tile: 3 x 2 = 6 tiles of 128 x 192
+    # at 300 x 300), and as 128 x 256 / 256 x 128 in the Stream-K kernel when it has one;
+    # without Gluon (GLUON=0, or no Hopper: the interpreter) the Triton kernel runs the
+    # rounded tile, and the result is right; the split-K script never runs them split
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["stream_k"])
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(300, 96, generator=g), torch.randn(96, 300, generator=g)
+    base = {**script.CONFIG, "BLOCK_K": 32, "num_warps": 8, "num_stages": 4, "GROUP_M": 8,
+            "NUM_PROGS": 132}  # fmt: skip
+    # no Gluon here: the Triton kernel, the tile rounded up
+    seen = []
+    kernel = script.stream_k_kernel
+
+    class Recording:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append((kwargs["BM"], kwargs["BN"]))
+                return kernel[grid](*args, **kwargs)
+
+            return launch
+
+    monkeypatch.setattr(script, "stream_k_kernel", Recording())
+    for (bm, bn), want in (((128, 192), (128, 256)), ((192, 128), (256, 128))):
+        for gluon, policy in ((1, 0), (0, 0), (0, -1)):
+            seen.clear()
+            cfg = {**base, "BLOCK_M": bm, "BLOCK_N": bn, "GLUON": gluon, "SK_TILES": policy}
+            c = script.gemm(a, b, cfg)
+            assert seen == [want] and torch.allclose(c, a @ b, atol=1e-3, rtol=1e-3)
+    # with Gluon: which Gluon kernel gets which tile
+    calls = []
+    monkeypatch.setattr(script, "gluon_config", lambda a, cfg, out_bytes: dict(cfg))
+    monkeypatch.setattr(script, "sm_count", lambda t: 132)
+    monkeypatch.setattr(script, "gluon_dp2", lambda a, b, c, cfg, progs: calls.append(
+        ("dp2", _tile(cfg), progs)))  # fmt: skip
+    monkeypatch.setattr(script, "gluon_stream_k", lambda a, b, c, cfg, p: calls.append(
+        ("stream_k", _tile(cfg), p["sk_tiles"])))  # fmt: skip
+    # (all Stream-K: the 3 x 2 = 6 tiles of 128 x 256 all shared out)
+    for policy, want in ((0, ("dp2", (128, 192), 6)), (-1, ("stream_k", (128, 256), 6))):
+        calls.clear()
+        script.gemm(a, b, {**base, "BLOCK_M": 128, "BLOCK_N": 192, "GLUON": 1,
+                           "SK_TILES": policy})  # fmt: skip
+        assert calls == [want]
+    calls.clear()
+    script.gemm(a, b, {**base, "BLOCK_M": 192, "BLOCK_N": 128, "GLUON": 1, "SK_TILES": 0})
+    assert calls == [("dp2", (192, 128), 6)]  # 2 x 3 tiles
+    # split-K: the Triton kernel with the rounded tile
+    split = _script_module(synthetic_emit["split_k"])
+    seen.clear()
+    sk_kernel = split.split_k_kernel
+
+    class SplitRecording:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append((kwargs["BM"], kwargs["BN"]))
+                return sk_kernel[grid](*args, **kwargs)
+
+            return launch
+
+    monkeypatch.setattr(split, "split_k_kernel", SplitRecording())
+    cfg = {**split.CONFIG, "BLOCK_M": 128, "BLOCK_N": 192, "BLOCK_K": 32, "num_warps": 8,
+           "num_stages": 4, "GROUP_M": 8, "SPLITS": 2, "GLUON": 1, "ATOMIC": 0}  # fmt: skip
+    c = split.gemm(a, b, cfg)
+    assert seen == [(128, 256)] and torch.allclose(c, a @ b, atol=1e-3, rtol=1e-3)
+
+
+def _tile(cfg: dict) -> tuple[int, int]:
+    return cfg["BLOCK_M"], cfg["BLOCK_N"]
+
+
+@needs_kernels
 def test_grid_stride_check_on_the_cpu_defaults_to_a_small_size_and_says_so(tmp_path):
     # the traced size (160 pieces of 16384 elements) takes minutes under the interpreter:
     # without --n the check runs 16 blocks + 3 elements over at most 4 programs, and says so

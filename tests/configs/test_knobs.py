@@ -3,6 +3,7 @@
 import math
 
 from advisor.configs import knobs
+from advisor.configs.templates import planner
 from advisor.trace.gpus import match_gpu
 
 H200 = match_gpu("H200")
@@ -50,12 +51,15 @@ def test_every_strategy_has_a_chooser():
 
 
 def test_gluon_knob_follows_the_calibrated_threshold():
-    # gpus.yaml gluon_launch.min_model_us = 60: the Gluon kernel from 60 us modelled on
+    # gpus.yaml gluon_launch.min_model_us: the Gluon kernel from 60 us modelled for split-K,
+    # from 30 us for Stream-K (round 9: the data-parallel-only tiles' graph times)
     from advisor.configs.knobs import gluon_knob
     from advisor.data import gpu_facts
 
-    assert gpu_facts("gluon_launch")["min_model_us"] == 60
-    assert gluon_knob(59_999) == 0 and gluon_knob(60_000) == 1 and gluon_knob(1e6) == 1
+    assert gpu_facts("gluon_launch")["min_model_us"] == {"split_k": 60, "stream_k": 30}
+    assert gluon_knob(59_999, "split_k") == 0 and gluon_knob(60_000, "split_k") == 1
+    assert gluon_knob(29_999, "stream_k") == 0 and gluon_knob(30_000, "stream_k") == 1
+    assert gluon_knob(1e6, "split_k") == gluon_knob(1e6, "stream_k") == 1
 
 
 def test_padding_copies_are_charged_per_kernel_alignment():
@@ -145,3 +149,111 @@ def test_stream_k_policy_follows_the_measured_h200_winner():
     # a policy can be forced (the tile is chosen the same way)
     forced = knobs.stream_k(knobs.Problem(768, 5120, 7000, H200), policies=(-1,))
     assert forced["SK_TILES"] == -1 and forced["sk_tiles"] == forced["tiles"]
+
+
+# -- the data-parallel-only tiles (round 9): 128 x 192 and 192 x 128, Gluon only, whole tiles
+DP_ONLY = {(128, 192), (192, 128)}
+
+
+def _tile(cfg: dict) -> tuple[int, int]:
+    return cfg["BLOCK_M"], cfg["BLOCK_N"]
+
+
+def test_the_data_parallel_only_tiles_are_gluon_rows_of_the_table():
+    rows = {tuple(c[:5]): c[5:] for c in knobs.CANDIDATES}
+    for bm, bn in DP_ONLY:
+        eff_triton, eff_gluon = rows[(bm, bn, 64, 8, 4)]
+        assert eff_triton is None and 0 < eff_gluon < 1
+        assert planner.data_parallel_only(bm, bn)
+        p = knobs.Problem(1536, 1792, 4096, H200)
+        assert knobs._base(p, (bm, bn, 64, 8, 4, eff_triton, eff_gluon), "triton") is None
+    assert not any(planner.data_parallel_only(*c[:2]) for c in knobs.CANDIDATES
+                   if _tile({"BLOCK_M": c[0], "BLOCK_N": c[1]}) not in DP_ONLY)  # fmt: skip
+    # elsewhere (Triton, a Stream-K share) the tile rounded up: rows of the table
+    assert _tile(planner.power_of_two_tile({"BLOCK_M": 128, "BLOCK_N": 192})) == (128, 256)
+    assert _tile(planner.power_of_two_tile({"BLOCK_M": 192, "BLOCK_N": 128})) == (256, 128)
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128}
+    assert planner.power_of_two_tile(cfg) is cfg
+
+
+def _t_iter(bm: int, bn: int) -> float:
+    """ns per K-iteration of a Gluon tile by hand: 2 BM BN BK FLOP at the H200's per-SM rate
+    (989 TFLOP/s over 132 SMs) times the table's efficiency."""
+    eff = next(c[6] for c in knobs.CANDIDATES if c[:2] == (bm, bn))
+    return 2 * bm * bn * 64 / (989e12 / 132 / 1e9 * eff)
+
+
+def test_stream_k_runs_a_data_parallel_only_tile_where_it_fills_one_wave():
+    fixed = knobs.CALIBRATION["fixed_us"]["data_parallel_only"]["gluon"] * 1e3
+    # 1536 x 1792 x 4096: 12 x 10 = 120 tiles of 128 x 192 on 132 SMs (one wave; 128 x 256
+    # gives 84, 192 x 128 112: one wave too, at a lower efficiency), 64 K-iterations, no
+    # padding (K, N multiples of 8): fixed + 64 t_iter
+    cfg = knobs.stream_k(knobs.Problem(1536, 1792, 4096, H200))
+    assert (_tile(cfg), cfg["GLUON"], cfg["SK_TILES"], cfg["sk_tiles"]) == ((128, 192), 1, 0, 0)
+    assert cfg["model_ns"] == round(fixed + 64 * _t_iter(128, 192))
+    # 1000 x 3000 x 5000: 8 x 16 = 128 tiles, 79 K-iterations
+    cfg = knobs.stream_k(knobs.Problem(1000, 3000, 5000, H200))
+    assert (_tile(cfg), cfg["GLUON"], cfg["SK_TILES"]) == ((128, 192), 1, 0)
+    assert cfg["model_ns"] == round(fixed + 79 * _t_iter(128, 192))
+    # 3000 x 1000 x 10000: 128 x 192 gives 24 x 6 = 144 tiles, two waves (the second of 12
+    # tiles costs a whole one: measured 172-182 us against 106 for one wave of 192 x 128's
+    # 16 x 8 = 128), so 192 x 128 with its 157 K-iterations
+    p = knobs.Problem(3000, 1000, 10000, H200)
+    cfg = knobs.stream_k(p)
+    assert (_tile(cfg), cfg["GLUON"], cfg["SK_TILES"]) == ((192, 128), 1, 0)
+    assert cfg["model_ns"] == round(fixed + 157 * _t_iter(192, 128))
+    wide = next(c for c in knobs.CANDIDATES if c[:2] == (128, 192))
+    two_waves = planner.stream_k_whole_tiles_ns(p, knobs._base(p, wide, "gluon"))["model_ns"]
+    assert math.isclose(two_waves, fixed + 2 * 157 * _t_iter(128, 192))
+    # 896 x 4864 x 8192 (7 x 26 = 182 tiles of 128 x 192: 1.4 waves): Stream-K as before
+    cfg = knobs.stream_k(knobs.Problem(896, 4864, 8192, H200))
+    assert (_tile(cfg), cfg["SK_TILES"]) == ((128, 256), 2)
+
+
+SHARE_SHAPES = [(m, n, k) for m in (640, 1000, 1536, 2304, 3000, 4224)
+                for n in (512, 1000, 1792, 3000, 4864) for k in (1024, 8192, 40000)]  # fmt: skip
+
+
+def test_a_data_parallel_only_tile_is_never_a_split_k_or_stream_k_share(monkeypatch):
+    # made far faster than every other tile (efficiency 1.5), the planner still never runs
+    # the two-accumulator tiles as split-K partials or with a Stream-K share: their partial
+    # tiles would be two tensors (the kernels hold a power-of-two tile)
+    rows = [tuple(c[:6]) + ((1.5,) if planner.data_parallel_only(*c[:2]) else (c[6],))
+            for c in knobs.CANDIDATES]  # fmt: skip
+    monkeypatch.setattr(planner, "CANDIDATES", rows)
+    chosen = 0
+    for m, n, k in SHARE_SHAPES:
+        p = knobs.Problem(m, n, k, H200)
+        assert _tile(knobs.split_k(p)) not in DP_ONLY, (m, n, k)
+        cfg = knobs.stream_k(p)
+        if _tile(cfg) in DP_ONLY:
+            chosen += 1
+            assert cfg["sk_tiles"] == 0 and cfg["GLUON"] == 1, (m, n, k, cfg)
+        for policies in ((-1,), (1, 2, -1)):
+            cfg = knobs.stream_k(p, policies=policies)
+            assert _tile(cfg) not in DP_ONLY or cfg["sk_tiles"] == 0, (m, n, k, policies, cfg)
+        assert _tile(knobs.stream_k(p, policies=(-1,))) not in DP_ONLY
+    assert chosen > len(SHARE_SHAPES) // 2  # (so the check above is not empty)
+
+
+def test_the_data_parallel_only_rows_are_the_fit_of_the_committed_rows():
+    # gpus.yaml's efficiencies of the two tiles and fixed_us.data_parallel_only: the fit of
+    # benchmarks/fit_tiles.py --dp-only to the committed H200 rows (its YAML comment)
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("fit_tiles", root / "benchmarks/fit_tiles.py")
+    fit_tiles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit_tiles)
+    ver = root / "docs/verification"
+    points = fit_tiles.dp_only_points([str(ver / "h200_sk_round8_tile192.jsonl"),
+                                       str(ver / "h200_sk_round9_fit_rows.jsonl"),
+                                       str(ver / "h200_sk_round9_tiles.json")])  # fmt: skip
+    effs, fixed, _ = fit_tiles.fit_dp_only(points)
+    assert len(points) == 34 and set(effs) == DP_ONLY
+    table = {c[:2]: c[6] for c in knobs.CANDIDATES}
+    for tile, eff in effs.items():
+        assert math.isclose(eff, table[tile], abs_tol=0.002), tile
+    cal = knobs.CALIBRATION["fixed_us"]["data_parallel_only"]["gluon"]
+    assert math.isclose(fixed, cal, abs_tol=0.1)

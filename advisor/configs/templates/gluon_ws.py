@@ -254,6 +254,100 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         else:
             gl.warp_specialize(consumer, _dp2_consumer, producer, [_dp2_producer], [1], [24])
 
+    # the same with BLOCK_M not a power of two (192 x 128): the accumulators split the rows,
+    # BM1 (a power of two) and BM2, from two A stages and one B stage per K-iteration; the
+    # BM2-row one spread over the consumer warps as warpgroups side by side along N
+    @gluon.jit
+    def _dp2m_producer(a1_desc, a2_desc, b_desc, a1_ring, a2_ring, b_ring, ready, empty,
+                       tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M: gl.constexpr):
+        BM1: gl.constexpr = a1_desc.block_type.shape[0]
+        BM2: gl.constexpr = a2_desc.block_type.shape[0]
+        BK: gl.constexpr = a1_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a1_ring.type.shape[0]
+        nbytes: gl.constexpr = (a1_desc.block_type.nbytes + a2_desc.block_type.nbytes
+                                + b_desc.block_type.nbytes)
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), nbytes)
+                tma.async_copy_global_to_shared(a1_desc, [pid_m * (BM1 + BM2), ki * BK],
+                                                ready.index(s), a1_ring.index(s))
+                tma.async_copy_global_to_shared(a2_desc, [pid_m * (BM1 + BM2) + BM1, ki * BK],
+                                                ready.index(s), a2_ring.index(s))
+                tma.async_copy_global_to_shared(b_desc, [ki * BK, pid_n * BN], ready.index(s),
+                                                b_ring.index(s))
+                it += 1
+
+    @gluon.jit
+    def _dp2m_consumer(c1_desc, c2_desc, a1_ring, a2_ring, b_ring, ready, empty, c1_smem,
+                       c2_smem, tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M: gl.constexpr):
+        BM1: gl.constexpr = c1_desc.block_type.shape[0]
+        BM2: gl.constexpr = c2_desc.block_type.shape[0]
+        BN: gl.constexpr = c1_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a1_ring.type.shape[0]
+        W2: gl.constexpr = BM2 // 16  # (warps along M of the BM2-row accumulator)
+        l1: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
+        l2: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[W2, gl.num_warps() // W2],
+            instr_shape=[16, BN // (gl.num_warps() // W2), 16])
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_PROGS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            acc1 = gl.zeros((BM1, BN), dtype=gl.float32, layout=l1)
+            acc2 = gl.zeros((BM2, BN), dtype=gl.float32, layout=l2)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc1 = warpgroup_mma(a1_ring.index(s), b_ring.index(s), acc1, is_async=True)
+                acc2 = warpgroup_mma(a2_ring.index(s), b_ring.index(s), acc2, is_async=True)
+                acc1, acc2 = warpgroup_mma_wait(num_outstanding=2, deps=(acc1, acc2))
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=ki > 0)
+                it += 1
+            acc1, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc1, acc2))
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=k_iters > 0)
+            tma.store_wait(pendings=0)
+            c1_smem.store(acc1.to(c1_desc.dtype))
+            c2_smem.store(acc2.to(c2_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c1_desc, [pid_m * (BM1 + BM2), pid_n * BN], c1_smem)
+            tma.async_copy_shared_to_global(c2_desc, [pid_m * (BM1 + BM2) + BM1, pid_n * BN],
+                                            c2_smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def dp2m_gemm_kernel(a1_desc, a2_desc, b_desc, c1_desc, c2_desc, tiles_m, tiles_n,
+                         k_iters, NUM_PROGS, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                         WS_LIST: gl.constexpr, num_warps: gl.constexpr):
+        a1_ring = gl.allocate_shared_memory(a1_desc.dtype, [STAGES] + a1_desc.block_type.shape,
+                                            a1_desc.layout)
+        a2_ring = gl.allocate_shared_memory(a2_desc.dtype, [STAGES] + a2_desc.block_type.shape,
+                                            a2_desc.layout)
+        b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                           b_desc.layout)
+        c1_smem = gl.allocate_shared_memory(c1_desc.dtype, c1_desc.block_type.shape,
+                                            c1_desc.layout)
+        c2_smem = gl.allocate_shared_memory(c2_desc.dtype, c2_desc.block_type.shape,
+                                            c2_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        consumer = (c1_desc, c2_desc, a1_ring, a2_ring, b_ring, ready, empty, c1_smem, c2_smem,
+                    tiles_m, tiles_n, k_iters, NUM_PROGS, GROUP_M)
+        producer = (a1_desc, a2_desc, b_desc, a1_ring, a2_ring, b_ring, ready, empty, tiles_m,
+                    tiles_n, k_iters, NUM_PROGS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_dp2m_consumer, consumer), (_dp2m_producer, producer)], [1],
+                               [24])
+        else:
+            gl.warp_specialize(consumer, _dp2m_consumer, producer, [_dp2m_producer], [1], [24])
+
     # -- Stream-K: NUM_PROGS CTAs run dp_tiles whole tiles, then each takes a contiguous
     # share of the remaining tiles' K-iterations (the Triton kernel's schedule, below)
     @gluon.jit
@@ -410,30 +504,36 @@ def gluon_ws(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, progs
     [s * tiles_m * BLOCK_M, ...) of c (fp32 c: stored from the registers)."""
     m, n, k = a.shape[0], b.shape[1], a.shape[1]
     tiles_m, tiles_n = _tiles(m, n, cfg)
-    k_iters = triton.cdiv(k, cfg["BLOCK_K"])
+    k_iters = cdiv(k, cfg["BLOCK_K"])
     ws_gemm_kernel[(progs,)](
         *_descriptors(a, b, c, cfg), c, c.shape[1], tiles_m, tiles_n, k_iters,
         per_split or k_iters, splits, tiles_m * cfg["BLOCK_M"], progs, **_launch_options(cfg))
 
 
-def two_part_n(bn: int) -> tuple[int, int]:
-    """BLOCK_N of a data-parallel-only tile as its two accumulators' widths: the largest
+def two_parts(side: int) -> tuple[int, int]:
+    """A side of a data-parallel-only tile as its two accumulators' sides: the largest
     power of two below it and the rest (192 -> 128, 64)."""
-    first = 1 << (bn.bit_length() - 1)
-    return first, bn - first
+    first = 1 << (side.bit_length() - 1)
+    return first, side - first
 
 
 def gluon_dp2(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, progs: int) -> None:
-    """c = a @ b with the data-parallel-only tile of ``cfg`` (BLOCK_N not a power of two,
-    planner.data_parallel_only) in two accumulators, whole tiles over ``progs`` CTAs."""
-    bm, bk = cfg["BLOCK_M"], cfg["BLOCK_K"]
-    bn1, bn2 = two_part_n(cfg["BLOCK_N"])
+    """c = a @ b with the data-parallel-only tile of ``cfg`` (BLOCK_N or BLOCK_M not a power
+    of two, planner.data_parallel_only) in two accumulators, whole tiles over ``progs``
+    CTAs: split along N (128 x 192: dp2_gemm_kernel) or along M (192 x 128:
+    dp2m_gemm_kernel)."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     tiles_m, tiles_n = _tiles(a.shape[0], b.shape[1], cfg)
+    if bn & (bn - 1):
+        (bn1, bn2), kernel = two_parts(bn), dp2_gemm_kernel
+        blocks = ((a, (bm, bk)), (b, (bk, bn1)), (b, (bk, bn2)), (c, (bm, bn1)), (c, (bm, bn2)))
+    else:
+        (bm1, bm2), kernel = two_parts(bm), dp2m_gemm_kernel
+        blocks = ((a, (bm1, bk)), (a, (bm2, bk)), (b, (bk, bn)), (c, (bm1, bn)), (c, (bm2, bn)))
     descs = [TensorDescriptor.from_tensor(t, list(block), _smem_layout(block, t.dtype))
-             for t, block in ((a, (bm, bk)), (b, (bk, bn1)), (b, (bk, bn2)), (c, (bm, bn1)),
-                              (c, (bm, bn2)))]  # fmt: skip
-    dp2_gemm_kernel[(progs,)](*descs, tiles_m, tiles_n, triton.cdiv(a.shape[1], bk), progs,
-                              **_launch_options(cfg))
+             for t, block in blocks]  # fmt: skip
+    kernel[(progs,)](*descs, tiles_m, tiles_n, cdiv(a.shape[1], bk), progs,
+                     **_launch_options(cfg))
 
 
 def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
@@ -451,6 +551,16 @@ def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
 SMEM_BYTES = 227 * 1024  # Hopper: shared memory one CTA may use
 
 
+def _rows_fit(bm: int, warps: int) -> bool:
+    """BLOCK_M over the consumer warps in 16-row wgmma slices; a data-parallel-only BLOCK_M
+    (192) as its two accumulators: the first over all warps, the second over warpgroups of
+    4 warps along M side by side along N."""
+    if not bm & (bm - 1):
+        return bm % (16 * warps) == 0
+    first, rest = two_parts(bm)
+    return first % (16 * warps) == 0 and rest % 64 == 0 and warps % (rest // 16) == 0
+
+
 def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int) -> dict | None:
     """The knobs for the Gluon kernel on this GPU, or None where it does not run: Hopper (not
     ROCm: an MI300 reports capability 9 too), fp16/bf16, BLOCK_M rows over the consumer
@@ -461,7 +571,7 @@ def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int) -> dict | None:
     if not (HAVE_GLUON and a.is_cuda and torch.version.hip is None
             and _device_facts(a.device.index or 0)[0][0] == 9
             and a.dtype in (torch.float16, torch.bfloat16) and cfg["num_warps"] in (4, 8)
-            and bm % (16 * cfg["num_warps"]) == 0 and bn <= 256 and bn % 16 == 0
+            and _rows_fit(bm, cfg["num_warps"]) and bn <= 256 and bn % 16 == 0
             and bk % 16 == 0):  # fmt: skip
         return None
     stage = (bm * bk + bk * bn) * a.element_size()

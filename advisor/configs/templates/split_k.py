@@ -41,16 +41,16 @@ def split_k_reduce(p_ptr, c_ptr, numel, splits, stride_ps, BLOCK: tl.constexpr):
 def _plan(m: int, n: int, k: int, cfg: dict) -> tuple[int, int, int, int]:
     """(tiles_m, tiles_n, splits, K-iterations per split), no split left empty."""
     tiles_m, tiles_n = _tiles(m, n, cfg)
-    k_iters = triton.cdiv(k, cfg["BLOCK_K"])
+    k_iters = cdiv(k, cfg["BLOCK_K"])
     splits = max(1, min(cfg["SPLITS"], k_iters))
-    per_split = triton.cdiv(k_iters, splits)
-    return tiles_m, tiles_n, triton.cdiv(k_iters, per_split), per_split
+    per_split = cdiv(k_iters, splits)
+    return tiles_m, tiles_n, cdiv(k_iters, per_split), per_split
 
 
 def _reduce(part: torch.Tensor, m: int, n: int, splits: int, stride: int, dtype) -> torch.Tensor:
     c = torch.empty((m, n), device=part.device, dtype=dtype)
     block = 1024
-    split_k_reduce[(triton.cdiv(m * n, block),)](part, c, m * n, splits, stride, BLOCK=block,
+    split_k_reduce[(cdiv(m * n, block),)](part, c, m * n, splits, stride, BLOCK=block,
                                                  num_warps=4)
     return c
 

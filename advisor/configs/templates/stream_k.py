@@ -73,7 +73,7 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
     the last one or two waves' tiles in Stream-K, -1 all of them)."""
     tiles_m, tiles_n = _tiles(m, n, cfg)
     tiles = tiles_m * tiles_n
-    iters_per_tile = triton.cdiv(k, cfg["BLOCK_K"])
+    iters_per_tile = cdiv(k, cfg["BLOCK_K"])
     progs = min(cfg["NUM_PROGS"], tiles * iters_per_tile)
     dp_tiles = sk_data_parallel_tiles(tiles, progs, cfg.get("SK_TILES", 2))
     if dp_tiles == tiles:  # data-parallel only: one CTA per tile at most (no idle CTAs)
@@ -85,17 +85,23 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
-    m, n, k = a.shape[0], b.shape[1], a.shape[1]
-    if data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and not (
-            cfg["GLUON"] and plan(m, n, k, cfg)["sk_tiles"] == 0):  # fmt: skip
-        # the two-accumulator tile runs whole tiles in the Gluon kernel only: otherwise
-        # (the Triton kernel, a Stream-K share) the tile rounded up to powers of two
-        cfg = power_of_two_tile(cfg)
-    hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size())
+    hopper = _hopper(a, cfg)
+    if hopper and data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and plan(
+            a.shape[0], b.shape[1], a.shape[1], hopper)["sk_tiles"]:  # fmt: skip
+        hopper = _hopper(a, power_of_two_tile(cfg))  # (a Stream-K share: below)
     if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies)
-        hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
         return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)
+    # the two-accumulator tile runs whole tiles in the Gluon kernel only: the Triton
+    # kernel (and a Stream-K share) runs it rounded up to powers of two (128 x 256)
     return padded(_gemm_triton)(a, b, power_of_two_tile(cfg))
+
+
+def _hopper(a: torch.Tensor, cfg: dict) -> dict | None:
+    """The Gluon kernel's knobs (gluon_config) with at most one CTA per SM, or None."""
+    hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size())
+    if hopper:
+        hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
+    return hopper or None
 
 
 def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
