@@ -18,6 +18,27 @@ def entry() -> None:
     """``advisor`` on the command line (and ``python -m advisor``)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     share_one_heap()
+    python_strings()
     from advisor.cli import entry as run_cli
 
     run_cli()
+
+
+def python_strings() -> None:
+    """pandas 3 keeps inferred text in Arrow-backed ``str`` arrays; pandas 2 (also
+    supported) in Python objects. advisor's text columns are categoricals or small tables
+    (rules scopes, renderers' rows), where every Arrow string operation pays a conversion:
+    with object strings the whole command takes ~0.15 s less on a 2,640-kernel trace and
+    ~0.2 s less on a 100K-kernel one (docs/scaling.md, "Issue 33, fourth pass"), with the
+    same output. Only the console
+    entry sets this: a library user's process keeps its own pandas options. A no-op where
+    the option is gone (pandas 4)."""
+    import contextlib
+    import warnings
+
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (pandas 3.1 marks the option deprecated)
+        with contextlib.suppress(KeyError):  # (pandas.errors.OptionError is one)
+            pd.set_option("future.infer_string", False)
