@@ -10,14 +10,17 @@ thread). A value the user set is kept."""
 from __future__ import annotations
 
 import os
+import sys
 
 from advisor.memory import share_one_heap
+from advisor.trace.kineto import early
 
 
 def entry() -> None:
     """``advisor`` on the command line (and ``python -m advisor``)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     share_one_heap()
+    early.start(sys.argv[1:])  # (a large trace's scan runs while the libraries load)
     python_strings()
     from advisor.cli import entry as run_cli
 

@@ -1131,9 +1131,20 @@ PyMODINIT_FUNC PyInit__kscan(void) {
     for (int i = 0; i < N_KEYS; i++) KEY_LEN[i] = (Py_ssize_t)strlen(KEYS[i]);
     for (int i = 0; i < N_ARGS; i++) ARG_KEY_LEN[i] = (Py_ssize_t)strlen(ARG_KEYS[i]);
     PyObject *m = PyModule_Create(&MODULE);
-    if (m && (PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) ||
-              PyModule_AddIntConstant(m, "MAX_NAMES", KSCAN_MAX_NAMES) ||
-              PyModule_AddStringConstant(m, "CONTRACT", KSCAN_CONTRACT))) {
+    if (!m) return NULL;
+    PyObject *cats = PyTuple_New(N_SCAN_CATEGORIES);
+    for (int i = 0; cats && i < N_SCAN_CATEGORIES; i++) {
+        PyObject *cat = PyUnicode_FromString(SCAN_CATEGORIES[i]);
+        if (!cat) Py_CLEAR(cats);
+        else PyTuple_SET_ITEM(cats, i, cat);
+    }
+    int failed = !cats || PyModule_AddObjectRef(m, "SCAN_CATEGORIES", cats) < 0 ||
+                 PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) ||
+                 PyModule_AddIntConstant(m, "MAX_NAMES", KSCAN_MAX_NAMES) ||
+                 PyModule_AddStringConstant(m, "SCAN_MODES", SCAN_MODES) ||
+                 PyModule_AddStringConstant(m, "CONTRACT", KSCAN_CONTRACT);
+    Py_XDECREF(cats);
+    if (failed) {
         Py_DECREF(m);
         return NULL;
     }

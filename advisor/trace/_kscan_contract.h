@@ -5,7 +5,7 @@
 #define KSCAN_CONTRACT_H
 
 /* the contract's digest: the module's CONTRACT (kineto uses no other build) */
-#define KSCAN_CONTRACT "b1164f62aa66bf45"
+#define KSCAN_CONTRACT "df0fae4de1432fe5"
 
 /* the event's keys read (the fields of kineto's Event) */
 enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, N_KEYS };
@@ -51,5 +51,13 @@ enum { F_PID, F_TID, F_DEVICE, F_STREAM, F_CORRELATION, F_REGISTERS, F_SMEM, F_G
 static const char *F_COLS[N_F_COLS] = {"pid", "tid", "device", "stream", "correlation",
     "registers", "smem", "graph_node", "bytes", "grid_x", "grid_y", "grid_z", "block_x",
     "block_y", "block_z"};
+
+/* the categories the reader asks for and their modes (the module's SCAN_CATEGORIES
+ * and SCAN_MODES: a scan started before the reader's modules load uses them) */
+#define N_SCAN_CATEGORIES 12
+static const char *SCAN_CATEGORIES[N_SCAN_CATEGORIES] = {"kernel", "cuda_runtime",
+    "cuda_driver", "gpu_memcpy", "gpu_memset", "user_annotation", "cpu_op", "Kernel",
+    "Runtime", "Memcpy", "Memset", "Operator"};
+#define SCAN_MODES "kaacc-rkaccr"
 
 #endif

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from advisor.errors import AdvisorInputError
 from advisor.trace import kineto
 from advisor.trace.kineto import mapped
+from advisor.trace.kineto.scan import chunk_of
 from advisor.trace.load import load_trace
 
 try:
@@ -169,18 +170,17 @@ def _read_both(path) -> bool:
 def test_fixtures_read_alike_and_are_scanned(fixture, tmp_path, monkeypatch):
     plain = tmp_path / fixture.name.removesuffix(".gz")
     plain.write_bytes(gzip.decompress(fixture.read_bytes()))
-    seen = []
-    scan = kineto._scan_events  # (as the memory-mapped read calls it)
+    scanned = []
+    chunk = mapped._chunk  # (what the memory-mapped read makes of each chunk's raw scan)
 
-    def scan_and_keep(*args):  # (its own result: the chunked read below runs three threads)
-        found = scan(*args)
-        seen.append(found)
-        return found
+    def chunk_and_keep(mm, start, stop, raw):
+        scanned.append(raw is not None and chunk_of(mm, raw) is not None)
+        return chunk(mm, start, stop, raw)
 
-    monkeypatch.setattr(mapped, "scan_events", scan_and_keep)
+    monkeypatch.setattr(mapped, "_chunk", chunk_and_keep)
     assert _read_both(plain)
-    if seen:  # (a minified document is decoded whole: nothing to scan)
-        assert all(x is not None for x in seen), "the scanner declined a chunk of a fixture"
+    if scanned:  # (a minified document is decoded whole: nothing to scan)
+        assert all(scanned), "the scanner declined a chunk of a fixture"
     # small chunks read by three threads: the same tables as one pass
     whole = kineto.read_kineto(plain, processes=1)
     monkeypatch.setattr(kineto, "SCAN_CHUNK_BYTES", 4096)

@@ -20,6 +20,8 @@ from advisor.trace.kineto.contract import (
     NUMBER_ARGS,
     RAW_MODE,
     READ_MODES,
+    SCAN_CATEGORIES,
+    SCAN_MODES,
     SKIP_MODE,
 )
 from advisor.trace.kineto.schema import OpArgs
@@ -55,7 +57,7 @@ def _strings(name: str, count: str, values) -> str:
 
 def _body() -> str:
     """The header's declarations."""
-    for name in (*EVENT_KEYS, *ARG_FIELDS, *INT_COLUMNS, *FLOAT_COLUMNS):
+    for name in (*EVENT_KEYS, *ARG_FIELDS, *INT_COLUMNS, *FLOAT_COLUMNS, *SCAN_CATEGORIES):
         if not name.isidentifier():
             raise ValueError(f"{name!r}: not a C identifier")
     if len(ARG_FIELDS) > 32:
@@ -105,6 +107,12 @@ def _body() -> str:
         _enum("F_", FLOAT_COLUMNS, "N_F_COLS"),
         f"#define F_FIRST_ARG F_{NUMBER_ARGS[0].upper()} /* the numbers' columns, in A_ order */",
         _strings("F_COLS", "N_F_COLS", FLOAT_COLUMNS),
+        "",
+        "/* the categories the reader asks for and their modes (the module's SCAN_CATEGORIES",
+        " * and SCAN_MODES: a scan started before the reader's modules load uses them) */",
+        f"#define N_SCAN_CATEGORIES {len(SCAN_CATEGORIES)}",
+        _strings("SCAN_CATEGORIES", "N_SCAN_CATEGORIES", SCAN_CATEGORIES),
+        f'#define SCAN_MODES "{SCAN_MODES}"',
     ])  # fmt: skip
 
 

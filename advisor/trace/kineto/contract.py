@@ -37,6 +37,8 @@ _LETTER: dict[type[msgspec.Struct] | None, str] = {
     OpArgs: RAW_MODE,
     None: SKIP_MODE,
 }
+# the categories the reader asks the scanner for, and their modes (also in the header: the
+# module's SCAN_CATEGORIES and SCAN_MODES, for a scan started before this module loads)
 SCAN_CATEGORIES = tuple(CATEGORIES)
 SCAN_MODES = "".join(_LETTER[args] for _, args in CATEGORIES.values())
 
@@ -67,7 +69,8 @@ def _canonical() -> str:
     modes = [(letter, [f for f in ARG_FIELDS if f in struct.__struct_fields__])
              for letter, struct in READ_MODES.items()]  # fmt: skip
     return repr((EVENT_KEYS, ARG_FIELDS, NUMBER_ARGS, modes, RAW_MODE, SKIP_MODE, CAT_COLUMN,
-                 NAME_COLUMN, INT_COLUMNS, FLOAT_COLUMNS))  # fmt: skip
+                 NAME_COLUMN, INT_COLUMNS, FLOAT_COLUMNS, SCAN_CATEGORIES,
+                 SCAN_MODES))  # fmt: skip
 
 
 # the contract's digest: the header's KSCAN_CONTRACT, the built scanner's CONTRACT

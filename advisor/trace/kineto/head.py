@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.errors import READ_ERRORS, AdvisorInputError, read_problem
-from advisor.trace.kineto.schema import DOCUMENT, Document
+
+if TYPE_CHECKING:  # (schema loads numpy and pandas: the early scan reads heads before them)
+    from advisor.trace.kineto.schema import Document
 
 CHUNK_BYTES = 32 << 20  # events are decoded a chunk at a time: memory stays bounded
 KEY = b'"traceEvents"'
@@ -59,6 +62,8 @@ class Head:
 
     def document(self) -> Document:
         """The document's keys before its events (a laid-out document's)."""
+        from advisor.trace.kineto.schema import DOCUMENT
+
         return DOCUMENT.decode(self.first[: self.at] + b'"traceEvents": []}')
 
     def events(self) -> bytearray:

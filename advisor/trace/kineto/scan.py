@@ -11,7 +11,8 @@ from types import ModuleType
 import msgspec
 import numpy as np
 
-from advisor.trace.kineto.contract import COLUMN_TYPES, DIGEST, SCAN_CATEGORIES, SCAN_MODES
+from advisor.trace.kineto.chunks import raw_scan
+from advisor.trace.kineto.contract import COLUMN_TYPES, DIGEST, SCAN_CATEGORIES
 from advisor.trace.kineto.decode import Chunk
 from advisor.trace.kineto.schema import (
     CATEGORIES_OF,
@@ -48,9 +49,12 @@ def scan_events(buf, start: int = 0, stop: int = -1) -> tuple[Chunk, int] | None
     ``buf[start:stop]`` (see _kscan.c), from the compiled scanner; None where it declines
     the bytes (or a name or a GEMM op's args do not decode): then msgspec decodes them."""
     assert _kscan is not None  # (scanner_enabled)
-    found = _kscan.scan(buf, SCAN_CATEGORIES, SCAN_MODES, start, stop, None)
-    if found is None:
-        return None
+    found = raw_scan(_kscan, buf, start, stop)
+    return None if found is None else chunk_of(buf, found)
+
+
+def chunk_of(buf, found) -> tuple[Chunk, int] | None:
+    """scan_events from the scanner's result ``found`` for ``buf`` (chunks.raw_scan)."""
     rows, raw, raw_names, closed = found
     try:  # (distinct raw names may decode alike: the collector's codes merge them)
         labels = [STR.decode(b'"' + x + b'"') for x in raw_names]

@@ -1,0 +1,130 @@
+"""An uncompressed trace's events scanned in place: the file memory-mapped read-only, cut
+into chunks between events, several chunks scanned at a time on threads (the compiled
+scanner releases the GIL). This module runs the scanner's own pass and nothing else, and
+imports neither numpy nor pandas, so that the pass can start while those load (early.py);
+mapped.py turns each chunk's raw columns into tables."""
+
+from __future__ import annotations
+
+import mmap
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from types import ModuleType
+from typing import Any
+
+from advisor.trace.kineto.head import BOUNDARY
+
+Step = Callable[[mmap.mmap, int, int, Any], Any]
+
+
+class _Raw:
+    """A chunk's raw scan, not finished yet (scanned before the finishing step was known)."""
+
+    __slots__ = ("found",)
+
+    def __init__(self, found: Any) -> None:
+        self.found = found
+
+
+def raw_scan(kscan: ModuleType, buf, start: int = 0, stop: int = -1) -> Any:
+    """The compiled scanner's result for the events of ``buf[start:stop]`` (_kscan.c: rows,
+    columns, raw names, the offset after the array's ``]`` or -1), or None where it declines
+    the bytes; the categories and modes are the module's own (the contract's, for a build
+    of the reader's contract: scan.scanner_enabled)."""
+    return kscan.scan(buf, kscan.SCAN_CATEGORIES, kscan.SCAN_MODES, start, stop, None)
+
+
+class ChunkScans:
+    """The scanner's pass over the events array of ``fh`` (from its ``[`` at ``bracket``),
+    in chunks of about ``chunk_bytes`` cut between events. Worker threads take the chunks in
+    order: each is scanned, and finished by ``finish``'s step once that is given (until
+    then only scanned: what ``early`` starts, before the step's modules have loaded). With
+    ``background``, ``threads`` workers start when this is made; otherwise ``finish``
+    starts them. ``kscan``: the compiled scanner, or None to scan nothing (every chunk is
+    then finished from its bytes)."""
+
+    def __init__(self, fh, bracket: int, threads: int, chunk_bytes: int,
+                 kscan: ModuleType | None, background: bool = False) -> None:  # fmt: skip
+        self.kscan, self.bracket = kscan, bracket
+        self.mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        starts = [bracket]
+        while (cut := self.mm.find(BOUNDARY, starts[-1] + chunk_bytes)) >= 0:
+            starts.append(cut)
+        self.cuts = list(zip(starts, [*starts[1:], -1], strict=True))
+        self._done: list[Future] = [Future() for _ in self.cuts]
+        self._lock = threading.Lock()
+        self._next = 0  # the next chunk a worker takes
+        self._step: Step | None = None
+        self._stopped = False
+        self._workers: list[threading.Thread] = []
+        if background:
+            self._add_workers(threads)
+
+    def _add_workers(self, count: int) -> None:
+        """Start workers until there are ``count`` (at most one per chunk)."""
+        for _ in range(min(count, len(self.cuts)) - len(self._workers)):
+            worker = threading.Thread(target=self._work, name="advisor-scan", daemon=True)
+            self._workers.append(worker)
+            worker.start()
+
+    def _work(self) -> None:
+        """Take the next chunk until none is left (or stopped): scan it, and finish it if the
+        step is known."""
+        while True:
+            with self._lock:
+                if self._stopped or self._next >= len(self.cuts):
+                    return
+                i, step = self._next, self._step
+                self._next += 1
+            a, b = self.cuts[i]
+            try:
+                found = self._scan(a, b)
+                part = _Raw(found) if step is None else step(self.mm, a, b, found)
+                self._done[i].set_result(part)
+            except BaseException as exc:  # noqa: BLE001 (raised again by finish, in order)
+                self._done[i].set_exception(exc)
+
+    def _scan(self, start: int, stop: int) -> Any:
+        """The chunk's raw scan; its pages then go back (the finishing step reads few of them
+        again: GEMM ops' args, the document's tail, a chunk the scanner declined)."""
+        if self.kscan is None:
+            return None
+        found = raw_scan(self.kscan, self.mm, start, stop)
+        release(self.mm, start, stop)
+        return found
+
+    def finish(self, step: Step, threads: int) -> list:
+        """``step(map, start, stop, raw)`` for each chunk, in order: ``threads`` at a time (the
+        calling thread is one of them), each right after its chunk's scan; chunks scanned
+        before are finished by the calling thread. Then the map is closed. Raises what a
+        scan or a step raised, the first in order."""
+        try:
+            with self._lock:
+                self._step = step
+            self._add_workers(threads - 1)
+            self._work()
+            parts = []
+            for (a, b), done in zip(self.cuts, self._done, strict=True):
+                part = done.result()
+                parts.append(step(self.mm, a, b, part.found) if isinstance(part, _Raw) else part)
+            return parts
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop: chunks not started are left, the running ones finished, the map closed."""
+        with self._lock:
+            self._stopped = True
+        for worker in self._workers:
+            worker.join()
+        if not self.mm.closed:
+            self.mm.close()
+
+
+def release(mm: mmap.mmap, start: int, stop: int) -> None:
+    """Give the pages of ``mm[start:stop]`` (stop -1: to the end) back to the page cache,
+    so that the map never holds the whole file (Linux; elsewhere nothing)."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        page = start - start % mmap.PAGESIZE
+        mm.madvise(mmap.MADV_DONTNEED, page, (stop if stop >= 0 else len(mm)) - page)
