@@ -159,6 +159,34 @@ def test_own_pageable_copy_capture(name, truth):
     assert "cudaMemcpyAsync (in aten::copy_)" in f.summary
 
 
+def test_own_copy_after_idle_capture():
+    # truth.py: 103,848 ns of host-late time inside the 7 steady steps' pageable copy calls
+    # (32 KB each, called after a synchronize); no call spans the start of the gap after its
+    # copy, so nothing is credited: advisor's blocking copies are exactly that time
+    a = analysis_of(WHY / "why_copy_after_idle.pt.trace.json.gz")
+    assert totals(a)["blocking_copy"] == 103_848
+
+
+def test_a_copy_call_is_credited_at_most_its_own_time_on_a_capture():
+    # why_dataloader.sqlite, by hand: cudaMemcpyAsync [9264118409, 9264158379] (39,970 ns)
+    # starts while the device idles [9262422943, 9264152282); its copy runs [9264152282,
+    # 9264153785) and the call returns 4,594 ns after that, inside the next gap's host-late
+    # window. 33,873 ns of the call lie in the gap before the copy (blocking_copy there); the
+    # next gap gets the 4,594 it covers and a credit of the device's busy time in
+    # [call start, g0): the copy's own 1,503 ns. 33,873 + 4,594 + 1,503 = 39,970, the call's
+    # duration (before, the credit was g0 - call start = 35,376: the 33,873 twice)
+    from advisor.metrics.gaps import attribute_gaps, device_ops
+    from advisor.trace.load import load_trace
+
+    t = load_trace(WHY / "why_dataloader.sqlite")
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    copy = pieces[pieces["cause"].astype(str) == "blocking_copy"]
+    op_start = ops["start"].to_numpy()[copy["row"].to_numpy()]
+    by_gap = (copy["end"] - copy["start"]).groupby(op_start).sum()
+    assert by_gap[9264152282] == 33_873  # (the gap ends where the copy starts)
+    assert by_gap[9264344889] == 4_594 + 1_503
+
+
 # --- 3. start-up is a position -------------------------------------------------------------
 
 

@@ -12,6 +12,11 @@ PART (each run on its own, so each trace holds one story):
                  runs nothing meanwhile): queued work held by an event
   pageable_copy  each step copies 32 MB from pageable host memory to the GPU and reads a
                  result back into pageable memory: the host sits in blocking copies
+  copy_after_idle  each step synchronizes (the GPU runs dry), copies 32 KB from pageable host
+                 memory, then works 300 us on the host before it launches the step's kernels:
+                 a copy call that began with the GPU idle has that time in the gap before its
+                 copy, and a credit after it must not count it again (on the H200 with torch
+                 2.11 these calls return before their copies begin: no credit arises)
   short_chains   one range of 40 iterations, each 3 chains of 24 tiny launches ended by an
                  .item(): launch-bound although no chain reaches 50 launches
   dp_allreduce   10 independent GEMMs, then 10 all-reduces of 128 MiB gradients
@@ -157,6 +162,33 @@ def pageable_copy(kind, out, facts):
     facts.update(bytes=host.nbytes, copy_call_s=copy_s)
 
 
+def _spin(seconds: float) -> None:
+    """Host work (no sleep: its granularity is coarser than this)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def copy_after_idle(kind, out, facts):
+    host = np.random.default_rng(0).random(1 << 12)  # 32 KB of float64, pageable
+    w = torch.randn(128, 128, device="cuda")
+    torch.from_numpy(host).cuda().sum().item()  # warm-up
+    copy_s = []
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"step_{i}", sync=False):
+                torch.cuda.synchronize()  # the GPU runs dry
+                t0 = time.perf_counter()
+                x = torch.from_numpy(host).to("cuda")  # cudaMemcpyAsync from pageable memory
+                copy_s.append(time.perf_counter() - t0)
+                _spin(300e-6)  # host work, no launch
+                y = x.view(32, 128).float() @ w
+                for _ in range(4):
+                    y = torch.relu(y) * 1.0001
+                y.sum().item()
+    facts.update(bytes=host.nbytes, copy_call_s=copy_s, host_work_s=300e-6)
+
+
 def short_chains(kind, out, facts):
     x = torch.randn(4096, device="cuda")
     x.sum().item()
@@ -236,8 +268,8 @@ def devprops(kind, out, facts):
     facts.update(calls_per_step=10, call_s=call_s)
 
 
-PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, short_chains,
-                                  dp_allreduce, nongemm, devprops)}  # fmt: skip
+PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
+                                  short_chains, dp_allreduce, nongemm, devprops)}  # fmt: skip
 
 
 def main() -> None:
