@@ -16,7 +16,9 @@ from conftest import SAMPLES
 
 from advisor.trace import kineto
 from advisor.trace.kineto import early
+from advisor.trace.kineto import head as head_module
 from advisor.trace.kineto.chunks import ChunkScans
+from advisor.trace.kineto.head import Head as real_head
 
 try:
     from advisor.trace import _kscan
@@ -116,7 +118,7 @@ def test_another_files_scan_is_dropped(plain, tmp_path, taken):
     assert taken == [None] and early._started == {}
 
 
-@pytest.mark.parametrize("case", ["gzip", "scanner off", "not laid out"])
+@pytest.mark.parametrize("case", ["gzip", "scanner off", "not laid out", "not kineto"])
 def test_nothing_starts_where_the_reader_would_not_scan(case, plain, tmp_path, monkeypatch):
     path = plain
     if case == "gzip":
@@ -124,12 +126,17 @@ def test_nothing_starts_where_the_reader_would_not_scan(case, plain, tmp_path, m
         path.write_bytes(SOURCE.read_bytes())
     elif case == "scanner off":
         monkeypatch.setenv(kineto.SCANNER_ENV, "0")
-    else:  # (minified: no event starts a line)
+    elif case == "not laid out":  # (minified: no event starts a line)
         path.write_bytes(b'{"traceEvents": [{"ph": "X"}]}')
+    else:  # (another tool's JSON: not even its head is read on)
+        path.write_bytes(b'{"rocprof": [\n  {"x": 1},\n  {"x": 2}]}')
+    heads = []
+    monkeypatch.setattr(head_module, "Head", lambda fh: heads.append(fh) or real_head(fh))
     early.start(["analyze", str(path)], min_bytes=0)
     for thread in early._starters:
         thread.join()
     assert early._started == {}
+    assert len(heads) == (case == "not laid out")  # (read only where it could be Kineto)
 
 
 def _finished_by(mm, a, b, raw) -> tuple:

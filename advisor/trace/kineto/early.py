@@ -73,7 +73,7 @@ def _begin(path: Path) -> None:
     try:
         from advisor.trace import kineto
         from advisor.trace.kineto.chunks import ChunkScans
-        from advisor.trace.kineto.head import Head
+        from advisor.trace.kineto.head import Head, looks_like_kineto
 
         if os.environ.get("ADVISOR_KINETO_SCANNER", "1") == "0":  # (scan.SCANNER_ENV)
             return
@@ -81,8 +81,9 @@ def _begin(path: Path) -> None:
 
         with open(path, "rb") as fh:
             key = _identity(path, os.fstat(fh.fileno()))
-            if fh.read(2) == b"\x1f\x8b":
-                return
+            first = fh.read(65536)
+            if first[:2] == b"\x1f\x8b" or not looks_like_kineto(first):
+                return  # (gzip, or another tool's JSON: its head is not read further)
             fh.seek(0)
             head = Head(fh)
             if not head.laid_out:
