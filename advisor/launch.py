@@ -13,7 +13,7 @@ import os
 import sys
 
 from advisor.memory import share_one_heap
-from advisor.trace.kineto import early
+from advisor.trace import early
 
 
 def entry() -> None:

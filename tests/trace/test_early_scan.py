@@ -183,9 +183,10 @@ def test_a_failing_step_is_raised_and_the_map_closed(plain):
     assert scans.mm.closed
 
 
-def test_the_package_and_the_early_scan_load_without_numpy_or_pandas():
+def test_the_entry_the_package_and_the_early_scan_load_without_numpy_or_pandas():
     code = (
         "import sys\n"
+        "import advisor.launch\n"  # (the console entry, up to its start of the scan)
         "from advisor.trace.kineto import early, chunks, head\n"
         "from advisor.trace import _kscan\n"
         "assert 'numpy' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)\n"
