@@ -520,6 +520,21 @@ class _FakeHopperTensor:
         return 2
 
 
+def _on_a_hopper(path, monkeypatch):
+    """(the emitted script at ``path`` loaded as if on an H200 (sm_90, 132 SMs), a fake bf16
+    CUDA tensor); skips where this Triton has no Gluon."""
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(path)
+    if not script.HAVE_GLUON:
+        pytest.skip("this Triton has no Gluon")
+    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
+    a = _FakeHopperTensor()
+    a.dtype, a.device = torch.bfloat16, torch.device("cuda", 0)
+    return script, a
+
+
 @needs_kernels
 def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
     # stages that fit 227 KiB less 1 KiB of barriers, by hand: a stage of a 256x128x64 bf16
@@ -529,13 +544,7 @@ def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
     # shared memory (131,072 B) only 2; 256x256x64 with an fp32 tile (262,144 B) not at all
     import torch
 
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    script = _script_module(synthetic_emit["split_k"])
-    if not script.HAVE_GLUON:
-        pytest.skip("this Triton has no Gluon")
-    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
-    a = _FakeHopperTensor()
-    a.dtype, a.device = torch.bfloat16, torch.device("cuda", 0)
+    script, a = _on_a_hopper(synthetic_emit["split_k"], monkeypatch)
     cfg = dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3)
     assert script.gluon_config(a, cfg, 0)["num_stages"] == 3
     assert script.gluon_config(a, {**cfg, "num_stages": 6}, 0)["num_stages"] == 4
@@ -557,15 +566,7 @@ def test_data_parallel_only_tiles_fit_the_gluon_kernel(synthetic_emit, monkeypat
     # consumer warps, 64 over one warpgroup of 4 along M, two side by side along N): a
     # stage is (128*64 + 64*192) * 2 = 40,960 B, the bf16 output 49,152 B, so
     # (232,448 - 1,024 - 49,152) // 40,960 = 4 stages
-    import torch
-
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    script = _script_module(synthetic_emit["stream_k"])
-    if not script.HAVE_GLUON:
-        pytest.skip("this Triton has no Gluon")
-    monkeypatch.setattr(script, "_device_facts", lambda index: ((9, 0), 132))
-    a = _FakeHopperTensor()
-    a.dtype, a.device = torch.bfloat16, torch.device("cuda", 0)
+    script, a = _on_a_hopper(synthetic_emit["stream_k"], monkeypatch)
     for bm, bn in ((128, 192), (192, 128)):
         cfg = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=64, num_warps=8, num_stages=4)
         assert script.gluon_config(a, cfg, 2)["num_stages"] == 4
