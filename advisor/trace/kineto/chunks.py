@@ -18,15 +18,6 @@ from advisor.trace.kineto.head import BOUNDARY
 Step = Callable[[mmap.mmap, int, int, Any], Any]
 
 
-class _Raw:
-    """A chunk's raw scan, not finished yet (scanned before the finishing step was known)."""
-
-    __slots__ = ("found",)
-
-    def __init__(self, found: Any) -> None:
-        self.found = found
-
-
 def raw_scan(kscan: ModuleType, buf, start: int = 0, stop: int = -1) -> Any:
     """The compiled scanner's result for the events of ``buf[start:stop]`` (_kscan.c: rows,
     columns, raw names, the offset after the array's ``]`` or -1), or None where it declines
@@ -39,10 +30,10 @@ class ChunkScans:
     """The scanner's pass over the events array of ``fh`` (from its ``[`` at ``bracket``),
     in chunks of about ``chunk_bytes`` cut between events. Worker threads take the chunks in
     order: each is scanned, and finished by ``finish``'s step once that is given (until
-    then only scanned: what ``early`` starts, before the step's modules have loaded). With
-    ``background``, ``threads`` workers start when this is made; otherwise ``finish``
-    starts them. ``kscan``: the compiled scanner, or None to scan nothing (every chunk is
-    then finished from its bytes)."""
+    then only scanned and kept raw: what ``early`` starts, before the step's modules have
+    loaded). With ``background``, ``threads`` workers start when this is made; otherwise
+    ``finish`` starts them. ``kscan``: the compiled scanner, or None to scan nothing (every
+    chunk is then finished from its bytes)."""
 
     def __init__(self, fh, bracket: int, threads: int, chunk_bytes: int,
                  kscan: ModuleType | None, background: bool = False) -> None:  # fmt: skip
@@ -52,10 +43,12 @@ class ChunkScans:
         while (cut := self.mm.find(BOUNDARY, starts[-1] + chunk_bytes)) >= 0:
             starts.append(cut)
         self.cuts = list(zip(starts, [*starts[1:], -1], strict=True))
-        self._done: list[Future] = [Future() for _ in self.cuts]
-        self._lock = threading.Lock()
-        self._next = 0  # the next chunk a worker takes
+        self._done: list[Future] = [Future() for _ in self.cuts]  # each chunk's finished part
+        self._lock = threading.Lock()  # (guards what follows)
+        self._next = 0  # the next chunk to scan
         self._step: Step | None = None
+        self._raw: dict[int, Any] = {}  # chunks scanned before the step was known
+        self._unfinished: list[int] = []  # those of them no worker has taken yet
         self._stopped = False
         self._workers: list[threading.Thread] = []
         if background:
@@ -69,19 +62,30 @@ class ChunkScans:
             worker.start()
 
     def _work(self) -> None:
-        """Take the next chunk until none is left (or stopped): scan it, and finish it if the
-        step is known."""
+        """Until nothing is left (or stopped): finish a chunk scanned before the step was
+        known, else scan the next chunk and finish it (or keep it raw: no step yet)."""
         while True:
             with self._lock:
-                if self._stopped or self._next >= len(self.cuts):
+                if self._stopped:
                     return
-                i, step = self._next, self._step
-                self._next += 1
+                if self._unfinished:
+                    i, scanned = self._unfinished.pop(0), True
+                    found = self._raw.pop(i)
+                elif self._next < len(self.cuts):
+                    i, scanned, found = self._next, False, None
+                    self._next += 1
+                else:
+                    return
             a, b = self.cuts[i]
             try:
-                found = self._scan(a, b)
-                part = _Raw(found) if step is None else step(self.mm, a, b, found)
-                self._done[i].set_result(part)
+                if not scanned:
+                    found = self._scan(a, b)
+                    with self._lock:  # (finish lists the raw chunks under this lock)
+                        if self._step is None:
+                            self._raw[i] = found
+                            continue
+                assert self._step is not None
+                self._done[i].set_result(self._step(self.mm, a, b, found))
             except BaseException as exc:  # noqa: BLE001 (raised again by finish, in order)
                 self._done[i].set_exception(exc)
 
@@ -95,20 +99,17 @@ class ChunkScans:
         return found
 
     def finish(self, step: Step, threads: int) -> list:
-        """``step(map, start, stop, raw)`` for each chunk, in order: ``threads`` at a time (the
-        calling thread is one of them), each right after its chunk's scan; chunks scanned
-        before are finished by the calling thread. Then the map is closed. Raises what a
-        scan or a step raised, the first in order."""
+        """``step(map, start, stop, raw)`` for each chunk, ``threads`` at a time (the calling
+        thread is one of them): first the chunks scanned before, then each right after its
+        scan. Returns the parts in order, then closes the map; raises what a scan or a step
+        raised, the first in order."""
         try:
             with self._lock:
                 self._step = step
+                self._unfinished = sorted(self._raw)
             self._add_workers(threads - 1)
             self._work()
-            parts = []
-            for (a, b), done in zip(self.cuts, self._done, strict=True):
-                part = done.result()
-                parts.append(step(self.mm, a, b, part.found) if isinstance(part, _Raw) else part)
-            return parts
+            return [done.result() for done in self._done]
         finally:
             self.close()
 
