@@ -52,9 +52,12 @@ PARALLEL_MIN_BYTES = 192 << 20  # uncompressed traces this large are read by sev
 SPAN_MIN_BYTES = 96 << 20  # at least this much of the file per process
 READ_PROCESSES = min(os.cpu_count() or 1, 4)  # default (the many-trace workers pass fewer)
 SCAN_CHUNK_BYTES = 64 << 20  # the scanner's chunks of a memory-mapped trace
+# ``ADVISOR_KINETO_SCANNER=0``: read with msgspec alone (scan.scanner_enabled, early.py)
+SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
 
 
-__all__ = ["PARALLEL_MIN_BYTES", "READ_PROCESSES", "SCAN_CHUNK_BYTES", "SPAN_MIN_BYTES"]
+__all__ = ["PARALLEL_MIN_BYTES", "READ_PROCESSES", "SCANNER_ENV", "SCAN_CHUNK_BYTES",
+           "SPAN_MIN_BYTES"]  # fmt: skip
 
 
 @functools.cache

@@ -75,7 +75,7 @@ def _begin(path: Path) -> None:
         from advisor.trace.kineto.chunks import ChunkScans
         from advisor.trace.kineto.head import Head, looks_like_kineto
 
-        if os.environ.get("ADVISOR_KINETO_SCANNER", "1") == "0":  # (scan.SCANNER_ENV)
+        if os.environ.get(kineto.SCANNER_ENV, "1") == "0":
             return
         from advisor.trace import _kscan  # type: ignore[attr-defined]
 

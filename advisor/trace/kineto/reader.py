@@ -19,7 +19,7 @@ from advisor.trace.kineto.decode import _num, _xyz, decode_events
 from advisor.trace.kineto.head import CHUNK_BYTES, Head, looks_like_kineto, read_head
 from advisor.trace.kineto.mapped import read_mapped
 from advisor.trace.kineto.sampled import HostSample, host_sample, thinned_warning
-from advisor.trace.kineto.scan import SCANNER_ENV, _kscan, scan_events, scanner_enabled
+from advisor.trace.kineto.scan import _kscan, scan_events, scanner_enabled
 from advisor.trace.kineto.schema import (
     EVENTS,
     HOST_API,
@@ -43,7 +43,7 @@ _decode_events, _scan_events = decode_events, scan_events
 
 # what the package gives by name (advisor/trace/kineto/__init__.py loads this on first use)
 __all__ = [
-    "CHUNK_BYTES", "HOST_API", "SCANNER_ENV", "SCAN_CATEGORIES", "SCAN_MODES", "ApiArgs",
+    "CHUNK_BYTES", "HOST_API", "SCAN_CATEGORIES", "SCAN_MODES", "ApiArgs",
     "CopyArgs", "DeviceProps", "Document", "Event", "KernelArgs", "OpArgs", "Scalar",
     "looks_like_kineto", "read_head", "read_kineto", "scanner_enabled", "_kscan", "_num",
     "_xyz", "_Collector", "_ReadAhead", "_EVENTS", "_decode_events", "_scan_events",

@@ -11,6 +11,7 @@ from types import ModuleType
 import msgspec
 import numpy as np
 
+from advisor.trace.kineto import SCANNER_ENV
 from advisor.trace.kineto.chunks import raw_scan
 from advisor.trace.kineto.contract import COLUMN_TYPES, DIGEST, SCAN_CATEGORIES
 from advisor.trace.kineto.decode import Chunk
@@ -34,8 +35,6 @@ except ImportError:  # pragma: no cover (built wherever the tests run); msgspec 
 else:
     if getattr(_built, "CONTRACT", None) == DIGEST:  # (a build of another contract: stale)
         _kscan = _built
-
-SCANNER_ENV = "ADVISOR_KINETO_SCANNER"
 
 
 def scanner_enabled() -> bool:
