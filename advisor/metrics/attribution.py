@@ -335,36 +335,26 @@ def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> p
 
 
 class _DeviceIdle:
-    """Per device, its idle gaps (disjoint intervals, by start) and the idle time before
-    each, to tell how long a device idled in any interval by binary search."""
+    """Per device, its idle gaps (disjoint intervals, by start), to tell how long a device
+    idled in any interval (``_covered``)."""
 
     def __init__(self, device: np.ndarray, start: np.ndarray, gap: np.ndarray) -> None:
         """``device``, ``start``, ``gap``: per op of a device_ops table sorted by device and
         start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps)."""
         at = np.flatnonzero(gap > 0)
-        self._gaps: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._gaps: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
         for dev in distinct(device[at]):
             rows = at[device[at] == dev]
-            end = start[rows]
-            self._gaps[dev] = (end - gap[rows], end, np.r_[0, np.cumsum(gap[rows])])
+            self._gaps[dev] = (start[rows] - gap[rows], start[rows])
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
         out = np.zeros(len(lo), dtype=np.int64)
         for dev in distinct(device) if len(device) else ():
-            mine = device == dev
-            out[mine] = self._before(dev, hi[mine]) - self._before(dev, lo[mine])
-        return np.maximum(out, 0)
-
-    def _before(self, dev, t: np.ndarray) -> np.ndarray:
-        """Per time ``t``: the ns the device ``dev`` was idle before it."""
-        if dev not in self._gaps:
-            return np.zeros(len(t), dtype=np.int64)
-        g0, g1, before = self._gaps[dev]
-        done = np.searchsorted(g1, t, side="right")  # the gaps ended by t
-        nxt = np.minimum(done, len(g0) - 1)
-        inside = (done < len(g0)) & (g0[nxt] < t)  # t inside the next gap
-        return before[done] + np.where(inside, t - g0[nxt], 0)
+            if dev in self._gaps:
+                mine = device == dev
+                out[mine] = _covered(self._gaps[dev], lo[mine], hi[mine])
+        return out
 
 
 def _latency_bounds(ops: pd.DataFrame, api_row, api_end, t: dict) -> dict[int, int]:
