@@ -73,15 +73,3 @@ def _error_position(exc: yaml.YAMLError) -> str:
     at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
     problem = getattr(exc, "problem", None)
     return f"{at}: {problem}" if problem else at
-
-
-def field_problem(exc, empty: str = "(file)") -> tuple[str, str]:
-    """(field, problem) of the first error of a pydantic ValidationError, in the user's
-    words: the field as a dotted path (pydantic's internal type steps such as
-    ``float``/``literal[...]`` left out; ``empty`` for the whole document) and the message
-    without pydantic's "Value error, " prefix."""
-    err = exc.errors()[0]
-    steps = [str(x) for x in err["loc"]
-             if not str(x).startswith(("float", "int", "literal", "function-"))]  # fmt: skip
-    message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    return ".".join(steps) or empty, message

@@ -5,12 +5,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "advisor"
-BASE = {"errors", "units", "plain", "user_yaml", "data", "staged", "output_paths"}
+BASE = {"errors", "units", "plain", "user_yaml", "validate", "data", "staged", "output_paths"}
 
 # part -> the parts it may import (besides BASE, which every part may use)
 ALLOWED = {
     "errors": set(), "units": set(), "plain": set(), "staged": set(),
-    "output_paths": {"errors"}, "user_yaml": {"errors"}, "data": {"user_yaml"},
+    "output_paths": {"errors"}, "user_yaml": {"errors"}, "validate": set(), "data": {"user_yaml"},
     "memory": set(),
     "trace": {"memory"},  # readers: release the readers' freed heap
     "metrics": {"trace"},

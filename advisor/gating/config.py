@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import msgspec
+from msgspec import Meta
 
 from advisor.data import gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
-from advisor.user_yaml import field_problem, load_user_yaml
+from advisor.user_yaml import load_user_yaml
+from advisor.validate import FieldError, Invalid, convert
 
 # metric -> True when a larger value is worse (data/gate_metrics.yaml)
 TIME_METRICS = gate_metrics()["time"]
@@ -22,33 +24,22 @@ KERNEL = gate_metrics()["kernel"]
 ALL_METRICS = {**RANGE, **KERNEL}
 
 
-class Threshold(BaseModel):
+class Threshold(msgspec.Struct, forbid_unknown_fields=True):
     """A metric regresses beyond max(rel * baseline, abs); either bound alone is allowed
     (the one not given is 0: off). ``rel: parts`` (span_ns only) composes it."""
 
-    model_config = ConfigDict(extra="forbid")
     rel: float | Literal["parts"] = 0.0
-    abs: float = Field(default=0.0, ge=0)
+    abs: Annotated[float, Meta(ge=0)] = 0.0
 
-    @model_validator(mode="before")
-    @classmethod
-    def _one_bound_at_least(cls, value):
-        if isinstance(value, dict) and not ({"rel", "abs"} & set(value)):
-            raise ValueError("give rel, abs or both")
-        return value
-
-    @model_validator(mode="after")
-    def _non_negative(self) -> Threshold:
+    def __post_init__(self) -> None:
         if self.rel != "parts" and self.rel < 0:
-            raise ValueError("rel must be >= 0")
-        return self
+            raise FieldError("rel", "must be >= 0")
 
 
-class GateConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    noise_floor: float = Field(ge=0, le=1)
-    alpha: float = Field(gt=0, lt=1)
-    confidence: float = Field(gt=0, lt=1)
+class GateConfig(msgspec.Struct, forbid_unknown_fields=True):
+    noise_floor: Annotated[float, Meta(ge=0, le=1)]
+    alpha: Annotated[float, Meta(gt=0, lt=1)]
+    confidence: Annotated[float, Meta(gt=0, lt=1)]
     fail_on_new_findings: Literal["low", "medium", "high", "none"]
     metrics: dict[str, Threshold]
 
@@ -71,13 +62,22 @@ def load_config(path: str | Path | None = None) -> GateConfig:
         user = load_user_yaml(text, str(p), "gate config") or {}
         if not isinstance(user, dict):
             raise AdvisorInputError(str(p), "gate config must be a mapping")
-        metrics = {**base["metrics"], **(user.pop("metrics", None) or {})}
-        base = {**base, **user, "metrics": metrics}
-    try:
-        cfg = GateConfig.model_validate(base)
-    except ValidationError as exc:
-        fld, problem = field_problem(exc)
-        raise AdvisorInputError(str(path), f"gate config field {fld!r}: {problem}") from None
+        given = user.pop("metrics", None) or {}
+        if not isinstance(given, dict):
+            raise AdvisorInputError(str(p), "gate config field 'metrics': must be a mapping")
+        base = {**base, **user, "metrics": {**base["metrics"], **given}}
+    thresholds = {}
+    try:  # one metric at a time: a problem names its metric
+        for name, bounds in base["metrics"].items():
+            if isinstance(bounds, dict) and not ({"rel", "abs"} & set(bounds)):
+                raise Invalid(f"metrics.{name}", "give rel, abs or both")
+            thresholds[name] = convert(bounds, Threshold, at=f"metrics.{name}")
+        cfg = convert({**base, "metrics": {}}, GateConfig)
+    except Invalid as bad:
+        raise AdvisorInputError(
+            str(path), f"gate config field {bad.field!r}: {bad.problem}"
+        ) from None
+    cfg.metrics = thresholds
     unknown = set(cfg.metrics) - set(ALL_METRICS)
     if unknown:
         raise AdvisorInputError(str(path), f"gate config: unknown metric {sorted(unknown)[0]!r}")

@@ -21,11 +21,11 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+import msgspec
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
@@ -36,7 +36,8 @@ from advisor.rules.finding import EmitRequest, Finding
 from advisor.rules.registry import EmitKind, Scope, emit_problem
 from advisor.rules.tables import SCOPES
 from advisor.units import fmt_ns, fmt_pct
-from advisor.user_yaml import field_problem, load_packaged_yaml, load_user_yaml
+from advisor.user_yaml import load_packaged_yaml, load_user_yaml
+from advisor.validate import FieldError, Invalid, convert
 
 # where a finding points, per scope: (kernel column, region column)
 LOCATION: dict[Scope, tuple[str | None, str]] = {
@@ -49,62 +50,53 @@ LOCATION: dict[Scope, tuple[str | None, str]] = {
 }
 
 
-class EmitSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EmitSpec(msgspec.Struct, forbid_unknown_fields=True):
     kind: EmitKind
-    params: dict = Field(default_factory=dict)
+    params: dict = {}
 
 
-class RuleSpec(BaseModel):
+class RuleSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One rule as written. Required: id, scope, when, savings, strategy; the rest have
     defaults (title: the id; message: the title; rationale, watch_for: empty)."""
 
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)
-    title: str = Field(default="", min_length=0)
+    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
+    title: str = ""
     scope: Scope
     when: str | list[str]
     savings: str
-    strategy: str = Field(pattern=r"^[a-z][a-z_]*$")
+    strategy: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z_]*$")]
     severity: Literal["auto", "high", "medium", "low"] = "auto"
     message: str = ""
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = []
     rationale: str = ""
     watch_for: str = ""
-    references: list[str] = Field(default_factory=list)
+    references: list[str] = []
     emit: EmitSpec | None = None
     # rule ids whose findings inside this one's range (same device; for a steps finding:
     # the ranges of its step family) claim the same time: they are dropped when it fires
-    supersedes: list[str] = Field(default_factory=list)
+    supersedes: list[str] = []
     # whose findings it supersedes: on its own device only, or on every device (a
     # straggler's finding explains the waits that the other devices' findings report)
     supersedes_devices: Literal["same", "all"] = "same"
     # gate metrics (docs/gate.md) whose regression this rule's findings explain: a failing
     # gate row names the candidate's finding of such a rule at the same range or kernel
-    explains: list[str] = Field(default_factory=list)
+    explains: list[str] = []
 
-    @model_validator(mode="after")
-    def _known_gate_metrics(self) -> RuleSpec:
+    def __post_init__(self) -> None:
         known = {m for group in gate_metrics().values() for m in group}
         unknown = [m for m in self.explains if m not in known]
         if unknown:
-            raise ValueError(f"explains: unknown gate metric {unknown[0]!r}")
-        return self
-
-    @model_validator(mode="after")
-    def _defaults_from_id(self) -> RuleSpec:
+            raise FieldError("explains", f"unknown gate metric {unknown[0]!r}")
         self.title = self.title.strip() or self.id
         self.message = self.message.strip() or self.title
-        return self
 
 
-class RuleFile(BaseModel):
+class RuleFile(msgspec.Struct, forbid_unknown_fields=True):
     """A rule file: new or replacing rules (a user rule with a built-in id replaces it) and
     ids of rules to switch off."""
 
-    model_config = ConfigDict(extra="forbid")
-    rules: list[dict] = Field(default_factory=list)
-    disable: list[str] = Field(default_factory=list)
+    rules: list[dict] = []
+    disable: list[str] = []
 
 
 @dataclass
@@ -167,8 +159,8 @@ def parse_rule_file(text: str, source: str, packaged: bool = False) -> tuple[lis
     user files get)."""
     doc = load_packaged_yaml(text) if packaged else load_user_yaml(text, source, "rule file")
     try:
-        top = RuleFile.model_validate(doc)
-    except ValidationError as exc:
+        top = convert(doc, RuleFile)
+    except Invalid as exc:
         raise AdvisorInputError(
             source, "expected a mapping with a 'rules:' list and/or a 'disable:' list of ids"
         ) from exc
@@ -188,10 +180,9 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
     for i, raw in enumerate(specs):
         rid = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
         try:
-            spec = RuleSpec.model_validate(raw)
-        except ValidationError as exc:
-            fld, problem = field_problem(exc, "(rule)")
-            raise AdvisorInputError(source, f"{_field_of(rid, fld)}: {problem}") from None
+            spec = convert(raw, RuleSpec, "(rule)")
+        except Invalid as bad:
+            raise AdvisorInputError(source, f"{_field_of(rid, bad.field)}: {bad.problem}") from None
         known = set(SCOPES[spec.scope])
         why = emit_problem(spec.emit.kind, spec.strategy, known) if spec.emit else None
         if why:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import msgspec
+from msgspec import Meta
 
 from advisor.data import gpu_facts, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.trace.model import GpuSpec
-from advisor.user_yaml import field_problem, load_user_yaml
+from advisor.user_yaml import load_user_yaml
+from advisor.validate import FieldError, Invalid, convert
 
 _FIELDS = set(GpuSpec.__dataclass_fields__) - {"source"}
 
@@ -149,30 +151,34 @@ def gpu_from_option(value: str) -> GpuSpec:
     return GpuSpec(**{**spec.to_dict(), "source": f"--gpu {value}"})
 
 
-class GpuSpecFile(BaseModel):
+class GpuSpecFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A --gpu-spec file: the facts of one GPU (docs/metrics.md, "GPU facts")."""
 
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100)
+    name: Annotated[str, Meta(min_length=1, max_length=100)]
     vendor: Literal["nvidia", "amd"]
-    sm_count: int = Field(gt=0, le=4096)
-    compute_capability: str = Field(pattern=r"^(\d{1,2}\.\d|gfx[0-9a-f]{3,4})$")
-    max_warps_per_sm: int = Field(gt=0, le=256)
-    max_blocks_per_sm: int = Field(gt=0, le=256)
-    registers_per_sm: int = Field(gt=0, le=1 << 20)
-    shared_mem_per_sm: int = Field(gt=0, le=1 << 24)
-    warp_size: int | None = Field(default=None, gt=0, le=128)
-    max_shared_mem_per_block: int | None = Field(default=None, gt=0, le=1 << 24)
-    reserved_shared_mem_per_block: int | None = Field(default=None, ge=0, le=1 << 16)
-    clock_mhz: float | None = Field(default=None, gt=0, le=10000)
-    memory_bandwidth_gbs: float | None = Field(default=None, gt=0, le=1e6)
-    dense_fp16_tflops: float | None = Field(default=None, gt=0, le=1e6)
+    sm_count: Annotated[int, Meta(gt=0, le=4096)]
+    # ``compute_capability: 9.0`` unquoted (YAML reads a number) means "9.0"
+    compute_capability: str | float
+    max_warps_per_sm: Annotated[int, Meta(gt=0, le=256)]
+    max_blocks_per_sm: Annotated[int, Meta(gt=0, le=256)]
+    registers_per_sm: Annotated[int, Meta(gt=0, le=1 << 20)]
+    shared_mem_per_sm: Annotated[int, Meta(gt=0, le=1 << 24)]
+    warp_size: Annotated[int, Meta(gt=0, le=128)] | None = None
+    max_shared_mem_per_block: Annotated[int, Meta(gt=0, le=1 << 24)] | None = None
+    reserved_shared_mem_per_block: Annotated[int, Meta(ge=0, le=1 << 16)] | None = None
+    clock_mhz: Annotated[float, Meta(gt=0, le=10000)] | None = None
+    memory_bandwidth_gbs: Annotated[float, Meta(gt=0, le=1e6)] | None = None
+    dense_fp16_tflops: Annotated[float, Meta(gt=0, le=1e6)] | None = None
 
-    @field_validator("compute_capability", mode="before")
-    @classmethod
-    def _unquoted(cls, value):
-        """``compute_capability: 9.0`` unquoted (YAML reads a number) means "9.0"."""
-        return f"{value:.1f}" if isinstance(value, float) else value
+    def __post_init__(self) -> None:
+        cc = self.compute_capability
+        text = f"{cc:.1f}" if isinstance(cc, float) else cc
+        if not _COMPUTE_CAPABILITY.match(text):
+            raise FieldError("compute_capability", f"{cc!r} is neither like 9.0 nor like gfx942")
+        self.compute_capability = text
+
+
+_COMPUTE_CAPABILITY = re.compile(r"^(\d{1,2}\.\d|gfx[0-9a-f]{3,4})$")
 
 
 def reserved_shared_mem(vendor: str, compute_capability: str) -> int:
@@ -196,17 +202,16 @@ def gpu_from_file(path: str) -> GpuSpec:
         raise AdvisorInputError(str(p), f"--gpu-spec: cannot read: {exc}") from None
     doc = load_user_yaml(text, str(p), "--gpu-spec file")
     try:
-        spec = GpuSpecFile.model_validate(doc)
-    except ValidationError as exc:
-        fld, problem = field_problem(exc)
-        raise AdvisorInputError(str(p), f"--gpu-spec field {fld!r}: {problem}") from None
-    values = spec.model_dump()
+        spec = convert(doc, GpuSpecFile)
+    except Invalid as bad:
+        raise AdvisorInputError(str(p), f"--gpu-spec field {bad.field!r}: {bad.problem}") from None
+    values = msgspec.structs.asdict(spec)
     values["warp_size"] = values["warp_size"] or fallback_facts(spec.vendor)["warp_size"]
     values["max_shared_mem_per_block"] = (
         values["max_shared_mem_per_block"] or values["shared_mem_per_sm"]
     )
     if values["reserved_shared_mem_per_block"] is None:  # (as the CUDA driver reserves it)
         values["reserved_shared_mem_per_block"] = reserved_shared_mem(
-            spec.vendor, spec.compute_capability
+            spec.vendor, values["compute_capability"]
         )
     return GpuSpec(**values, source=f"--gpu-spec {p.name}")

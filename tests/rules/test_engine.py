@@ -96,7 +96,7 @@ def test_wrong_types_and_values():
 
 
 def test_missing_and_extra_fields():
-    assert "rule 'my-tail': field 'strategy': Field required" in bad(
+    assert "rule 'my-tail': field 'strategy': missing (required)" in bad(
         "\n".join(line for line in GOOD.splitlines() if "strategy:" not in line)
     )
     assert "field 'colour'" in bad(GOOD + "    colour: red\n")

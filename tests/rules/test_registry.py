@@ -79,7 +79,7 @@ RULE = """rules:
                                "stream_k, tile_reshape, persistent, warp_specialization only, "
                                "not 'cuda_graph'"),
         ("my_trick", "gemm", "not 'my_trick' (emit kind advice writes a note for any strategy)"),
-        ("stream_k", "gemmm", "Input should be 'gemm', 'launch', 'grid_stride', 'overlap' or "
+        ("stream_k", "gemmm", "'gemmm' is not one of 'gemm', 'launch', 'grid_stride', 'overlap' or "
                               "'advice'"),
     ],
 )  # fmt: skip

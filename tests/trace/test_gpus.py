@@ -84,7 +84,7 @@ def test_gpu_spec_file(tmp_path):
 @pytest.mark.parametrize(
     "text, says",
     [(SPEC.replace("sm_count: 100", "sm_count: -4"), "'sm_count'"),
-     ("\n".join(SPEC.splitlines()[:-1]), "'shared_mem_per_sm': Field required"),
+     ("\n".join(SPEC.splitlines()[:-1]), "'shared_mem_per_sm': missing (required)"),
      (SPEC + "colour: red\n", "'colour'"),
      ("a: &a [1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
