@@ -17,15 +17,17 @@ sets them (launch.py, and the CLI's ``memory_advice`` passed to the pipeline).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import importlib
 from functools import cache
 
 
 @cache
 def _libc():
+    """The C library's functions as the process already has them loaded (``dlopen(NULL)``:
+    no search for the library file, which ``ctypes.util.find_library`` does by running
+    ``ldconfig``); None where it has no glibc heap functions."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)
         return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
     except OSError:
         return None
