@@ -507,6 +507,20 @@ def test_padding_copies_only_the_operand_that_needs_it(synthetic_emit, monkeypat
         assert (seen["a"] is a) == (want_k == k)  # no copy of A when K is aligned
         assert (seen["b"] is b) == ((want_k, want_n) == (k, n))
         assert c.shape == (5, n)
+    # Stream-K's Gluon path: what it copies anyway gets 128-byte rows (64 elements); what
+    # TMA takes as it is stays uncopied
+    for (k, n), (want_k, want_n) in [
+        ((48, 600), (48, 600)),  # aligned for TMA: no copy, 600 columns stay
+        ((44, 601), (64, 640)),  # both copied: K and N to 64
+        ((48, 601), (48, 640)),  # B only: its rows to 64, K stays
+        ((44, 640), (64, 640)),  # K only: A's rows to 64, B gets the zero rows, N stays
+    ]:
+        a, b = torch.randn(5, k), torch.randn(k, n)
+        c = script.padded(record, 8, script.LINE_ALIGN)(a, b, {})
+        assert seen["a"].shape == (5, want_k) and seen["b"].shape == (want_k, want_n)
+        assert (seen["a"] is a) == (want_k == k)
+        assert (seen["b"] is b) == ((want_k, want_n) == (k, n))
+        assert c.shape == (5, n)
 
 
 class _FakeHopperTensor:

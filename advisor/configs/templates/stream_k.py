@@ -89,8 +89,9 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     if hopper and data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and plan(
             a.shape[0], b.shape[1], a.shape[1], hopper)["sk_tiles"]:  # fmt: skip
         hopper = _hopper(a, power_of_two_tile(cfg))  # (a Stream-K share: below)
-    if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies)
-        return padded(_gemm_gluon, TMA_ALIGN)(a, b, hopper)
+    if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies),
+        # and a copy made anyway gets 128-byte rows (LINE_ALIGN)
+        return padded(_gemm_gluon, TMA_ALIGN, LINE_ALIGN)(a, b, hopper)
     # the two-accumulator tile runs whole tiles in the Gluon kernel only: the Triton
     # kernel (and a Stream-K share) runs it rounded up to powers of two (128 x 256)
     return padded(_gemm_triton)(a, b, power_of_two_tile(cfg))
