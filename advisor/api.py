@@ -23,7 +23,7 @@ from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir
 from advisor.rules.finding import Finding
 
-if TYPE_CHECKING:  # (the gate, and pydantic under it, load only when a gate runs)
+if TYPE_CHECKING:  # (the gate loads only when a gate runs)
     from advisor.gating.compare import GateResult
 
 TracePaths = str | PathLike | Sequence[str | PathLike]
