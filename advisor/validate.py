@@ -58,7 +58,7 @@ def _problem(exc: msgspec.ValidationError, schema: type, empty: str) -> tuple[st
     if path.startswith("key` in `"):  # a mapping key that is not text
         return _dotted(_steps(path.removeprefix("key` in `")), empty), "keys must be text"
     steps = _steps(path)
-    cause = exc.__cause__
+    cause = exc.__cause__ or exc.__context__  # (msgspec chains the __post_init__ error)
     if isinstance(cause, FieldError):
         return _dotted([*steps, cause.field], empty), cause.problem
     named = _NAMED.match(message)
