@@ -2,7 +2,8 @@
 shapes, against cuBLAS, inside a CUDA graph (issue 29's policy table).
 
     python benchmarks/sk_policies.py STREAM_K_SCRIPT [--out rows.json]
-    python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--out rows.json]
+    python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--changed-only]
+        [--out rows.json]
 
 STREAM_K_SCRIPT is an emitted Stream-K script (`advisor analyze ... --emit DIR`); its own
 planner (advisor's planner.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
@@ -71,23 +72,32 @@ def rows_for(mod, shapes) -> list[dict]:
     return out
 
 
-def before_after(mod, old, shapes) -> list[dict]:
+def before_after(mod, old, shapes, changed_only: bool = False) -> list[dict]:
     import torch
 
     warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     _graph_ms(lambda: warm @ warm)
     out = []
     for m, n, k, dt in shapes:
+        row = {"M": m, "N": n, "K": k, "dtype": dt}
+        cfgs = {}
+        for name, script in (("before", old), ("after", mod)):
+            cfgs[name] = {**script.CONFIG, **script.replan(m, n, k)}
+            row[f"{name}_knobs"] = {key: cfgs[name][key] for key in script.KNOBS
+                                    if key in cfgs[name]}  # fmt: skip
+        if changed_only and row["before_knobs"] == row["after_knobs"]:  # the same kernel
+            row["same_knobs"] = True
+            out.append(row)
+            print(json.dumps(row), flush=True)
+            continue
         dtype, tol = getattr(torch, DTYPES[dt][0]), DTYPES[dt][1]
         g = torch.Generator(device="cpu").manual_seed(0)
         a = torch.randn(m, k, generator=g).to("cuda", dtype)
         b = torch.randn(k, n, generator=g).to("cuda", dtype)
         ref = (a.float() @ b.float()).double()
-        row = {"M": m, "N": n, "K": k, "dtype": dt}
         fns = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
         for name, script in (("before", old), ("after", mod)):
-            cfg = {**script.CONFIG, **script.replan(m, n, k)}
-            row[f"{name}_knobs"] = {key: cfg[key] for key in script.KNOBS if key in cfg}
+            cfg = cfgs[name]
             err = float((script.gemm(a, b, cfg).double() - ref).norm() / ref.norm())
             row[f"{name}_rel_error"] = err
             if err <= tol:
@@ -117,10 +127,19 @@ def main() -> None:
     ap.add_argument("script")
     ap.add_argument("--out")
     ap.add_argument("--before", help="an emitted Stream-K script to compare with")
+    ap.add_argument(
+        "--changed-only",
+        action="store_true",
+        help="with --before: time only the shapes whose knobs differ",
+    )
     a = ap.parse_args()
     mod = _module(Path(a.script))
     shapes = SHAPES["stream_k"] + HELD_OUT["stream_k"]
-    rows = before_after(mod, _module(Path(a.before)), shapes) if a.before else rows_for(mod, shapes)
+    rows = (
+        before_after(mod, _module(Path(a.before)), shapes, a.changed_only)
+        if a.before
+        else rows_for(mod, shapes)
+    )
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
 
