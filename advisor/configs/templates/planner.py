@@ -371,7 +371,12 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
     else:
         best = min((stream_k_ns(p, tile, policy) for policy in policies),
                    key=lambda c: c["model_ns"])  # fmt: skip
-    return _finish(best, "stream_k", GLUON=int(best["kernel"] == "gluon"))
+    extra = {"GLUON": int(best["kernel"] == "gluon")}
+    tile = [best[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")]
+    for *knobs, stages in CALIBRATION.get("sk_gluon_stages", []) if extra["GLUON"] else []:
+        if knobs == tile:  # the Gluon Stream-K kernel's ring depth for this tile
+            extra["num_stages"] = stages
+    return _finish(best, "stream_k", **extra)
 
 
 def _pick_kernel(p: Problem, configs_of, strategy: str) -> dict:
