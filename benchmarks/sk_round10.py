@@ -61,10 +61,11 @@ def _emit(row: dict) -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def _graph_us(fn) -> float:
+def _graph_us(fn, rep: int = 100) -> float:
+    """Median GPU time of ``fn`` in a CUDA graph (us), over a ``rep`` ms window."""
     import triton.testing
 
-    return triton.testing.do_bench_cudagraph(fn, rep=100, return_mode="median") * 1e3
+    return triton.testing.do_bench_cudagraph(fn, rep=rep, return_mode="median") * 1e3
 
 
 def view64(t, align: int = 64):
@@ -116,7 +117,9 @@ def _inputs(m, n, k, dt):
     return a, b, (a.float() @ b.float()).double(), tol
 
 
-def _timed_row(row: dict, runs: dict, ref, tol: float, rounds: int = 3) -> dict:
+def _timed_row(row: dict, runs: dict, ref, tol: float, rounds: int = 3, rep: int = 100) -> dict:
+    """Check every run against ``ref`` (relative error within ``tol``), then time those that
+    pass in ``rounds`` interleaved rounds (medians, us) into ``row``."""
     timed = {}
     for label, fn in runs.items():
         try:
@@ -130,7 +133,7 @@ def _timed_row(row: dict, runs: dict, ref, tol: float, rounds: int = 3) -> dict:
             row[label] = f"{type(exc).__name__}: {str(exc)[:200]}"
     for _ in range(rounds):  # interleaved rounds
         for label in timed:
-            timed[label].append(_graph_us(runs[label]))
+            timed[label].append(_graph_us(runs[label], rep))
     for label, t in timed.items():
         row[label] = round(statistics.median(t), 2)
     return row

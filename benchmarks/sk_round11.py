@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from replan_table import _module  # noqa: E402
-from sk_round10 import _inputs  # noqa: E402
+from sk_round10 import _graph_us, _inputs, _timed_row  # noqa: E402
 
 # the 16 Stream-K shapes of round 10's before/after, the ones below 1.0x cuBLAS first
 SHAPES = [
@@ -45,12 +44,6 @@ SHAPES = [
 GROUP_MS = (1, 4, 16, 32)
 
 
-def _graph_us(fn, rep: int) -> float:
-    import triton.testing
-
-    return triton.testing.do_bench_cudagraph(fn, rep=rep, return_mode="median") * 1e3
-
-
 def knob_rows(mod, rep: int, rounds: int, sink: str | None) -> list[dict]:
     rows = []
     for m, n, k, dt in SHAPES:
@@ -70,22 +63,7 @@ def knob_rows(mod, rep: int, rounds: int, sink: str | None) -> list[dict]:
         knobs = {key: chosen[key] for key in mod.KNOBS if key in chosen}
         row = {"M": m, "N": n, "K": k, "dtype": dt, "chosen_knobs": knobs,
                "run_stages": run_as and run_as["num_stages"], "rep_ms": rep}  # fmt: skip
-        timed = {}
-        for label, fn in runs.items():
-            try:
-                err = float((fn().double() - ref).norm() / ref.norm())
-                row[f"{label} rel_error"] = err
-                if err <= tol:
-                    timed[label] = []
-                else:
-                    row[label] = f"wrong ({err:.1e})"
-            except Exception as exc:  # reported, not hidden
-                row[label] = f"{type(exc).__name__}: {str(exc)[:200]}"
-        for _ in range(rounds):  # interleaved rounds
-            for label in timed:
-                timed[label].append(_graph_us(runs[label], rep))
-        for label, t in timed.items():
-            row[label] = round(statistics.median(t), 2)
+        _timed_row(row, runs, ref, tol, rounds, rep)
         if isinstance(row.get("chosen"), float):
             row["chosen_vs_cublas"] = round(row["cublas"] / row["chosen"], 4)
             for label in variants:

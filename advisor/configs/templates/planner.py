@@ -372,9 +372,9 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
         best = min((stream_k_ns(p, tile, policy) for policy in policies),
                    key=lambda c: c["model_ns"])  # fmt: skip
     extra = {"GLUON": int(best["kernel"] == "gluon")}
-    tile = [best[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")]
+    shape = [best[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")]
     for *knobs, stages in CALIBRATION.get("sk_gluon_stages", []) if extra["GLUON"] else []:
-        if knobs == tile:  # the Gluon Stream-K kernel's ring depth for this tile
+        if knobs == shape:  # the Gluon Stream-K kernel's ring depth for this tile
             extra["num_stages"] = stages
     return _finish(best, "stream_k", **extra)
 
