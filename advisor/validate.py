@@ -19,7 +19,7 @@ S = TypeVar("S")
 
 _AT = re.compile(r"^(?P<message>.*?)(?: - at `(?P<path>.*)`)?$", re.DOTALL)
 _NAMED = re.compile(r"^Object (?P<what>missing required|contains unknown) field `(?P<name>[^`]*)`$")
-_WORDS = {"array": "list", "object": "mapping", "`": ""}
+_TYPE_WORDS = {"array": "list", "object": "mapping"}  # (msgspec's JSON words, in YAML's)
 
 
 class FieldError(ValueError):
@@ -74,9 +74,13 @@ def _problem(exc: msgspec.ValidationError, schema: type, empty: str) -> tuple[st
             also = "a number or " if numeric else ""
             among = "" if len(choices) == 1 else "one of "
             return _dotted(steps, empty), f"{value} is not {also}{among}{_listed(choices)}"
-    for word, said in _WORDS.items():
-        message = message.replace(word, said)
+    message = re.sub(r"`([^`]*)`", _type_words, message)
     return _dotted(steps, empty), message[:1].lower() + message[1:]
+
+
+def _type_words(quoted: re.Match) -> str:
+    """A type msgspec names in backquotes, in YAML's words (``str | array`` -> str | list)."""
+    return re.sub(r"\w+", lambda w: _TYPE_WORDS.get(w[0], w[0]), quoted[1])
 
 
 def _steps(path: str) -> list[str]:
