@@ -59,12 +59,12 @@ class RuleSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One rule as written. Required: id, scope, when, savings, strategy; the rest have
     defaults (title: the id; message: the title; rationale, watch_for: empty)."""
 
-    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
+    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]*\Z", max_length=64)]
     title: str = ""
     scope: Scope
     when: str | list[str]
     savings: str
-    strategy: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z_]*$")]
+    strategy: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z_]*\Z")]
     severity: Literal["auto", "high", "medium", "low"] = "auto"
     message: str = ""
     evidence: list[str] = []

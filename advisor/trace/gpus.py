@@ -173,12 +173,12 @@ class GpuSpecFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     def __post_init__(self) -> None:
         cc = self.compute_capability
         text = f"{cc:.1f}" if isinstance(cc, float) else cc
-        if not _COMPUTE_CAPABILITY.match(text):
+        if not _COMPUTE_CAPABILITY.fullmatch(text):
             raise FieldError("compute_capability", f"{cc!r} is neither like 9.0 nor like gfx942")
         self.compute_capability = text
 
 
-_COMPUTE_CAPABILITY = re.compile(r"^(\d{1,2}\.\d|gfx[0-9a-f]{3,4})$")
+_COMPUTE_CAPABILITY = re.compile(r"(\d{1,2}\.\d|gfx[0-9a-f]{3,4})")
 
 
 def reserved_shared_mem(vendor: str, compute_capability: str) -> int:
