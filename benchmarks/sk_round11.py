@@ -19,28 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replan_table import _module  # noqa: E402
+from replan_table import HELD_OUT, _module  # noqa: E402
+from replan_table import SHAPES as REPLAN_SHAPES  # noqa: E402
 from sk_round10 import _graph_us, _inputs, _timed_row  # noqa: E402
 
-# the 16 Stream-K shapes of round 10's before/after, the ones below 1.0x cuBLAS first
-SHAPES = [
-    (2304, 2304, 9000, "bf16"),
-    (1408, 1664, 16384, "bf16"),
-    (896, 4864, 8192, "bf16"),
-    (1792, 1536, 12288, "bf16"),
-    (768, 5120, 7000, "fp16"),
-    (1536, 1792, 4096, "bf16"),
-    (4224, 512, 20480, "bf16"),
-    (3072, 1152, 16384, "fp16"),
-    (2048, 2176, 8192, "fp16"),
-    (3000, 1000, 10000, "bf16"),
-    (1152, 3584, 6144, "bf16"),
-    (1000, 3000, 5000, "bf16"),
-    (1280, 2560, 12000, "bf16"),
-    (640, 6912, 8192, "fp16"),
-    (896, 2432, 32768, "bf16"),
-    (999, 4865, 8191, "bf16"),
-]
+# the 16 Stream-K shapes of the before/after runs (sk_policies.py: replan_table's 12 and its 4
+# held out)
+SHAPES = REPLAN_SHAPES["stream_k"] + HELD_OUT["stream_k"]
 GROUP_MS = (1, 4, 16, 32)
 
 
