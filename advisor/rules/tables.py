@@ -68,6 +68,9 @@ _WINDOW_DOC = {
     "hidable_comm_ns": "max(0, min(exposed_comm_ns - comm_wait_ns, compute_ns)) (ns; an "
     "unknown wait counts as 0)",
     "window_ns": "length of the window(s) (ns)",
+    "steady_window_ns": "window_ns - startup_idle_ns: its window's steady-state time, the "
+    "yardstick of the rules' shares (seconds of start-up inside a range do not shrink its "
+    "idle to a few per cent, as in the summary; ns)",
     "device": "device id",
 }
 
@@ -255,6 +258,7 @@ SCOPES: dict[Scope, dict[str, str]] = {
                 "overlap_ratio",
                 "hidable_comm_ns",
                 "window_ns",
+                "steady_window_ns",
                 "device",
             )
         },
@@ -472,6 +476,7 @@ def _regions(a: Analysis) -> pd.DataFrame:
         texts = mine.reindex(idx).to_numpy(object) if len(mine) else np.full(len(w), None)
         w[col] = pd.Series(texts).fillna(NOTHING_RECORDED).replace("", NOTHING_RECORDED).to_numpy()
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
+    w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
     # waits for other ranks are measured only when the trace holds several ranks' comm
     comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
     if comm_devices < 2:
