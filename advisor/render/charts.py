@@ -37,6 +37,7 @@ from advisor.render.fit import ELLIPSIS, common_prefix, shorten_middle  # noqa: 
 from advisor.render.sections import (  # noqa: E402
     IDLE_LABELS,
     group_details,
+    idle_labels,
     widen_duplicates,
 )
 from advisor.units import fmt_ns, fmt_pct  # noqa: E402
@@ -71,7 +72,7 @@ def idle_by_cause(a: Analysis) -> IdleByCause:
     causes = pd.DataFrame(
         {
             "column": cols,
-            "label": [IDLE_LABELS[c].strip() for c in cols],
+            "label": [idle_labels(a)[c].strip() for c in cols],
             "idle_ns": [int(s[c]) for c in cols],
         }
     )

@@ -112,6 +112,16 @@ IDLE_LABELS = {
     "queued_idle_ns": "launched work held by a dependency",
     "unattributed_idle_ns": "no launch call in the trace",
 }
+# (a trace whose host events were thinned keeps its launch calls but not what the host did
+# around them: its gaps are left unattributed for that reason, docs/metrics.md)
+THINNED_UNATTRIBUTED = "not attributed (host events thinned)"
+
+
+def idle_labels(a: Analysis) -> dict[str, str]:
+    """IDLE_LABELS as they apply to ``a``'s trace."""
+    if a.trace.host_sample is None:
+        return IDLE_LABELS
+    return {**IDLE_LABELS, "unattributed_idle_ns": THINNED_UNATTRIBUTED}
 
 
 def summary(a: Analysis) -> Section:
@@ -142,7 +152,7 @@ def summary(a: Analysis) -> Section:
         row("steady-state time (window - start-up)", steady),
         row("GPU busy", s["gpu_busy_ns"]),
         row("GPU idle (steady)", s["idle_ns"] - startup),
-        *[row(f"  {label}", s[col]) for col, label in IDLE_LABELS.items()
+        *[row(f"  {label}", s[col]) for col, label in idle_labels(a).items()
           if s[col] or col in ("launch_overhead_ns", "sync_idle_ns")],
         *waves_rows,
     ]  # fmt: skip

@@ -11,6 +11,7 @@ from conftest import PUBLIC
 from advisor.analysis import analyze
 from advisor.findings import find
 from advisor.metrics.gaps import gap_breakdown
+from advisor.render.sections import summary
 from advisor.trace.kineto.sampled import host_sample
 from advisor.trace.load import load_trace
 
@@ -69,6 +70,11 @@ def test_hta_sampled_traces_are_thinned_and_their_idle_has_no_cause(name, kept, 
     # host calls the filter had removed)
     assert not rules & {"queued-wait", "host-busy", "launch-bound-range", "host-bound-steps",
                         "launch-bound-sequence"}  # fmt: skip
+    # the summary says why the idle has no cause: the launch calls are there, the host's
+    # activity around them is not
+    labels = [row[0].strip() for row in summary(a).rows]
+    assert "not attributed (host events thinned)" in labels
+    assert "no launch call in the trace" not in labels
 
 
 @pytest.mark.parametrize(
