@@ -11,6 +11,10 @@ spent inside:
   - a DataLoader range (a record_function / NVTX range whose name holds "DataLoader"),
   - a copy call (cudaMemcpy*, cudaMemset*) that blocked: a synchronous one, or an async one
     whose copy involves pageable memory;
+  - each range the workloads plant around host work (HOST_RANGES: "load_checkpoint",
+    "log_metrics"), by name ("late_in");
+and, when the trace holds a planted start-up ("load_checkpoint"), the same window, idle
+and host-late totals from the first op after it ("after_startup");
 the gaps whose op had been enqueued (its launch call ended) more than 100 us before it
 started, with the time from that later of (call end, g0) to g1 ("queued"), and how many of
 them follow an event-wait call (cudaStreamWaitEvent / hipStreamWaitEvent) made by the
@@ -29,6 +33,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+HOST_RANGES = ("load_checkpoint", "log_metrics")
 
 
 def kineto_events(path: Path):
@@ -115,13 +120,24 @@ def truth(path: Path) -> dict:
                         "gaps": 0, "dataloader_ns": 0, "dataloader_gaps": 0,
                         "blocking_copy_ns": 0, "late_ns": 0, "queued_gaps": 0,
                         "queued_gap_ns": 0, "queued_held_ns": 0,
-                        "queued_after_event_wait": 0}  # fmt: skip
+                        "queued_after_event_wait": 0,
+                        "late_in": dict.fromkeys(HOST_RANGES, 0)}  # fmt: skip
+    out["window_ns"] = max(o[1] for o in ops) - ops[0][0]
+    planted = [b for spans in ranges.values() for _, b, n, _ in spans if n == "load_checkpoint"]
+    after = max(planted) if planted else None  # (ops after the planted start-up)
+    if after is not None:
+        first = min(o[0] for o in ops if o[0] >= after)
+        out["after_startup"] = {"window_ns": max(o[1] for o in ops) - first, "idle_ns": 0,
+                                "late_ns": 0}  # fmt: skip
     for s, e, _, corr, _ in ops:
         if reach is not None and s > reach:
             g0, g1 = reach, s
             out["idle_ns"] += g1 - g0
             out["gaps"] += 1
             call = calls.get(corr)
+            steady = after is not None and g0 >= first
+            if steady:
+                out["after_startup"]["idle_ns"] += g1 - g0
             if call is not None and g1 - max(call[1], g0) > 100_000:
                 out["queued_gaps"] += 1
                 out["queued_gap_ns"] += g1 - g0
@@ -133,6 +149,8 @@ def truth(path: Path) -> dict:
             if call is not None and min(call[1], g1) > g0:
                 hi = min(call[1], g1)
                 out["late_ns"] += hi - g0
+                if steady:
+                    out["after_startup"]["late_ns"] += hi - g0
                 mine = ranges.get((call[2], call[3]), [])
                 loader = [(a, b) for a, b, n, _ in mine if "DataLoader" in n]
                 part = covered(loader, g0, hi)
@@ -142,6 +160,9 @@ def truth(path: Path) -> dict:
                           and ("Memcpy" in n or "Memset" in n)
                           and ("Async" not in n or c in pageable)]  # fmt: skip
                 out["blocking_copy_ns"] += covered(copies, g0, hi)
+                for name in HOST_RANGES:
+                    spans = [(a, b) for a, b, n, _ in mine if n == name]
+                    out["late_in"][name] += covered(spans, g0, hi)
         reach = e if reach is None else max(reach, e)
     # launch chains between synchronize calls, on the thread that launched the most
     launchers = {}

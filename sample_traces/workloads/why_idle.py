@@ -26,6 +26,12 @@ PART (each run on its own, so each trace holds one story):
                  kernels that are not GEMMs
   devprops       a step loop calling cudaGetDeviceProperties (cuda-python) between launches
                  in every step: a call that start-up-by-name would have taken for start-up
+  startup_host_work  one range holding 1.5 s of start-up (a host "load_checkpoint" after
+                 one-off GPU setup ops), then 20 iterations of 12 launches each followed by
+                 2 ms of host work ("log_metrics"): host-busy idle, a small share of the
+                 range's whole window but most of its steady time
+  startup_short_chains  the same 1.5 s start-up, then short_chains' 40 iterations of
+                 3 launch chains ended by .item(): launch-bound after the start-up
 
 nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
 (DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
@@ -268,8 +274,52 @@ def devprops(kind, out, facts):
     facts.update(calls_per_step=10, call_s=call_s)
 
 
+def _one_off_setup() -> torch.Tensor:
+    """GPU ops run once (initialisation). The last is a scan, a kernel the loops after it
+    never run: Nsight's short kernel names call every elementwise op
+    'vectorized_elementwise_kernel', and a setup ending in one would start a run of names
+    that recurs in the loop (steady state by position, docs/metrics.md)."""
+    y = torch.zeros(1024, 1024, device="cuda") + torch.arange(1024, device="cuda") * 1e-6
+    return y.cumsum(0)
+
+
+def startup_host_work(kind, out, facts):
+    w = torch.randn(1024, 1024, device="cuda")
+    for _ in range(2):  # every kernel loaded before the capture
+        (torch.relu(_one_off_setup() @ w) * 1e-3).sum().item()
+    with profiled(kind, out), nvtx("job"):
+        y = _one_off_setup()
+        with nvtx("load_checkpoint", sync=False):
+            _spin(1.5)  # start-up inside the range: seconds before the loop
+        for _ in range(20):
+            for _ in range(4):
+                y = torch.relu(y @ w) * 1e-3
+            with nvtx("log_metrics", sync=False):
+                _spin(2e-3)  # host work on the launching thread, no launch
+        y.sum().item()
+    facts.update(startup_s=1.5, iterations=20, host_work_s=2e-3, launches_per_iteration=12)
+
+
+def startup_short_chains(kind, out, facts):
+    x = torch.randn(4096, device="cuda")
+    for _ in range(2):
+        (_one_off_setup().sum() + (x * 0.999 + 0.001).sum()).item()
+    with profiled(kind, out), nvtx("job"):
+        _one_off_setup()
+        with nvtx("load_checkpoint", sync=False):
+            _spin(1.5)
+        for _ in range(40):
+            for _ in range(3):
+                for _ in range(12):
+                    x = x * 0.999
+                    x = x + 0.001
+                x.sum().item()
+    facts.update(startup_s=1.5, iterations=40, chains_per_iteration=3, launches_per_chain=26)
+
+
 PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
-                                  short_chains, dp_allreduce, nongemm, devprops)}  # fmt: skip
+                                  short_chains, dp_allreduce, nongemm, devprops,
+                                  startup_host_work, startup_short_chains)}  # fmt: skip
 
 
 def main() -> None:
