@@ -4,6 +4,7 @@ shapes, against cuBLAS, inside a CUDA graph (issue 29's policy table).
     python benchmarks/sk_policies.py STREAM_K_SCRIPT [--out rows.json]
     python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--changed-only]
         [--out rows.json]
+    python benchmarks/sk_policies.py STREAM_K_SCRIPT --chosen [--out rows.json]
 
 STREAM_K_SCRIPT is an emitted Stream-K script (`advisor analyze ... --emit DIR`); its own
 planner (advisor's planner.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
@@ -14,7 +15,9 @@ kernel and policy: modelled and measured time, cuBLAS time, and whether the plan
 
 With --before: per shape, the knobs each script's planner chooses (OLD_SCRIPT: one emitted
 before the policy choice, with its fixed policy), both checked and timed in a CUDA graph
-with cuBLAS, interleaved (median of 3 rounds of the three).
+with cuBLAS, interleaved (median of 3 rounds of the three). With --chosen: the script's
+choice alone against cuBLAS, the same way. Both print the median and min ratio to cuBLAS
+over the shapes and how many reach 0.9x and 1.0x.
 """
 
 from __future__ import annotations
@@ -73,6 +76,14 @@ def rows_for(mod, shapes) -> list[dict]:
 
 
 def before_after(mod, old, shapes, changed_only: bool = False) -> list[dict]:
+    """Per shape, OLD's (``before``) and ``mod``'s (``after``) choices and cuBLAS."""
+    return compare({"before": old, "after": mod}, shapes, changed_only)
+
+
+def compare(scripts: dict, shapes, changed_only: bool = False) -> list[dict]:
+    """Per shape, each script's choice (``replan``; named by ``scripts``' keys) checked
+    against a float32 matmul, then timed with cuBLAS inside a CUDA graph in 3 interleaved
+    rounds (medians). ``changed_only``: only the shapes where the scripts' knobs differ."""
     import torch
 
     warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -81,12 +92,12 @@ def before_after(mod, old, shapes, changed_only: bool = False) -> list[dict]:
     for m, n, k, dt in shapes:
         row = {"M": m, "N": n, "K": k, "dtype": dt}
         cfgs = {}
-        for name, script in (("before", old), ("after", mod)):
+        for name, script in scripts.items():
             cfgs[name] = {**script.CONFIG, **script.replan(m, n, k)}
             row[f"{name}_knobs"] = {key: cfgs[name][key] for key in script.KNOBS
                                     if key in cfgs[name]}  # fmt: skip
-        if changed_only and row["before_knobs"] == row["after_knobs"]:  # the same kernel
-            row["same_knobs"] = True
+        if changed_only and len({json.dumps(row[f"{name}_knobs"]) for name in scripts}) == 1:
+            row["same_knobs"] = True  # the same kernel
             out.append(row)
             print(json.dumps(row), flush=True)
             continue
@@ -96,7 +107,7 @@ def before_after(mod, old, shapes, changed_only: bool = False) -> list[dict]:
         b = torch.randn(k, n, generator=g).to("cuda", dtype)
         ref = (a.float() @ b.float()).double()
         fns = {"cublas": lambda a=a, b=b: torch.matmul(a, b)}
-        for name, script in (("before", old), ("after", mod)):
+        for name, script in scripts.items():
             cfg = cfgs[name]
             err = float((script.gemm(a, b, cfg).double() - ref).norm() / ref.norm())
             row[f"{name}_rel_error"] = err
@@ -108,12 +119,25 @@ def before_after(mod, old, shapes, changed_only: bool = False) -> list[dict]:
                 times[name].append(_graph_ms_once(fn))
         for name, t in times.items():
             row[f"{name}_ms"] = statistics.median(t)
-        for name in ("before", "after"):
+        for name in scripts:
             if f"{name}_ms" in row:
                 row[f"{name}_vs_cublas"] = row["cublas_ms"] / row[f"{name}_ms"]
         out.append(row)
         print(json.dumps(row), flush=True)
     return out
+
+
+def summary(rows: list[dict], names) -> str:
+    """Median and min of each script's ratio to cuBLAS over the rows, and how many reach
+    0.9x and 1.0x (a row without a time counts as a miss)."""
+    lines = []
+    for name in names:
+        ratios = [r.get(f"{name}_vs_cublas", 0.0) for r in rows if not r.get("same_knobs")]
+        if ratios:
+            lines.append(f"{name}: median {statistics.median(ratios):.3f}x, min "
+                         f"{min(ratios):.3f}x, >= 0.9x {sum(x >= 0.9 for x in ratios)}, "
+                         f">= 1.0x {sum(x >= 1.0 for x in ratios)} of {len(ratios)}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def _graph_ms_once(fn) -> float:
@@ -128,6 +152,11 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--before", help="an emitted Stream-K script to compare with")
     ap.add_argument(
+        "--chosen",
+        action="store_true",
+        help="only the script's own choice per shape against cuBLAS (no policy table)",
+    )
+    ap.add_argument(
         "--changed-only",
         action="store_true",
         help="with --before: time only the shapes whose knobs differ",
@@ -135,11 +164,14 @@ def main() -> None:
     a = ap.parse_args()
     mod = _module(Path(a.script))
     shapes = SHAPES["stream_k"] + HELD_OUT["stream_k"]
-    rows = (
-        before_after(mod, _module(Path(a.before)), shapes, a.changed_only)
-        if a.before
-        else rows_for(mod, shapes)
-    )
+    if a.before:
+        rows = before_after(mod, _module(Path(a.before)), shapes, a.changed_only)
+        print(summary(rows, ("before", "after")))
+    elif a.chosen:
+        rows = compare({"chosen": mod}, shapes)
+        print(summary(rows, ("chosen",)))
+    else:
+        rows = rows_for(mod, shapes)
     if a.out:
         Path(a.out).write_text(json.dumps(rows, indent=1))
 

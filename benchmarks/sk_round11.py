@@ -4,6 +4,7 @@ more, num_stages. Timed against cuBLAS inside a CUDA graph, interleaved; every v
 checked against a float32 matmul first.
 
     python benchmarks/sk_round11.py STREAM_K_SCRIPT [--out rows.jsonl] [--rep MS]
+        [--rounds N] [--shapes MxNxK,...]
 
 Per shape: the script's choice (``replan``) as is (GROUP_M 8), the same with GROUP_M in
 {1, 4, 16, 32}, and with GROUP_M 8 and every num_stages above the chosen one that the
@@ -29,9 +30,11 @@ SHAPES = REPLAN_SHAPES["stream_k"] + HELD_OUT["stream_k"]
 GROUP_MS = (1, 4, 16, 32)
 
 
-def knob_rows(mod, rep: int, rounds: int, sink: str | None) -> list[dict]:
+def knob_rows(mod, rep: int, rounds: int, sink: str | None, only=None) -> list[dict]:
     rows = []
     for m, n, k, dt in SHAPES:
+        if only and f"{m}x{n}x{k}" not in only:
+            continue
         a, b, ref, tol = _inputs(m, n, k, dt)
         chosen = {**mod.CONFIG, **mod.replan(m, n, k)}
         variants = {"chosen": chosen}
@@ -69,6 +72,7 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--rep", type=int, default=60, help="ms per do_bench_cudagraph replay")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", help="MxNxK,... of the 16: only these")
     a = ap.parse_args()
     import torch
 
@@ -77,7 +81,7 @@ def main() -> None:
     _graph_us(lambda: warm @ warm, 100)
     if a.out:
         Path(a.out).write_text("")
-    knob_rows(mod, a.rep, a.rounds, a.out)
+    knob_rows(mod, a.rep, a.rounds, a.out, a.shapes and a.shapes.split(","))
 
 
 if __name__ == "__main__":
