@@ -563,6 +563,16 @@ def test_gluon_ring_fits_hopper_shared_memory(synthetic_emit, monkeypatch):
     assert script.gluon_config(a, cfg, 0)["num_stages"] == 3
     assert script.gluon_config(a, {**cfg, "num_stages": 6}, 0)["num_stages"] == 4
     assert script.gluon_config(a, {**cfg, "BLOCK_M": 128, "BLOCK_N": 256}, 2)["num_stages"] == 3
+    # the Stream-K kernel can store that output tile in two halves through a 32,768 B
+    # buffer (EPI_SPLIT 2): (232,448 - 1,024 - 32,768) // 49,152 = 4 stages where 4 are
+    # asked for; where the whole tile fits the stages asked for, no split (128 x 128 x 64,
+    # 5 stages of 32,768 B and a 32,768 B tile)
+    wide = {**cfg, "BLOCK_M": 128, "BLOCK_N": 256, "num_stages": 4}
+    assert script.gluon_config(a, wide, 2, True) == {**wide, "num_stages": 4, "EPI_SPLIT": 2}
+    assert script.gluon_config(a, wide, 2)["num_stages"] == 3
+    assert script.gluon_config(a, {**wide, "num_stages": 3}, 2, True) == {**wide, "num_stages": 3}
+    square = {**cfg, "BLOCK_M": 128, "BLOCK_N": 128, "num_stages": 5}
+    assert script.gluon_config(a, square, 2, True) == square
     assert script.gluon_config(a, cfg, 4)["num_stages"] == 2
     assert script.gluon_config(a, {**cfg, "BLOCK_N": 256}, 4) is None
     # not Hopper, not 16-bit, or BLOCK_M not a multiple of 16 rows per consumer warp: None
@@ -629,7 +639,7 @@ def test_a_data_parallel_only_tile_runs_whole_tiles_in_gluon_else_as_a_power_of_
             assert seen == [want] and torch.allclose(c, a @ b, atol=1e-3, rtol=1e-3)
     # with Gluon: which Gluon kernel gets which tile
     calls = []
-    monkeypatch.setattr(script, "gluon_config", lambda a, cfg, out_bytes: dict(cfg))
+    monkeypatch.setattr(script, "gluon_config", lambda a, cfg, out_bytes, *split: dict(cfg))
     monkeypatch.setattr(script, "sm_count", lambda t: 132)
     monkeypatch.setattr(script, "gluon_dp2", lambda a, b, c, cfg, progs: calls.append(
         ("dp2", _tile(cfg), progs)))  # fmt: skip
@@ -680,3 +690,21 @@ def test_grid_stride_check_on_the_cpu_defaults_to_a_small_size_and_says_so(tmp_p
                      "instead of the traced 2621440 (--n N to choose)")  # fmt: skip
     checks = [line for line in proc.stdout.splitlines() if line.startswith("check seed")]
     assert len(checks) == 4 and all(" n=16387 " in c and c.endswith(" ok") for c in checks)
+
+
+@needs_kernels
+def test_to_lines_copies_rows_onto_128_byte_lines(synthetic_emit, monkeypatch):
+    # the Stream-K script's copy of A for rows off 32-byte sectors (planner.line_copy_a):
+    # the same values as a view of the same shape, each row on a whole number of 128-byte
+    # lines (64 16-bit elements), in the interpreter
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    script = _script_module(synthetic_emit["stream_k"])
+    g = torch.Generator().manual_seed(0)
+    for rows, cols, dtype in ((21, 1000, torch.bfloat16), (9, 5000, torch.float16),
+                              (3, 64, torch.bfloat16)):  # fmt: skip
+        t = torch.randn(rows, cols, generator=g).to(dtype)
+        v = script.to_lines(t)
+        assert v.shape == t.shape and v.stride() == (-(-cols // 64) * 64, 1)
+        assert torch.equal(v, t)

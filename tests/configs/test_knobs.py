@@ -192,10 +192,13 @@ def test_stream_k_runs_a_data_parallel_only_tile_where_it_fills_one_wave():
     cfg = knobs.stream_k(knobs.Problem(1536, 1792, 4096, H200))
     assert (_tile(cfg), cfg["GLUON"], cfg["SK_TILES"], cfg["sk_tiles"]) == ((128, 192), 1, 0, 0)
     assert cfg["model_ns"] == round(fixed + 64 * _t_iter(128, 192))
-    # 1000 x 3000 x 5000: 8 x 16 = 128 tiles, 79 K-iterations
-    cfg = knobs.stream_k(knobs.Problem(1000, 3000, 5000, H200))
+    # 1000 x 3000 x 5000: 8 x 16 = 128 tiles, 79 K-iterations, and the copy of A to 128-byte
+    # rows (its rows and B's both off 32-byte sectors: planner.line_copy_a, since round 12)
+    p = knobs.Problem(1000, 3000, 5000, H200)
+    cfg = knobs.stream_k(p)
     assert (_tile(cfg), cfg["GLUON"], cfg["SK_TILES"]) == ((128, 192), 1, 0)
-    assert cfg["model_ns"] == round(fixed + 79 * _t_iter(128, 192))
+    copy = knobs.planner.line_copy_a_ns(p)
+    assert cfg["model_ns"] == round(fixed + 79 * _t_iter(128, 192) + copy)
     # 3000 x 1000 x 10000: 128 x 192 gives 24 x 6 = 144 tiles, two waves (the second of 12
     # tiles costs a whole one: measured 172-182 us against 106 for one wave of 192 x 128's
     # 16 x 8 = 128), so 192 x 128 with its 157 K-iterations
@@ -258,3 +261,37 @@ def test_the_data_parallel_only_rows_are_the_fit_of_the_committed_rows():
         assert math.isclose(eff, table[tile], abs_tol=0.002), tile
     cal = knobs.CALIBRATION["fixed_us"]["data_parallel_only"]["gluon"]
     assert math.isclose(fixed, cal, abs_tol=0.1)
+
+
+def test_stream_k_group_m_per_gluon_tile():
+    # gemm_tiles.sk_group_m: the Gluon Stream-K kernel orders 192 x 128 tiles in groups of
+    # 4 row-tiles (round 12: 3.7% faster than 8 at 3000 x 1000 x 10000, the one shape of
+    # the 16 that chooses that tile); every other tile keeps the planner's 8
+    cfg = knobs.stream_k(knobs.Problem(3000, 1000, 10000, H200))
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["GLUON"], cfg["GROUP_M"]) == (192, 128, 1, 4)
+    assert knobs.stream_k(knobs.Problem(896, 4864, 8192, H200))["GROUP_M"] == 8
+    # the Triton kernels keep 8 (a GPU without the Gluon kernel)
+    assert knobs.stream_k(knobs.Problem(3000, 1000, 10000, match_gpu("A100")))["GROUP_M"] == 8
+
+
+def test_a_is_copied_to_128_byte_rows_only_where_both_operands_sit_off_sectors():
+    from advisor.configs.templates import planner
+
+    # K = 5000 and N = 3000 bf16: rows of 10,000 and 6,000 B, multiples of 16 but not 32
+    p = knobs.Problem(1000, 3000, 5000, H200)
+    assert planner.off_sector_rows(p)
+    # the copy: read + write of 1000 x 5056 x 2 B at 4800 B/ns = 4,213 ns, under 0.2 x the
+    # 128 x 192 tile's one wave of 79 K-iterations (~45 us): copied
+    assert math.isclose(planner.line_copy_a_ns(p), 2 * 1000 * 5056 * 2 / 4800)
+    assert planner.line_copy_a(p, 128, 192)
+    cfg = knobs.stream_k(p)
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["GLUON"]) == (128, 192, 1)
+    # one operand on sectors (K = 10000: 20,000 B rows), one of them not on 16 bytes (padded
+    # anyway), or both aligned: no copy
+    for m, n, k in ((3000, 1000, 10000), (768, 5120, 7000), (999, 4865, 8191), (896, 4864, 8192)):
+        q = knobs.Problem(m, n, k, H200)
+        assert not planner.off_sector_rows(q) and not planner.line_copy_a(q, 128, 256)
+    # the copy is not worth it where the GEMM is short next to A (N = 64: a tile's wave is
+    # shorter than 5x the copy)
+    q = knobs.Problem(8000, 40, 5000, H200)
+    assert planner.off_sector_rows(q) and not planner.line_copy_a(q, 128, 128)

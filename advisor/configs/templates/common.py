@@ -71,6 +71,35 @@ ROW_ALIGN, TMA_ALIGN = PAD_ALIGN["triton"], PAD_ALIGN["gluon"]
 LINE_ALIGN = 64
 
 
+@triton.jit
+def _rows_copy_kernel(src, dst, rows, vecs, src_vecs, dst_vecs, BR: tl.constexpr,
+                      BC: tl.constexpr, VEC: tl.constexpr):
+    """dst[r, c] = src[r, c] over a rows x (vecs * VEC) block; the row strides are
+    src_vecs and dst_vecs times VEC elements (16-byte vectors: the sizes come in VEC units
+    so that Triton knows they divide by VEC and loads and stores 16 bytes at a time)."""
+    r = (tl.program_id(0) * BR + tl.arange(0, BR)).to(tl.int64)
+    c = tl.program_id(1) * BC + tl.arange(0, BC)
+    mask = (r[:, None] < rows) & (c[None, :] < vecs * VEC)
+    x = tl.load(src + r[:, None] * (src_vecs * VEC) + c[None, :], mask=mask)
+    tl.store(dst + r[:, None] * (dst_vecs * VEC) + c[None, :], x, mask=mask)
+
+
+def to_lines(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (rows on 16 bytes) copied into storage whose rows are whole 128-byte lines
+    (LINE_ALIGN elements), as a view of ``t``'s shape: only the row stride differs. One
+    Triton kernel of 16-byte loads and stores (torch's copy into such a view ran 9.3 us
+    for 1000 x 5000 bf16 on an H200, F.pad 13.3: round 12)."""
+    rows, cols = t.shape
+    store = torch.empty((rows, cdiv(cols, LINE_ALIGN) * LINE_ALIGN), device=t.device,
+                        dtype=t.dtype)
+    vec = 16 // t.element_size()
+    br, bc = 8, 512
+    _rows_copy_kernel[(cdiv(rows, br), cdiv(cols, bc))](
+        t, store, rows, cols // vec, t.stride(0) // vec, store.stride(0) // vec, BR=br, BC=bc,
+        VEC=vec, num_warps=4)
+    return store[:, :cols]
+
+
 def padded(gemm_fn, align: int = ROW_ALIGN, to: int | None = None):
     """Run ``gemm_fn`` on operands whose row strides (K for A, N for B) are multiples of
     ``align`` elements: otherwise zero-pad K and/or N (a copy of the operand that needs it;

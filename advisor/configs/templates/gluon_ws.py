@@ -88,6 +88,22 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         tma.async_copy_shared_to_global(c_desc, [row, col], c_smem)
 
     @gluon.jit
+    def _store_parts(c_desc, c_smem, acc, row, col):
+        """The tile through shared memory and TMA stores, whole, or where C's block is half
+        the tile's width (EPI_SPLIT 2) as two halves along N through that one half-sized
+        buffer (the second half waits until the first has been read out of it), so that
+        the ring gets the room of the other half (gluon_config)."""
+        BN: gl.constexpr = acc.shape[1]
+        if c_desc.block_type.shape[1] == BN:
+            _store(c_desc, c_smem, acc, row, col)
+        else:
+            BM: gl.constexpr = acc.shape[0]
+            HALF: gl.constexpr = BN // 2
+            lo, hi = gl.split(gl.permute(gl.reshape(acc, [BM, 2, HALF]), [0, 2, 1]))
+            _store(c_desc, c_smem, lo, row, col)
+            _store(c_desc, c_smem, hi, row, col + HALF)
+
+    @gluon.jit
     def _ws_producer(a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n,
                      k_iters, per_split, splits, NUM_PROGS, GROUP_M: gl.constexpr):
         it = 0
@@ -404,7 +420,7 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         holding its last iteration, which waits on the tile's counter for the earlier
         CTAs' fp32 partials and adds them in CTA order (deterministic)."""
         BM: gl.constexpr = c_desc.block_type.shape[0]
-        BN: gl.constexpr = c_desc.block_type.shape[1]
+        BN: gl.constexpr = b_ring.type.shape[2]  # (the tile: C's block is BN / EPI_SPLIT)
         layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BN, 16])
         pid = gl.program_id(0)
@@ -413,7 +429,7 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
             pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
             acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
             acc, it = _consume(a_ring, b_ring, ready, empty, 0, iters_per_tile, it, acc)
-            _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
+            _store_parts(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
         start, end, first, last = _sk_share(iters_per_tile, iters_per_prog, extra_iters)
         for step in range(0, last - first + 1):
             sk_tile, lo, hi = _sk_segment(step, start, end, last, iters_per_tile)
@@ -441,7 +457,7 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
                     offs = _sk_offsets(BM, BN, layout)
                     for p in range(p_first, pid):
                         acc += gl.load(ws_ptr + p * BM * BN + offs)
-                _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
+                _store_parts(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
         tma.store_wait(pendings=0)
 
     @gluon.jit
@@ -472,10 +488,12 @@ def _smem_layout(block: tuple, dtype: torch.dtype):
 
 
 def _descriptors(a, b, c, cfg):
-    """TMA descriptors of A, B and C (or the partials) for the knobs' tiles."""
+    """TMA descriptors of A, B and C (or the partials) for the knobs' tiles (C's block
+    BLOCK_N / EPI_SPLIT wide: the output stored in that many parts)."""
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    cn = bn // cfg.get("EPI_SPLIT", 1)
     return [TensorDescriptor.from_tensor(t, list(block), _smem_layout(block, t.dtype))
-            for t, block in ((a, (bm, bk)), (b, (bk, bn)), (c, (bm, bn)))]
+            for t, block in ((a, (bm, bk)), (b, (bk, bn)), (c, (bm, cn)))]
 
 
 @functools.lru_cache(maxsize=16)
@@ -561,12 +579,15 @@ def _rows_fit(bm: int, warps: int) -> bool:
     return first % (16 * warps) == 0 and rest % 64 == 0 and warps % (rest // 16) == 0
 
 
-def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int) -> dict | None:
+def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int,
+                 epi_split: bool = False) -> dict | None:
     """The knobs for the Gluon kernel on this GPU, or None where it does not run: Hopper (not
     ROCm: an MI300 reports capability 9 too), fp16/bf16, BLOCK_M rows over the consumer
     warps in 16-row wgmma slices, BLOCK_N a wgmma width, and the ring plus the output tile
     (``out_bytes`` per element; 0 for split-K partials, stored from the registers) in
-    shared memory; num_stages drops (down to 2) where the chosen ring would not fit."""
+    shared memory; num_stages drops (down to 2) where the chosen ring would not fit. With
+    ``epi_split`` (the Stream-K kernel, which can store the output in two halves through a
+    buffer of half the tile: EPI_SPLIT 2) a ring that fits only so keeps more stages."""
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     if not (HAVE_GLUON and a.is_cuda and torch.version.hip is None
             and _device_facts(a.device.index or 0)[0][0] == 9
@@ -576,4 +597,8 @@ def gluon_config(a: torch.Tensor, cfg: dict, out_bytes: int) -> dict | None:
         return None
     stage = (bm * bk + bk * bn) * a.element_size()
     stages = min(cfg["num_stages"], (SMEM_BYTES - 1024 - bm * bn * out_bytes) // stage)
+    if epi_split and bn % 32 == 0 and out_bytes:  # the output in halves: a deeper ring?
+        halves = min(cfg["num_stages"], (SMEM_BYTES - 1024 - bm * bn * out_bytes // 2) // stage)
+        if halves > stages:
+            return {**cfg, "num_stages": halves, "EPI_SPLIT": 2}
     return {**cfg, "num_stages": stages} if stages >= 2 else None

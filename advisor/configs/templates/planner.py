@@ -365,7 +365,7 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
             return [stream_k_whole_tiles_ns(p, b, pol) for pol in dp_policies(b)[:1]]
         return [stream_k_tile_ns(p, b)]
 
-    tile = _pick_kernel(p, tile_model, "stream_k")
+    tile = _pick_kernel(p, lambda b: tile_model(_off_sectors(p, b)), "stream_k")
     if dp_only(tile):
         best = tile
     else:
@@ -376,7 +376,55 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
     for *knobs, stages in CALIBRATION.get("sk_gluon_stages", []) if extra["GLUON"] else []:
         if knobs == shape:  # the Gluon Stream-K kernel's ring depth for this tile
             extra["num_stages"] = stages
+    for *knobs, group_m in CALIBRATION.get("sk_group_m", []) if extra["GLUON"] else []:
+        if knobs == shape:  # the Gluon Stream-K kernel's tile order (L2 swizzle) for it
+            extra["GROUP_M"] = group_m
     return _finish(best, "stream_k", **extra)
+
+
+def off_sector_rows(p: Problem) -> bool:
+    """Whether A's and B's rows (K and N 16-bit elements) both start off 32-byte sectors
+    while on 16 bytes (so no padding copy aligns them, PAD_ALIGN): every TMA box row of
+    either operand then spans one more sector and line than its bytes need. Measured on an
+    H200 (docs/verification round 12): 1000 x 3000 x 5000's Gluon kernel ran 62.4 us on
+    such rows, 51.2 with A on 128-byte rows, 49.5 with B; where one operand was on
+    sectors the other's alignment gained 1-5%."""
+
+    def off(elements: int) -> bool:
+        return elements % PAD_ALIGN["gluon"] == 0 and (elements * ELEMENT_BYTES) % 32 != 0
+
+    return off(p.k) and off(p.n)
+
+
+def line_copy_a_ns(p: Problem) -> float:
+    """Time of copying A to rows of whole 128-byte lines (read + write at the bandwidth)."""
+    return 2 * p.m * _round_up(p.k, 64) * ELEMENT_BYTES / p.bandwidth
+
+
+def line_copy_a(p: Problem, bm: int, bn: int) -> bool:
+    """Whether the Stream-K script's Gluon kernel runs on a copy of A with rows on 128-byte
+    lines (the script's ``to_lines``): where ``off_sector_rows``, and the copy is modelled
+    cheaper than what the rows cost the tile's whole-tile waves
+    (gemm_tiles.sk_off_sector_factor - 1 of their time)."""
+    factor = CALIBRATION.get("sk_off_sector_factor", 1.0)
+    if factor <= 1.0 or not off_sector_rows(p):
+        return False
+    cand = next((c for c in CANDIDATES if c[:2] == (bm, bn) and c[6]), None)
+    b = cand and _base(p, cand, "gluon")
+    if not b:
+        return False
+    return line_copy_a_ns(p) < (factor - 1.0) * _data_parallel_ns({**b, "pad_ns": 0.0})
+
+
+def _off_sectors(p: Problem, b: dict) -> dict:
+    """A Gluon base tile ``b`` as the Stream-K script runs it where ``off_sector_rows``: on
+    a copy of A on 128-byte lines (``line_copy_a``: the copy in its pad_ns), or else each
+    K-iteration at gemm_tiles.sk_off_sector_factor of the time."""
+    if b["kernel"] != "gluon" or not off_sector_rows(p):
+        return b
+    if line_copy_a(p, b["BLOCK_M"], b["BLOCK_N"]):
+        return dict(b, pad_ns=b["pad_ns"] + line_copy_a_ns(p))
+    return dict(b, t_iter=b["t_iter"] * CALIBRATION.get("sk_off_sector_factor", 1.0))
 
 
 def _pick_kernel(p: Problem, configs_of, strategy: str) -> dict:

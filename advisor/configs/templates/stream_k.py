@@ -90,7 +90,11 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
             a.shape[0], b.shape[1], a.shape[1], hopper)["sk_tiles"]:  # fmt: skip
         hopper = _hopper(a, power_of_two_tile(cfg))  # (a Stream-K share: below)
     if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies),
-        # and a copy made anyway gets 128-byte rows (LINE_ALIGN)
+        # and a copy made anyway gets 128-byte rows (LINE_ALIGN); where A's and B's rows
+        # both sit off 32-byte sectors, A may be copied to 128-byte rows (line_copy_a)
+        if line_copy_a(Problem(a.shape[0], b.shape[1], a.shape[1], GPU), hopper["BLOCK_M"],
+                       hopper["BLOCK_N"]):  # fmt: skip
+            a = to_lines(a)
         return padded(_gemm_gluon, TMA_ALIGN, LINE_ALIGN)(a, b, hopper)
     # the two-accumulator tile runs whole tiles in the Gluon kernel only: the Triton
     # kernel (and a Stream-K share) runs it rounded up to powers of two (128 x 256)
@@ -98,8 +102,11 @@ def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
 
 
 def _hopper(a: torch.Tensor, cfg: dict) -> dict | None:
-    """The Gluon kernel's knobs (gluon_config) with at most one CTA per SM, or None."""
-    hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size())
+    """The Gluon kernel's knobs (gluon_config) with at most one CTA per SM, or None; a
+    power-of-two tile whose ring fits its num_stages only with the output stored in halves
+    runs so (EPI_SPLIT 2: 128 x 256 with 4 stages, not 3; round 12)."""
+    split = not data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"])
+    hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size(), split)
     if hopper:
         hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
     return hopper or None
