@@ -41,7 +41,12 @@ from advisor.metrics.gaps import (
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
 from advisor.metrics.keys import pack
-from advisor.metrics.regions import measured_start, region_windows, top_level_ranges
+from advisor.metrics.regions import (
+    OUTSIDE_RANGES,
+    measured_start,
+    region_windows,
+    top_level_ranges,
+)
 from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
 from advisor.trace.model import Trace
 from advisor.trace.quality import coverage_counts, coverage_notes, unknown_resources
@@ -357,6 +362,69 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     return g
 
 
+def with_outside_ranges(
+    totals: pd.DataFrame,
+    ops: pd.DataFrame,
+    devices: pd.DataFrame,
+    regions: pd.DataFrame,
+    segments: dict,
+    gaps: dict,
+) -> pd.DataFrame:
+    """``totals`` (range_totals) with, when the trace has ranges, one OUTSIDE_RANGES row per
+    device: its window's time outside every range's window (measured from each range's lead
+    gap), as one range of ``instances`` windows. Busy, idle by cause and comm/compute are
+    clipped to those windows; the per-op columns (tail and under-fill idle, comm waits,
+    same-stream comm, sync gaps) are summed over the ops launched outside every range. So
+    the host work, waits and launch gaps between ranges reach the rules (a range around each
+    kernel call, and the host's own work between them, is a common layout)."""
+    if regions.empty or devices.empty:
+        return totals
+    windows = _outside_windows(regions, devices)
+    if windows.empty:
+        return totals
+    clipped = clipped_metrics(windows, segments, gaps)
+    g = clipped.groupby("device", as_index=False, sort=True)
+    rows = g[[*CLIPPED_COLUMNS, "window_ns"]].sum()
+    rows.insert(0, "name", OUTSIDE_RANGES)
+    rows["instances"] = g.size()["size"].to_numpy()
+    clipped["recoverable_ns"] = clipped[[c for c in RECOVERABLE if c in clipped]].sum(axis=1)
+    worst = clipped.loc[clipped.groupby("device")["recoverable_ns"].idxmax()]
+    worst_start = worst.set_index("device")["start_ns"]
+    rows["worst_start_ns"] = worst_start.reindex(rows["device"]).to_numpy()
+    # the per-op columns, over the ops launched outside every range
+    outside = ops[ops["range_id"].to_numpy() < 0]
+    took = (outside["end"] - outside["start"]).where(outside["same_stream_comm"], 0)
+    per_op = pd.DataFrame({
+        "device": outside["device"].to_numpy(),
+        "tail_idle_ns": outside["tail_idle_ns"].to_numpy(np.float64),
+        "underfill_idle_ns": outside["underfill_idle_ns"].to_numpy(np.float64),
+        "comm_wait_ns": outside["wait_ns"].to_numpy(np.float64),
+        "same_stream_comm_ns": took.to_numpy(np.float64),
+        "sync_gaps": (outside["sync_ns"].to_numpy() > 0).astype(np.float64),
+    }).groupby("device").sum()  # fmt: skip
+    for col in per_op.columns:
+        rows[col] = per_op[col].reindex(rows["device"]).fillna(0.0).to_numpy()
+    rows["recoverable_ns"] = rows[RECOVERABLE].sum(axis=1)
+    rows["overlap_ratio"] = overlap_ratio(rows["overlap_ns"], rows["comm_ns"])
+    rows = rows[[c for c in totals.columns if c in rows.columns]]
+    return pd.concat([totals, rows], ignore_index=True)
+
+
+def _outside_windows(regions: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame:
+    """Per device: the parts of its window outside the union of its ranges' windows
+    (device, start_ns, end_ns; empty parts left out)."""
+    start = measured_start(regions)
+    parts = []
+    for dev, lo, hi in zip(devices["device"].to_numpy(), measured_start(devices),
+                           devices["end_ns"].to_numpy(), strict=True):  # fmt: skip
+        mine = regions["device"].to_numpy() == dev
+        s, e = iv.union(start[mine], regions["end_ns"].to_numpy()[mine])
+        lo_, hi_ = np.clip(np.append(lo, e), lo, hi), np.clip(np.append(s, hi), lo, hi)
+        keep = hi_ > lo_
+        parts.append(pd.DataFrame({"device": int(dev), "start_ns": lo_[keep], "end_ns": hi_[keep]}))
+    return pd.concat(parts, ignore_index=True)
+
+
 # window columns measured by clipping device-wide intervals to a window (busy segments by
 # class, idle gaps by cause); the other WINDOW_COLUMNS come from the window's own ops
 CLIPPED_COLUMNS = ["gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
@@ -540,7 +608,9 @@ def analyze(
         notes=[*coverage_notes(coverage), *shape_notes],
         coverage=coverage,
         origin_ns=int(ops["start"].min()) if len(ops) else 0,
-        totals=range_totals(regions, segments, gaps),
+        totals=with_outside_ranges(
+            range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps
+        ),  # fmt: skip
         _segments=(segments, gaps),  # (TraceAnalysis.measure reuses them)
     )
 

@@ -38,6 +38,7 @@ from advisor.errors import AdvisorInputError, error_line
 from advisor.metrics.attribution import PIECE_COLUMNS
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
+from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.metrics.waves import order_kernel_groups
 from advisor.options import AnalysisOptions
 from advisor.rules import tables as rule_tables
@@ -359,6 +360,13 @@ def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, p
         per_name = r.groupby(["name", "device"])["comm_wait_ns"].sum()
         key = pd.MultiIndex.from_frame(t[["name", "device"]])
         t["comm_wait_ns"] = per_name.reindex(key).fillna(0.0).to_numpy(np.float64)
+        # (the time outside every range: the waits of the ops launched outside them)
+        outside = t["name"].eq(OUTSIDE_RANGES).to_numpy()
+        if outside.any():
+            per_device = waits[waits["range_id"] < 0].groupby("device")["wait_ns"].sum()
+            t.loc[outside, "comm_wait_ns"] = (
+                t.loc[outside, "device"].map(per_device).fillna(0.0).to_numpy(np.float64)
+            )
     return comm, skew
 
 

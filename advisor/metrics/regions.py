@@ -21,6 +21,10 @@ from advisor.data import regex
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import pack_one
 
+# the name of the regions-table row holding, per device, its time outside every top-level
+# range (a trace with ranges only; analysis.outside_ranges)
+OUTSIDE_RANGES = "(outside ranges)"
+
 # identity and extent columns of a region row (metrics are added by analysis.window_metrics)
 WINDOW_KEYS = ["name", "device", "start_ns", "end_ns", "lead_ns", "host_start_ns",
                "host_end_ns", "ops", "kernels", "launches"]  # fmt: skip

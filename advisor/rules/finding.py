@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import EmitKind
 
 
@@ -88,7 +89,8 @@ class Finding:
 
     def location(self) -> list[str]:
         """Where it applies, as the parts it has: kernel, ``range NAME``, ``device N``."""
-        parts = [x for x in (self.kernel, self.region and f"range {self.region}") if x]
+        where = "outside every range" if self.region == OUTSIDE_RANGES else f"range {self.region}"
+        parts = [x for x in (self.kernel, self.region and where) if x]
         return parts + [f"device {self.device}"]
 
     @property

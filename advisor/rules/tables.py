@@ -18,6 +18,7 @@ from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
 from advisor.metrics.pipeline import point_to_point
+from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import Scope
 from advisor.units import fmt_ns
 
@@ -247,7 +248,8 @@ SCOPES: dict[Scope, dict[str, str]] = {
         **_AT_DOC,
     },
     Scope.REGIONS: {
-        "name": "top-level NVTX range text ('' for a whole device without ranges)",
+        "name": "top-level NVTX range text ('' for a whole device without ranges; "
+        f"'{OUTSIDE_RANGES}' for a device's time outside every range when it has ranges)",
         "instances": "number of range instances summed",
         **{
             c: _WINDOW_DOC[c]
@@ -458,13 +460,16 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w["worst_start_ns"] = w["start_ns"]
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
-    # (without ranges the ops' region is '': the whole device)
+    # (without ranges the ops' region is '': the whole device; with ranges, the ops launched
+    # outside every range, region '', are the OUTSIDE_RANGES row's)
+    held = held_by(a)
     per = savings.set_index(["region", "device"])
-    idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
+    keys = w[["name", "device"]].astype({"name": str})
+    keys["name"] = keys["name"].replace(OUTSIDE_RANGES, "")
+    idx = pd.MultiIndex.from_frame(keys)
     for col in ("graph_saving_ns", "graph_op_share"):
         w[col] = per[col].reindex(idx).to_numpy() if len(per) else 0.0
         w[col] = w[col].fillna(0).astype(np.float64)
-    held = held_by(a)
     for col, (cause, _) in _DETAIL_COLUMNS.items():
         mine = held[held["cause"] == cause]
         # a detail holding only part of its cause's idle says which share
@@ -489,7 +494,6 @@ def _regions(a: Analysis) -> pd.DataFrame:
         .groupby(["region", "device"])["last_device"]
         .agg(lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan)
     )
-    idx = pd.MultiIndex.from_frame(w[["name", "device"]].astype({"name": str}))
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
