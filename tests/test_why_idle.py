@@ -17,6 +17,7 @@ from conftest import analysis_of
 
 from advisor.findings import find
 from advisor.metrics.attribution import GRAPH_HELD
+from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.tables import build_tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,6 +184,37 @@ def test_own_captures_with_start_up_inside_the_range(name):
         assert "steady GPU window" in top.summary
         # host-late gaps plus the launch latency inside them, at most the idle after start-up
         assert late_after <= top.est_savings_ns <= idle_after
+
+
+def test_host_work_between_ranges_in_a_public_mpi_trace():
+    # pipit's saxpy (MPI + CUDA, A100, Nsight 2022.2): 5 "saxpy" ranges; between them the
+    # host sits in MPI_Recv / MPI_Send and its own work, then copies the next inputs with
+    # cudaMemcpy launched outside every range. Independent check (sqlite3, no advisor): the
+    # saxpy ranges' GPU windows leave 724,054,763 ns of idle outside them, 723,169,815 ns of
+    # it in 4 gaps where the next op's call started > 100 us after the gap began. Before,
+    # no range held that time and the top finding was a 88 ms split-K guess.
+    a = analysis_of(PUBLIC.parent / "nsys" / "pipit_saxpy-mpi-cuda_a100_nsys2022.2.sqlite")
+    top = find(a)[0]
+    assert (top.rule, top.region, top.severity) == ("host-busy", OUTSIDE_RANGES, "high")
+    assert 0.99 * 723_169_815 <= top.est_savings_ns <= 723_169_815
+    assert "outside every range" in top.location()
+    outside = build_tables(a)["regions"].set_index("name").loc[OUTSIDE_RANGES]
+    assert outside["idle_ns"] - outside["startup_idle_ns"] <= 724_054_763
+
+
+@pytest.mark.parametrize(
+    "name, region, low, high",
+    # truth.py: host-late time inside "prepare_batch" (3 ms x 16; under Nsight the first
+    # iterations lie in its start-up), and all host-late time (Kineto)
+    [("why_between_ranges.pt.trace.json.gz", OUTSIDE_RANGES, 45_532_743, 52_080_664),
+     # (under emit_nvtx the copy's aten::to is a top-level range of its own)
+     ("why_between_ranges.sqlite", "aten::to", 0.9 * 50_439_202, 50_439_202)],
+)  # fmt: skip
+def test_own_capture_with_host_work_between_ranges(name, region, low, high):
+    top = find(analysis_of(WHY / name))[0]
+    assert (top.rule, top.region, top.severity) == ("host-busy", region, "high")
+    assert "prepare_batch" in top.summary
+    assert low <= top.est_savings_ns <= high
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ spent inside:
   - a copy call (cudaMemcpy*, cudaMemset*) that blocked: a synchronous one, or an async one
     whose copy involves pageable memory;
   - each range the workloads plant around host work (HOST_RANGES: "load_checkpoint",
-    "log_metrics"), by name ("late_in");
+    "log_metrics", "prepare_batch"), by name ("late_in");
 and, when the trace holds a planted start-up ("load_checkpoint"), the same window, idle
 and host-late totals from the first op after it ("after_startup");
 the gaps whose op had been enqueued (its launch call ended) more than 100 us before it
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-HOST_RANGES = ("load_checkpoint", "log_metrics")
+HOST_RANGES = ("load_checkpoint", "log_metrics", "prepare_batch")
 
 
 def kineto_events(path: Path):

@@ -32,6 +32,9 @@ PART (each run on its own, so each trace holds one story):
                  range's whole window but most of its steady time
   startup_short_chains  the same 1.5 s start-up, then short_chains' 40 iterations of
                  3 launch chains ended by .item(): launch-bound after the start-up
+  between_ranges 16 iterations: 3 ms of host work in a range that launches nothing
+                 ("prepare_batch"), a pinned copy launched outside every range, then a
+                 range of 12 launches ("compute_N"): the idle lies outside the ranges
 
 nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
 (DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
@@ -317,9 +320,27 @@ def startup_short_chains(kind, out, facts):
     facts.update(startup_s=1.5, iterations=40, chains_per_iteration=3, launches_per_chain=26)
 
 
+def between_ranges(kind, out, facts):
+    host = torch.randn(1024, 1024).pin_memory()
+    w = torch.randn(1024, 1024, device="cuda")
+    for _ in range(2):
+        (torch.relu(host.to("cuda", non_blocking=True) @ w) * 1e-3).sum().item()
+    with profiled(kind, out):
+        for i in range(STEPS * 2):
+            with nvtx("prepare_batch", sync=False):
+                _spin(3e-3)  # host work in a range that launches nothing
+            x = host.to("cuda", non_blocking=True)  # a copy launched outside every range
+            with nvtx(f"compute_{i}", sync=False):
+                for _ in range(4):
+                    x = torch.relu(x @ w) * 1e-3
+        torch.cuda.synchronize()
+    facts.update(iterations=STEPS * 2, host_work_s=3e-3, launches_per_range=12)
+
+
 PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
                                   short_chains, dp_allreduce, nongemm, devprops,
-                                  startup_host_work, startup_short_chains)}  # fmt: skip
+                                  startup_host_work, startup_short_chains,
+                                  between_ranges)}  # fmt: skip
 
 
 def main() -> None:
