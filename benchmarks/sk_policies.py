@@ -4,7 +4,8 @@ shapes, against cuBLAS, inside a CUDA graph (issue 29's policy table).
     python benchmarks/sk_policies.py STREAM_K_SCRIPT [--out rows.json]
     python benchmarks/sk_policies.py STREAM_K_SCRIPT --before OLD_SCRIPT [--changed-only]
         [--out rows.json]
-    python benchmarks/sk_policies.py STREAM_K_SCRIPT --chosen [--out rows.json]
+    python benchmarks/sk_policies.py STREAM_K_SCRIPT --chosen [--shapes MxNxK:dtype,...]
+        [--out rows.json]
 
 STREAM_K_SCRIPT is an emitted Stream-K script (`advisor analyze ... --emit DIR`); its own
 planner (advisor's planner.py, inlined) gives, per shape, kernel (Gluon / Triton) and policy,
@@ -161,9 +162,17 @@ def main() -> None:
         action="store_true",
         help="with --before: time only the shapes whose knobs differ",
     )
+    ap.add_argument(
+        "--shapes",
+        help="MxNxK:dtype,... (dtype bf16 or fp16) instead of the 16 (e.g. shapes no round "
+        "has tuned on)",
+    )
     a = ap.parse_args()
     mod = _module(Path(a.script))
     shapes = SHAPES["stream_k"] + HELD_OUT["stream_k"]
+    if a.shapes:
+        shapes = [(*map(int, mnk.split("x")), dt) for mnk, dt in
+                  (item.split(":") for item in a.shapes.split(","))]  # fmt: skip
     if a.before:
         rows = before_after(mod, _module(Path(a.before)), shapes, a.changed_only)
         print(summary(rows, ("before", "after")))
