@@ -14,7 +14,7 @@ from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.ncu import is_ncu_report, looks_like_ncu_csv, read_ncu, read_ncu_report
 from advisor.trace.nsys import looks_like_sqlite, read_nsys
 from advisor.trace.nsys_rep import export_report, is_report
-from advisor.trace.quality import drop_impossible_rows
+from advisor.trace.quality import drop_impossible_rows, slow_host_ops
 from advisor.trace.rocpd import is_rocpd, read_rocpd
 from advisor.trace.rocprof import read_rocprof, read_rocprof_json
 
@@ -52,6 +52,7 @@ def load_trace(
         check_readable_file(p)
         trace = _read_file(p, cores)
     drop_impossible_rows(trace)
+    trace.warnings.extend(slow_host_ops(trace))
     if trace.kernels.empty and trace.graphs.empty:
         raise AdvisorInputError(str(p), "no kernel with valid timestamps: no GPU work to analyze")
     _settle_gpus(trace, gpu)

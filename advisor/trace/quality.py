@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.data import load_yaml
 from advisor.trace.model import COLUMNS
 
 # Timestamps are ns since the session start (nsys) or since the epoch (rocprof, ~1.7e18):
@@ -256,3 +257,33 @@ def _repeated_ops(ops: pd.DataFrame) -> int:
         return 0
     rows = np.unique(np.concatenate([np.flatnonzero(same), np.flatnonzero(same) + 1]))
     return int(ops.iloc[rows].duplicated(["device", "stream", "start", "end"]).sum())
+
+
+def slow_host_ops(trace) -> list[str]:
+    """A warning when the trace's metadata-only host ops (thresholds.yaml ``slow_host_ops``:
+    aten::view, aten::as_strided) take long at the median: the profiler's own cost or a
+    loaded CPU stretched every host op, so the host's share of the idle is overstated."""
+    t = load_yaml("thresholds.yaml")["slow_host_ops"]
+    ops = trace.cpu_ops
+    if ops.empty:
+        return []
+    names = ops["name"]
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        codes = names.cat.categories.get_indexer(t["ops"])
+        mine = np.isin(names.cat.codes.to_numpy(), codes[codes >= 0])
+    else:
+        mine = names.isin(t["ops"]).to_numpy()
+    calls = int(mine.sum())
+    if calls < t["min_calls"]:
+        return []
+    took = ops["end"].to_numpy()[mine] - ops["start"].to_numpy()[mine]
+    median = float(np.median(took))
+    if median < t["median_ns"]:
+        return []
+    return [
+        f"host ops look slowed: {' / '.join(t['ops'])} (they only change tensor metadata) take "
+        f"{median / 1e3:.1f} us at the median over {calls:,} calls (0.4-4.5 us in other "
+        "PyTorch traces): the profiler's own cost (record_shapes, with_stack, profile_memory) "
+        "or a loaded CPU slowed the host; launch overhead, host work and their estimated "
+        "savings are upper bounds for a run without it"
+    ]

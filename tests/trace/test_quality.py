@@ -5,12 +5,13 @@ import shutil
 
 import numpy as np
 import pandas as pd
+import pytest
 from builders import trace
-from conftest import H200_SINGLE, PUBLIC_NSYS, analysis_of
+from conftest import H200_SINGLE, PUBLIC, PUBLIC_NSYS, analysis_of
 
 from advisor.analysis import analyze
 from advisor.trace.load import load_trace
-from advisor.trace.quality import drop_impossible_rows, impossible_launches
+from advisor.trace.quality import drop_impossible_rows, impossible_launches, slow_host_ops
 
 
 def test_impossible_rows_are_dropped_and_counted():
@@ -108,3 +109,40 @@ def test_profiler_diagnostics_and_unmerged_wal_are_reported(tmp_path):
     assert any("Not all NVTX events might have been collected" in w for w in t.warnings)
     assert any(w.startswith("t.sqlite-wal (a SQLite write-ahead log)") for w in t.warnings)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.sqlite", "t.sqlite-wal"]
+
+
+def _cpu_ops(durations_ns: list[int], name: str = "aten::view") -> pd.DataFrame:
+    n = len(durations_ns)
+    start = np.arange(n, dtype=np.int64) * 100_000
+    return pd.DataFrame({"start": start, "end": start + np.asarray(durations_ns, np.int64),
+                         "pid": 1, "tid": 1,
+                         "name": pd.Categorical([name] * n)})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "durations, name, warns",
+    # thresholds.yaml slow_host_ops: >= 100 calls of aten::view / aten::as_strided with a
+    # median >= 10,000 ns
+    [([10_000] * 100, "aten::view", True),
+     ([10_000] * 99, "aten::view", False),
+     ([9_999] * 100, "aten::as_strided", False),
+     ([1_000] * 49 + [50_000] * 51, "aten::as_strided", True),  # median 50 us
+     ([50_000] * 100, "aten::add", False)],  # (an op that computes)
+)  # fmt: skip
+def test_slowed_host_ops_by_hand(durations, name, warns):
+    t = trace([{"start": 0, "end": 10}])
+    t.cpu_ops = _cpu_ops(durations, name)
+    assert bool(slow_host_ops(t)) == warns
+
+
+def test_slowed_host_ops_in_a_public_trace():
+    # HTA's nccl_data: 1,281 aten::view (median 22.6 us) and 984 aten::as_strided (23.5 us),
+    # counted with the json module; the same ops take 0.4-4.5 us at the median in the other
+    # public and own PyTorch traces, which get no warning
+    warned = [w for w in load_trace(PUBLIC / "kineto" / "hta_nccl_data.json.gz").warnings
+              if w.startswith("host ops look slowed")]  # fmt: skip
+    assert len(warned) == 1 and "over 2,265 calls" in warned[0]
+    for name in ("hta_negative_queue_rank0", "tracelens_vllm_eager_b200", "tracelens_owlv2_mi300x",
+                 "kineto_resnet50_dataloader_pytorch1.8"):  # fmt: skip
+        warnings = load_trace(PUBLIC / "kineto" / f"{name}.json.gz").warnings
+        assert not [w for w in warnings if w.startswith("host ops look slowed")]
