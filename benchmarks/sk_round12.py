@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replan_table import HELD_OUT, SHAPES, _module  # noqa: E402
+from replan_table import HELD_OUT, SHAPES  # noqa: E402
 from sk_round10 import (  # noqa: E402
     ALIGN_SHAPES,
     _graph_us,
@@ -38,6 +38,7 @@ from sk_round10 import (  # noqa: E402
     _tma_ok,
     direct,
     view64,
+    warmed_module,
 )
 
 STREAM_K_SHAPES = SHAPES["stream_k"] + HELD_OUT["stream_k"]
@@ -131,11 +132,7 @@ def main() -> None:
     ap.add_argument("--shapes", help="with --align: MxNxK,... of its shapes only")
     ap.add_argument("--out")
     a = ap.parse_args()
-    import torch
-
-    mod = _module(Path(a.script))
-    warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    _graph_us(lambda: warm @ warm)
+    mod = warmed_module(a.script)
     if a.out:
         Path(a.out).write_text("")
     if a.stages:
