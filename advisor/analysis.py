@@ -391,19 +391,13 @@ def with_outside_ranges(
     worst = clipped.loc[clipped.groupby("device")["recoverable_ns"].idxmax()]
     worst_start = worst.set_index("device")["start_ns"]
     rows["worst_start_ns"] = worst_start.reindex(rows["device"]).to_numpy()
-    # the per-op columns, over the ops launched outside every range
-    outside = ops[ops["range_id"].to_numpy() < 0]
-    took = (outside["end"] - outside["start"]).where(outside["same_stream_comm"], 0)
-    per_op = pd.DataFrame({
-        "device": outside["device"].to_numpy(),
-        "tail_idle_ns": outside["tail_idle_ns"].to_numpy(np.float64),
-        "underfill_idle_ns": outside["underfill_idle_ns"].to_numpy(np.float64),
-        "comm_wait_ns": outside["wait_ns"].to_numpy(np.float64),
-        "same_stream_comm_ns": took.to_numpy(np.float64),
-        "sync_gaps": (outside["sync_ns"].to_numpy() > 0).astype(np.float64),
-    }).groupby("device").sum()  # fmt: skip
-    for col in per_op.columns:
-        rows[col] = per_op[col].reindex(rows["device"]).fillna(0.0).to_numpy()
+    # the per-op columns, over the ops launched outside every range (range_id -1): as
+    # window_metrics sums them for a range, over one window per device that holds them all
+    whole = rows[["device"]].merge(devices[["device", "start_ns", "end_ns"]]).assign(range_id=-1)
+    per_op = window_metrics(ops, whole, ["range_id", "device"], segments, gaps)
+    for col in ("tail_idle_ns", "underfill_idle_ns", "comm_wait_ns", "same_stream_comm_ns",
+                "sync_gaps"):  # fmt: skip
+        rows[col] = per_op[col].to_numpy()
     rows["recoverable_ns"] = rows[RECOVERABLE].sum(axis=1)
     rows["overlap_ratio"] = overlap_ratio(rows["overlap_ns"], rows["comm_ns"])
     rows = rows[[c for c in totals.columns if c in rows.columns]]
