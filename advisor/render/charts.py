@@ -68,11 +68,12 @@ def idle_by_cause(a: Analysis) -> IdleByCause:
            else pd.DataFrame(columns=list(IDLE_LABELS)))  # fmt: skip
     per = per.T.round().astype(np.int64)
     cols = [c for c in IDLE_LABELS if s[c] > 0]
+    labels = idle_labels(a)
     steady_idle = int(sum(s[c] for c in IDLE_LABELS))
     causes = pd.DataFrame(
         {
             "column": cols,
-            "label": [idle_labels(a)[c].strip() for c in cols],
+            "label": [labels[c].strip() for c in cols],
             "idle_ns": [int(s[c]) for c in cols],
         }
     )
