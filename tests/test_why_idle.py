@@ -257,6 +257,49 @@ def test_own_copy_after_idle_capture():
     assert totals(a)["blocking_copy"] == 103_848
 
 
+def test_own_capture_host_work_inside_a_step_is_not_launch_work():
+    # why_copy_after_idle: each step spins 300 us on the host (no operator, no CUDA call)
+    # before launching its next kernel, inside the user range step_N. An independent plain
+    # json script (no advisor code; helper check, docs/verification/why_idle.md) finds in
+    # each of the 7 steady steps one stretch of 306,547-317,911 ns with no cpu_op or runtime
+    # call open on the main thread, each inside the host-late window before the step's
+    # unrolled_elementwise kernel; those 7 windows hold 2,482,598 ns once the time inside
+    # blocking calls is taken out. advisor: host work, not launch overhead (before: launch
+    # work, because the step range holds the launch), less the ~3 us per window that the
+    # pageable copy call spanning the window's start is credited (blocking_copy)
+    a = analysis_of(WHY / "why_copy_after_idle.pt.trace.json.gz")
+    p = pieces(a)
+    name = a.ops["name"].astype(str).to_numpy()[p["row"].to_numpy()]
+    spin = p[(p["cause"] == "host_busy") & pd.Series(name).str.contains("unrolled").to_numpy()]
+    assert len(spin) == 7 and spin["ns"].min() > 306_547
+    assert 0.98 * 2_482_598 <= spin["ns"].sum() <= 2_482_598
+    steps = next(f for f in rules(a)["host-bound-steps"])
+    assert steps.est_savings_ns < 4_511_484 - 7 * 300_000  # (the old estimate held the spins)
+
+
+def test_host_work_and_framework_work_in_a_public_trace():
+    # hta_negative_queue_rank0 (TorchRec, PyTorch 2.1): by hand (plain json), three gaps
+    # before "copy_batch_to_gpu" copies have host-late windows of 864,000, 1,014,000 and
+    # 1,024,000 ns on the main thread whose longest stretch outside every cpu_op and runtime
+    # call is 548,000, 731,000 and 598,000 ns (the innermost range over half of each is the
+    # user range "## copy_batch_to_gpu ##"): host work (helper check). Two gaps before
+    # vectorized_elementwise kernels in "## sparse_data_dist ##" (windows of 179,000 and
+    # 210,000 ns) have their longest stretch outside operators at 98,000 and 95,000 ns (from
+    # the end of c10d::alltoall_base_, open at the window's start, to aten::to): the
+    # framework's own work between launches, launch work
+    a = analysis_of(PUBLIC / "hta_negative_queue_rank0.json.gz")
+    p = pieces(a)
+    g0 = (a.ops["start"] - a.ops["gap_ns"]).to_numpy()[p["row"].to_numpy()]
+    by_gap = p.assign(g0=g0).groupby(["g0", "cause"])["ns"].sum()
+    for start, window in ((1683564901759935000, 864_000), (1683564902192502000, 1_014_000),
+                          (1683564902407872000, 1_024_000)):  # fmt: skip
+        # (the rest of each window: the credit of a synchronize that spanned its start)
+        assert by_gap[start]["host_busy"] + by_gap[start]["synchronization"] == window
+        assert by_gap[start]["host_busy"] > 0.97 * window
+    for start in (1683564901922945000, 1683564902138502000):
+        assert "host_busy" not in by_gap[start] and by_gap[start]["host_bound"] > 100_000
+
+
 def test_a_copy_call_is_credited_at_most_its_own_time_on_a_capture():
     # why_dataloader.sqlite, by hand: cudaMemcpyAsync [9264118409, 9264158379] (39,970 ns)
     # starts while the device idles [9262422943, 9264152282); its copy runs [9264152282,
@@ -460,10 +503,13 @@ RANGE_OF = {"dataloader": "train_step", "pageable_copy": "step", "short_chains":
 def test_nsys_and_kineto_of_one_workload_name_the_same_causes(part):
     # two runs of one workload (the profilers cannot share CUPTI; Nsight Systems records the
     # whole process, torch.profiler its window): over the workload's range, from its first
-    # GPU op (the gap before it is the run's preamble), the causes worth a finding (1 ms or
+    # GPU op (the gap before it is the run's preamble), the causes worth a finding (2 ms or
     # more) are the same, and so is the one holding the most idle. Start-up never makes a
     # finding and differs by what each profiler records: Nsight Systems sees the driver's
     # lazy module loads in the first step (cuLibraryLoadData), torch.profiler does not.
+    # (2 ms, not 1: the Nsight run of short_chains holds three host stalls, 0.64, 0.32 and
+    # 0.27 ms, in which its thread recorded nothing: 1.22 ms of host work that the other
+    # run does not have, 1.9 % of that range's idle)
     def causes(a):
         p = pieces(a)
         name = a.ops.loc[p["row"], "region"].astype(str).to_numpy()
@@ -471,7 +517,7 @@ def test_nsys_and_kineto_of_one_workload_name_the_same_causes(part):
         p = p[(name == RANGE_OF[part]) & (p["start"].to_numpy() >= first)]
         p = p[p["cause"] != "startup"]
         by = p.groupby("cause")["ns"].sum()
-        return set(by[by >= 1_000_000].index), by.idxmax()
+        return set(by[by >= 2_000_000].index), by.idxmax()
 
     nsys = causes(analysis_of(WHY / f"why_{part}.sqlite"))
     kineto = causes(analysis_of(WHY / f"why_{part}.pt.trace.json.gz"))

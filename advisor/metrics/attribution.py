@@ -34,8 +34,11 @@ satisfied last:
    window (a module load call or a slow first launch call), a rest longer than
    host_launch_max_ns is ``startup`` too (the kernel being built and loaded: a Triton JIT
    compile, a library's first use); what remains is ``host_bound`` (launch work: at most
-   host_launch_max_ns, or inside the range that launches X) or ``host_busy`` (longer, in
-   something else).
+   host_launch_max_ns, or inside X's launch call, or the framework's work for X: an
+   operator holding X's launch call covers the window, or a user range or nothing does and
+   no stretch of it outside the framework's operators is longer than host_launch_max_ns;
+   where no operator launched X, a range holding the launch covers it) or ``host_busy``
+   (longer, in something else: the host code of a step that launches nothing).
 
 Thresholds: data/thresholds.yaml ``attribution``; name patterns: classify.yaml.
 The pieces of one gap are laid out in that order from g0 (their lengths are exact; their
@@ -461,6 +464,9 @@ class _HostActivity:
         )
         self.range_end = ranges["end"].to_numpy(np.int64) if len(ranges) else np.zeros(0, np.int64)
         self.range_texts = _Texts(ranges["text"] if len(ranges) else pd.Series([], dtype=str))
+        # which ranges are the framework's operators (gaps.host_ranges' ``op``)
+        self.range_op = (ranges["op"].to_numpy(bool) if "op" in ranges
+                         else np.ones(len(ranges), dtype=bool))  # fmt: skip
         self.input = (name_matches(ranges["text"], "input_pipeline_ranges").to_numpy(bool)
                       if len(ranges) else np.zeros(0, dtype=bool))  # fmt: skip
         self.api_keys = (_thread_keys(api["pid"].to_numpy(), api["tid"].to_numpy()) if len(api)
@@ -473,7 +479,47 @@ class _HostActivity:
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
         self._thread_painted: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
         self._waits_by_thread: dict[int, np.ndarray] | None = None
+        self._cover: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._ops = ops
+
+    @cached_property
+    def _every_range(self) -> dict[int, np.ndarray]:
+        """Per thread key: every row of ``ranges`` on it, by start."""
+        return self._ranges_by_thread(np.arange(len(self.range_start)))
+
+    def launched_in_operator(self, key, times: np.ndarray) -> np.ndarray:
+        """Per launch call start on the thread: whether one of the framework's operators
+        (range_op) is open then (the innermost range or one around it)."""
+        index = self._index(key)
+        out = np.zeros(len(times), dtype=bool)
+        if index is None:
+            return out
+        pos = index.find(np.asarray(times, dtype=np.int64))
+        for _ in range(len(index.levels) + 1):  # (up the parents, one level at a time)
+            open_ = pos >= 0
+            if not open_.any():
+                break
+            out[open_] |= self.range_op[index.rows(pos[open_])]
+            pos[open_] = index.parent[pos[open_]]
+        return out
+
+    def longest_uncovered(self, key, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per window [lo, hi) on the thread: its longest stretch (ns) outside every
+        operator range, API call and input-pipeline range of the thread (time the host spent
+        in code that the framework did not record as one of its operators)."""
+        if key not in self._cover:
+            ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
+            ranges = ranges[self.range_op[ranges] | self.input[ranges]]
+            calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+            start = np.concatenate([self.range_start[ranges], self.api_start[calls]])
+            end = np.concatenate([self.range_end[ranges], self.api_end[calls]])
+            order = np.argsort(start, kind="stable")
+            start, reach = start[order], np.maximum.accumulate(end[order]) if len(end) else end
+            # the uncovered stretch that ends where each segment starts (-1: none before it)
+            before = np.r_[np.int64(-1), start[1:] - reach[:-1]] if len(start) else start
+            self._cover[key] = (start, reach, before)
+        start, reach, before = self._cover[key]
+        return _longest_uncovered(start, reach, before, lo, hi)
 
     @cached_property
     def device_idle(self) -> _DeviceIdle:
@@ -522,7 +568,7 @@ class _HostActivity:
         start): every range, or, once ``expect`` was told the query times, those open at
         one of that thread's query times."""
         if self._indexed is None:
-            every = self._ranges_by_thread(np.arange(len(self.range_start)))
+            every = self._every_range
             if self._queries is None:
                 self._indexed = every
             else:
@@ -575,7 +621,11 @@ class _HostActivity:
 
     def _split_thread(self, key, rows, lo, hi, launch_start, device, out, rest) -> np.ndarray:
         """Fill ``out`` and ``rest`` for the windows ``rows`` of one thread; returns per
-        window whether the innermost range at its middle also holds the op's launch."""
+        window whether its rest is the op's launch work (module doc, step 4): its middle
+        lies inside the op's launch call; or an operator launched the op and the range
+        covering the window is an operator holding that call, or is a user range (or none)
+        in which no stretch outside the operators is longer than host_launch_max_ns; or no
+        operator launched it and the range covering the window holds that call."""
         a, b = lo[rows], hi[rows]
         painted = self._painted(key)
         for code, name in ((_SYNC, "synchronization"), (_COPY, "blocking_copy"),
@@ -626,9 +676,21 @@ class _HostActivity:
         # window's middle that covers at least half of it; whether that range also holds
         # the op's own launch call
         mid = a + (b - a) // 2
-        text, own = self.innermost(key, mid, launch_start[rows], (a, b))
+        text, holds, operator = self.innermost(key, mid, launch_start[rows], (a, b), True)
         out["labels"]["host"][rows] = text
-        return own
+        in_call = mid >= launch_start[rows]  # (inside the op's own launch call: a slow launch)
+        # where an operator launched the op, the framework recorded its operators then: in a
+        # user range (a step) or in nothing, the rest is launch work (operators and the code
+        # between them) unless the host spent a stretch longer than any launch takes outside
+        # every operator. Elsewhere a range holding the launch (a step too) stands for the
+        # launching code
+        recorded = self.launched_in_operator(key, launch_start[rows])
+        glue = np.ones(len(rows), dtype=bool)
+        if recorded.any():
+            glue[recorded] = (self.longest_uncovered(key, a[recorded], b[recorded])
+                              <= thresholds()["host_launch_max_ns"])  # fmt: skip
+        by_operators = (operator & holds) | (~operator & glue)
+        return in_call | np.where(recorded, by_operators, holds)
 
     def _calls_of(self, key, code: int) -> np.ndarray:
         """The thread's API calls (rows, by start) of category ``code`` (0: the calls that
@@ -662,14 +724,16 @@ class _HostActivity:
         """The innermost host range open on the thread at each time ('' for none)."""
         return self.innermost(key, times, None)[0]
 
-    def innermost(self, key, times, launch_start, window=None) -> tuple[np.ndarray, np.ndarray]:
+    def innermost(self, key, times, launch_start, window=None, kinds: bool = False):
         """(label, holds_launch) per time: the innermost host range open on the thread then
         (with ``window`` (lo, hi): the innermost that covers at least half of it; a
         non-launch API call there is named too: ``cudaMalloc (in aten::empty)``), and
-        whether that range is also open at ``launch_start`` (the op's own launch)."""
+        whether that range is also open at ``launch_start`` (the op's own launch); with
+        ``kinds``, also whether that range is one of the framework's operators (range_op)."""
         times = np.asarray(times, dtype=np.int64)
         label = np.full(len(times), "", dtype=object)
         own = np.zeros(len(times), dtype=bool)
+        operator = np.zeros(len(times), dtype=bool)
         index = self._index(key)
         if index is not None:
             pos = index.find(times)
@@ -677,9 +741,10 @@ class _HostActivity:
                 pos = index.covering(pos, *window)
             hit = pos >= 0
             label[hit] = index.text(pos[hit])
+            p = np.maximum(pos, 0)
+            operator = hit & self.range_op[index.rows(p)]
             if launch_start is not None:
-                own = hit & (index.start[np.maximum(pos, 0)] <= launch_start) & (
-                    index.end[np.maximum(pos, 0)] > launch_start)  # fmt: skip
+                own = hit & (index.start[p] <= launch_start) & (index.end[p] > launch_start)
         if key in self._api_threads:
             other = self._calls_of(key, 0)
             if other.size:
@@ -691,7 +756,7 @@ class _HostActivity:
                 call = np.where(inside, names[np.maximum(p, 0)], "")
                 label = _with_context(call, label, keep_context=True)
                 own &= ~inside  # (in another API call: not launching this op)
-        return label, own
+        return (label, own, operator) if kinds else (label, own)
 
     def _index(self, key) -> _Innermost | None:
         if key not in self._innermost:
@@ -875,6 +940,32 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
     return out
 
 
+def _longest_uncovered(start, reach, before, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per window [lo, hi): the longest stretch (ns) that no segment covers, for segments
+    sorted by ``start`` with ``reach`` the running maximum of their ends and ``before`` the
+    uncovered stretch that ends at each segment's start (start - the previous reach; -1 for
+    the first)."""
+    if len(start) == 0:
+        return np.maximum(hi - lo, 0)
+    i0 = np.searchsorted(start, lo, side="left")  # first segment starting in the window
+    i1 = np.searchsorted(start, hi, side="left")  # first starting at or after its end
+    reached = np.r_[np.int64(np.iinfo(np.int64).min), reach]  # (reached[i]: reach[i - 1])
+    inside = i1 > i0
+    # from lo to the first segment starting in it (or to hi), past what covers lo already
+    head_end = np.where(inside, start[np.minimum(i0, len(start) - 1)], hi)
+    longest = head_end - np.maximum(reached[i0], lo)
+    # after the last segment starting in the window, to hi
+    tail = np.where(inside, hi - np.maximum(reached[i1], lo), 0)
+    # between the segments starting in it: before[i] for i0 < i < i1 (a range maximum)
+    between = np.full(len(lo), -1, dtype=np.int64)
+    many = np.flatnonzero(i1 > i0 + 1)
+    if many.size:
+        bounds = np.empty(2 * many.size, dtype=np.int64)
+        bounds[0::2], bounds[1::2] = i0[many] + 1, i1[many]
+        between[many] = np.maximum.reduceat(np.r_[before, np.int64(-1)], bounds)[0::2]
+    return np.maximum(np.maximum(longest, tail), np.maximum(between, 0))
+
+
 def _holds_one(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Per range [start, end): whether one of the sorted ``times`` lies inside."""
     at = np.searchsorted(times, start, side="left")
@@ -938,6 +1029,10 @@ class _Innermost:
     def text(self, pos: np.ndarray) -> np.ndarray:
         """The range names at positions ``pos`` (>= 0)."""
         return self._texts[self._rows[pos]]
+
+    def rows(self, pos: np.ndarray) -> np.ndarray:
+        """The host-range table rows of positions ``pos`` (>= 0)."""
+        return self._rows[pos]
 
     def covering(self, pos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """From each range ``pos`` (-1: none) up its parents to the first that covers at

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from advisor.data import name_matches
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.metrics.keys import distinct, pack, text_categorical
@@ -218,14 +219,17 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
 def host_ranges(trace: Trace) -> pd.DataFrame:
     """The host's ranges on their threads: NVTX / record_function ranges and CPU ops (start,
     end, pid, tid, text: categorical, so that names are matched and cleaned once per
-    distinct text, not per row: a Kineto trace holds millions of CPU ops)."""
+    distinct text, not per row: a Kineto trace holds millions of CPU ops; ``op``: whether
+    the range is one of the framework's operators: a CPU op, or a range whose text
+    classify.yaml's framework_op_ranges names)."""
     cols = ["start", "end", "pid", "tid"]
     parts = [(trace.nvtx, "text")] if len(trace.nvtx) else []
     ops = getattr(trace, "cpu_ops", None)
     if ops is not None and len(ops):
         parts.append((ops, "name"))
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype="float64") for c in [*cols, "text"]})
+        frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in [*cols, "text"]})
+        return frame.assign(op=pd.Series(dtype=bool))
     texts = union_categoricals([_as_categorical(t[col]) for t, col in parts])
     frame = (
         pd.concat([t[cols] for t, _ in parts], ignore_index=True)
@@ -233,6 +237,11 @@ def host_ranges(trace: Trace) -> pd.DataFrame:
         else parts[0][0][cols].reset_index(drop=True)
     )
     frame["text"] = texts
+    op = np.ones(len(frame), dtype=bool)  # (CPU ops are operators by what they are)
+    if len(trace.nvtx):
+        n = len(trace.nvtx)
+        op[:n] = name_matches(pd.Series(texts[:n]), "framework_op_ranges").to_numpy(bool)
+    frame["op"] = op
     return frame
 
 

