@@ -686,9 +686,10 @@ class _HostActivity:
         # launching code
         recorded = self.launched_in_operator(key, launch_start[rows])
         glue = np.ones(len(rows), dtype=bool)
-        if recorded.any():
-            glue[recorded] = (self.longest_uncovered(key, a[recorded], b[recorded])
-                              <= thresholds()["host_launch_max_ns"])  # fmt: skip
+        longest_launch = thresholds()["host_launch_max_ns"]
+        ask = np.flatnonzero(recorded & ~operator & ~in_call & (rest[rows] > longest_launch))
+        if ask.size:  # (only where it decides: a rest longer than any launch takes)
+            glue[ask] = self.longest_uncovered(key, a[ask], b[ask]) <= longest_launch
         by_operators = (operator & holds) | (~operator & glue)
         return in_call | np.where(recorded, by_operators, holds)
 
