@@ -100,6 +100,12 @@ _STEP_DOC = {
     "step's, ns)",
     "sync_gaps": "median synchronization gaps opening in a steady step's period",
     "sync_idle_total_ns": "synchronization idle summed over the steady steps' periods (ns)",
+    "host_busy_ns": "median host-busy idle of a steady step (the launching thread busy with "
+    "other work than launching), over the step's window as the regions table measures it: "
+    "from the gap before its first op to its last op (ns)",
+    "host_busy_total_ns": "host-busy idle summed over the steady steps' windows (ns)",
+    "busy_in": "what held the host-busy idle of the family the longest (as the regions "
+    "table's busy_in: over every instance)",
     "launches": "median host launches of a steady step",
     "ops": "median GPU operations of a steady step",
     "median_gap_ns": "median launch-overhead gap over the steady steps' ops (ns)",
@@ -280,6 +286,9 @@ SCOPES: dict[Scope, dict[str, str]] = {
         "(data-parallel gradient buckets)",
         "pipeline_stage": "the range is the step family of a recognised pipeline on one of its "
         "stage devices (its point-to-point waits are the pipeline's bubble: the stages table)",
+        "steady_steps": "steady steps of the range's step family on the device (the steps "
+        "table; 0 when the range is no step family): the rules that judge a family per "
+        "steady step read it",
         **_AT_DOC,
     },
     Scope.SEQUENCES: {
@@ -622,6 +631,7 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
         period_ns=inst["span_ns"].to_numpy(),
         period_sync_idle_ns=inst["sync_idle_ns"].to_numpy(),
         period_sync_gaps=inst["sync_gaps"].to_numpy(),
+        host_busy_idle_ns=r["host_busy_idle_ns"].to_numpy(),
         graph_saving_ns=np.bincount(gap_row, saving, len(r)),
     )
     # per (family, device) of the repeated ranges, over its steady steps (a cold step holds
@@ -633,9 +643,10 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
     used = rep[~rep["cold"].to_numpy() | ~has_steady[group]]
     ug = group[~rep["cold"].to_numpy() | ~has_steady[group]]
     cols = ["step_ns", "gpu_busy_ns", "idle_ns", "launch_overhead_ns", "period_sync_idle_ns",
-            "period_sync_gaps", "launches", "ops"]  # fmt: skip
+            "period_sync_gaps", "host_busy_idle_ns", "launches", "ops"]  # fmt: skip
     med = used[cols].groupby(ug).median()
-    sums = used[["period_sync_idle_ns", "graph_saving_ns", "period_ns"]].groupby(ug).sum()
+    sums = used[["period_sync_idle_ns", "host_busy_idle_ns", "graph_saving_ns",
+                 "period_ns"]].groupby(ug).sum()  # fmt: skip
     worst = used["graph_saving_ns"].groupby(ug).idxmax()
     first = rep.groupby(group, sort=True).head(1)
     group_of_row = np.full(len(r), -1)
@@ -650,6 +661,8 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
         "sync_idle_ns": med["period_sync_idle_ns"].to_numpy(),
         "sync_gaps": med["period_sync_gaps"].to_numpy(),
         "sync_idle_total_ns": sums["period_sync_idle_ns"].to_numpy(np.float64),
+        "host_busy_ns": med["host_busy_idle_ns"].to_numpy(np.float64),
+        "host_busy_total_ns": sums["host_busy_idle_ns"].to_numpy(np.float64),
         "launches": med["launches"].to_numpy(), "ops": med["ops"].to_numpy(),
         "median_gap_ns": own.reindex(range(len(med))).to_numpy(np.float64),
         "overhead_share": (med["launch_overhead_ns"] / med["step_ns"].where(med["step_ns"] != 0))
@@ -758,6 +771,16 @@ def build_tables(a: Analysis) -> dict[Scope, pd.DataFrame]:
     regions["pipeline_stage"] = regions["name"].astype(str).isin(stages["name"]) & regions[
         "device"
     ].isin(stages["device"])
+    steps = _steps(a)
+    # a step family is judged per steady step where the steps table says so (its cold
+    # first step's allocation is start-up, not the host work of every step)
+    by_step = steps.set_index(["name", "device"])
+    idx = pd.MultiIndex.from_frame(regions[["name", "device"]].astype({"name": str}))
+    regions["steady_steps"] = (by_step["steady_steps"].reindex(idx).fillna(0).to_numpy(float)
+                               if len(steps) else np.zeros(len(regions)))  # fmt: skip
+    held = pd.Series(regions["busy_in"].to_numpy(object), index=idx)
+    steps["busy_in"] = (held.reindex(pd.MultiIndex.from_frame(steps[["name", "device"]]))
+                        .to_numpy(object) if len(steps) else [])  # fmt: skip
     return {Scope.KERNELS: _kernels(a), Scope.REGIONS: regions,
-            Scope.SEQUENCES: sequence_table(a), Scope.STEPS: _steps(a),
+            Scope.SEQUENCES: sequence_table(a), Scope.STEPS: steps,
             Scope.STRAGGLERS: _stragglers(a, regions), Scope.STAGES: stages}  # fmt: skip

@@ -86,3 +86,41 @@ def test_host_bound_steps_by_hand():
     (f,) = [f for f in find(a) if f.rule == "host-bound-steps"]
     assert (f.strategy, f.region, f.est_savings_ns) == ("cuda_graph", "step", 498_408)
     assert f.severity == "high"  # 498 us of the steps' 573 us
+
+
+def test_host_busy_steps_by_hand():
+    # four steps "step_1".."step_4" back to back (the next starts 500 ns after the previous
+    # one's last kernel). In each, kernel a [t0 + 1000, t0 + 2000) (call [t0 + 500, t0 +
+    # 600]), then W of host work in the range "log_metrics" [t0 + 3000, t0 + 3000 + W), which
+    # launches nothing, then kernel b (call 100 ns after log_metrics, starting 100 ns after
+    # the call). b's gap: host-late [t0 + 2000, t0 + 3200 + W) = W + 1200 ns, covered over
+    # half by log_metrics, which does not hold b's launch: host_busy W + 1200 (no operator in
+    # this trace). a's gap (steps 2-4): 1100 host-late, launch work. Step 1 holds W = 3 ms,
+    # the others 300 us: step 1's window is over 2x the others' median, so it is cold. Per
+    # steady step: 301,200 ns of host work; 903,600 over the 3 steady steps; the range's own
+    # host_busy_idle_ns, 3,001,200 + 903,600, holds the cold step too
+    from builders import trace
+
+    from advisor.analysis import analyze
+    from advisor.findings import find
+
+    kernels, api, nvtx = [], [], []
+    t0, corr = 0, 0
+    for step, w in enumerate([3_000_000, 300_000, 300_000, 300_000], 1):
+        kb = t0 + 3_300 + w
+        nvtx += [(f"step_{step}", t0, kb + 1_100), ("log_metrics", t0 + 3_000, t0 + 3_000 + w)]
+        api += [("cudaLaunchKernel", t0 + 500, t0 + 600, corr + 1),
+                ("cudaLaunchKernel", kb - 200, kb - 100, corr + 2)]  # fmt: skip
+        kernels += [dict(start=t0 + 1_000, end=t0 + 2_000, correlation=corr + 1),
+                    dict(start=kb, end=kb + 1_000, correlation=corr + 2)]  # fmt: skip
+        t0, corr = kb + 1_500, corr + 2
+    a = analyze(trace(kernels, api, nvtx))
+    tables = build_tables(a)
+    steps = tables["steps"].iloc[0]
+    assert (steps["name"], steps["steps"], steps["steady_steps"]) == ("step", 4, 3)
+    assert (steps["host_busy_ns"], steps["host_busy_total_ns"]) == (301_200, 903_600)
+    region = tables["regions"].set_index("name").loc["step"]
+    assert region["host_busy_idle_ns"] == 3_001_200 + 903_600 and region["steady_steps"] == 3
+    found = {f.rule: f for f in find(a)}
+    assert found["host-busy-steps"].est_savings_ns == 903_600
+    assert "host-busy" not in found  # (the family is judged per steady step)
