@@ -511,8 +511,11 @@ class _HostActivity:
             ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
             ranges = ranges[self.range_op[ranges] | self.input[ranges]]
             calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
-            start = np.concatenate([self.range_start[ranges], self.api_start[calls]])
-            end = np.concatenate([self.range_end[ranges], self.api_end[calls]])
+            # (each set by start, less what an earlier segment holds: the union is the same,
+            # and a Kineto thread's millions of nested CPU ops shrink to the outer ones)
+            ops = _outermost(self.range_start[ranges], self.range_end[ranges])
+            api = _outermost(self.api_start[calls], self.api_end[calls])
+            start, end = np.concatenate([ops[0], api[0]]), np.concatenate([ops[1], api[1]])
             order = np.argsort(start, kind="stable")
             start, reach = start[order], np.maximum.accumulate(end[order]) if len(end) else end
             # the uncovered stretch that ends where each segment starts (-1: none before it)
@@ -939,6 +942,16 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
         if mine.any():
             out[code] = union(lo[mine], hi[mine])
     return out
+
+
+def _outermost(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of segments sorted by start, those not inside an earlier one (same union)."""
+    if len(start) < 2:
+        return start, end
+    keep = np.empty(len(start), dtype=bool)
+    keep[0] = True
+    np.greater(end[1:], np.maximum.accumulate(end)[:-1], out=keep[1:])
+    return start[keep], end[keep]
 
 
 def _longest_uncovered(start, reach, before, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -350,6 +350,14 @@ def test_the_longest_uncovered_stretch_by_hand():
     assert got.tolist() == [5, 10, 40, 18, 40, 80, 20, 10]
 
 
+def test_outermost_segments_keep_the_union():
+    # [0, 10) holds [1, 3) and [5, 8); [6, 12) reaches past it: kept
+    from advisor.metrics.attribution import _outermost
+
+    start, end = _outermost(np.array([0, 1, 5, 6]), np.array([10, 3, 8, 12]))
+    assert (start.tolist(), end.tolist()) == ([0, 6], [10, 12])
+
+
 @pytest.mark.parametrize("loads", [True, False], ids=["code loaded", "taken mid-run"])
 def test_the_time_before_a_kernels_first_launch_is_startup_when_its_code_loads(loads):
     # Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms)). In each: gemm at [iP, iP +
