@@ -295,3 +295,85 @@ def test_a_is_copied_to_128_byte_rows_only_where_both_operands_sit_off_sectors()
     # shorter than 5x the copy)
     q = knobs.Problem(8000, 40, 5000, H200)
     assert planner.off_sector_rows(q) and not planner.line_copy_a(q, 128, 128)
+
+
+def test_stream_k_chooses_tile_and_policy_together():
+    # round 13: 1920 x 1920 x 7168 (112 K-iterations). 128 x 256: 15 x 8 = 120 tiles, one
+    # partial wave filled to 120 / 132 (CTAs: min(132, 120 x 112) = 132), policy 0:
+    #   waves = 0.6 + 0.4 x 120/132 = 0.96364 (sk_partial_wave_floor 0.6)
+    #   t_iter = 2 x 128 x 256 x 64 / (989e12 / 132 / 1e9 x 0.728) = 768.96 ns
+    #   model = 2.0 us (sk_fixed_us.gluon) + 0.96364 x 112 x 768.96 = 84,990 ns
+    # 128 x 128 (4 warps): 15 x 15 = 225 tiles, a full wave and 93 / 132 of one (policy 0):
+    #   (1 + 0.6 + 0.4 x 93/132) x 112 x 420.92 + 2,000 = 90,713 ns: the joint choice
+    #   takes 128 x 256 (measured 86.0 against 90.1 us). The tile step before round 13
+    #   (stream_k_tile_ns: every K-iteration spread evenly, ceil(225 x 112 / 132) = 191
+    #   per CTA) modelled 128 x 128 faster and took it.
+    p = knobs.Problem(1920, 1920, 7168, H200)
+    cfg = knobs.stream_k(p)
+    assert (_tile(cfg), cfg["num_warps"], cfg["GLUON"], cfg["SK_TILES"]) == ((128, 256), 8, 1, 0)
+    t_wide = 2 * 128 * 256 * 64 / (989e12 / 132 / 1e9 * 0.728)
+    assert math.isclose(cfg["model_ns"], 2000 + (0.6 + 0.4 * 120 / 132) * 112 * t_wide, abs_tol=1)
+    narrow = next(c for c in knobs.CANDIDATES if c[:5] == (128, 128, 64, 4, 4))
+    b = knobs._base(p, narrow, "gluon")
+    assert knobs.stream_k_ns(p, b, 0)["model_ns"] > cfg["model_ns"]
+    assert knobs.stream_k_tile_ns(p, b)["model_ns"] < knobs.stream_k_tile_ns(
+        p, knobs._base(p, next(c for c in knobs.CANDIDATES if c[:5] == (128, 256, 64, 8, 4)),
+                       "gluon"))["model_ns"]  # fmt: skip
+
+
+def test_stream_k_gluon_terms_are_the_stream_k_models_own():
+    # sk_gluon_eff and sk_fixed_us: the Gluon Stream-K model's (round 13's refit); split-K
+    # and the tile model (stream_k_tile_ns, fit_tiles.py's) keep the rows' 0.688 and
+    # fixed_us.stream_k's 13.3 us
+    p = knobs.Problem(1920, 1920, 7168, H200)
+    wide = next(c for c in knobs.CANDIDATES if c[:5] == (128, 256, 64, 8, 4))
+    b = knobs._base(p, wide, "gluon")
+    flops = 2 * 128 * 256 * 64
+    assert math.isclose(b["t_iter"], flops / (989e12 / 132 / 1e9 * 0.688))
+    assert math.isclose(planner._sk_tile(p, b)["t_iter"], flops / (989e12 / 132 / 1e9 * 0.728))
+    assert knobs.CALIBRATION["fixed_us"]["stream_k"]["gluon"] == 13.3
+    # the tile model: 13.3 us + ceil(120 x 112 / 132) = 102 iterations at the row's rate
+    # + the 120 tiles' fp32 partials written and read back (policy 2: all Stream-K)
+    tile_model = 13300 + 102 * b["t_iter"] + 120 * 128 * 256 * 4 * 2 / 4800
+    assert math.isclose(knobs.stream_k_tile_ns(p, b)["model_ns"], tile_model)
+    # the Triton kernel keeps fixed_us.stream_k (15.8 us) in the Stream-K model
+    tri = knobs._base(p, wide, "triton")
+    dp = knobs.stream_k_ns(p, tri, 0)["model_ns"]
+    assert math.isclose(dp, 15800 + (0.6 + 0.4 * 120 / 132) * 112 * tri["t_iter"])
+
+
+def test_long_stream_k_shares_cut_inside_tiles_cost_more():
+    # gemm_tiles.sk_long_share [1.25, 0.7]: 2304 x 2304 x 9000 on 128 x 128 (4 warps), all
+    # Stream-K: 18 x 18 = 324 tiles of 141 K-iterations over 132 CTAs, a share of
+    # 324 / 132 = 2.4545 tiles cut inside tiles; its iterations past 1.25 tiles cost 0.7
+    # more: 0.7 x (2.4545 - 1.25) x 141 = 118.9 K-iterations x 420.92 ns = 50,050 ns
+    # (measured: 236.3 us against 175.0 for policy 1, round 13)
+    p = knobs.Problem(2304, 2304, 9000, H200)
+    narrow = next(c for c in knobs.CANDIDATES if c[:5] == (128, 128, 64, 4, 4))
+    b = knobs._base(p, narrow, "gluon")
+    with_term = knobs.stream_k_ns(p, b, -1)["model_ns"]
+    saved = knobs.CALIBRATION["sk_long_share"]
+    try:
+        knobs.CALIBRATION["sk_long_share"] = [1.25, 0.0]
+        without = knobs.stream_k_ns(p, b, -1)["model_ns"]
+        # a share of exactly 2 whole tiles is cut nowhere inside a tile: no extra cost
+        # (704 x 5632 x 8192: 6 x 44 = 264 tiles on 132 CTAs, measured no slower, round 13)
+        q = knobs.Problem(704, 5632, 8192, H200)
+        bq = knobs._base(q, narrow, "gluon")
+        plain = knobs.stream_k_ns(q, bq, -1)["model_ns"]
+    finally:
+        knobs.CALIBRATION["sk_long_share"] = saved
+    extra = 0.7 * (324 / 132 - 1.25) * 141 * b["t_iter"]
+    assert math.isclose(b["t_iter"], 2 * 128 * 128 * 64 / (989e12 / 132 / 1e9 * 0.665))
+    assert math.isclose(with_term - without, extra) and 49_900 < extra < 50_200
+    assert knobs.stream_k_ns(q, bq, -1)["model_ns"] == plain
+    # a share of 1.09 tiles (1536 x 3072 x 6144, 128 x 256, 144 tiles): under 1.25, none
+    r = knobs.Problem(1536, 3072, 6144, H200)
+    wide = knobs._base(r, next(c for c in knobs.CANDIDATES if c[:5] == (128, 256, 64, 8, 4)),
+                       "gluon")  # fmt: skip
+    knobs.CALIBRATION["sk_long_share"] = [1.25, 0.0]
+    try:
+        base = knobs.stream_k_ns(r, wide, -1)["model_ns"]
+    finally:
+        knobs.CALIBRATION["sk_long_share"] = saved
+    assert knobs.stream_k_ns(r, wide, -1)["model_ns"] == base

@@ -294,10 +294,17 @@ def stream_k_ns(p: Problem, b: dict, policy: int = 2) -> dict:
     """Modelled Stream-K time of tile ``b`` under ``policy``: the data-parallel waves (a
     partial wave filled to a fraction f of the CTAs costs floor + (1 - floor) f of a whole
     one: its CTAs run faster with the SMs' memory to fewer of them), then each CTA's share
-    of the Stream-K iterations (each at sk_iter_factor of a whole tile's), plus
-    the fix-up: every partial tile written and read back at the memory bandwidth, and on the
-    critical path the CTA finishing the most-shared tile reading the others' partials at one
-    SM's share of it (gemm_tiles.sk_fixup_sm_share), the padding copies and the fixed time."""
+    of the Stream-K iterations (each at sk_iter_factor of a whole tile's; where a share
+    spans s tiles of iterations, more than s0 = gemm_tiles.sk_long_share[0], and the shares
+    are cut inside tiles, its (s - s0) tiles of iterations past s0 cost sk_long_share[1] of
+    their time more: round 13 measured 128 x 128 shares of s = 1.45-2.45 2-31% slower than
+    the tile's data-parallel schedule relative to the model, at 11 of 12 such configs, and
+    none slower at s up to 1.23 or at exactly 2 whole tiles), plus the fix-up: every
+    partial tile written and read back at the memory bandwidth, and on the critical path
+    the CTA finishing the most-shared tile reading the others' partials at one SM's share of it
+    (gemm_tiles.sk_fixup_sm_share), the padding copies and the fixed time
+    (gemm_tiles.sk_fixed_us where it lists the kernel, else fixed_us.stream_k: the tile
+    model's, fitted with ``stream_k_tile_ns``)."""
     tiles, k_iters = b["tiles"], b["k_iters"]
     progs = min(b["slots"], tiles * k_iters)
     dp_tiles = sk_data_parallel_tiles(tiles, progs, policy)
@@ -306,12 +313,18 @@ def stream_k_ns(p: Problem, b: dict, policy: int = 2) -> dict:
     floor = CALIBRATION["sk_partial_wave_floor"]
     waves = full_waves + (floor + (1 - floor) * partial / progs if partial else 0)
     iters = waves * k_iters + math.ceil(sk_iters / progs) * CALIBRATION["sk_iter_factor"]
-    compute = b["ctas_per_sm"] * iters * b["t_iter"]
     partials, ways = _sk_partials(sk_iters, progs, k_iters) if sk_iters else (0, 1)
+    share = sk_iters / progs / k_iters  # tiles of K-iterations in each CTA's Stream-K share
+    free, factor = CALIBRATION.get("sk_long_share", (1.0, 0.0))
+    if partials and share > free:  # long shares cut inside tiles (round 13)
+        iters += factor * (share - free) * k_iters
+    compute = b["ctas_per_sm"] * iters * b["t_iter"]
     tile_bytes = b["BLOCK_M"] * b["BLOCK_N"] * 4
     per_sm = p.bandwidth / p.gpu.sm_count * CALIBRATION["sk_fixup_sm_share"]
     fixup = partials * tile_bytes * 2 / p.bandwidth + (ways - 1) * tile_bytes / per_sm
-    model = _fixed_ns("stream_k", b["kernel"]) + compute + fixup + b["pad_ns"]
+    fixed = CALIBRATION.get("sk_fixed_us", {}).get(b["kernel"])  # (this model's own fit)
+    fixed_ns = _fixed_ns("stream_k", b["kernel"]) if fixed is None else fixed * 1e3
+    model = fixed_ns + compute + fixup + b["pad_ns"]
     return dict(b, model_ns=model, sk_tiles=tiles - dp_tiles, NUM_PROGS=progs, SK_TILES=policy)
 
 
@@ -347,11 +360,14 @@ def stream_k_whole_tiles_ns(p: Problem, b: dict, policy: int = 0) -> dict:
 
 
 def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict:
-    """Tile and kernel by the tile model (``stream_k_tile_ns``), then the Stream-K policy
-    of ``policies`` with the lowest modelled time for that tile (``stream_k_ns``; the first
-    on a tie). A ``data_parallel_only`` tile (Gluon's 128 x 192) is a candidate only under
-    a policy of ``policies`` that leaves no Stream-K share, modelled as that schedule in
-    both steps (``stream_k_whole_tiles_ns``)."""
+    """Tile, kernel and Stream-K policy of ``policies`` together: the config with the
+    lowest modelled time (``stream_k_ns`` of every tile under every policy, with the Gluon
+    kernel's Stream-K efficiencies, ``_sk_tile``; the first on a tie). Since round 13: before,
+    the tile came first from a model of perfectly balanced Stream-K shares
+    (``stream_k_tile_ns``), which ranked 128 x 128 over 128 x 256 at shapes where no policy
+    balances it so (docs/verification/README.md, round 13). A ``data_parallel_only`` tile
+    (Gluon's 128 x 192) is a candidate only under a policy of ``policies`` that leaves no
+    Stream-K share, modelled as that schedule (``stream_k_whole_tiles_ns``)."""
 
     def dp_policies(b: dict) -> list[int]:
         progs = min(b["slots"], b["tiles"] * b["k_iters"])
@@ -360,17 +376,20 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
     def dp_only(b: dict) -> bool:
         return data_parallel_only(b["BLOCK_M"], b["BLOCK_N"])
 
-    def tile_model(b: dict) -> list[dict]:
+    def configs_of(b: dict) -> list[dict]:
+        b = _sk_tile(p, b)
         if dp_only(b):
             return [stream_k_whole_tiles_ns(p, b, pol) for pol in dp_policies(b)[:1]]
-        return [stream_k_tile_ns(p, b)]
+        return [stream_k_ns(p, b, policy) for policy in policies]
 
-    tile = _pick_kernel(p, lambda b: tile_model(_off_sectors(p, b)), "stream_k")
-    if dp_only(tile):
-        best = tile
-    else:
-        best = min((stream_k_ns(p, tile, policy) for policy in policies),
-                   key=lambda c: c["model_ns"])  # fmt: skip
+    best = _pick_kernel(p, configs_of, "stream_k")
+    return _finish(best, "stream_k", **stream_k_extra(best))
+
+
+def stream_k_extra(best: dict) -> dict:
+    """The Stream-K knobs of a modelled config ``best`` beyond its tile row's: GLUON, and
+    for the Gluon kernel the ring depth and tile order gemm_tiles gives its tile
+    (sk_gluon_stages, sk_group_m)."""
     extra = {"GLUON": int(best["kernel"] == "gluon")}
     shape = [best[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")]
     for *knobs, stages in CALIBRATION.get("sk_gluon_stages", []) if extra["GLUON"] else []:
@@ -379,7 +398,7 @@ def stream_k(p: Problem, policies: tuple[int, ...] = tuple(SK_POLICIES)) -> dict
     for *knobs, group_m in CALIBRATION.get("sk_group_m", []) if extra["GLUON"] else []:
         if knobs == shape:  # the Gluon Stream-K kernel's tile order (L2 swizzle) for it
             extra["GROUP_M"] = group_m
-    return _finish(best, "stream_k", **extra)
+    return extra
 
 
 def off_sector_rows(p: Problem) -> bool:
@@ -414,6 +433,19 @@ def line_copy_a(p: Problem, bm: int, bn: int) -> bool:
     if not b:
         return False
     return line_copy_a_ns(p) < (factor - 1.0) * _data_parallel_ns({**b, "pad_ns": 0.0})
+
+
+def _sk_tile(p: Problem, b: dict) -> dict:
+    """A base tile ``b`` as the Stream-K model times it: for the Gluon kernel, a K-iteration
+    at gemm_tiles.sk_gluon_eff's efficiency where that lists the tile (``[BLOCK_M, BLOCK_N,
+    BLOCK_K, num_warps, efficiency]``: the Stream-K kernel's ring and epilogue differ from
+    the ones the table was fitted with), and on rows off sectors (``_off_sectors``)."""
+    shape = [b[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")]
+    for *knobs, eff in CALIBRATION.get("sk_gluon_eff", []) if b["kernel"] == "gluon" else []:
+        if knobs == shape:
+            flops = 2.0 * b["BLOCK_M"] * b["BLOCK_N"] * b["BLOCK_K"]
+            b = dict(b, t_iter=flops / (p.per_sm_flops * eff))
+    return _off_sectors(p, b)
 
 
 def _off_sectors(p: Problem, b: dict) -> dict:
