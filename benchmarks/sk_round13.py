@@ -5,6 +5,8 @@ every config checked against a float32 matmul first: sk_round10's helpers).
     python benchmarks/sk_round13.py STREAM_K_SCRIPT --shapes MxNxK:dtype,... [--rep MS]
         [--rounds R] [--deadline S] [--out rows.jsonl]
     python benchmarks/sk_round13.py --fit [--rows SWEEP.jsonl ...] [--dp-rows TILES.json ...]
+    python benchmarks/sk_round13.py --loso [--rows ...] [--dp-rows ...]
+    python benchmarks/sk_round13.py --check SWEEP.jsonl ...
 
 Per shape: cuBLAS, the script's choice, and each tile of TILES under each policy of the
 planner's SK_POLICIES (a data-parallel-only tile under policy 0 alone; policies that give
@@ -23,6 +25,8 @@ factor (sk_long_share's second number; its first held at gpus.yaml's), least squ
 log(measured / modelled) (Nelder-Mead), the data-parallel-only tiles' efficiencies held.
 Prints the fitted values, the error before and after, and per shape the config the
 planner's joint choice would take among the measured ones against the fastest measured.
+--loso: the same fit once per swept shape without that shape's points, and the held-out
+shape's error and joint choice under it. --check: gpus.yaml's terms on other sweeps.
 """
 
 from __future__ import annotations
@@ -178,62 +182,118 @@ def _set_terms(cal: dict, x) -> None:
                sk_long_share=[cal["sk_long_share"][0], long_share])  # fmt: skip
 
 
-def fit(points) -> None:
-    import math
-    import statistics
-
-    import numpy as np
-    from scipy.optimize import minimize
-
+def _model():
+    """advisor's planner module, the H200's specs and the calibration dict the fit edits."""
     from advisor.configs import knobs
     from advisor.trace.gpus import match_gpu
 
-    h200 = match_gpu("H200")
-    cal = knobs.CALIBRATION
-    saved = json.loads(json.dumps(cal))
+    return knobs, match_gpu("H200"), knobs.CALIBRATION
 
-    def errors() -> np.ndarray:
-        return np.array([math.log(v / modelled_us(knobs, h200, s, t, pol))
-                         for s, t, pol, v, _ in points])  # fmt: skip
 
-    def picks() -> list[tuple]:
-        out = []
-        for shape in sorted({pt[0] for pt in points if pt[4] in FIT_ROWS}):
-            cs = [(modelled_us(knobs, h200, s, t, pol), v, t, pol) for s, t, pol, v, src in points
-                  if s == shape and src in FIT_ROWS]  # fmt: skip
-            pick, best = min(cs), min(c[1] for c in cs)
-            out.append((shape, pick[2][:2], pick[3], pick[1], best))
-        return out
+def _errors(points) -> list[float]:
+    """log(measured / modelled) of each point under the calibration as it stands."""
+    import math
 
-    before = errors()
-    # from the terms before round 13 (floor 0.4, the tile model's 13.3 us, the rows'
-    # efficiencies, no long-share term)
+    knobs, h200, _ = _model()
+    return [math.log(v / modelled_us(knobs, h200, s, t, pol)) for s, t, pol, v, _ in points]
+
+
+def _picks(points) -> list[tuple]:
+    """Per shape of ``points``: (shape, the joint choice's tile, policy and measured us, the
+    fastest measured us) among that shape's measured configs."""
+    knobs, h200, _ = _model()
+    out = []
+    for shape in sorted({pt[0] for pt in points}):
+        cs = [(modelled_us(knobs, h200, s, t, pol), v, t, pol) for s, t, pol, v, _ in points
+              if s == shape]  # fmt: skip
+        pick, best = min(cs), min(c[1] for c in cs)
+        out.append((shape, pick[2][:2], pick[3], pick[1], best))
+    return out
+
+
+def _fitted(points) -> list[float]:
+    """The terms (TERMS) fitted to ``points``: least squares on log(measured / modelled),
+    Nelder-Mead from the terms before round 13 (floor 0.4, the tile model's 13.3 us, the
+    rows' efficiencies, no long-share term). Leaves the calibration at the fitted terms."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    _, _, cal = _model()
     x0 = [0.4, 1.05, cal["fixed_us"]["stream_k"]["gluon"], 0.688, 0.648, 0.665, 0.0]
 
     def loss(x) -> float:
         _set_terms(cal, x)
-        return float((errors() ** 2).sum())
+        return float((np.array(_errors(points)) ** 2).sum())
 
     x = minimize(loss, x0, method="Nelder-Mead",
                  options={"maxiter": 4000, "xatol": 1e-4, "fatol": 1e-6}).x  # fmt: skip
     _set_terms(cal, x)
-    after = errors()
-    print(dict(zip(TERMS, (round(float(v), 3) for v in x), strict=True)))
-    print(f"{len(points)} points: rms log error {np.sqrt((before**2).mean()):.3f} (gpus.yaml) -> "
-          f"{np.sqrt((after**2).mean()):.3f} (fitted)")  # fmt: skip
-    ratios = []
-    for shape, tile, policy, got, best in picks():
-        ratios.append(got / best)
+    return [float(v) for v in x]
+
+
+def _rms(errors: list[float]) -> float:
+    return (sum(e * e for e in errors) / len(errors)) ** 0.5
+
+
+def _print_picks(picks: list[tuple]) -> None:
+    import statistics
+
+    ratios = [got / best for *_, got, best in picks]
+    for shape, tile, policy, got, best in picks:
         print(f"  {shape}: joint pick {tile} p{policy} {got:.1f} us, fastest {best:.1f} us")
     print(f"pick / fastest: mean {statistics.mean(ratios):.3f}, worst {max(ratios):.3f}")
+
+
+def fit(points) -> None:
+    """Print the terms fitted to ``points``, the error before and after, and the joint
+    choice per swept shape (calibration restored after)."""
+    _, _, cal = _model()
+    saved = json.loads(json.dumps(cal))
+    before = _rms(_errors(points))
+    x = _fitted(points)
+    print(dict(zip(TERMS, (round(v, 3) for v in x), strict=True)))
+    print(f"{len(points)} points: rms log error {before:.3f} (gpus.yaml) -> "
+          f"{_rms(_errors(points)):.3f} (fitted)")  # fmt: skip
+    _print_picks(_picks([pt for pt in points if pt[4] in FIT_ROWS]))
     cal.clear()
     cal.update(saved)
+
+
+def leave_one_shape_out(points) -> None:
+    """For each swept shape: the terms fitted to every other shape's points, then that
+    shape's rms log error and joint choice under them (what the fit predicts where it has
+    not seen the shape); the calibration restored after."""
+    _, _, cal = _model()
+    saved = json.loads(json.dumps(cal))
+    picks, held_errors = [], []
+    for shape in sorted({pt[0] for pt in points if pt[4] in FIT_ROWS}):
+        x = _fitted([pt for pt in points if pt[0] != shape])
+        mine = [pt for pt in points if pt[0] == shape]
+        errors = _errors(mine)
+        held_errors += errors
+        picks += _picks([pt for pt in mine if pt[4] in FIT_ROWS])
+        print(f"{shape}: rms log error {_rms(errors):.3f} over {len(mine)} points held out; "
+              f"terms {[round(v, 3) for v in x]}", flush=True)  # fmt: skip
+        cal.clear()
+        cal.update(json.loads(json.dumps(saved)))
+    print(f"held out: rms log error {_rms(held_errors):.3f} over {len(held_errors)} points")
+    _print_picks(picks)
+
+
+def check(rows: list[str]) -> None:
+    """gpus.yaml's terms against sweeps they were not fitted to: rms log error and the
+    joint choice per shape among the measured configs."""
+    points = fit_points(rows, [])
+    print(f"{len(points)} points: rms log error {_rms(_errors(points)):.3f} (gpus.yaml)")
+    _print_picks(_picks(points))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("script", nargs="?")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--loso", action="store_true", help="leave one shape out of the fit")
+    ap.add_argument("--check", action="append", help="sweep rows to check gpus.yaml on")
     ap.add_argument("--rows", action="append", help="with --fit (default FIT_ROWS)")
     ap.add_argument("--dp-rows", action="append", help="with --fit (default FIT_DP_ROWS)")
     ap.add_argument("--shapes", help="MxNxK:dtype,... (bf16 or fp16)")
@@ -242,8 +302,11 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds")
     ap.add_argument("--out")
     a = ap.parse_args()
-    if a.fit:
-        return fit(fit_points(a.rows or FIT_ROWS, a.dp_rows or FIT_DP_ROWS))
+    if a.fit or a.loso:
+        points = fit_points(a.rows or FIT_ROWS, a.dp_rows or FIT_DP_ROWS)
+        return leave_one_shape_out(points) if a.loso else fit(points)
+    if a.check:
+        return check(a.check)
     mod = warmed_module(a.script)
     if a.out:
         Path(a.out).write_text("")
