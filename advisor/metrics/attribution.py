@@ -37,7 +37,8 @@ satisfied last:
    host_launch_max_ns, or inside X's launch call, or the framework's work for X: an
    operator holding X's launch call covers the window, or a user range or nothing does and
    no stretch of it outside the framework's operators is longer than host_launch_max_ns;
-   where no operator launched X, a range holding the launch covers it) or ``host_busy``
+   where no operator launched X, a range holding the launch covers it and no stretch
+   outside every API call is longer than host_silent_max_ns) or ``host_busy``
    (longer, in something else: the host code of a step that launches nothing).
 
 Thresholds: data/thresholds.yaml ``attribution``; name patterns: classify.yaml.
@@ -628,7 +629,8 @@ class _HostActivity:
         lies inside the op's launch call; or an operator launched the op and the range
         covering the window is an operator holding that call, or is a user range (or none)
         in which no stretch outside the operators is longer than host_launch_max_ns; or no
-        operator launched it and the range covering the window holds that call."""
+        operator launched it, the range covering the window holds that call and no stretch
+        outside every API call is longer than host_silent_max_ns."""
         a, b = lo[rows], hi[rows]
         painted = self._painted(key)
         for code, name in ((_SYNC, "synchronization"), (_COPY, "blocking_copy"),
@@ -689,12 +691,17 @@ class _HostActivity:
         # launching code
         recorded = self.launched_in_operator(key, launch_start[rows])
         glue = np.ones(len(rows), dtype=bool)
-        longest_launch = thresholds()["host_launch_max_ns"]
-        ask = np.flatnonzero(recorded & ~operator & ~in_call & (rest[rows] > longest_launch))
-        if ask.size:  # (only where it decides: a rest longer than any launch takes)
-            glue[ask] = self.longest_uncovered(key, a[ask], b[ask]) <= longest_launch
+        t = thresholds()
+        # (without operators, a range holding the launch is the launching code unless the
+        # host spent a stretch outside every API call longer than any launch path takes,
+        # a Python one included: host_silent_max_ns)
+        longest = np.where(recorded, t["host_launch_max_ns"], t["host_silent_max_ns"])
+        decides = np.where(recorded, ~operator, holds)
+        ask = np.flatnonzero(decides & ~in_call & (rest[rows] > longest))
+        if ask.size:  # (only where it decides: a rest longer than the stretch allowed)
+            glue[ask] = self.longest_uncovered(key, a[ask], b[ask]) <= longest[ask]
         by_operators = (operator & holds) | (~operator & glue)
-        return in_call | np.where(recorded, by_operators, holds)
+        return in_call | np.where(recorded, by_operators, holds & glue)
 
     def _calls_of(self, key, code: int) -> np.ndarray:
         """The thread's API calls (rows, by start) of category ``code`` (0: the calls that

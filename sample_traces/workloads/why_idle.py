@@ -35,6 +35,8 @@ PART (each run on its own, so each trace holds one story):
   between_ranges 16 iterations: 3 ms of host work in a range that launches nothing
                  ("prepare_batch"), a pinned copy launched outside every range, then a
                  range of 12 launches ("compute_N"): the idle lies outside the ranges
+  step_host_work 8 step ranges, each 1 ms of host work (no CUDA call) then a chain of 50
+                 tiny launches; under nsys without emit_nvtx ("plain": no operator ranges)
 
 nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
 (DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
@@ -58,7 +60,12 @@ STEPS = 8
 
 
 def profiled(kind: str, out: str | None):
-    """The capture context: emit_nvtx for nsys, torch.profiler for kineto."""
+    """The capture context: emit_nvtx for nsys, torch.profiler for kineto; nothing for
+    "plain" (an nsys capture with the workload's own NVTX ranges only)."""
+    if kind == "plain":
+        import contextlib
+
+        return contextlib.nullcontext()
     if kind == "kineto":
         from torch.profiler import ProfilerActivity, profile
 
@@ -337,10 +344,28 @@ def between_ranges(kind, out, facts):
     facts.update(iterations=STEPS * 2, host_work_s=3e-3, launches_per_range=12)
 
 
+def step_host_work(kind, out, facts):
+    """Host work inside each step (no CUDA call), then an eager chain of tiny kernels.
+    Under nsys without emit_nvtx (as many users profile: their own NVTX step ranges only),
+    so the nsys trace has no operator ranges; the Kineto one has its operators."""
+    x = torch.randn(4096, device="cuda")
+    for _ in range(2):
+        (x * 0.999 + 0.001).sum().item()
+    with profiled("plain" if kind == "nsys" else kind, out):
+        for i in range(STEPS):
+            with nvtx(f"step_{i}", sync=False):
+                _spin(1e-3)  # host work in the step, no launch
+                for _ in range(25):
+                    x = x * 0.999
+                    x = x + 0.001
+        torch.cuda.synchronize()
+    facts.update(steps=STEPS, host_work_s=1e-3, launches_per_step=50, emit_nvtx=False)
+
+
 PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
                                   short_chains, dp_allreduce, nongemm, devprops,
                                   startup_host_work, startup_short_chains,
-                                  between_ranges)}  # fmt: skip
+                                  between_ranges, step_host_work)}  # fmt: skip
 
 
 def main() -> None:

@@ -306,18 +306,28 @@ def test_host_work_in_a_step_is_told_from_launch_work_by_the_operators():
     #    [410000, 420000) 10000, then 50000, 50000, 50000: none over 100 us: the framework's
     #    own work between launches, host_bound 199100.
     # N  k4 [800200, 801000), call [800000, 800100] in no operator (as in a trace without
-    #    operator ranges): host-late [606000, 800100) = 194100 in "step", which holds the
-    #    launch: host_bound 194100 (the rule for traces that record no operators).
+    #    operator ranges, an nsys capture without emit_nvtx): host-late [606000, 800100) =
+    #    194100 in "step", which holds the launch; the longest stretch outside every
+    #    operator and call, [610000, 800000) = 190000, is not over host_silent_max_ns (1 ms:
+    #    a launch path's own Python runs between calls there): host_bound 194100
     # O  k5 [1005200, 1006000), call [1005000, 1005100] in aten::mul [1000000, 1010000);
     #    before it the CPU op aten::sort [810000, 1000000) covers 190000 of host-late
     #    [801000, 1005100) = 204100 and does not hold the launch: host_busy 204100.
+    # P  k6 [1205200, 1206000), call [1205000, 1205100] in no operator; host-late [1006000,
+    #    1205100) = 199100 in "step", which holds the launch, with cudaGetDevice calls at
+    #    [1050000, 1050100], [1100000, 1100100], [1150000, 1150100]: the stretches outside
+    #    operators and calls 40000 (from aten::mul's end), 49900, 49900, 54900: none over
+    #    100 us: the launching code (API calls through it), host_bound 199100.
     ks = [dict(start=0, end=1000, correlation=1)]
     calls = [("cudaLaunchKernel", -500, -400, 1)]
     for corr, (start, call) in enumerate(
-        [(405_200, 405_000), (605_200, 605_000), (800_200, 800_000), (1_005_200, 1_005_000)], 2
-    ):
+        [(405_200, 405_000), (605_200, 605_000), (800_200, 800_000), (1_005_200, 1_005_000),
+         (1_205_200, 1_205_000)], 2
+    ):  # fmt: skip
         ks.append(dict(start=start, end=start + 800, correlation=corr))
         calls.append(("cudaLaunchKernel", call, call + 100, corr))
+    calls += [("cudaGetDevice", at, at + 100, 100 + i)
+              for i, at in enumerate((1_050_000, 1_100_000, 1_150_000))]  # fmt: skip
     ranges = [("step", 0, 2_000_000), ("aten::mm", 400_000, 410_000),
               ("aten::view", 420_000, 430_000), ("aten::view", 480_000, 490_000),
               ("aten::view", 540_000, 550_000), ("aten::add", 600_000, 610_000),
@@ -331,6 +341,7 @@ def test_host_work_in_a_step_is_told_from_launch_work_by_the_operators():
     assert got[605_200] == {"host_bound": 199_100, "launch_latency": 100}
     assert got[800_200] == {"host_bound": 194_100, "launch_latency": 100}
     assert got[1_005_200] == {"host_busy": 204_100, "launch_latency": 100}
+    assert got[1_205_200] == {"host_bound": 199_100, "launch_latency": 100}
 
 
 def test_the_longest_uncovered_stretch_by_hand():
@@ -367,7 +378,9 @@ def test_the_time_before_a_kernels_first_launch_is_startup_when_its_code_loads(l
     # launch latency. In step 0 (tk's first launch) a cuModuleLoadData [4,800,000,
     # 4,950,000] (150,000 ns) loads tk's code (a JIT compile ends so): the whole 5,000,100
     # is start-up. Without the load (a trace taken mid-run, the code loaded long before)
-    # it is what the later steps' is: launch work inside the range that launches tk.
+    # it is what the later steps' is: host work (5 ms with no call on the thread, over
+    # host_silent_max_ns, in a trace that records no operators: not the launching code of
+    # the range holding tk's launch; before: launch work).
     p = 20_000_000
     ks, calls, ranges = [], [], []
     for i in range(4):
@@ -385,10 +398,10 @@ def test_the_time_before_a_kernels_first_launch_is_startup_when_its_code_loads(l
     t.nvtx = nvtx(ranges)
     ops, pieces = attribute_gaps(device_ops(t), t)
     got = _by_op(ops, pieces)
-    first = {"startup": 5_000_100} if loads else {"host_bound": 5_000_100}
+    first = {"startup": 5_000_100} if loads else {"host_busy": 5_000_100}
     assert got[5_001_200] == {**first, "launch_latency": 100}
     for i in (1, 2, 3):
-        assert got[i * p + 5_001_200] == {"host_bound": 5_000_100, "launch_latency": 100}
+        assert got[i * p + 5_001_200] == {"host_busy": 5_000_100, "launch_latency": 100}
 
 
 def test_a_thinned_host_side_attributes_nothing():
