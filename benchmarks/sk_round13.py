@@ -259,6 +259,53 @@ def fit(points) -> None:
     cal.update(saved)
 
 
+DP_TILES = ((128, 192), (192, 128))
+
+
+def _set_dp_terms(knobs, cal: dict, x) -> None:
+    """The data-parallel-only tiles' Gluon efficiencies (x[0]: 128 x 192, x[1]: 192 x 128)
+    and their fixed time (x[2], us) into the planner's candidates and calibration."""
+    effs = dict(zip(DP_TILES, map(float, x[:2]), strict=True))
+    knobs.CANDIDATES[:] = [(*c[:6], effs[c[:2]]) if c[:2] in effs else c
+                           for c in knobs.CANDIDATES]  # fmt: skip
+    cal["fixed_us"]["data_parallel_only"]["gluon"] = float(x[2])
+
+
+def fit_dp(points, check_rows: list[str]) -> None:
+    """The data-parallel-only tiles' terms refitted to ``points``' data-parallel-only
+    configs (least squares on log(measured / modelled), the other terms as gpus.yaml has
+    them); then, under them, the joint choice per shape in ``check_rows`` (sweeps not
+    fitted) against the fastest measured config, before and after."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    knobs, _, cal = _model()
+    saved, rows = json.loads(json.dumps(cal)), list(knobs.CANDIDATES)
+    mine = [pt for pt in points if pt[1][:2] in DP_TILES]
+    x0 = [next(c[6] for c in rows if c[:2] == t) for t in DP_TILES]
+    x0.append(cal["fixed_us"]["data_parallel_only"]["gluon"])
+    checked = fit_points(check_rows, []) if check_rows else []
+    print(f"{len(mine)} data-parallel-only points: rms log error {_rms(_errors(mine)):.3f} "
+          f"(gpus.yaml {[round(v, 3) for v in x0]})")  # fmt: skip
+    if checked:
+        _print_picks(_picks(checked))
+
+    def loss(x) -> float:
+        _set_dp_terms(knobs, cal, x)
+        return float((np.array(_errors(mine)) ** 2).sum())
+
+    x = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-6}).x
+    _set_dp_terms(knobs, cal, x)
+    print(f"fitted {[round(float(v), 3) for v in x]}: rms log error {_rms(_errors(mine)):.3f}")
+    _print_picks(_picks([pt for pt in points if pt[4] in FIT_ROWS]))
+    if checked:
+        print(f"on {check_rows} (not fitted):")
+        _print_picks(_picks(checked))
+    knobs.CANDIDATES[:] = rows
+    cal.clear()
+    cal.update(saved)
+
+
 def leave_one_shape_out(points) -> None:
     """For each swept shape: the terms fitted to every other shape's points, then that
     shape's rms log error and joint choice under them (what the fit predicts where it has
@@ -294,6 +341,7 @@ def main() -> None:
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--loso", action="store_true", help="leave one shape out of the fit")
     ap.add_argument("--check", action="append", help="sweep rows to check gpus.yaml on")
+    ap.add_argument("--fit-dp", action="store_true", help="refit the data-parallel-only tiles")
     ap.add_argument("--rows", action="append", help="with --fit (default FIT_ROWS)")
     ap.add_argument("--dp-rows", action="append", help="with --fit (default FIT_DP_ROWS)")
     ap.add_argument("--shapes", help="MxNxK:dtype,... (bf16 or fp16)")
@@ -302,8 +350,10 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds")
     ap.add_argument("--out")
     a = ap.parse_args()
-    if a.fit or a.loso:
+    if a.fit or a.loso or a.fit_dp:
         points = fit_points(a.rows or FIT_ROWS, a.dp_rows or FIT_DP_ROWS)
+        if a.fit_dp:
+            return fit_dp(points, a.check or [])
         return leave_one_shape_out(points) if a.loso else fit(points)
     if a.check:
         return check(a.check)
