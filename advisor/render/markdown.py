@@ -78,9 +78,11 @@ MARKDOWN_TEXT = 60  # text cells (kernel and range names) shortened in the middl
 
 
 def _section(section: sections.Section, empty: str = "") -> list[str]:
-    """A shared table definition as a markdown table (``empty``: what to say without rows)."""
+    """A shared table definition as a markdown table (``empty``: what to say without rows;
+    the section's note, what it left out, in either case)."""
     if section.empty:
-        return [empty, ""] if empty else []
+        said = [text for text in (empty, section.note) if text]
+        return [" ".join(said), ""] if said else []
     rows = [[shorten_middle(c, MARKDOWN_TEXT) if col.text else c
              for c, col in zip(row, section.cols, strict=True)]
             for row in section.rows]  # fmt: skip
@@ -97,7 +99,9 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
                   ""]  # fmt: skip
     lines += ["## Findings, ranked by estimated savings (estimates)", ""] + _findings(findings, top)
     lines += ["## Top kernels by GPU time", ""] + _section(sections.top_kernels(a, top))
-    lines += ["## Wave quantization per kernel", ""] + _section(sections.quantization(a, top))
+    lines += ["## Wave quantization per kernel", ""] + _section(
+        sections.quantization(a, top), "No kernel group measured."
+    )
     if "waves" in charts:
         lines += [f"![Kernels by wave-quantization idle]({charts['waves']})", ""]
     lines += ["## Launch gaps", ""] + _section(sections.gaps(a))

@@ -121,9 +121,11 @@ def _strategies(findings: list[Finding], width: int) -> RenderableType | None:
 
 
 def _section(section: sections.Section, console: Console) -> None:
-    """One table of the shared report definitions, fitted to the console width; nothing
-    for an empty one."""
+    """One table of the shared report definitions, fitted to the console width; for an empty
+    one only its note (what was left out), if it has one."""
     if section.empty:
+        if section.note:
+            print_wrapped(console, f"{section.title}: none; {section.note}", "dim")
         return
     console.print(fitted_table(section.title, section.cols, section.rows, console.width))
     if section.note:

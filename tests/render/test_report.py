@@ -151,3 +151,23 @@ def test_a_comparison_report_takes_no_counters(tmp_path):
                     "-o", str(tmp_path / "r.md"))  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "--counters joins one trace's kernels" in proc.stderr
+
+
+def test_an_empty_table_still_says_what_it_left_out():
+    # why_step_host_work: two kernel groups (x * 0.999 and x + 0.001 on 4096 elements, 200
+    # launches each, 864 ns at the median), both under quantization_min_launch_ns (5 us): the
+    # quantization table has no rows, and its note says why, in the report and the terminal
+    import io
+
+    from rich.console import Console
+
+    from advisor.render.terminal import render
+
+    a = analysis_of(SAMPLES / "why" / "why_step_host_work.pt.trace.json.gz")
+    note = "2 kernel group(s) with launches under 5.00 us left out"
+    md = report(a, find(a), {})
+    at = md.index("## Wave quantization per kernel")
+    assert md[at:].split("\n")[2].startswith(f"No kernel group measured. {note}")
+    out = io.StringIO()
+    render(a, find(a), Console(file=out, width=200))
+    assert f"Kernels by quantization idle (tail + under-fill): none; {note}" in out.getvalue()
