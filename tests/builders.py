@@ -31,9 +31,10 @@ KERNEL_DEFAULTS = dict(
 
 
 def kernels(rows: list[dict]) -> pd.DataFrame:
-    """Kernel table from partial rows (start, end required)."""
+    """Kernel table from partial rows (start, end required; ``demangled``, the full name,
+    defaults to the name)."""
     df = pd.DataFrame([{**KERNEL_DEFAULTS, **r} for r in rows])
-    df["demangled"] = df["name"]
+    df["demangled"] = df["demangled"].fillna(df["name"]) if "demangled" in df else df["name"]
     return df
 
 

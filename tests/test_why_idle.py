@@ -186,6 +186,38 @@ def test_own_captures_with_start_up_inside_the_range(name):
         assert late_after <= top.est_savings_ns <= idle_after
 
 
+def test_start_up_of_a_public_trace_whose_short_names_repeat():
+    # pipit's CloverLeaf (A100, Nsight 2024.5): its set-up kernels (build_field,
+    # initialise_chunk, generate_chunk) share their short names (par_ranged1d_kernel,
+    # par_ranged2d_kernel) with the hydro loop's, so by short names a run of 8 set-up ops
+    # recurs in the loop and the set-up was steady state. By full names the steady state
+    # starts at the first ideal_gas_kernel (the first loop kernel CloverLeaf also calls
+    # once at the end of set-up). By hand (sqlite3, no advisor code): the idle in gaps
+    # ending at or before that kernel's start is the start-up (919,900 ns; 41,504 before)
+    import sqlite3
+
+    path = ROOT / "tests" / "data" / "public" / "nsys" / "pipit_cloverleaf_a100_nsys2024.5.sqlite"
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    names = dict(db.execute("SELECT id, value FROM StringIds"))
+    kernels = db.execute("SELECT start, end, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                         "WHERE deviceId = 0").fetchall()  # fmt: skip
+    first_loop = min(k[0] for k in kernels if "ideal_gas_kernel" in names[k[2]])
+    spans = sorted(
+        [k[:2] for k in kernels]
+        + db.execute(
+            "SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE deviceId = 0"
+        ).fetchall()
+    )
+    db.close()
+    idle, reach = 0, spans[0][1]
+    for start, end in spans[1:]:
+        if start > reach and start <= first_loop:
+            idle += start - reach
+        reach = max(reach, end)
+    a = analysis_of(path)
+    assert a.summary()["startup_idle_ns"] == idle == 919_900
+
+
 def test_host_work_between_ranges_in_a_public_mpi_trace():
     # pipit's saxpy (MPI + CUDA, A100, Nsight 2022.2): 5 "saxpy" ranges; between them the
     # host sits in MPI_Recv / MPI_Send and its own work, then copies the next inputs with

@@ -1086,11 +1086,14 @@ class _Innermost:
         return out
 
 
-def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
+def steady_starts(
+    ops: pd.DataFrame, ranges: pd.DataFrame, identity: np.ndarray | None = None
+) -> dict[int, int]:
     """Per device: where its steady state begins (ns): the first GPU op of the first
     top-level range family that recurs into the device's last ``tail_share`` of ops, else
-    the first op of the first ``kgram`` op names that recur there; devices with neither
-    have no start-up (absent)."""
+    the first op of the first ``kgram`` ops that recur there, each op known by
+    ``identity`` (per op codes: gaps.op_identities, kernels by their full names; default
+    the op names); devices with neither have no start-up (absent)."""
     t = thresholds()
     out: dict[int, int] = {}
     if ops.empty:
@@ -1106,8 +1109,11 @@ def steady_starts(ops: pd.DataFrame, ranges: pd.DataFrame) -> dict[int, int]:
         fam_codes = pd.factorize(ranges["text"])[0]
         family = np.full(len(repeated), -1, dtype=np.int64)
         family[ranges["range_id"].to_numpy()] = fam_codes
-    names = ops["name"].array
-    codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
+    if identity is not None:
+        codes = identity
+    else:
+        names = ops["name"].array
+        codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
     for d in distinct(device):
         rows = np.flatnonzero(device == d)  # (sorted by start: device_ops' order)
         n = len(rows)

@@ -161,6 +161,30 @@ def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def op_identities(ops: pd.DataFrame, trace: Trace) -> np.ndarray:
+    """Per op of a device_ops table: a code that tells its work apart (int64): a kernel by
+    its full (demangled) name where the trace has one, any other op by its name (codes of
+    the two kinds never meet). Nsight's short names give many templates one name (every
+    elementwise op ``vectorized_elementwise_kernel``, every CloverLeaf loop
+    ``par_ranged2d_kernel``)."""
+    codes = _codes(ops["name"])
+    kernels = trace.kernels
+    if "demangled" in kernels and len(kernels):
+        full = _codes(kernels["demangled"])
+        is_kernel = (ops["kind"] == "kernel").to_numpy()
+        shift = int(full.max()) + 1 if len(full) else 0
+        codes = codes + shift  # (the other ops' codes after the full names')
+        codes[is_kernel] = full[ops["src"].to_numpy()[is_kernel]]
+    return codes
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Integer codes of a (categorical or text) column's values (int64)."""
+    values = column.array
+    codes = values.codes if hasattr(values, "codes") else pd.factorize(column)[0]
+    return np.asarray(codes, dtype=np.int64)
+
+
 def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
     """Per op of a device_ops table: the idle time before it on its device (ns; 0 for the
     first op of a device and for back-to-back or overlapping work)."""
@@ -201,7 +225,7 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
         ops,
         api,
         host_ranges(trace),
-        steady_starts(ops, ranges),
+        steady_starts(ops, ranges, op_identities(ops, trace)),
         causal_rows,
         pageable_copies(ops, trace),
     )

@@ -258,6 +258,27 @@ def test_startup_is_a_position_not_a_name():
     assert details.value_counts().to_dict() == {"cudaGetDeviceProperties (in step)": 4, "step": 3}
 
 
+def test_startup_by_position_tells_kernels_apart_by_their_full_names():
+    # no ranges; 48 kernels all named "k" (as Nsight's short names name every template of
+    # one function), 1000 ns each, every one 1000 ns after the last ended: 8 one-off setup
+    # kernels (full names init<0> .. init<7>), then 40 of a loop (mul<f>, add<f> in turn).
+    # By short names every run of 8 recurs in the last quarter: no start-up. By full names
+    # the first run of 8 that recurs there starts at the loop's first kernel (op 8, at
+    # 16000): start-up is the 8 gaps before it, 8 x 1000 = 8000 ns
+    rows, calls = [], []
+    for i in range(48):
+        full = f"init<{i}>" if i < 8 else ("mul<f>" if i % 2 == 0 else "add<f>")
+        at = 2000 * i
+        rows.append(dict(start=at, end=at + 1000, correlation=i + 1, name="k", demangled=full))
+        calls.append(("cudaLaunchKernel", at - 300, at - 200, i + 1))
+    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(rows))
+    t.api = api_table(calls)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    b = gap_breakdown(pieces).set_index("cause")["total_ns"].to_dict()
+    assert b["startup"] == 8000
+    assert sum(b.values()) == 47 * 1000  # (every gap counted once)
+
+
 def test_a_kernels_slow_first_launch_is_startup():
     # Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms), P = 20 ms). In each: gemm at
     # [iP, iP + 1000) launched [iP - 600, iP - 500]; relu launched from iP + 1100, its call
