@@ -30,6 +30,7 @@ import pandas as pd
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.metrics.counters import rules_in_words
+from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
 from advisor.rules.finding import EmitRequest, Finding
@@ -411,14 +412,16 @@ def counters_say(rule: Rule, values: dict) -> dict | None:
 
 def _drop_superseded(findings: list[Finding], rules: list[Rule]) -> list[Finding]:
     """Drop the findings a fired rule supersedes (RuleSpec.supersedes): those of that rule on
-    the same device and range (a steps finding's range holds all its steps)."""
+    the same device and range (a steps finding's range holds all its steps; a finding on the
+    time outside every range, OUTSIDE_RANGES, holds the findings there that name no range)."""
     by_id = {r.id: r for r in rules}
     # (rule id, device or None for every device, range)
     claims: set[tuple[str, int | None, str | None]] = set()
     for f in findings:
         spec = by_id[f.rule].spec
         device = f.device if spec.supersedes_devices == "same" else None
-        claims.update((rid, device, f.region) for rid in spec.supersedes)
+        ranges = (f.region, None) if f.region == OUTSIDE_RANGES else (f.region,)
+        claims.update((rid, device, r) for rid in spec.supersedes for r in ranges)
     if not claims:
         return findings
     return [f for f in findings if (f.rule, f.device, f.region) not in claims

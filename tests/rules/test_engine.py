@@ -194,3 +194,26 @@ def test_alias_bomb_and_deep_nesting_are_refused():
     assert "expands to more than 100,000 YAML nodes" in bad("\n".join(levels) + "\n")
     assert "nested too deeply" in bad("[" * 5000 + "]" * 5000)
     assert "nested deeper than 64 levels" in bad("rules: " + "[" * 70 + "]" * 70)
+
+
+def test_a_finding_outside_every_range_supersedes_the_ones_there_that_name_no_range():
+    # launch-bound-range supersedes launch-bound-sequence in its range; the sequences outside
+    # every range name no range (region None), the range finding there names OUTSIDE_RANGES:
+    # the same time, counted once. A sequence on another device, or inside a named range
+    # with no range finding, stays
+    from dataclasses import replace
+
+    from advisor.metrics.regions import OUTSIDE_RANGES
+    from advisor.rules.engine import _drop_superseded
+    from advisor.rules.finding import Finding
+
+    base = Finding(rule="launch-bound-sequence", title="", strategy="cuda_graph", explains=(),
+                   severity="medium", kernel="k", region=None, device=0, est_savings_ns=1,
+                   at_ns=None, at_rel_ns=None, summary="", gemm_by=None, confidence="",
+                   confirm=None, evidence={}, rationale="", watch_for="",
+                   references=())  # fmt: skip
+    outside = replace(base, rule="launch-bound-range", kernel=None, region=OUTSIDE_RANGES)
+    other_device = replace(base, device=1)
+    in_a_range = replace(base, region="step")
+    kept = _drop_superseded([outside, base, other_device, in_a_range], load_rules())
+    assert kept == [outside, other_device, in_a_range]
