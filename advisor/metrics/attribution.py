@@ -57,7 +57,7 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.intervals import grouped_order, union
-from advisor.metrics.keys import distinct
+from advisor.metrics.keys import distinct, value_codes
 from advisor.metrics.regions import range_name
 
 # the causes, in the order a gap's pieces are laid out (the categorical's codes)
@@ -825,8 +825,7 @@ def first_launches(ops: pd.DataFrame) -> np.ndarray:
     rows = np.flatnonzero(ops["kind"].isin(["kernel", "graph"]).to_numpy())
     if rows.size == 0:
         return rows
-    names = ops["name"].array
-    codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
+    codes = value_codes(ops["name"])
     key = pd.DataFrame({"d": ops["device"].to_numpy()[rows], "n": codes[rows]})
     return rows[~key.duplicated().to_numpy()]
 
@@ -1109,11 +1108,7 @@ def steady_starts(
         fam_codes = pd.factorize(ranges["text"])[0]
         family = np.full(len(repeated), -1, dtype=np.int64)
         family[ranges["range_id"].to_numpy()] = fam_codes
-    if identity is not None:
-        codes = identity
-    else:
-        names = ops["name"].array
-        codes = names.codes if hasattr(names, "codes") else pd.factorize(ops["name"])[0]
+    codes = value_codes(ops["name"]) if identity is None else identity
     for d in distinct(device):
         rows = np.flatnonzero(device == d)  # (sorted by start: device_ops' order)
         n = len(rows)

@@ -18,7 +18,7 @@ from pandas.api.types import union_categoricals
 from advisor.data import name_matches
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
-from advisor.metrics.keys import distinct, pack, text_categorical
+from advisor.metrics.keys import distinct, pack, text_categorical, value_codes
 from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
@@ -167,22 +167,15 @@ def op_identities(ops: pd.DataFrame, trace: Trace) -> np.ndarray:
     the two kinds never meet). Nsight's short names give many templates one name (every
     elementwise op ``vectorized_elementwise_kernel``, every CloverLeaf loop
     ``par_ranged2d_kernel``)."""
-    codes = _codes(ops["name"])
+    codes = value_codes(ops["name"])
     kernels = trace.kernels
     if "demangled" in kernels and len(kernels):
-        full = _codes(kernels["demangled"])
+        full = value_codes(kernels["demangled"])
         is_kernel = (ops["kind"] == "kernel").to_numpy()
         shift = int(full.max()) + 1 if len(full) else 0
         codes = codes + shift  # (the other ops' codes after the full names')
         codes[is_kernel] = full[ops["src"].to_numpy()[is_kernel]]
     return codes
-
-
-def _codes(column: pd.Series) -> np.ndarray:
-    """Integer codes of a (categorical or text) column's values (int64)."""
-    values = column.array
-    codes = values.codes if hasattr(values, "codes") else pd.factorize(column)[0]
-    return np.asarray(codes, dtype=np.int64)
 
 
 def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
