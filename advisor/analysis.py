@@ -583,6 +583,7 @@ def analyze(
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)
+    devices["steady_start_ns"] = steady_start_ns(ops, devices["device"].to_numpy())
     regions = window_metrics(
         ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps
     )
@@ -607,6 +608,17 @@ def analyze(
         ),  # fmt: skip
         _segments=(segments, gaps),  # (TraceAnalysis.measure reuses them)
     )
+
+
+def steady_start_ns(ops: pd.DataFrame, devices: np.ndarray) -> np.ndarray:
+    """Per device of ``devices``: the start of its first op in the steady state (ops'
+    ``steady``, metrics/gaps.attribute_gaps; ns, int64): the device's first op's start when
+    it has no start-up."""
+    steady = np.flatnonzero(ops["steady"].to_numpy(bool))
+    device = ops["device"].to_numpy()[steady]
+    first, at = np.unique(device, return_index=True)  # (ops are sorted by device and start)
+    out = pd.Series(ops["start"].to_numpy(np.int64)[steady[at]], index=first)
+    return out.reindex(devices).to_numpy(np.int64)
 
 
 def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):

@@ -24,8 +24,9 @@ satisfied last:
    (inside a blocking synchronize call), ``blocking_copy`` (inside a synchronous copy or
    set, or an async copy from pageable memory), ``startup`` (inside a module load, or inside
    a kernel's first launch call on its device when that call takes longer than
-   host_launch_max_ns: lazy module loading loads the kernel's code then; code loads once,
-   wherever it happens), ``input_pipeline`` (inside a DataLoader range), and the rest: first,
+   host_launch_max_ns: lazy module loading loads the kernel's code then, per kernel
+   function, so kernels are told apart by full name; code loads once, wherever it
+   happens), ``input_pipeline`` (inside a DataLoader range), and the rest: first,
    when a blocking call was waiting as the device ran dry (it spans g0) and returned before
    the launch, up to the time in [its start, g0) that the device was busy is that call's
    (the time the host lost waiting: without the wait it would have been that much earlier;
@@ -111,6 +112,7 @@ def attribute(
     api_row: np.ndarray,
     pageable_copy: np.ndarray,
     block: int = BLOCK_GAPS,
+    identity: np.ndarray | None = None,
 ) -> Attribution:
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
@@ -118,7 +120,9 @@ def attribute(
     ``api``: the trace's host API calls; ``api_row``: per op its launch call's row in
     ``api`` (-1: none); ``host_ranges``: the host's ranges (start, end, pid, tid, text: NVTX,
     record_function and CPU ops); ``steady_start``: per device the steady state's first ns;
-    ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks).
+    ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks);
+    ``identity``: per op, a code telling its work apart (gaps.op_identities: kernels by full
+    name; default their names), by which a slow first launch call loads a kernel's code.
     The gaps are worked through ``block`` at a time (the result does not depend on it).
     """
     n = len(ops)
@@ -126,7 +130,7 @@ def attribute(
     at_all = np.flatnonzero(gap > 0)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     latency = _latency_bounds(ops, api_row, api_end, thresholds())
-    host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy)
+    host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy, identity)
     first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
@@ -436,7 +440,7 @@ class _HostActivity:
     ranges, event waits, and the innermost host range / API call at a time, per thread
     (process id, thread id)."""
 
-    def __init__(self, api, ranges, ops, api_row, pageable_copy) -> None:
+    def __init__(self, api, ranges, ops, api_row, pageable_copy, identity=None) -> None:
         cat = np.zeros(len(api), dtype=np.int8)
         if len(api):
             sync = name_matches(api["name"], "sync_api").to_numpy(bool)
@@ -446,7 +450,7 @@ class _HostActivity:
             cat[name_matches(api["name"], "module_load_api").to_numpy(bool)] = _LOAD
             blocking_copy_rows = api_row[(api_row >= 0) & pageable_copy]
             cat[blocking_copy_rows] = _COPY
-            cat[_slow_first_launches(ops, api, api_row)] = _LOAD
+            cat[_slow_first_launches(ops, api, api_row, identity)] = _LOAD
             waits = name_matches(api["name"], "event_wait_api").to_numpy(bool)
             self.event_waits = np.flatnonzero(waits) if waits.any() else None
             launch = name_matches(api["name"], "launch_api").to_numpy(bool)
@@ -819,22 +823,27 @@ class _HostActivity:
         return out
 
 
-def first_launches(ops: pd.DataFrame) -> np.ndarray:
+def first_launches(ops: pd.DataFrame, identity: np.ndarray | None = None) -> np.ndarray:
     """Row positions of ``ops``: each kernel's (or graph's) first launch on its device, by
-    name (ops are sorted by device and start)."""
+    ``identity`` (per op codes, gaps.op_identities; default the names; ops are sorted by
+    device and start)."""
     rows = np.flatnonzero(ops["kind"].isin(["kernel", "graph"]).to_numpy())
     if rows.size == 0:
         return rows
-    codes = value_codes(ops["name"])
+    codes = value_codes(ops["name"]) if identity is None else identity
     key = pd.DataFrame({"d": ops["device"].to_numpy()[rows], "n": codes[rows]})
     return rows[~key.duplicated().to_numpy()]
 
 
-def _slow_first_launches(ops: pd.DataFrame, api: pd.DataFrame, api_row) -> np.ndarray:
+def _slow_first_launches(
+    ops: pd.DataFrame, api: pd.DataFrame, api_row, identity: np.ndarray | None
+) -> np.ndarray:
     """Rows of ``api``: the launch calls of each kernel's first launch on its device (by
-    name) that took longer than host_launch_max_ns: with lazy module loading (CUDA's default
-    since 12.2) the kernel's code is loaded inside that call."""
-    first = first_launches(ops)
+    ``identity``: Nsight's short names give many templates one name, and lazy loading loads
+    each template's code on its own) that took longer than host_launch_max_ns: with lazy
+    module loading (CUDA's default since 12.2) the kernel's code is loaded inside that
+    call."""
+    first = first_launches(ops, identity)
     if first.size == 0:
         return first
     call = api_row[first]

@@ -159,6 +159,25 @@ def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
     })  # fmt: skip
 
 
+def startup_waits(
+    start: np.ndarray,
+    wait: np.ndarray,
+    device: np.ndarray,
+    last_device: np.ndarray,
+    steady_start: pd.Series,
+) -> np.ndarray:
+    """Per comm op: the part of its wait for the last rank (ns) spent while it or that rank
+    was still starting up: [start, start + wait) before the later of the two devices'
+    steady starts (``steady_start``: ns per device id; a device absent has none). The
+    first collectives wait for communicator set-up and first kernel loads on the other
+    rank: start-up, as the idle before the steady state is."""
+    own = steady_start.reindex(device).to_numpy(np.float64)
+    last = steady_start.reindex(last_device).to_numpy(np.float64)
+    until = np.fmax(own, last)  # (NaN where neither is known)
+    part = np.clip(until - start.astype(np.float64), 0.0, wait.astype(np.float64))
+    return np.nan_to_num(part, nan=0.0)
+
+
 def sorted_codes(names: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(code per row of ``rows``, the distinct names as an object array): codes in the
     names' sorted order, from a categorical's codes without touching a string per row."""

@@ -195,7 +195,8 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
     gap), ``detail`` (what held it, categorical text), ``overhead_ns`` (the gap's
     launch-overhead part) and ``sync_call`` (the blocking call behind a synchronization or
     blocking-copy gap), ``launch_op`` (the innermost host range open at its launch call,
-    categorical text), ``sync_ns`` (the gap's synchronization part); and the idle pieces
+    categorical text), ``sync_ns`` (the gap's synchronization part), ``steady`` (whether the
+    op lies in its device's steady state: attribution.steady_starts); and the idle pieces
     (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
     cause (metrics/attribution.py), sorted by device and start; on a trace whose host events
     are a thinned sample (``trace.host_sample``) every gap is unattributed."""
@@ -214,13 +215,17 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
     # calls still place the ops in ranges, but no gap is attributed to a cause
     causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
+    identity = op_identities(ops, trace)
+    steady_start = steady_starts(ops, ranges, identity)
+    ops["steady"] = in_steady_state(ops, steady_start)
     result = attribute(
         ops,
         api,
         host_ranges(trace),
-        steady_starts(ops, ranges, op_identities(ops, trace)),
+        steady_start,
         causal_rows,
         pageable_copies(ops, trace),
+        identity=identity,
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
     ops["detail"] = text_categorical(result.detail)
@@ -231,6 +236,22 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
     return ops, pieces
+
+
+def in_steady_state(ops: pd.DataFrame, steady_start: dict[int, int]) -> np.ndarray:
+    """Per op: whether it starts at or after its device's steady start (bool; a device
+    without a start-up, absent from ``steady_start``, is steady throughout)."""
+    device = ops["device"].to_numpy()
+    start = ops["start"].to_numpy()
+    if not steady_start:
+        return np.ones(len(ops), dtype=bool)
+    devices = np.fromiter(steady_start, dtype=np.int64)
+    at = np.fromiter(steady_start.values(), dtype=np.int64)
+    order = np.argsort(devices)
+    devices, at = devices[order], at[order]
+    pos = np.minimum(np.searchsorted(devices, device), len(devices) - 1)
+    known = devices[pos] == device
+    return ~known | (start >= at[pos])
 
 
 def host_ranges(trace: Trace) -> pd.DataFrame:

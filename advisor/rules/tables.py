@@ -13,7 +13,7 @@ from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis, TraceAnalysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
-from advisor.metrics.comm import overlap_ratio
+from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
@@ -122,7 +122,7 @@ _STRAGGLER_DOC = {
     "devices": "devices that ran the range",
     "instances": "instances of the range on the straggler",
     "waits_caused_ns": "time the other devices spent waiting inside the range's collectives "
-    "(their comm_wait_ns summed, ns)",
+    "in their steady state (their steady_comm_wait_ns summed, ns)",
     "extra_compute_ns": "the straggler's compute time minus the median of the others' (ns)",
     "extra_launch_overhead_ns": "its launch overhead minus the others' median (ns)",
     "extra_sync_ns": "its synchronization idle minus the others' median (ns)",
@@ -275,6 +275,10 @@ SCOPES: dict[Scope, dict[str, str]] = {
             f"when it is not all of it ('{NOTHING_RECORDED}' when the trace names nothing)"
             for col, (cause, what) in _DETAIL_COLUMNS.items()
         },
+        "steady_comm_wait_ns": "comm_wait_ns of the collectives launched in the device's "
+        "steady state (ns; NaN: unknown): the first collectives' waits, while the other "
+        "ranks still start up (communicator set-up, first kernel loads), are start-up, as "
+        "the idle before the steady state is",
         "last_device": "device most often last to reach this range's collectives (NaN none)",
         "rank_wait": "the waits for other ranks in words: how long and who arrives last, 'none', "
         "or 'not measured (the trace holds one rank)'",
@@ -498,6 +502,13 @@ def _regions(a: Analysis) -> pd.DataFrame:
     hidable = (w["exposed_comm_ns"] - w["comm_wait_ns"].fillna(0)).clip(lower=0)
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
     waiting = ops[ops["wait_ns"] > 0]
+    per_op = startup_waits(waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
+                           waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
+                           a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
+    keys = [waiting["region"].astype(object).fillna("").to_numpy(), waiting["device"].to_numpy()]
+    per = pd.Series(per_op).groupby(keys).sum()
+    startup = per.reindex(idx).fillna(0.0).to_numpy() if len(per) else np.zeros(len(w))
+    w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     last = (
         waiting.assign(region=waiting["region"].astype(object).fillna(""))
         .groupby(["region", "device"])["last_device"]
@@ -704,11 +715,11 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
     """Per range whose collectives wait for one device (the one most often last): why that
     device is late, from its own timeline against the other devices' (SCOPES['stragglers'])."""
     empty = pd.DataFrame(columns=list(SCOPES[Scope.STRAGGLERS]))
-    if a.regions.empty or regions.empty or regions["comm_wait_ns"].isna().all():
+    if a.regions.empty or regions.empty or regions["steady_comm_wait_ns"].isna().all():
         return empty
     out = []
     for name, g in regions.groupby("name", sort=False):
-        if len(g) < 2 or not (g["comm_wait_ns"] > 0).any() or g["pipeline_stage"].any():
+        if len(g) < 2 or not (g["steady_comm_wait_ns"] > 0).any() or g["pipeline_stage"].any():
             continue
         last = g["last_device"].dropna()
         if last.empty:
@@ -727,7 +738,7 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
         best = max(extras, key=lambda k: extras[k])
         out.append({
             "name": name, "device": device, "devices": len(g), "instances": int(me["instances"]),
-            "waits_caused_ns": float(others["comm_wait_ns"].sum()),
+            "waits_caused_ns": float(others["steady_comm_wait_ns"].sum()),
             "extra_compute_ns": extras["by_work"], "extra_launch_overhead_ns": extras["by_host"],
             "extra_sync_ns": extras["by_sync"], "late_start_ns": extras["by_input"],
             "extra_ns": max(extras[best], 0.0),

@@ -313,6 +313,40 @@ def test_a_kernels_slow_first_launch_is_startup():
     assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
 
 
+def test_a_templates_slow_first_launch_is_startup_when_short_names_repeat():
+    # As above, but relu_1 is another template of one short name (Nsight's ``relu`` for
+    # both relu<float> and relu<half>): lazy loading loads relu<half>'s code inside ITS
+    # first launch call, so relu_1's 9 ms call is start-up too: 9,000,000 startup, the 100
+    # before the call host_bound, 100 latency (by short name it was 9,000,100 host_bound).
+    p = 20_000_000
+    ks, calls, ranges = [], [], []
+    for i in range(4):
+        slow = 9_000_000 if i < 2 else 100
+        base = i * p
+        ks.append(dict(start=base, end=base + 1000, correlation=10 * i + 1, name="gemm"))
+        relu_start = base + 1100 + slow + 100
+        ks.append(
+            dict(
+                start=relu_start,
+                end=relu_start + 800,
+                correlation=10 * i + 2,
+                name="relu",
+                demangled="relu<half>" if i == 1 else "relu<float>",
+            )
+        )
+        calls += [("cudaLaunchKernel", base - 600, base - 500, 10 * i + 1),
+                  ("cudaLaunchKernel", base + 1100, base + 1100 + slow, 10 * i + 2)]  # fmt: skip
+        ranges.append(("step", base - 1000, base + 15_000_000))
+    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(ks))
+    t.api = api_table(calls)
+    t.nvtx = nvtx(ranges)
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    got = _by_op(ops, pieces)
+    assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
+    assert got[p + 9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
+    assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
+
+
 def test_host_work_in_a_step_is_told_from_launch_work_by_the_operators():
     # One user range "step" [0, 2 ms) on thread 10; kernels of 800 ns, each launched by a
     # 100 ns call that ends 100 ns before it starts (launch latency 100 <= L = 20 us).

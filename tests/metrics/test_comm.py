@@ -1,7 +1,10 @@
+import numpy as np
+import pandas as pd
 import pytest
 from builders import trace
 
 from advisor.analysis import analyze
+from advisor.metrics.comm import startup_waits
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +64,18 @@ def test_a_duplicated_comm_op_shares_its_match():
     comm = a.ops[a.ops["op_class"] == "comm"].sort_values("device")
     assert comm["wait_ns"].tolist() == [30, 30, 0]
     assert comm["last_device"].tolist() == [1, 1, 1]
+
+
+def test_startup_waits_are_the_waits_before_either_rank_is_steady():
+    # Three comm ops' waits [start, start + wait): device 0 steady from 1000, device 1 from
+    # 5000, device 2 has no start-up (absent). By hand:
+    #   op a on 0 waits [800, 1800) for 1: before max(1000, 5000) = 5000: all 1000
+    #   op b on 0 waits [4500, 6500) for 1: before 5000: 500 (the other 1500 steady)
+    #   op c on 1 waits [7000, 7300) for 0: after max(5000, 1000): 0
+    #   op d on 2 waits [100, 400) for 2's peer 0: before max(none, 1000): 300
+    got = startup_waits(
+        np.array([800, 4500, 7000, 100]), np.array([1000.0, 2000.0, 300.0, 300.0]),
+        np.array([0, 0, 1, 2]), np.array([1.0, 1.0, 0.0, 0.0]),
+        pd.Series({0: 1000, 1: 5000}),
+    )  # fmt: skip
+    assert got.tolist() == [1000.0, 500.0, 0.0, 300.0]
