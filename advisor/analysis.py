@@ -40,7 +40,7 @@ from advisor.metrics.gaps import (
     stream_summary,
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
-from advisor.metrics.keys import pack
+from advisor.metrics.keys import distinct, pack
 from advisor.metrics.regions import (
     OUTSIDE_RANGES,
     measured_start,
@@ -69,6 +69,7 @@ WINDOW_COLUMNS = [
     "compute_ns",
     "overlap_ns",
     "exposed_comm_ns",
+    "startup_exposed_comm_ns",
     "comm_wait_ns",
     "same_stream_comm_ns",
 ]
@@ -221,7 +222,7 @@ class TraceAnalysis(Analysis):
         """(class_segments, gap_segments) of the selection's ops, computed once."""
         if self._segments is None:
             self._segments = (
-                class_segments(self.ops, self.ops["op_class"]),
+                _segments(self.ops, self.ops["op_class"]),
                 piece_segments(self.pieces),
             )
         return self._segments
@@ -424,7 +425,7 @@ def _outside_windows(regions: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFra
 CLIPPED_COLUMNS = ["gpu_busy_ns", "idle_ns", "launch_overhead_ns", "sync_idle_ns",
                    "copy_idle_ns", "input_idle_ns", "host_busy_idle_ns", "queued_idle_ns",
                    "startup_idle_ns", "unattributed_idle_ns", "comm_ns", "compute_ns",
-                   "overlap_ns", "exposed_comm_ns"]  # fmt: skip
+                   "overlap_ns", "exposed_comm_ns", "startup_exposed_comm_ns"]  # fmt: skip
 # the clipped idle columns and the causes each sums (metrics/attribution.py): together they
 # are a window's idle_ns
 IDLE_COLUMNS = {
@@ -466,6 +467,38 @@ def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.Dat
     comm = window_comm(segments, out) if n else pd.DataFrame(index=out.index)
     for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
         out[col] = comm[col].to_numpy() if n else np.zeros(0, dtype=np.int64)
+    out["startup_exposed_comm_ns"] = _startup_exposed_comm(out, segments)
+    return out
+
+
+def _startup_exposed_comm(windows: pd.DataFrame, segments: dict) -> np.ndarray:
+    """Per window (device, start_ns, end_ns): its exposed comm before its device's steady
+    start (ns; segments' ``steady_start``, _segments): the first collectives, NCCL's
+    set-up among them, are start-up, as the idle before the steady state is."""
+    out = np.zeros(len(windows), dtype=np.int64)
+    steady = segments.get("steady_start")
+    if not steady or not len(windows):
+        return out
+    until = windows["device"].map(steady).to_numpy(np.float64)  # (NaN: no start-up)
+    lo = windows["start_ns"].to_numpy()
+    hi = np.fmin(windows["end_ns"].to_numpy(np.float64), until)
+    part = np.flatnonzero(hi > lo)
+    if part.size:
+        before = pd.DataFrame(
+            {"device": windows["device"].to_numpy()[part], "start_ns": lo[part],
+             "end_ns": hi[part].astype(np.int64)}
+        )  # fmt: skip
+        out[part] = window_comm(segments, before)["exposed_comm_ns"].to_numpy()
+    return out
+
+
+def _segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict]:
+    """class_segments of ``ops``, and ``steady_start``: per device, the first ns of its
+    steady state (steady_start_ns)."""
+    out: dict[str, dict] = dict(class_segments(ops, op_class))
+    devices = distinct(ops["device"].to_numpy())
+    starts = steady_start_ns(ops, devices).tolist()
+    out["steady_start"] = dict(zip(devices.tolist(), starts, strict=True))
     return out
 
 
@@ -579,7 +612,7 @@ def analyze(
         bounded = int(unknown_resources(trace.kernels).sum())
 
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
-    segments = class_segments(ops, op_class)
+    segments = _segments(ops, op_class)
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)

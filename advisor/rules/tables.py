@@ -62,12 +62,16 @@ _WINDOW_DOC = {
     "compute_ns": "compute busy time (ns)",
     "overlap_ns": "communication overlapped by compute (ns)",
     "exposed_comm_ns": "communication with no compute alongside (ns)",
+    "startup_exposed_comm_ns": "the part of exposed_comm_ns before the device's steady state "
+    "(start-up: the first collectives, communicator set-up among them; ns)",
     "comm_wait_ns": "comm time spent waiting for the last rank (ns; NaN: unknown, the trace "
     "holds one rank's communication only)",
     "same_stream_comm_ns": "comm time on streams that also run compute (ns)",
     "overlap_ratio": "overlap_ns / comm_ns (NaN without comm)",
-    "hidable_comm_ns": "max(0, min(exposed_comm_ns - comm_wait_ns, compute_ns)) (ns; an "
-    "unknown wait counts as 0)",
+    "hidable_comm_ns": "max(0, min(exposed_comm_ns - startup_exposed_comm_ns - "
+    "comm_wait_ns, compute_ns)): exposed comm past start-up, less every wait for other ranks "
+    "(a wait for a rank still starting up can fall in this device's steady state), at most "
+    "the compute (ns; an unknown wait counts as 0)",
     "window_ns": "length of the window(s) (ns)",
     "steady_window_ns": "window_ns - startup_idle_ns: its window's steady-state time, the "
     "yardstick of the rules' shares (seconds of start-up inside a range do not shrink its "
@@ -499,8 +503,6 @@ def _regions(a: Analysis) -> pd.DataFrame:
     comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
     if comm_devices < 2:
         w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
-    hidable = (w["exposed_comm_ns"] - w["comm_wait_ns"].fillna(0)).clip(lower=0)
-    w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
     waiting = ops[ops["wait_ns"] > 0]
     per_op = startup_waits(waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
                            waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
@@ -509,6 +511,9 @@ def _regions(a: Analysis) -> pd.DataFrame:
     per = pd.Series(per_op).groupby(keys).sum()
     startup = per.reindex(idx).fillna(0.0).to_numpy() if len(per) else np.zeros(len(w))
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
+    steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
+    hidable = (steady_exposed - w["comm_wait_ns"].fillna(0)).clip(lower=0)
+    w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
     last = (
         waiting.assign(region=waiting["region"].astype(object).fillna(""))
         .groupby(["region", "device"])["last_device"]

@@ -4,7 +4,9 @@ import pytest
 from builders import trace
 
 from advisor.analysis import analyze
+from advisor.findings import find
 from advisor.metrics.comm import startup_waits
+from advisor.rules.tables import build_tables
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +81,44 @@ def test_startup_waits_are_the_waits_before_either_rank_is_steady():
         pd.Series({0: 1000, 1: 5000}),
     )  # fmt: skip
     assert got.tolist() == [1000.0, 500.0, 0.0, 300.0]
+
+
+def test_exposed_comm_before_the_steady_state_is_start_up():
+    # One device, times in us (U = 1000 ns). Range "init" [0, 900): an all-reduce [100, 300)
+    # with nothing alongside (NCCL's first collective), then a gemm [400, 700). Then four
+    # "step" ranges [t0, t0 +
+    # 900), t0 = 1000 * (i + 1): gemm [t0 + 100, t0 + 300), all-reduce [t0 + 300, t0 + 400).
+    # Every kernel is launched 50-40 us before it starts. The steady state begins at the
+    # first step's gemm (1100 us, the first op of the range family that recurs), so by hand:
+    # exposed comm 200 + 4 * 100 = 600 us, 200 of it start-up (init's); init hides nothing
+    # (hidable 0: no finding; before, min(200, its compute 300) = 200 us of exposed-comm
+    # advice), the steps' 400 us are
+    # all steady (hidable min(400, compute 800) = 400 us: exposed-comm advice).
+    u = 1000
+    kernels, api, nvtx = [], [], [("init", 0, 900 * u)]
+    rows = [(100, 300, "ncclDevKernel_AllReduce"), (400, 700, "gemm")]
+    for i in range(4):
+        t0 = 1000 * (i + 1)
+        nvtx.append(("step", t0 * u, (t0 + 900) * u))
+        rows += [(t0 + 100, t0 + 300, "gemm"), (t0 + 300, t0 + 400, "ncclDevKernel_AllReduce")]
+    for corr, (start, end, name) in enumerate(rows, 1):
+        kernels.append(dict(start=start * u, end=end * u, name=name, correlation=corr))
+        api.append(("cudaLaunchKernel", (start - 50) * u, (start - 40) * u, corr))
+    a = analyze(trace(kernels, api, nvtx))
+    d = a.devices.iloc[0]
+    assert (d["steady_start_ns"], d["exposed_comm_ns"], d["startup_exposed_comm_ns"]) == (
+        1100 * u,
+        600 * u,
+        200 * u,
+    )
+    r = build_tables(a)["regions"].set_index("name")
+    assert (r.loc["init", "startup_exposed_comm_ns"], r.loc["init", "hidable_comm_ns"]) == (
+        200 * u,
+        0,
+    )
+    assert (r.loc["step", "startup_exposed_comm_ns"], r.loc["step", "hidable_comm_ns"]) == (
+        0,
+        400 * u,
+    )
+    exposed = {f.region: f.est_savings_ns for f in find(a) if f.rule == "exposed-comm"}
+    assert exposed == {"step": 400 * u}
