@@ -336,7 +336,7 @@ def test_own_capture_host_work_in_steps_without_operator_ranges(tmp_path):
     # call), then launches a chain of 50 tiny kernels. Its Kineto trace records the
     # operators; with them removed (cpu_op events) it holds what an nsys capture without
     # emit_nvtx holds: the step ranges, the runtime calls and the kernels (the nsys capture
-    # of this part could not be converted on the lent machine: a .qdstrm, no report). By
+    # of the same part: the next test). By
     # hand (plain json, _step_host_late): 7 gaps before a step's first launch (the first
     # step's is the trace's first kernel), host-late 1,055.5-1,237.1 us each, 7,640,323 ns
     # in all; the other gaps' host-late (the chains' launches) 5,292,220 ns. advisor: the
@@ -360,6 +360,53 @@ def test_own_capture_host_work_in_steps_without_operator_ranges(tmp_path):
         assert abs(got.get("host_busy", 0) - sum(truth)) <= len(truth)
         assert abs(got["host_bound"] - sum(chains)) <= len(chains)  # (the chains' launches)
         assert "host-busy-steps" in rules(a) and "host-bound-steps" in rules(a)
+
+
+def test_own_nsys_capture_host_work_in_steps_without_operator_ranges():
+    # why_step_host_work.sqlite: the same part under Nsight Systems without emit_nvtx (the
+    # step ranges, runtime calls and kernels; no operator range). By hand (sqlite3 below):
+    # each step's first kernel starts before its launch call returns, so its whole gap (from
+    # the previous op's end) is host-late; the launch call starts 1,069,113-1,392,722 ns into
+    # the step (over host_silent_max_ns = 1 ms: the spin). Steps 1-7's gaps: 1,301,024 +
+    # 1,220,193 + 1,205,792 + 1,217,728 + 1,261,344 + 1,211,521 + 1,183,072 = 8,600,674 ns of
+    # host work; step 0's (1,665,824) lies before the steady state (its first op begins it):
+    # start-up, as the cold first step is on every trace.
+    import sqlite3
+
+    path = WHY / "why_step_host_work.sqlite"
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    steps = db.execute(
+        "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND "
+        "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId)) LIKE 'step_%' "
+        "ORDER BY start"
+    ).fetchall()
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ops = sorted(
+        row
+        for table in ("KERNEL", "MEMCPY", "MEMSET")
+        if f"CUPTI_ACTIVITY_KIND_{table}" in tables
+        for row in db.execute(f"SELECT start, end, correlationId FROM CUPTI_ACTIVITY_KIND_{table}")
+    )
+    calls = dict(
+        (c, (s, e))
+        for c, s, e in db.execute(
+            "SELECT correlationId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+        )
+    )
+    gaps, silent = [], []
+    for lo, hi in steps:
+        first = min(o for o in ops if o[2] in calls and lo <= calls[o[2]][0] <= hi)
+        prev_end = max(o[1] for o in ops if o[0] < first[0])
+        assert calls[first[2]][1] > first[0]  # (the kernel starts before its call returns)
+        gaps.append(first[0] - prev_end)
+        silent.append(calls[first[2]][0] - lo)
+    assert len(gaps) == 8 and min(silent) > 1_000_000
+    assert sum(gaps[1:]) == 8_600_674
+    a = analysis_of(path)
+    got = totals(a)
+    assert got["host_busy"] == sum(gaps[1:])
+    assert [f.est_savings_ns for f in rules(a)["host-busy-steps"]] == [sum(gaps[1:])]
+    assert "host-bound-steps" in rules(a)
 
 
 def test_host_work_and_framework_work_in_a_public_trace():
