@@ -9,6 +9,7 @@
 # overlaps the next segment. Gluon does not run in Triton's interpreter: there (and off
 # Hopper) the strategy's Triton kernel runs.
 import functools  # noqa: E402
+import re  # noqa: E402
 
 try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
     import inspect
@@ -476,6 +477,223 @@ try:  # Gluon (Triton >= 3.4): the Hopper producer/consumer kernels
         else:
             gl.warp_specialize(consumer, _sk_consumer, producer, [_sk_producer], [1], [24])
 
+    # -- 2-CTA clusters with TMA multicast (MULTICAST 1; round 15): the two CTAs of a cluster
+    # run neighbouring tiles that share one operand (MC_SHARE "B": tiles one above the other,
+    # the same B; "A": side by side, the same A) in lockstep, whole tiles only. Gluon (Triton
+    # 3.6) runs num_ctas=2 as one cluster with CGA layouts (each CTA its half of the pair's
+    # A or B and of C), but every CTA loads a shared block itself: it has no multicast load,
+    # no cluster barrier and no arrive on the other CTA's mbarrier. Those go in by rewriting
+    # the kernel's PTX at the markers below (mc_patch_ptx), launched through Triton's
+    # ir_override option: the shared block is loaded once, by CTA 0, into both CTAs; each
+    # consumer releases a stage in both CTAs (the `empty` barriers count two arrivals); both
+    # CTAs meet at a cluster barrier once their barriers are initialised and before exit.
+    @gluon.jit
+    def _mc_marker(text: gl.constexpr):
+        """A PTX comment where mc_patch_ptx rewrites the instructions that follow."""
+        gl.inline_asm_elementwise("// " + text + "\n\tmov.u32 $0, 0;", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)
+
+    @gluon.constexpr_function
+    def _mc_shares_a(a_layout):
+        """Whether both CTAs hold all of A's block (A is the shared operand): its CGA layout.
+        (Read off the layout: a bool passed on through warp_specialize arrives as a tensor.)"""
+        return [list(b) for b in getattr(a_layout, "value", a_layout).cga_layout] == [[0, 0]]
+
+    @gluon.constexpr_function
+    def _mc_acc_layout(warps, bn, share_a):
+        """The accumulator of the pair's tile, each CTA its half: the rows, or (share_a) the
+        columns."""
+        warps, bn, share_a = (getattr(x, "value", x) for x in (warps, bn, share_a))
+        return gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[warps, 1],
+            instr_shape=[16, bn // 2 if share_a else bn, 16],
+            cga_layout=[[0, 1]] if share_a else [[1, 0]])
+
+    @gluon.constexpr_function
+    def _mc_bytes(a_bytes, b_bytes, share_a):
+        """The bytes a stage brings each CTA: its half of the split operand's block, all of
+        the shared one."""
+        a_bytes, b_bytes, share_a = (getattr(x, "value", x) for x in (a_bytes, b_bytes, share_a))
+        return a_bytes + b_bytes // 2 if share_a else a_bytes // 2 + b_bytes
+
+    @gluon.jit
+    def _mc_producer(a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n, k_iters,
+                     NUM_CLUSTERS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]  # (the pair's: both CTAs' rows)
+        SHARE_A: gl.constexpr = _mc_shares_a(a_desc.layout)
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        nbytes: gl.constexpr = _mc_bytes(a_desc.block_type.nbytes, b_desc.block_type.nbytes,
+                                         SHARE_A)
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_CLUSTERS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), nbytes)
+                if SHARE_A:
+                    tma.async_copy_global_to_shared(b_desc, [ki * BK, pid_n * BN],
+                                                    ready.index(s), b_ring.index(s))
+                    _mc_marker("@MC_SHARED")
+                    tma.async_copy_global_to_shared(a_desc, [pid_m * BM, ki * BK],
+                                                    ready.index(s), a_ring.index(s))
+                else:
+                    tma.async_copy_global_to_shared(a_desc, [pid_m * BM, ki * BK],
+                                                    ready.index(s), a_ring.index(s))
+                    _mc_marker("@MC_SHARED")
+                    tma.async_copy_global_to_shared(b_desc, [ki * BK, pid_n * BN],
+                                                    ready.index(s), b_ring.index(s))
+                it += 1
+
+    @gluon.jit
+    def _mc_consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, tiles_m, tiles_n, k_iters,
+                     NUM_CLUSTERS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        # the accumulator: each CTA its half of the pair's tile (rows, or columns with SHARE_A)
+        layout: gl.constexpr = _mc_acc_layout(gl.num_warps(), BN,
+                                              _mc_shares_a(a_ring.type.layout))
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_CLUSTERS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc = warpgroup_mma(a_ring.index(s), b_ring.index(s), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                _mc_marker("@MC_REMOTE")  # (the release goes to both CTAs)
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=ki > 0)
+                it += 1
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            _mc_marker("@MC_REMOTE")
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=k_iters > 0)
+            _store(c_desc, c_smem, acc, pid_m * BM, pid_n * BN)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def mc_gemm_kernel(a_desc, b_desc, c_desc, tiles_m, tiles_n, k_iters, NUM_CLUSTERS,
+                       GROUP_M: gl.constexpr, STAGES: gl.constexpr, WS_LIST: gl.constexpr,
+                       num_warps: gl.constexpr):
+        """c = a @ b over 2-CTA clusters (launch with num_ctas=2 and the PTX of
+        mc_patch_ptx): tiles_m x tiles_n is the grid of the pairs' tiles."""
+        a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                           a_desc.layout)
+        b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                           b_desc.layout)
+        c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)  # (this CTA's consumer and the other's)
+        _mc_marker("@MC_INIT")
+        consumer = (c_desc, a_ring, b_ring, ready, empty, c_smem, tiles_m, tiles_n, k_iters,
+                    NUM_CLUSTERS, GROUP_M)
+        producer = (a_desc, b_desc, a_ring, b_ring, ready, empty, tiles_m, tiles_n, k_iters,
+                    NUM_CLUSTERS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_mc_consumer, consumer), (_mc_producer, producer)], [1], [24])
+        else:
+            gl.warp_specialize(consumer, _mc_consumer, producer, [_mc_producer], [1], [24])
+
+    # the same with a 128 x (BN1 + BN2) tile in two accumulators (128 x 192: 128 + 64; the
+    # dp2 kernel's split), the pair one above the other sharing both B blocks
+    @gluon.jit
+    def _mc2_producer(a_desc, b1_desc, b2_desc, a_ring, b1_ring, b2_ring, ready, empty, tiles_m,
+                      tiles_n, k_iters, NUM_CLUSTERS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]  # (the pair's rows)
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN1: gl.constexpr = b1_desc.block_type.shape[1]
+        BN2: gl.constexpr = b2_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        nbytes: gl.constexpr = _mc_bytes(a_desc.block_type.nbytes,
+                                         b1_desc.block_type.nbytes + b2_desc.block_type.nbytes,
+                                         False)
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_CLUSTERS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * BM, ki * BK], ready.index(s),
+                                                a_ring.index(s))
+                _mc_marker("@MC_SHARED")
+                tma.async_copy_global_to_shared(b1_desc, [ki * BK, pid_n * (BN1 + BN2)],
+                                                ready.index(s), b1_ring.index(s))
+                tma.async_copy_global_to_shared(b2_desc, [ki * BK, pid_n * (BN1 + BN2) + BN1],
+                                                ready.index(s), b2_ring.index(s))
+                it += 1
+
+    @gluon.jit
+    def _mc2_consumer(c1_desc, c2_desc, a_ring, b1_ring, b2_ring, ready, empty, c1_smem, c2_smem,
+                      tiles_m, tiles_n, k_iters, NUM_CLUSTERS, GROUP_M: gl.constexpr):
+        BM: gl.constexpr = c1_desc.block_type.shape[0]
+        BN1: gl.constexpr = c1_desc.block_type.shape[1]
+        BN2: gl.constexpr = c2_desc.block_type.shape[1]
+        STAGES: gl.constexpr = a_ring.type.shape[0]
+        l1: gl.constexpr = _mc_acc_layout(gl.num_warps(), BN1, False)
+        l2: gl.constexpr = _mc_acc_layout(gl.num_warps(), BN2, False)
+        it = 0
+        for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_CLUSTERS):
+            pid_m, pid_n = _ws_tile(tile, tiles_m, tiles_n, GROUP_M)
+            acc1 = gl.zeros((BM, BN1), dtype=gl.float32, layout=l1)
+            acc2 = gl.zeros((BM, BN2), dtype=gl.float32, layout=l2)
+            for ki in range(0, k_iters):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                acc1 = warpgroup_mma(a_ring.index(s), b1_ring.index(s), acc1, is_async=True)
+                acc2 = warpgroup_mma(a_ring.index(s), b2_ring.index(s), acc2, is_async=True)
+                acc1, acc2 = warpgroup_mma_wait(num_outstanding=2, deps=(acc1, acc2))
+                _mc_marker("@MC_REMOTE")
+                mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=ki > 0)
+                it += 1
+            acc1, acc2 = warpgroup_mma_wait(num_outstanding=0, deps=(acc1, acc2))
+            _mc_marker("@MC_REMOTE")
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=k_iters > 0)
+            tma.store_wait(pendings=0)
+            c1_smem.store(acc1.to(c1_desc.dtype))
+            c2_smem.store(acc2.to(c2_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c1_desc, [pid_m * BM, pid_n * (BN1 + BN2)], c1_smem)
+            tma.async_copy_shared_to_global(c2_desc, [pid_m * BM, pid_n * (BN1 + BN2) + BN1],
+                                            c2_smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def mc2_gemm_kernel(a_desc, b1_desc, b2_desc, c1_desc, c2_desc, tiles_m, tiles_n, k_iters,
+                        NUM_CLUSTERS, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                        WS_LIST: gl.constexpr, num_warps: gl.constexpr):
+        a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                           a_desc.layout)
+        b1_ring = gl.allocate_shared_memory(b1_desc.dtype, [STAGES] + b1_desc.block_type.shape,
+                                            b1_desc.layout)
+        b2_ring = gl.allocate_shared_memory(b2_desc.dtype, [STAGES] + b2_desc.block_type.shape,
+                                            b2_desc.layout)
+        c1_smem = gl.allocate_shared_memory(c1_desc.dtype, c1_desc.block_type.shape,
+                                            c1_desc.layout)
+        c2_smem = gl.allocate_shared_memory(c2_desc.dtype, c2_desc.block_type.shape,
+                                            c2_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        _mc_marker("@MC_INIT")
+        consumer = (c1_desc, c2_desc, a_ring, b1_ring, b2_ring, ready, empty, c1_smem, c2_smem,
+                    tiles_m, tiles_n, k_iters, NUM_CLUSTERS, GROUP_M)
+        producer = (a_desc, b1_desc, b2_desc, a_ring, b1_ring, b2_ring, ready, empty, tiles_m,
+                    tiles_n, k_iters, NUM_CLUSTERS, GROUP_M)
+        if WS_LIST:
+            gl.warp_specialize([(_mc2_consumer, consumer), (_mc2_producer, producer)], [1],
+                               [24])
+        else:
+            gl.warp_specialize(consumer, _mc2_consumer, producer, [_mc2_producer], [1], [24])
+
     HAVE_GLUON = True
 except Exception:  # (no Gluon in this Triton: the Triton kernel runs)
     HAVE_GLUON = False
@@ -552,6 +770,175 @@ def gluon_dp2(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, prog
              for t, block in blocks]  # fmt: skip
     kernel[(progs,)](*descs, tiles_m, tiles_n, cdiv(a.shape[1], bk), progs,
                      **_launch_options(cfg))
+
+
+# -- 2-CTA clusters with TMA multicast (mc_gemm_kernel): the PTX rewrite and the launch
+_MC_CTA_RANK = "mov.u32 %mc_r, %cluster_ctarank;"
+
+
+def _mc_shared_copy(line: str) -> str:
+    """A TMA load of the shared block as a multicast to both CTAs, issued by CTA 0 alone."""
+    m = re.match(r"(\s*)(@(!?%p\d+)\s+)?(cp\.async\.bulk\.tensor\.\S+)\s+(.*);\s*$", line)
+    if not m or "multicast" in m.group(4):
+        raise ValueError(f"mc_patch_ptx: not a TMA load: {line.strip()}")
+    pad, pred, op, operands = m.group(1), m.group(3), m.group(4), m.group(5)
+    first = f"setp.eq.and.u32 %mc_q, %mc_r, 0, {pred};" if pred else "setp.eq.u32 %mc_q, %mc_r, 0;"
+    return (f"{pad}{{ .reg .b32 %mc_r; .reg .pred %mc_q; .reg .b16 %mc_m;\n"
+            f"{pad}{_MC_CTA_RANK}\n{pad}{first}\n{pad}mov.b16 %mc_m, 3;\n"
+            f"{pad}@%mc_q {op}.multicast::cluster {operands}, %mc_m;\n{pad}}}\n")
+
+
+def _mc_remote_arrive(line: str, scope: str = "cta") -> str:
+    """After a consumer's arrive on a stage's `empty` barrier, the same arrive on the other
+    CTA's barrier (mapa: its address there); ``scope`` "cluster": a release at cluster scope
+    (round 15: 1.25-2.5x slower kernels), "cta": the default release, as CUTLASS's pipelines
+    arrive on another CTA's barrier (the stage's reads are the wgmma's, waited for)."""
+    m = re.match(r"(\s*)(@(!?%p\d+)\s+)?mbarrier\.arrive\.shared(::cta)?\.b64\s+_,\s*\[(%r\d+)\]"
+                 r"(,\s*\d+)?;\s*$", line)
+    if not m:
+        raise ValueError(f"mc_patch_ptx: not an mbarrier arrive: {line.strip()}")
+    pad, pred, addr = m.group(1), m.group(3), m.group(5)
+    guard = f"@{pred} " if pred else ""
+    return (line + f"{pad}{{ .reg .b32 %mc_r, %mc_a;\n{pad}{_MC_CTA_RANK}\n"
+            f"{pad}xor.b32 %mc_r, %mc_r, 1;\n{pad}mapa.shared::cluster.u32 %mc_a, {addr}, %mc_r;\n"
+            f"{pad}{guard}mbarrier.arrive{'.release.cluster' if scope == 'cluster' else ''}"
+            f".shared::cluster.b64 _, [%mc_a];\n"
+            f"{pad}}}\n")
+
+
+_MC_SYNC = "\tbarrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;\n"
+
+
+def _mc_workers(op: str, num_warps: int) -> str:
+    """``op`` in the worker warps alone (thread ids from the default warps' num_warps * 32)."""
+    return ("\t{ .reg .b32 %mc_t; .reg .pred %mc_p;\n\tmov.u32 %mc_t, %tid.x;\n"
+            f"\tsetp.ge.u32 %mc_p, %mc_t, {num_warps * 32};\n\t@%mc_p {op}\n\t}}\n")
+
+
+def mc_patch_ptx(ptx: str, num_warps: int, multicast: bool = True, remote: str = "cta") -> str:
+    """mc_gemm_kernel's PTX (Triton 3.6, num_ctas=2) with what Gluon cannot say, at its
+    markers: after `@MC_INIT` (the default warps, once the barriers are initialised) the
+    init fence and a cluster barrier, at which the worker warps (thread ids from num_warps *
+    32) arrive at the kernel's entry (and wait at its exit); after `@MC_SHARED` each TMA
+    load up to the next branch, label or mbarrier operation (the shared blocks') as a
+    multicast from CTA 0; after `@MC_REMOTE` the next arrive also on the other CTA's
+    barrier; and a cluster barrier before every exit (no CTA leaves while the other may
+    still arrive on its barriers).
+    ``multicast`` False leaves the loads as they are (each CTA loads the shared block
+    itself); ``remote`` "cta" / "cluster": the remote arrive's scope (_mc_remote_arrive),
+    "none" (with ``multicast`` False only): no remote arrive and the `empty` barriers back
+    to one arrival (independent CTAs in clusters: the clusters' cost alone; round 15).
+    Raises ValueError where a marker finds nothing to rewrite."""
+    if multicast and remote == "none":
+        raise ValueError("mc_patch_ptx: a multicast needs the remote arrives")
+    lines = ptx.splitlines(keepends=True)
+    out, counts = [], {"entry": 0, "init": 0, "shared": 0, "remote": 0, "exit": 0}
+    mode, in_body = None, False
+    for line in lines:
+        text = line.strip()
+        if not in_body and text == "{" and out and ".reqnctapercluster" in "".join(out[-8:]):
+            out.append(line)
+            # (the worker warps only arrive here: waiting, they would never lower their
+            # registers, which the default warps' setmaxnreg.inc waits for; they wait at exit)
+            out.append(_mc_workers("barrier.cluster.arrive.relaxed;", num_warps))
+            in_body, counts["entry"] = True, counts["entry"] + 1
+            continue
+        if text.startswith("// @MC_INIT"):
+            out.append(line + "\tfence.mbarrier_init.release.cluster;\n" + _MC_SYNC)
+            counts["init"] += 1
+            continue
+        if text.startswith("// @MC_SHARED"):
+            mode = "shared" if multicast else None
+            counts["shared"] += not multicast
+        elif text.startswith("// @MC_REMOTE"):
+            mode = "remote"
+        elif mode == "shared" and "cp.async.bulk.tensor" in text:
+            out.append(_mc_shared_copy(line))
+            counts["shared"] += 1
+            continue
+        elif mode == "shared" and (text.startswith("$L__BB") or "bra" in text.split()[:2]
+                                   or "mbarrier." in text):  # fmt: skip
+            mode = None
+        elif mode == "remote" and "mbarrier.arrive" in text and "expect_tx" not in text:
+            out.append(line if remote == "none" else _mc_remote_arrive(line, remote))
+            counts["remote"] += 1
+            mode = None
+            continue
+        elif remote == "none" and "mbarrier.init" in text and text.endswith(", 2;"):
+            line = line.replace(", 2;", ", 1;")
+        if text == "ret;" and in_body:
+            out.append(_mc_workers("barrier.cluster.wait.acquire;", num_warps) + _MC_SYNC)
+            counts["exit"] += 1
+        out.append(line)
+    if counts["entry"] != 1 or counts["init"] != 1 or not all(counts.values()):
+        raise ValueError(f"mc_patch_ptx: markers not found as expected: {counts}")
+    return "".join(out)
+
+
+def _mc_layout(block: tuple, dtype: torch.dtype, cga: list):
+    """The NVMMA shared layout of one CTA's part of ``block`` (``cga``: [[1, 0]] rows split
+    between the two CTAs, [[0, 1]] columns, [[0, 0]] both hold it all), its swizzle from
+    that part's row (Triton 3.6's get_default_for halves every side of a CGA block)."""
+    row = block[1] // (2 if cga[0][1] else 1) * dtype.itemsize
+    swizzle = next((w for w in (128, 64, 32) if row % w == 0), 0)
+    return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=dtype.itemsize * 8,
+                                rank=2, cga_layout=cga)
+
+
+_MC_PTX: dict = {}  # (compiled kernel's hash, multicast, remote) -> the rewritten PTX's file
+
+
+def _mc_ptx_file(kernel, args: tuple, opts: dict, multicast: bool = True,
+                 remote: str = "cta") -> str:
+    """The kernel for ``args`` and ``opts`` compiled (not run), its PTX rewritten
+    (mc_patch_ptx) into a file named by the rewrite's hash: Triton's ir_override."""
+    import hashlib
+    import tempfile
+
+    compiled = kernel.warmup(*args, grid=(1,), **opts)
+    path = _MC_PTX.get((compiled.hash, multicast, remote))
+    if path is None:
+        ptx = mc_patch_ptx(compiled.asm["ptx"], opts["num_warps"], multicast, remote)
+        digest = hashlib.sha256(ptx.encode()).hexdigest()[:20]
+        path = os.path.join(tempfile.gettempdir(), f"advisor_mc_{digest}.ptx")
+        if not os.path.exists(path):
+            with open(path + ".tmp", "w") as f:
+                f.write(ptx)
+            os.replace(path + ".tmp", path)
+        _MC_PTX[compiled.hash, multicast, remote] = path
+    return path
+
+
+def mc_grid(m: int, n: int, cfg: dict) -> tuple[int, int]:
+    """The pairs' tile grid of the cluster kernels: two tiles one above the other
+    (MC_SHARE "B", and every 128 x 192 tile) or side by side ("A")."""
+    tiles_m, tiles_n = _tiles(m, n, cfg)
+    if cfg.get("MC_SHARE") == "A" and not data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]):
+        return tiles_m, cdiv(tiles_n, 2)
+    return cdiv(tiles_m, 2), tiles_n
+
+
+def gluon_mc(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict, clusters: int) -> None:
+    """c = a @ b in 2-CTA clusters whose shared operand is loaded once (mc_gemm_kernel):
+    whole tiles, ``clusters`` clusters (two CTAs each, one per SM)."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    rows, cols, both = [[1, 0]], [[0, 1]], [[0, 0]]
+    if bn & (bn - 1):  # 128 x 192: two accumulators (mc2_gemm_kernel), the pair one above the other
+        (bn1, bn2), kernel = two_parts(bn), mc2_gemm_kernel
+        blocks = ((a, (2 * bm, bk), rows), (b, (bk, bn1), both), (b, (bk, bn2), both),
+                  (c, (2 * bm, bn1), rows), (c, (2 * bm, bn2), rows))
+    elif cfg.get("MC_SHARE") == "A":  # side by side: each CTA half of B's and C's blocks
+        kernel = mc_gemm_kernel
+        blocks = ((a, (bm, bk), both), (b, (bk, 2 * bn), cols), (c, (bm, 2 * bn), cols))
+    else:
+        kernel = mc_gemm_kernel
+        blocks = ((a, (2 * bm, bk), rows), (b, (bk, bn), both), (c, (2 * bm, bn), rows))
+    descs = [TensorDescriptor.from_tensor(t, list(blk), _mc_layout(blk, t.dtype, cga))
+             for t, blk, cga in blocks]  # fmt: skip
+    args = (*descs, *mc_grid(a.shape[0], b.shape[1], cfg), cdiv(a.shape[1], bk), clusters)
+    opts = {**_launch_options(cfg), "num_ctas": 2}
+    path = _mc_ptx_file(kernel, args, opts, cfg.get("MC_CAST", 1) == 1, cfg.get("MC_SYNC", "cta"))
+    kernel[(clusters,)](*args, ir_override=path, **opts)
 
 
 def gluon_stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: dict,
