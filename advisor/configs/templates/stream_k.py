@@ -12,9 +12,7 @@
 # gluon_launch.min_model_us) a Hopper GPU runs the same schedule in the Gluon
 # warp-specialized kernel above, one CTA per SM; GLUON=0 (and elsewhere): the Triton kernel
 # below. A 128 x 192 tile (planner.data_parallel_only) runs whole tiles only, in the Gluon
-# two-accumulator kernel; elsewhere as 128 x 256 (planner.power_of_two_tile). MULTICAST=1
-# (BLOCK_M 128 on Hopper): whole tiles in 2-CTA clusters whose shared operand is loaded once
-# for both CTAs (gluon_mc; MC_SHARE "B": the pair one above the other, "A": side by side).
+# two-accumulator kernel; elsewhere as 128 x 256 (planner.power_of_two_tile).
 
 
 @triton.jit
@@ -88,8 +86,8 @@ def plan(m: int, n: int, k: int, cfg: dict) -> dict:
 
 def gemm(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     hopper = _hopper(a, cfg)
-    if (hopper and not hopper["MULTICAST"] and data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"])
-            and plan(a.shape[0], b.shape[1], a.shape[1], hopper)["sk_tiles"]):  # fmt: skip
+    if hopper and data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and plan(
+            a.shape[0], b.shape[1], a.shape[1], hopper)["sk_tiles"]:  # fmt: skip
         hopper = _hopper(a, power_of_two_tile(cfg))  # (a Stream-K share: below)
     if hopper:  # one CTA per SM; TMA needs 16-byte row strides only (fewer pad copies),
         # and a copy made anyway gets 128-byte rows (LINE_ALIGN); where A's and B's rows
@@ -107,22 +105,17 @@ def _hopper(a: torch.Tensor, cfg: dict) -> dict | None:
     """The Gluon kernel's knobs (gluon_config) with at most one CTA per SM, or None; a
     power-of-two tile whose ring fits its num_stages only with the output stored in halves
     runs so (EPI_SPLIT 2: 128 x 256 with 4 stages, not 3; round 12)."""
-    multicast = cfg.get("MULTICAST") and cfg["BLOCK_M"] == 128
-    split = not data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]) and not multicast
+    split = not data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"])
     hopper = cfg["GLUON"] and gluon_config(a, cfg, a.element_size(), split)
     if hopper:
         hopper["NUM_PROGS"] = min(hopper["NUM_PROGS"], sm_count(a))
-        hopper["MULTICAST"] = int(bool(multicast))
     return hopper or None
 
 
 def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> torch.Tensor:
     c = torch.empty((a.shape[0], b.shape[1]), device=a.device, dtype=a.dtype)
     p = plan(a.shape[0], b.shape[1], a.shape[1], cfg)
-    if cfg.get("MULTICAST"):  # 2-CTA clusters, whole tiles (the policy is not read)
-        tiles_m, tiles_n = mc_grid(a.shape[0], b.shape[1], cfg)
-        gluon_mc(a, b, c, cfg, max(1, min(cfg["NUM_PROGS"] // 2, tiles_m * tiles_n)))
-    elif data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]):  # (whole tiles: gemm checked)
+    if data_parallel_only(cfg["BLOCK_M"], cfg["BLOCK_N"]):  # (whole tiles: gemm checked)
         gluon_dp2(a, b, c, cfg, p["progs"])
     else:
         gluon_stream_k(a, b, c, cfg, p)
