@@ -10,7 +10,7 @@ from advisor.gating import GateResult
 from advisor.render import gate as gate_render
 from advisor.render import sections
 from advisor.render.fit import shorten_middle
-from advisor.rules.finding import Finding
+from advisor.rules.finding import Finding, device_list, group_across_devices
 from advisor.units import fmt_ns
 
 
@@ -45,19 +45,27 @@ def _evidence_value(key: str, value) -> str:
 
 
 def _findings(findings: list[Finding], top: int) -> list[str]:
+    """The findings table and a section per finding (one rule at one kernel and range on
+    several devices: one row, the devices' savings summed, the largest's evidence)."""
     if not findings:
         return ["No rule fired.", ""]
+    groups = group_across_devices(findings)
     rows = []
-    for i, f in enumerate(findings[:top], 1):
-        where = ", ".join(f.location())
+    for i, g in enumerate(groups[:top], 1):
+        f = g.first
+        where = ", ".join(g.location())
         if f.at_rel_ns is not None:
             where += f", at +{fmt_ns(f.at_rel_ns)}"
-        rows.append([i, f.strategy, f.severity, where, fmt_ns(f.est_savings_ns),
-                     f.summary])  # fmt: skip
+        rows.append([i, f.strategy, g.severity, where, fmt_ns(g.est_savings_ns),
+                     " ".join(filter(None, (f.summary, g.others())))])  # fmt: skip
     lines = _table(["#", "strategy", "severity", "where", "est. savings", "measured"], rows)
-    for i, f in enumerate(findings[:top], 1):
+    for i, g in enumerate(groups[:top], 1):
+        f = g.first
         lines.append(f"### {i}. {f.title} (`{f.rule}` -> `{f.strategy}`)")
         lines.append("")
+        if g.also():
+            lines.append(f"- Devices: {device_list(g.devices)}, their savings summed above; "
+                         f"the evidence below is device {f.device}'s ({g.also()})")  # fmt: skip
         ev = ", ".join(f"{k}={_evidence_value(k, v)}" for k, v in f.evidence.items())
         lines += [f"- Evidence: {ev}", f"- Why: {f.rationale}",
                   f"- Watch for: {f.watch_for}"]  # fmt: skip

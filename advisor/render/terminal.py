@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 from advisor.analysis import Analysis
 from advisor.render import sections
 from advisor.render.fit import Col, fitted_table, print_wrapped
-from advisor.rules.finding import Finding
+from advisor.rules.finding import Finding, FindingGroup, group_across_devices
 from advisor.units import fmt_ns
 
 # Piped or redirected output has no terminal to measure: it is this wide (COLUMNS, when set,
@@ -46,9 +46,11 @@ def _header(a: Analysis, console: Console) -> None:
         print_wrapped(console, f"warning: {w}", "yellow", hanging="  ")
 
 
-def _measured(f: Finding) -> str:
-    """A finding's measured text with its config files or what a config still needs."""
-    text = f.summary
+def _measured(g: FindingGroup) -> str:
+    """A finding's measured text with its config files or what a config still needs (of a
+    group of devices: the first's, and the others in words)."""
+    f = g.first
+    text = f.summary + (" " + g.others() if g.others() else "")
     if f.config:
         text += "\nconfig: " + ", ".join(f.config)
     if f.missing:
@@ -62,19 +64,24 @@ def _at(f: Finding, origin: int) -> list[str]:
     return [f"at +{fmt_ns(f.at_ns - origin)}"]
 
 
-def _findings_list(findings: list[Finding], top: int, origin: int, console: Console) -> None:
+def _findings_list(groups: list[FindingGroup], top: int, origin: int, console: Console) -> None:
     """Findings as numbered blocks (narrow terminals): nothing squeezed into columns."""
     print_wrapped(console, "Findings, ranked by estimated savings (estimates)", "italic")
-    for i, f in enumerate(findings[:top], 1):
-        head = f"{i}. {f.strategy} ({f.severity}): est. savings {fmt_ns(f.est_savings_ns)}"
+    for i, g in enumerate(groups[:top], 1):
+        head = f"{i}. {g.first.strategy} ({g.severity}): est. savings {fmt_ns(g.est_savings_ns)}"
         print_wrapped(console, head, "bold", hanging="   ")
-        where = ", ".join([*f.location(), *_at(f, origin)])
+        where = ", ".join([*g.location(), *_at(g.first, origin)])
         print_wrapped(console, where, indent="   ", hanging="   ")
-        print_wrapped(console, _measured(f), indent="   ", hanging="   ")
-    if not findings:
+        print_wrapped(console, _measured(g), indent="   ", hanging="   ")
+    if not groups:
         print_wrapped(console, "none: no rule fired")
-    if len(findings) > top:
-        print_wrapped(console, f"{len(findings) - top} more in --format json (or raise --top)")
+    if len(groups) > top:
+        print_wrapped(console, _more(groups, top))
+
+
+def _more(groups: list[FindingGroup], top: int) -> str:
+    """What the listing leaves out."""
+    return f"{len(groups) - top} more in --format json (or raise --top)"
 
 
 FINDING_COLUMNS = (
@@ -87,18 +94,18 @@ FINDING_COLUMNS = (
 )
 
 
-def _findings(findings: list[Finding], top: int, origin: int, width: int) -> RenderableType:
+def _findings(groups: list[FindingGroup], top: int, origin: int, width: int) -> RenderableType:
     """Findings as a table (wide terminals), best first."""
     rows = [
-        [str(i), f.strategy, f.severity, "\n".join([*f.location(), *_at(f, origin)]),
-         fmt_ns(f.est_savings_ns), _measured(f)]
-        for i, f in enumerate(findings[:top], 1)
+        [str(i), g.first.strategy, g.severity, "\n".join([*g.location(), *_at(g.first, origin)]),
+         fmt_ns(g.est_savings_ns), _measured(g)]
+        for i, g in enumerate(groups[:top], 1)
     ]  # fmt: skip
-    if not findings:
+    if not groups:
         rows = [["", "none", "", "no rule fired", "", ""]]
-    more = f"{len(findings) - top} more in --format json (or raise --top)"
+    more = _more(groups, top) if len(groups) > top else ""
     return fitted_table("Findings, ranked by estimated savings (estimates)", FINDING_COLUMNS,
-                        rows, width, caption=more if len(findings) > top else "")  # fmt: skip
+                        rows, width, caption=more)  # fmt: skip
 
 
 STRATEGY_COLUMNS = (
@@ -145,11 +152,12 @@ def render(
     if ranks is not None:
         _section(sections.ranks(ranks), console)
     _section(sections.summary(a), console)
+    groups = group_across_devices(findings)
     if console.width < NARROW:
-        _findings_list(findings, top, a.origin_ns, console)
+        _findings_list(groups, top, a.origin_ns, console)
     else:
-        console.print(_findings(findings, top, a.origin_ns, console.width))
-    strategies = _strategies(findings[:top], console.width)
+        console.print(_findings(groups, top, a.origin_ns, console.width))
+    strategies = _strategies([g.first for g in groups[:top]], console.width)
     if strategies is not None:
         console.print(strategies)
     for section in (

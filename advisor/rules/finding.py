@@ -1,6 +1,7 @@
 """What a rule reports: a frozen ``Finding``, the ``EmitRequest`` it carries for the config
-emitters, the ``Emitted`` outcome of ``--emit``, and the one serializer every renderer and
-the gate use (``finding_dict``; fields in docs/json.md)."""
+emitters, the ``Emitted`` outcome of ``--emit``, the ``FindingGroup`` the terminal and the
+markdown report list (one rule at one kernel and range over devices), and the one
+serializer every renderer and the gate use (``finding_dict``; fields in docs/json.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, NamedTuple
 
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import EmitKind
+from advisor.units import fmt_ns
 
 
 class FindingKey(NamedTuple):
@@ -108,6 +110,93 @@ class Finding:
 
     def with_rank(self, rank: int | None) -> Finding:
         return replace(self, rank=rank)
+
+
+SEVERITY_ORDER = ("high", "medium", "low")  # (most severe first)
+
+
+@dataclass(frozen=True)
+class FindingGroup:
+    """The findings of one rule at one (kernel, range) on one or more devices, as the
+    terminal and markdown report list them (a job of many ranks repeats a finding per
+    device; the JSON keeps every one): ``members``, largest savings first; the first's text
+    and evidence stand for the group."""
+
+    members: tuple[Finding, ...]
+
+    @property
+    def first(self) -> Finding:
+        return self.members[0]
+
+    @property
+    def devices(self) -> list[int]:
+        return sorted(f.device for f in self.members)
+
+    @property
+    def est_savings_ns(self) -> int:
+        """The members' savings summed (device time, as the summary sums devices; ns)."""
+        return sum(f.est_savings_ns for f in self.members)
+
+    @property
+    def severity(self) -> str:
+        """The most severe of the members' severities."""
+        return min((f.severity for f in self.members), key=_severity_rank)
+
+    def location(self) -> list[str]:
+        """Where it applies: the first's kernel and range, and its device or devices."""
+        where = self.first.location()
+        if len(self.members) == 1:
+            return where
+        count = f" ({len(self.members)})" if len(self.members) > 2 else ""
+        return [*where[:-1], f"devices {device_list(self.devices)}{count}"]
+
+    def others(self) -> str:
+        """The other members in words ('' for one): which device the text is, and the
+        others' savings."""
+        return f"(device {self.first.device} shown; {self.also()})" if self.also() else ""
+
+    def also(self) -> str:
+        """The other members' devices and savings ('' for one): ``also device 1: 0.91 ms``."""
+        rest = self.members[1:]
+        if not rest:
+            return ""
+        if len(rest) == 1:
+            return f"also device {rest[0].device}: {fmt_ns(rest[0].est_savings_ns)}"
+        low, high = min(f.est_savings_ns for f in rest), max(f.est_savings_ns for f in rest)
+        each = fmt_ns(high) if low == high else f"{fmt_ns(low)} to {fmt_ns(high)}"
+        return f"also devices {device_list(sorted(f.device for f in rest))}: {each} each"
+
+
+def _severity_rank(severity: str) -> int:
+    return SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER else len(SEVERITY_ORDER)
+
+
+def group_across_devices(findings: list[Finding]) -> list[FindingGroup]:
+    """``findings`` (ranked) as groups of one rule at one (kernel, range) over devices,
+    ranked by their summed savings (ties in the order of their best member)."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.rule, f.kernel, f.region), []).append(f)
+    out = [FindingGroup(tuple(sorted(m, key=lambda f: -f.est_savings_ns)))
+           for m in groups.values()]  # fmt: skip
+    return sorted(out, key=lambda g: -g.est_savings_ns)  # (stable: ties keep their order)
+
+
+def device_list(devices: list[int]) -> str:
+    """Sorted device ids in words, runs of three or more joined: ``0-3, 5, 7, 8``."""
+    parts: list[str] = []
+    start = prev = devices[0]
+    for d in [*devices[1:], None]:
+        if d is not None and d == prev + 1:
+            prev = d
+            continue
+        if prev - start >= 2:
+            parts.append(f"{start}-{prev}")
+        else:
+            parts += [str(x) for x in range(start, prev + 1)]
+        if d is not None:
+            start = prev = d
+    return ", ".join(parts)
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:

@@ -189,8 +189,19 @@ def _check_summary(out: str, doc: dict, labels: list[str]) -> None:
             assert any(_whole(share, line) for line in r["share of steady time"]), (label, r)
 
 
+def _rows_of(findings: list[dict]) -> list[dict]:
+    """The report's rows: one per rule at one kernel and range, its devices' savings summed
+    (strategy kept), largest first, ties in the order of their best finding."""
+    rows: dict[tuple, dict] = {}
+    for f in findings:
+        key = (f["rule"], f["kernel"], f["region"])
+        row = rows.setdefault(key, {"strategy": f["strategy"], "est_savings_ns": 0})
+        row["est_savings_ns"] += f["est_savings_ns"]
+    return sorted(rows.values(), key=lambda r: -r["est_savings_ns"])
+
+
 def _check_findings(out: str, doc: dict, width: int) -> None:
-    findings = doc["findings"][:TOP]
+    findings = _rows_of(doc["findings"])[:TOP]
     if not findings:
         return
     savings = [fmt_ns(f["est_savings_ns"]) for f in findings]
