@@ -40,7 +40,7 @@ timeout 220 "$NCU" --clock-control none --set full -f -o "$tmp/counters" \
 echo "== ncu (emitted Gluon warp-specialized GEMM)"
 timeout 120 "$NCU" --clock-control none --set full -f -o "$tmp/ws" -k 'regex:ws_gemm_kernel' -c 2 \
   python3 counters_ws_gemm.py --check > "$tmp/ws.log" 2>&1 || tail -30 "$tmp/ws.log"
-[ -f "$tmp/ws.ncu-rep" ] && cp "$tmp/ws.ncu-rep" "$out/"
+[ -f "$tmp/ws.ncu-rep" ] && xz -9 -c "$tmp/ws.ncu-rep" > "$out/ws.ncu-rep.xz"  # (3 MB -> 0.1 MB)
 for r in counters ws; do
   if [ -f "$tmp/$r.ncu-rep" ]; then
     "$NCU" --import "$tmp/$r.ncu-rep" --csv --page raw > "$tmp/$r.raw.csv"
