@@ -1,8 +1,9 @@
 """Issue 29 round 15: 2-CTA clusters with TMA multicast against cuBLAS. Round 14 found the
 gap at K = 5-10K to be per-SM throughput; cuBLAS runs 1x2 / 1x4 clusters there. The cluster
 kernels were no faster and are not in today's templates: they are at commit b0df4ab (check
-it out and emit the script there to rerun this). The emitted script's cluster kernels (gluon_ws.py: ``mc_gemm_kernel``, ``mc2_gemm_kernel``, selected by
-the config key MULTICAST=1, with MC_SHARE "B" (two tiles one above the other, B loaded once)
+it out and emit the script there to rerun this). The emitted script's cluster kernels
+(gluon_ws.py: ``mc_gemm_kernel``, ``mc2_gemm_kernel``, selected by the config key
+MULTICAST=1, with MC_SHARE "B" (two tiles one above the other, B loaded once)
 or "A" (side by side, A loaded once)) are timed here against cuBLAS, the script's choice and
 the same tiles without clusters, inside a CUDA graph, each checked against a float32 matmul
 first (on an output the allocator hands over from a block just filled with NaN).

@@ -6,8 +6,8 @@ The numbers are those of the captures in sample_traces/counters (an H200, ncu 20
 read with the plain csv module (sample_traces/counters/verify_counters.py prints them). A
 stand-in ``ncu`` plays the real one for .ncu-rep reports: on the H200, ncu 2025.3.1's
 ``ncu --import ws.ncu-rep --csv --page raw`` and ``--page details`` (what export_report
-runs; the report is kept as ws.ncu-rep.xz: ``xz -dk`` it) write exactly ws.ncu.raw.csv.gz's and ws.ncu.details.csv.gz's text, exit 0, nothing
-on stderr."""
+runs; the report is kept as ws.ncu-rep.xz: ``xz -dk`` it) write exactly ws.ncu.raw.csv.gz's
+and ws.ncu.details.csv.gz's text, exit 0, nothing on stderr."""
 
 import gzip
 import os
