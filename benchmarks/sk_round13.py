@@ -271,14 +271,37 @@ def _set_dp_terms(knobs, cal: dict, x) -> None:
     cal["fixed_us"]["data_parallel_only"]["gluon"] = float(x[2])
 
 
-def fit_dp(points, check_rows: list[str]) -> None:
-    """The data-parallel-only tiles' terms refitted to ``points``' data-parallel-only
-    configs (least squares on log(measured / modelled), the other terms as gpus.yaml has
-    them); then, under them, the joint choice per shape in ``check_rows`` (sweeps not
-    fitted) against the fastest measured config, before and after."""
+def fitted_dp(points) -> list[float]:
+    """The data-parallel-only tiles' terms (128 x 192 and 192 x 128 efficiencies, their
+    fixed time in us) fitted to ``points``' data-parallel-only configs: least squares on
+    log(measured / modelled), Nelder-Mead from gpus.yaml's values, the other terms as
+    gpus.yaml has them. The planner's candidates and calibration are left as they were."""
     import numpy as np
     from scipy.optimize import minimize
 
+    knobs, _, cal = _model()
+    saved, rows = json.loads(json.dumps(cal)), list(knobs.CANDIDATES)
+    mine = [pt for pt in points if pt[1][:2] in DP_TILES]
+    x0 = [next(c[6] for c in rows if c[:2] == t) for t in DP_TILES]
+    x0.append(cal["fixed_us"]["data_parallel_only"]["gluon"])
+
+    def loss(x) -> float:
+        _set_dp_terms(knobs, cal, x)
+        return float((np.array(_errors(mine)) ** 2).sum())
+
+    try:
+        x = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-6}).x
+    finally:
+        knobs.CANDIDATES[:] = rows
+        cal.clear()
+        cal.update(saved)
+    return [float(v) for v in x]
+
+
+def fit_dp(points, check_rows: list[str]) -> None:
+    """The data-parallel-only tiles' terms refitted to ``points``' data-parallel-only
+    configs (``fitted_dp``); then, under them, the joint choice per shape in ``check_rows``
+    (sweeps not fitted) against the fastest measured config, before and after."""
     knobs, _, cal = _model()
     saved, rows = json.loads(json.dumps(cal)), list(knobs.CANDIDATES)
     mine = [pt for pt in points if pt[1][:2] in DP_TILES]
@@ -289,12 +312,7 @@ def fit_dp(points, check_rows: list[str]) -> None:
           f"(gpus.yaml {[round(v, 3) for v in x0]})")  # fmt: skip
     if checked:
         _print_picks(_picks(checked))
-
-    def loss(x) -> float:
-        _set_dp_terms(knobs, cal, x)
-        return float((np.array(_errors(mine)) ** 2).sum())
-
-    x = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-6}).x
+    x = fitted_dp(points)
     _set_dp_terms(knobs, cal, x)
     print(f"fitted {[round(float(v), 3) for v in x]}: rms log error {_rms(_errors(mine)):.3f}")
     _print_picks(_picks([pt for pt in points if pt[4] in FIT_ROWS]))
