@@ -279,27 +279,24 @@ def test_startup_by_position_tells_kernels_apart_by_their_full_names():
     assert sum(b.values()) == 47 * 1000  # (every gap counted once)
 
 
-def test_a_kernels_slow_first_launch_is_startup():
-    # Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms), P = 20 ms). In each: gemm at
-    # [iP, iP + 1000) launched [iP - 600, iP - 500]; relu launched from iP + 1100, its call
-    # lasting 9 ms in steps 0 and 1 (lazy module loading in step 0; step 1's is just slow)
-    # and 100 ns after, relu starting 100 ns after its call returns. Steady state begins at
-    # step 0 (the first instance of the recurring range), so position makes nothing start-up.
-    # relu_0's gap [1000, 9001200): host-late [1000, 9001100); inside its first launch call
-    # [1100, 9001100) (9 ms > 100 us) 9,000,000 is start-up; the 100 before the call is
-    # launch work (host_bound); 100 launch latency. relu_1's identical call is no first
-    # launch: 9,000,100 host_bound (the window's middle lies inside its own launch call),
-    # latency 100.
-    # relu_2 (a 100 ns call): host-late [2P + 1000, 2P + 1200) = 200 host_bound, latency 100.
-    p = 20_000_000
+P_STEP = 20_000_000  # the period of _slow_relu_steps' steps (ns)
+
+
+def _slow_relu_steps(templates: list[str]) -> dict:
+    """Four 20 ms steps (range "step" [iP - 1000, iP + 15 ms), P = P_STEP). In each: gemm at
+    [iP, iP + 1000) launched [iP - 600, iP - 500]; relu (full name ``templates[i]``)
+    launched from iP + 1100, its call lasting 9 ms in steps 0 and 1 and 100 ns after, relu
+    starting 100 ns after its call returns. Steady state begins at step 0 (the first
+    instance of the recurring range), so position makes nothing start-up. Returns
+    _by_op of the attributed pieces."""
     ks, calls, ranges = [], [], []
-    for i in range(4):
+    for i, full in enumerate(templates):
         slow = 9_000_000 if i < 2 else 100
-        base = i * p
+        base = i * P_STEP
         ks.append(dict(start=base, end=base + 1000, correlation=10 * i + 1, name="gemm"))
         relu_start = base + 1100 + slow + 100
         ks.append(dict(start=relu_start, end=relu_start + 800, correlation=10 * i + 2,
-                       name="relu"))  # fmt: skip
+                       name="relu", demangled=full))  # fmt: skip
         calls += [("cudaLaunchKernel", base - 600, base - 500, 10 * i + 1),
                   ("cudaLaunchKernel", base + 1100, base + 1100 + slow, 10 * i + 2)]  # fmt: skip
         ranges.append(("step", base - 1000, base + 15_000_000))
@@ -307,7 +304,19 @@ def test_a_kernels_slow_first_launch_is_startup():
     t.api = api_table(calls)
     t.nvtx = nvtx(ranges)
     ops, pieces = attribute_gaps(device_ops(t), t)
-    got = _by_op(ops, pieces)
+    return _by_op(ops, pieces)
+
+
+def test_a_kernels_slow_first_launch_is_startup():
+    # _slow_relu_steps, one relu template (lazy module loading in step 0's 9 ms call; step
+    # 1's is just slow). relu_0's gap [1000, 9001200): host-late [1000, 9001100); inside its
+    # first launch call [1100, 9001100) (9 ms > 100 us) 9,000,000 is start-up; the 100
+    # before the call is launch work (host_bound); 100 launch latency. relu_1's identical
+    # call is no first launch: 9,000,100 host_bound (the window's middle lies inside its own
+    # launch call), latency 100.
+    # relu_2 (a 100 ns call): host-late [2P + 1000, 2P + 1200) = 200 host_bound, latency 100.
+    p = P_STEP
+    got = _slow_relu_steps(["relu<float>"] * 4)
     assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
     assert got[p + 9_001_200] == {"host_bound": 9_000_100, "launch_latency": 100}
     assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
@@ -318,30 +327,8 @@ def test_a_templates_slow_first_launch_is_startup_when_short_names_repeat():
     # both relu<float> and relu<half>): lazy loading loads relu<half>'s code inside ITS
     # first launch call, so relu_1's 9 ms call is start-up too: 9,000,000 startup, the 100
     # before the call host_bound, 100 latency (by short name it was 9,000,100 host_bound).
-    p = 20_000_000
-    ks, calls, ranges = [], [], []
-    for i in range(4):
-        slow = 9_000_000 if i < 2 else 100
-        base = i * p
-        ks.append(dict(start=base, end=base + 1000, correlation=10 * i + 1, name="gemm"))
-        relu_start = base + 1100 + slow + 100
-        ks.append(
-            dict(
-                start=relu_start,
-                end=relu_start + 800,
-                correlation=10 * i + 2,
-                name="relu",
-                demangled="relu<half>" if i == 1 else "relu<float>",
-            )
-        )
-        calls += [("cudaLaunchKernel", base - 600, base - 500, 10 * i + 1),
-                  ("cudaLaunchKernel", base + 1100, base + 1100 + slow, 10 * i + 2)]  # fmt: skip
-        ranges.append(("step", base - 1000, base + 15_000_000))
-    t = Trace(path="<hand-built>", format="test", producer_version="test", kernels=kernels(ks))
-    t.api = api_table(calls)
-    t.nvtx = nvtx(ranges)
-    ops, pieces = attribute_gaps(device_ops(t), t)
-    got = _by_op(ops, pieces)
+    p = P_STEP
+    got = _slow_relu_steps(["relu<float>", "relu<half>", "relu<float>", "relu<float>"])
     assert got[9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
     assert got[p + 9_001_200] == {"startup": 9_000_000, "host_bound": 100, "launch_latency": 100}
     assert got[2 * p + 1300] == {"host_bound": 200, "launch_latency": 100}
