@@ -37,6 +37,10 @@ PART (each run on its own, so each trace holds one story):
                  range of 12 launches ("compute_N"): the idle lies outside the ranges
   step_host_work 8 step ranges, each 1 ms of host work (no CUDA call) then a chain of 50
                  tiny launches; under nsys without emit_nvtx ("plain": no operator ranges)
+  late_template  8 step ranges of 40 tiny launches (x * a + b); from step 3 on each step
+                 also runs one pointwise op never run before (sin, cos, exp, log1p, tanh):
+                 a template of the short name every step uses (vectorized_elementwise_kernel)
+                 whose code lazy loading loads inside its first launch call, in the steady state
 
 nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
 (DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
@@ -362,10 +366,33 @@ def step_host_work(kind, out, facts):
     facts.update(steps=STEPS, host_work_s=1e-3, launches_per_step=50, emit_nvtx=False)
 
 
+LATE_OPS = (torch.sin, torch.cos, torch.exp, torch.log1p, torch.tanh)  # new in steps 3-7
+
+
+def late_template(kind, out, facts):
+    """Steps of one template family, then, in the steady state, a first launch of another
+    template of the same short name per step (its code loaded in that launch call)."""
+    x = torch.rand(1 << 16, device="cuda")
+    for _ in range(2):  # (the steps' own templates loaded before the capture's loop)
+        (x * 0.999 + 0.001).sum().item()
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"step_{i}", sync=False):
+                for _ in range(20):
+                    x = x * 0.999
+                    x = x + 0.001
+                if i >= 3:
+                    y = LATE_OPS[i - 3](x)  # first launch of this template
+                    x = x + 0.0 * y
+        torch.cuda.synchronize()
+    facts.update(steps=STEPS, late_ops=[f.__name__ for f in LATE_OPS], first_late_step=3,
+                 emit_nvtx=kind == "nsys")  # fmt: skip
+
+
 PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
                                   short_chains, dp_allreduce, nongemm, devprops,
                                   startup_host_work, startup_short_chains,
-                                  between_ranges, step_host_work)}  # fmt: skip
+                                  between_ranges, step_host_work, late_template)}  # fmt: skip
 
 
 def main() -> None:
