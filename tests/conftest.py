@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import lzma
+import shutil
+import tempfile
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
@@ -33,6 +37,28 @@ def public_nsys() -> list[Path]:
     files = sorted(PUBLIC_NSYS.glob("*.sqlite"))
     assert files, f"public traces not found under {PUBLIC_NSYS}"
     return files
+
+
+@cache
+def unpacked(path: Path) -> Path:
+    """A sample kept xz-compressed (``NAME.sqlite.xz``: Nsight exports of a few MB, which
+    the device tool's 64 MiB working tree cannot all carry) decompressed once per session
+    into a temporary folder, as ``NAME.sqlite``; any other path as it is."""
+    if path.suffix != ".xz":
+        return path
+    folder = Path(tempfile.mkdtemp(prefix="advisor-samples-"))
+    atexit.register(shutil.rmtree, folder, True)
+    out = folder / path.with_suffix("").name
+    out.write_bytes(lzma.decompress(path.read_bytes()))
+    return out
+
+
+def why_nsys() -> list[Path]:
+    """The why_idle captures' Nsight exports (sample_traces/why), the compressed ones
+    unpacked."""
+    why = SAMPLES / "why"
+    files = [*why.glob("why_*.sqlite"), *why.glob("why_*.sqlite.xz")]
+    return sorted((unpacked(p) for p in files), key=lambda p: p.name)
 
 
 def sha256(path: Path) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import analysis_of
+from conftest import analysis_of, unpacked
 
 from advisor.findings import find
 from advisor.metrics.attribution import GRAPH_HELD
@@ -41,18 +41,6 @@ def rules(a) -> dict[str, list]:
     out: dict[str, list] = {}
     for f in find(a):
         out.setdefault(f.rule, []).append(f)
-    return out
-
-
-def unpacked(path: Path, folder: Path) -> Path:
-    """A sample kept xz-compressed (``NAME.sqlite.xz``: Nsight exports of a few MB, which
-    the device tool's 64 MiB working tree cannot all carry) as ``folder/NAME.sqlite``."""
-    import lzma
-
-    if path.suffix != ".xz":
-        return path
-    out = folder / path.with_suffix("").name
-    out.write_bytes(lzma.decompress(path.read_bytes()))
     return out
 
 
@@ -374,7 +362,7 @@ def test_own_capture_host_work_in_steps_without_operator_ranges(tmp_path):
         assert "host-busy-steps" in rules(a) and "host-bound-steps" in rules(a)
 
 
-def test_own_nsys_capture_host_work_in_steps_without_operator_ranges(tmp_path):
+def test_own_nsys_capture_host_work_in_steps_without_operator_ranges():
     # why_step_host_work.sqlite(.xz): the same part under Nsight Systems without emit_nvtx (the
     # step ranges, runtime calls and kernels; no operator range). By hand (sqlite3 below):
     # each step's first kernel starts before its launch call returns, so its whole gap (from
@@ -385,7 +373,7 @@ def test_own_nsys_capture_host_work_in_steps_without_operator_ranges(tmp_path):
     # start-up, as the cold first step is on every trace.
     import sqlite3
 
-    path = unpacked(WHY / "why_step_host_work.sqlite.xz", tmp_path)
+    path = unpacked(WHY / "why_step_host_work.sqlite.xz")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     steps = db.execute(
         "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND "
@@ -421,7 +409,7 @@ def test_own_nsys_capture_host_work_in_steps_without_operator_ranges(tmp_path):
     assert "host-bound-steps" in rules(a)
 
 
-def test_own_capture_a_templates_first_launch_in_the_steady_state(tmp_path):
+def test_own_capture_a_templates_first_launch_in_the_steady_state():
     # why_late_template (H200, Nsight with emit_nvtx and its Kineto twin): 8 steps of
     # elementwise launches; from step 3 on, each step first runs one new pointwise op (sin,
     # cos, exp, log1p, tanh; step 3 also a tensor-tensor add): templates of the short name
@@ -435,7 +423,7 @@ def test_own_capture_a_templates_first_launch_in_the_steady_state(tmp_path):
     # ms; now 8.45 ms)
     import sqlite3
 
-    path = unpacked(WHY / "why_late_template.sqlite.xz", tmp_path)
+    path = unpacked(WHY / "why_late_template.sqlite.xz")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     text = "(SELECT value FROM StringIds WHERE id = {})"
     steps = db.execute(
@@ -677,19 +665,18 @@ CAUSE_OF = {"sync-stall": "sync_idle_ns", "sync-stall-steps": "sync_idle_ns",
 
 
 def every_trace() -> list[Path]:
-    from conftest import SAMPLES, public_nsys
+    from conftest import SAMPLES, public_nsys, why_nsys
 
-    return [*sorted(SAMPLES.glob("*.sqlite")), *sorted(WHY.glob("why_*")),
+    return [*sorted(SAMPLES.glob("*.sqlite")), *why_nsys(), *sorted(WHY.glob("why_*.gz")),
             *public_nsys(), *sorted(PUBLIC.glob("*.json.gz"))]  # fmt: skip
 
 
-@pytest.mark.parametrize("path", [p for p in every_trace()
-                                  if p.suffix in (".sqlite", ".gz", ".xz")],
+@pytest.mark.parametrize("path", [p for p in every_trace() if p.suffix in (".sqlite", ".gz")],
                          ids=lambda p: p.name)  # fmt: skip
-def test_findings_never_claim_more_idle_than_their_cause_held(path, tmp_path):
+def test_findings_never_claim_more_idle_than_their_cause_held(path):
     from advisor.analysis import IDLE_COLUMNS
 
-    a = analysis_of(unpacked(path, tmp_path))
+    a = analysis_of(path)
     s = a.summary()
     assert sum(s[c] for c in IDLE_COLUMNS) == s["idle_ns"]  # every idle ns, one cause
     claimed: dict[tuple, float] = {}

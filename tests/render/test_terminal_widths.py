@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PUBLIC, PUBLIC_NSYS, SAMPLES
+from conftest import PUBLIC, PUBLIC_NSYS, SAMPLES, why_nsys
 from rich.console import Console
 
 import advisor
@@ -39,7 +39,7 @@ TOP = 10  # the CLI's default --top
 TRACES = [
     *sorted(SAMPLES.glob("*.sqlite")),
     *sorted((SAMPLES / "kineto").glob("*.json.gz")),
-    *sorted((SAMPLES / "why").glob("*.sqlite")),
+    *why_nsys(),
     PUBLIC_NSYS / "nsysai_h100_2gpu_window_nsys2026.2.sqlite",  # no GPU facts, 2 devices
     PUBLIC / "kineto" / "tracelens_vllm_eager_b200.json.gz",  # long C++ kernel names
     PUBLIC / "kineto" / "hta_nccl_data.json.gz",  # 20 findings, communication
