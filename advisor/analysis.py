@@ -616,7 +616,7 @@ def analyze(
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
     devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)
-    devices["steady_start_ns"] = steady_start_ns(ops, devices["device"].to_numpy())
+    devices["steady_start_ns"] = devices["device"].map(segments["steady_start"]).astype(np.int64)
     regions = window_metrics(
         ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps
     )

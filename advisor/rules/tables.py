@@ -504,20 +504,19 @@ def _regions(a: Analysis) -> pd.DataFrame:
     if comm_devices < 2:
         w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
     waiting = ops[ops["wait_ns"] > 0]
-    per_op = startup_waits(waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
-                           waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
-                           a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
-    keys = [waiting["region"].astype(object).fillna("").to_numpy(), waiting["device"].to_numpy()]
-    per = pd.Series(per_op).groupby(keys).sum()
+    waiting = waiting.assign(region=waiting["region"].astype(object).fillna(""))
+    waiting["startup_wait_ns"] = startup_waits(
+        waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
+        waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
+        a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
+    per = waiting.groupby(["region", "device"])["startup_wait_ns"].sum()
     startup = per.reindex(idx).fillna(0.0).to_numpy() if len(per) else np.zeros(len(w))
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
     hidable = (steady_exposed - w["comm_wait_ns"].fillna(0)).clip(lower=0)
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
-    last = (
-        waiting.assign(region=waiting["region"].astype(object).fillna(""))
-        .groupby(["region", "device"])["last_device"]
-        .agg(lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan)
+    last = waiting.groupby(["region", "device"])["last_device"].agg(
+        lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
     )
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
