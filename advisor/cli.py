@@ -18,7 +18,7 @@ from rich.console import Console
 
 from advisor import __version__, api, cli_options
 from advisor.errors import AdvisorInputError
-from advisor.memory import advise_huge_pages
+from advisor.memory import advise_for_rows
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir, check_output_file
 from advisor.render import terminal
@@ -176,7 +176,7 @@ def analyze(
     with _input_errors():
         if len(paths) == 1 and not dask:
             with progress_bar(3, f"reading {Path(paths[0]).name}") as bar:
-                result = api.analyze(paths, progress=bar.advance, memory_advice=advise_huge_pages,
+                result = api.analyze(paths, progress=bar.advance, memory_advice=advise_for_rows,
                                      **options)  # fmt: skip
         else:
             n = len(paths)
@@ -350,9 +350,7 @@ def gate(
         _calibrate(calibrate, output, cfg, options)
         return
     with _input_errors():
-        result = run_gate(
-            candidate, cfg, options, baseline, baseline_name, store, advise_huge_pages
-        )
+        result = run_gate(candidate, cfg, options, baseline, baseline_name, store, advise_for_rows)
     if format is GateFormat.json:
         _out(gate_render.as_json(result))
     elif format is GateFormat.markdown:
@@ -377,7 +375,7 @@ def _calibrate(traces, output, cfg, options: AnalysisOptions) -> None:
 
     with _input_errors():
         check_output_file(output, traces, "gate config")
-        noise = calibrate(metric_sets(traces, options, advise_huge_pages), cfg)
+        noise = calibrate(metric_sets(traces, options, advise_for_rows), cfg)
         written = write_text(config_yaml(noise, cfg, traces), output, "gate config")
     gate_render.noise_table(noise, _console())
     for line in calibration_warnings(traces):
@@ -405,7 +403,7 @@ def baseline_save(
         if store:
             check_output_file(store, traces, "baseline store")
         sets = metric_sets(
-            traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check(), advise_huge_pages
+            traces, AnalysisOptions(gpu=gpu, gpu_spec=gpu_spec).check(), advise_for_rows
         )
         path = baselines.save(name, sets, Path(store) if store else None)
     _out(f"saved baseline {name!r}: {len(sets)} trace(s) in {path}")
@@ -470,14 +468,14 @@ def report(
         if len(traces) == 2:
             baseline, candidate = traces
             compared, base, cand = compare_two(
-                baseline, candidate, load_gate_config(config), options, advise_huge_pages
+                baseline, candidate, load_gate_config(config), options, advise_for_rows
             )
             written = [write_text(markdown.diff_report(compared, base, cand), output)]
         else:
             if dask:  # (its charts are drawn from every GPU op of the trace)
                 typer.echo("advisor: note: a one-trace report is analysed here; --dask is "
                            "for BASELINE CANDIDATE", err=True)  # fmt: skip
-            result = api.analyze(traces[0], memory_advice=advise_huge_pages, gpu=gpu,
+            result = api.analyze(traces[0], memory_advice=advise_for_rows, gpu=gpu,
                                  gpu_spec=gpu_spec, rules=rules or (), shapes=shape or (),
                                  gemms=gemm or (), emit=emit_dir,
                                  counters=counters)  # fmt: skip

@@ -10,7 +10,10 @@ pays off only when large arrays come and go many times: glibc serves arrays abov
 (int64 columns of more than 4M rows) from fresh mappings on each allocation, and faulting
 those in 2 MB at a time instead of 4 kB is several times cheaper. Below that size arrays
 are reused from the heap, and huge pages only add first-touch cost (measurements:
-docs/scaling.md, "Memory policy"). These are process policies: only the console entry
+docs/scaling.md, "Memory policy"). From that size on, every array also comes from the
+heap, which keeps what is freed (keep_large_arrays_in_heap): on this project's VM memory a
+process touches for the first time costs 3-6 s per GB, and a 10M-kernel trace otherwise
+faulted in ten times its peak. These are process policies: only the console entry
 sets them (launch.py, and the CLI's ``memory_advice`` passed to the pipeline).
 """
 
@@ -84,3 +87,29 @@ def advise_huge_pages(rows: int) -> None:
         if switch is not None:
             switch(rows >= HUGE_PAGE_ROWS)
             return
+
+
+def advise_for_rows(rows: int) -> None:
+    """The console's policy for tables of ``rows`` rows: huge pages from HUGE_PAGE_ROWS
+    (advise_huge_pages), and from there on large arrays kept in the heap
+    (keep_large_arrays_in_heap; once set, for the rest of the process)."""
+    advise_huge_pages(rows)
+    if rows >= HUGE_PAGE_ROWS:
+        keep_large_arrays_in_heap()
+
+
+_M_MMAP_MAX = -4  # glibc mallopt parameter
+_NEVER = 2**62  # (a trim threshold no heap reaches)
+
+
+def keep_large_arrays_in_heap() -> None:
+    """Serve every allocation from the heap and never give its free top back (glibc only).
+    glibc maps each array above 32 MB afresh and unmaps it when freed, so a table of
+    millions of rows faults its temporaries in again and again: at 10M kernels the
+    analysis faulted in ~50 GB for a 5 GB peak (docs/scaling.md). From the heap, freed
+    arrays are reused in place. The process keeps its peak until it exits: for the
+    console's one command, not for a library or a worker."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_MAX, 0)
+        libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)

@@ -41,3 +41,28 @@ print(buf.value.decode().count("<heap nr="))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"
+
+
+def test_large_arrays_stay_in_the_heap_from_4m_rows():
+    # glibc's mallinfo2: hblkhd is the bytes held in mmap()ed blocks. A 64 MB block is
+    # mapped on its own under glibc's defaults (above its 32 MB threshold); once the policy
+    # for a 4M-row table is set, it comes from the heap (a fresh process: the policy stays)
+    code = """
+import ctypes, sys
+from advisor import memory
+memory.advise_for_rows(int(sys.argv[1]))
+libc = ctypes.CDLL("libc.so.6")
+class Info(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+block = bytearray(64 << 20)
+print(libc.mallinfo2().hblkhd >= 64 << 20)
+"""
+
+    def mapped(rows: int) -> str:
+        run = [sys.executable, "-c", code, str(rows)]
+        return subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert mapped(memory.HUGE_PAGE_ROWS - 1) == "True"
+    assert mapped(memory.HUGE_PAGE_ROWS) == "False"

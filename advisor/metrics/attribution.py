@@ -57,8 +57,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import load_yaml, name_matches
-from advisor.metrics.intervals import grouped_order, union
-from advisor.metrics.keys import distinct, value_codes
+from advisor.metrics.intervals import Coverage, grouped_order, union
+from advisor.metrics.keys import distinct, pack_one, value_codes
 from advisor.metrics.regions import range_name
 
 # the causes, in the order a gap's pieces are laid out (the categorical's codes)
@@ -344,16 +344,16 @@ def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> p
 
 class _DeviceIdle:
     """Per device, its idle gaps (disjoint intervals, by start), to tell how long a device
-    idled in any interval (``_covered``)."""
+    idled in any interval."""
 
     def __init__(self, device: np.ndarray, start: np.ndarray, gap: np.ndarray) -> None:
         """``device``, ``start``, ``gap``: per op of a device_ops table sorted by device and
         start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps)."""
         at = np.flatnonzero(gap > 0)
-        self._gaps: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+        self._gaps: dict[Any, Coverage] = {}
         for dev in distinct(device[at]):
             rows = at[device[at] == dev]
-            self._gaps[dev] = (start[rows] - gap[rows], start[rows])
+            self._gaps[dev] = Coverage((start[rows] - gap[rows], start[rows]))
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
@@ -361,7 +361,7 @@ class _DeviceIdle:
         for dev in distinct(device) if len(device) else ():
             if dev in self._gaps:
                 mine = device == dev
-                out[mine] = _covered(self._gaps[dev], lo[mine], hi[mine])
+                out[mine] = self._gaps[dev].within(lo[mine], hi[mine])
         return out
 
 
@@ -482,9 +482,10 @@ class _HostActivity:
         self._indexed: dict[int, np.ndarray] | None = None  # per thread: the indexed rows
         self._innermost: dict = {}
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
-        self._thread_painted: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._thread_call_starts: dict[tuple[int, int], np.ndarray] = {}
+        self._thread_painted: dict[int, dict[int, Coverage]] = {}
         self._waits_by_thread: dict[int, np.ndarray] | None = None
-        self._cover: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cover: dict[int, _Uncovered] = {}
         self._ops = ops
 
     @cached_property
@@ -520,14 +521,9 @@ class _HostActivity:
             # and a Kineto thread's millions of nested CPU ops shrink to the outer ones)
             ops = _outermost(self.range_start[ranges], self.range_end[ranges])
             api = _outermost(self.api_start[calls], self.api_end[calls])
-            start, end = np.concatenate([ops[0], api[0]]), np.concatenate([ops[1], api[1]])
-            order = np.argsort(start, kind="stable")
-            start, reach = start[order], np.maximum.accumulate(end[order]) if len(end) else end
-            # the uncovered stretch that ends where each segment starts (-1: none before it)
-            before = np.r_[np.int64(-1), start[1:] - reach[:-1]] if len(start) else start
-            self._cover[key] = (start, reach, before)
-        start, reach, before = self._cover[key]
-        return _longest_uncovered(start, reach, before, lo, hi)
+            self._cover[key] = _Uncovered(np.concatenate([ops[0], api[0]]),
+                                          np.concatenate([ops[1], api[1]]))  # fmt: skip
+        return self._cover[key].longest(lo, hi)
 
     @cached_property
     def device_idle(self) -> _DeviceIdle:
@@ -560,11 +556,13 @@ class _HostActivity:
         ok = keys >= 0
         codes, uniques = pd.factorize(keys[ok])
         times = times[ok]
-        order = np.argsort(codes.astype(np.int16) if len(uniques) < 2**15 else codes,
-                           kind="stable")  # fmt: skip
-        heads = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
+        if len(uniques) < 2**15:
+            codes = codes.astype(np.int16)  # (a radix sort, and a small gather)
+        order = np.argsort(codes, kind="stable")
+        by_thread = codes[order]
+        heads = np.flatnonzero(np.r_[True, by_thread[1:] != by_thread[:-1]])
         self._queries = {
-            int(uniques[codes[order[h]]]): np.sort(times[part])
+            int(uniques[by_thread[h]]): np.sort(times[part])
             for h, part in zip(heads, np.split(order, heads[1:]), strict=True)
             if part.size
         }
@@ -642,7 +640,7 @@ class _HostActivity:
             seg = painted.get(code)
             if seg is None:
                 continue
-            covered = _covered(seg, a, b)
+            covered = seg.within(a, b)
             out[name][rows] += covered
             rest[rows] -= covered
         if key in self._api_threads:
@@ -655,32 +653,27 @@ class _HostActivity:
                 mine = self._calls_of(key, code)
                 if mine.size == 0:
                     continue
-                s = self.api_start[mine]
-                e = self.api_end[mine]
-                pos = np.searchsorted(s, b, side="left") - 1  # last call starting before b
-                ok = pos >= 0
+                pos = np.searchsorted(self._call_starts(key, code), b, side="left") - 1
+                ok = pos >= 0  # (the last call starting before b)
                 p = np.maximum(pos, 0)
-                overlaps = ok & (e[p] > a)
-                spans = overlaps & (s[p] < a) & (e[p] <= b)
-                busy = a - s[p] - self.device_idle.between(device[rows], s[p], a)
+                s, e = self.api_start[mine[p]], self.api_end[mine[p]]
+                overlaps = ok & (e > a)
+                spans = overlaps & (s < a) & (e <= b)
+                busy = a - s - self.device_idle.between(device[rows], s, a)
                 credit = np.where(spans, np.minimum(busy, rest[rows]), 0)
                 out[name][rows] += credit
                 rest[rows] -= credit
                 hit = np.flatnonzero(overlaps)  # (the range around the call: only for those)
-                api_label = self.api_names[mine][p[hit]]
+                api_label = self.api_names[mine[p[hit]]]
                 out["labels"][label + "_api"][rows[hit]] = api_label
-                where = self.range_at(key, s[p[hit]])
+                where = self.range_at(key, s[hit])
                 out["labels"][label][rows[hit]] = _with_context(api_label, where)
         rows_in = self._input_threads.get(key)
-        if rows_in is not None and rows_in.size:
-            s = self.range_start[rows_in]
-            e = self.range_end[rows_in]
-            order = np.argsort(s, kind="stable")
-            s, e, rows_in = s[order], e[order], rows_in[order]
-            pos = np.searchsorted(s, b, side="left") - 1
-            hit = (pos >= 0) & (e[np.maximum(pos, 0)] > a)
-            texts = self.range_texts[rows_in]
-            out["labels"]["input"][rows] = np.where(hit, texts[np.maximum(pos, 0)], "")
+        if rows_in is not None and rows_in.size:  # (by start: _ranges_by_thread)
+            pos = np.searchsorted(self.range_start[rows_in], b, side="left") - 1
+            at = rows_in[np.maximum(pos, 0)]
+            hit = (pos >= 0) & (self.range_end[at] > a)
+            out["labels"]["input"][rows] = np.where(hit, self.range_texts[at], "")
         # the rest's label: the innermost host range (or non-launch API call) around the
         # window's middle that covers at least half of it; whether that range also holds
         # the op's own launch call
@@ -719,21 +712,28 @@ class _HostActivity:
             self._thread_calls[key, code] = calls[mine]
         return self._thread_calls[key, code]
 
-    def _painted(self, key) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def _call_starts(self, key, code: int) -> np.ndarray:
+        """The starts (ns) of ``_calls_of(key, code)``, gathered once (a thread's calls are
+        searched block after block)."""
+        if (key, code) not in self._thread_call_starts:
+            self._thread_call_starts[key, code] = self.api_start[self._calls_of(key, code)]
+        return self._thread_call_starts[key, code]
+
+    def _painted(self, key) -> dict[int, Coverage]:
         """Per category code: disjoint segments on the thread, higher priority (lower code)
         painted over lower (once per thread)."""
         if key not in self._thread_painted:
             self._thread_painted[key] = self._paint_thread(key)
         return self._thread_painted[key]
 
-    def _paint_thread(self, key) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def _paint_thread(self, key) -> dict[int, Coverage]:
         r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
         parts = []
         for code in (_SYNC, _COPY, _LOAD):
             c = self._calls_of(key, code)
             parts.append((code, self.api_start[c], self.api_end[c]))
         parts.append((_INPUT, self.range_start[r], self.range_end[r]))
-        return _paint(parts)
+        return {code: Coverage(segments) for code, segments in _paint(parts).items()}
 
     def range_at(self, key, times: np.ndarray) -> np.ndarray:
         """The innermost host range open on the thread at each time ('' for none)."""
@@ -763,12 +763,10 @@ class _HostActivity:
         if key in self._api_threads:
             other = self._calls_of(key, 0)
             if other.size:
-                s = self.api_start[other]
-                e = self.api_end[other]
-                p = np.searchsorted(s, times, side="right") - 1
-                inside = (p >= 0) & (e[np.maximum(p, 0)] > times)
-                names = self.api_names[other]
-                call = np.where(inside, names[np.maximum(p, 0)], "")
+                p = np.searchsorted(self._call_starts(key, 0), times, side="right") - 1
+                at = other[np.maximum(p, 0)]
+                inside = (p >= 0) & (self.api_end[at] > times)
+                call = np.where(inside, self.api_names[at], "")
                 label = _with_context(call, label, keep_context=True)
                 own &= ~inside  # (in another API call: not launching this op)
         return (label, own, operator) if kinds else (label, own)
@@ -831,8 +829,8 @@ def first_launches(ops: pd.DataFrame, identity: np.ndarray | None = None) -> np.
     if rows.size == 0:
         return rows
     codes = value_codes(ops["name"]) if identity is None else identity
-    key = pd.DataFrame({"d": ops["device"].to_numpy()[rows], "n": codes[rows]})
-    return rows[~key.duplicated().to_numpy()]
+    key = pack_one(ops["device"].to_numpy()[rows], codes[rows])  # (one int64 per op)
+    return rows[~pd.Series(key, copy=False).duplicated().to_numpy()]
 
 
 def _slow_first_launches(
@@ -969,30 +967,43 @@ def _outermost(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return start[keep], end[keep]
 
 
-def _longest_uncovered(start, reach, before, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per window [lo, hi): the longest stretch (ns) that no segment covers, for segments
-    sorted by ``start`` with ``reach`` the running maximum of their ends and ``before`` the
-    uncovered stretch that ends at each segment's start (start - the previous reach; -1 for
-    the first)."""
-    if len(start) == 0:
-        return np.maximum(hi - lo, 0)
-    i0 = np.searchsorted(start, lo, side="left")  # first segment starting in the window
-    i1 = np.searchsorted(start, hi, side="left")  # first starting at or after its end
-    reached = np.r_[np.int64(np.iinfo(np.int64).min), reach]  # (reached[i]: reach[i - 1])
-    inside = i1 > i0
-    # from lo to the first segment starting in it (or to hi), past what covers lo already
-    head_end = np.where(inside, start[np.minimum(i0, len(start) - 1)], hi)
-    longest = head_end - np.maximum(reached[i0], lo)
-    # after the last segment starting in the window, to hi
-    tail = np.where(inside, hi - np.maximum(reached[i1], lo), 0)
-    # between the segments starting in it: before[i] for i0 < i < i1 (a range maximum)
-    between = np.full(len(lo), -1, dtype=np.int64)
-    many = np.flatnonzero(i1 > i0 + 1)
-    if many.size:
-        bounds = np.empty(2 * many.size, dtype=np.int64)
-        bounds[0::2], bounds[1::2] = i0[many] + 1, i1[many]
-        between[many] = np.maximum.reduceat(np.r_[before, np.int64(-1)], bounds)[0::2]
-    return np.maximum(np.maximum(longest, tail), np.maximum(between, 0))
+class _Uncovered:
+    """Segments (possibly overlapping) ready for "longest uncovered stretch" queries: sorted
+    by start once, with the running maximum of their ends and the uncovered stretch that
+    ends at each segment's start, padded for the range maximum (kept per thread: the gaps
+    come in blocks)."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        order = np.argsort(start, kind="stable")
+        self.start = start[order]
+        reach = np.maximum.accumulate(end[order]) if len(end) else end[order]
+        # reached[i]: the reach of the segments before i (the smallest int64 before the first)
+        self.reached = np.r_[np.int64(np.iinfo(np.int64).min), reach]
+        # the uncovered stretch that ends where each segment starts (-1: none before it),
+        # and -1 past the last (a bound for np.maximum.reduceat)
+        self.before = np.r_[np.int64(-1), self.start[1:] - reach[:-1], np.int64(-1)]
+
+    def longest(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per window [lo, hi): the longest stretch (ns) that no segment covers."""
+        start, reached = self.start, self.reached
+        if len(start) == 0:
+            return np.maximum(hi - lo, 0)
+        i0 = np.searchsorted(start, lo, side="left")  # first segment starting in the window
+        i1 = np.searchsorted(start, hi, side="left")  # first starting at or after its end
+        inside = i1 > i0
+        # from lo to the first segment starting in it (or to hi), past what covers lo already
+        head_end = np.where(inside, start[np.minimum(i0, len(start) - 1)], hi)
+        longest = head_end - np.maximum(reached[i0], lo)
+        # after the last segment starting in the window, to hi
+        tail = np.where(inside, hi - np.maximum(reached[i1], lo), 0)
+        # between the segments starting in it: before[i] for i0 < i < i1 (a range maximum)
+        between = np.full(len(lo), -1, dtype=np.int64)
+        many = np.flatnonzero(i1 > i0 + 1)
+        if many.size:
+            bounds = np.empty(2 * many.size, dtype=np.int64)
+            bounds[0::2], bounds[1::2] = i0[many] + 1, i1[many]
+            between[many] = np.maximum.reduceat(self.before, bounds)[0::2]
+        return np.maximum(np.maximum(longest, tail), np.maximum(between, 0))
 
 
 def _holds_one(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -1001,20 +1012,6 @@ def _holds_one(start: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndar
     inside = at < len(times)
     inside[inside] = times[at[inside]] < end[inside]
     return inside
-
-
-def _covered(segments: tuple[np.ndarray, np.ndarray], lo, hi) -> np.ndarray:
-    """Time the disjoint sorted ``segments`` cover in each window [lo, hi) (ns)."""
-    s, e = segments
-    cum = np.concatenate([[0], np.cumsum(e - s)])
-
-    def before(t):
-        k = np.searchsorted(s, t, side="right")
-        last = np.maximum(k - 1, 0)
-        partial = np.clip(np.minimum(t, e[last]) - s[last], 0, None)
-        return np.where(k > 0, cum[last] + partial, 0)
-
-    return np.maximum(before(hi) - before(lo), 0)
 
 
 class _Innermost:

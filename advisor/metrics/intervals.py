@@ -50,28 +50,39 @@ def clip(segments: Segments, lo: int, hi: int) -> Segments:
     return s[keep], e[keep]
 
 
+class Coverage:
+    """Disjoint sorted segments ready for many window queries: their running total of
+    covered time (ns) is summed once, so that each query is two binary searches (callers
+    that ask block after block keep one Coverage rather than summing every time)."""
+
+    __slots__ = ("_cum", "_end", "_start")
+
+    def __init__(self, segments: Segments) -> None:
+        self._start, self._end = segments
+        self._cum = np.concatenate([[0], np.cumsum(self._end - self._start)])
+
+    def within(self, lo, hi) -> np.ndarray:
+        """For each window [lo_i, hi_i), the time the segments cover in it (ns; 0 where
+        hi_i <= lo_i)."""
+        lo = np.asarray(lo, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        if self._start.size == 0:
+            return np.zeros(lo.shape, dtype=np.int64)
+        return np.maximum(self._before(hi) - self._before(lo), 0)
+
+    def _before(self, t: np.ndarray) -> np.ndarray:
+        """Time covered in (-inf, t): the segments ending before t plus a partial one."""
+        k = np.searchsorted(self._start, t, side="right")  # segments starting at or before t
+        last = np.maximum(k - 1, 0)
+        partial = np.clip(np.minimum(t, self._end[last]) - self._start[last], 0, None)
+        return np.where(k > 0, self._cum[last] + partial, 0)
+
+
 def covered_in_windows(segments: Segments, lo, hi) -> np.ndarray:
-    """For each window [lo_i, hi_i), the time the disjoint ``segments`` cover in it (ns).
-
-    Uses a prefix sum over segment lengths and binary search, so it is O((n + w) log n).
-    """
-    s, e = segments
-    lo = np.asarray(lo, dtype=np.int64)
-    hi = np.asarray(hi, dtype=np.int64)
-    if s.size == 0:
-        return np.zeros(lo.shape, dtype=np.int64)
-    cum = np.concatenate([[0], np.cumsum(e - s)])
-
-    def covered_before(t: np.ndarray) -> np.ndarray:
-        # time covered in (-inf, t): full segments ending before t plus a partial one
-        k = np.searchsorted(s, t, side="right")  # segments starting before/at t
-        full = cum[np.maximum(k - 1, 0)]
-        last_s = s[np.maximum(k - 1, 0)]
-        last_e = e[np.maximum(k - 1, 0)]
-        partial = np.clip(np.minimum(t, last_e) - last_s, 0, None)
-        return np.where(k > 0, full + partial, 0)
-
-    return covered_before(hi) - covered_before(lo)
+    """For each window [lo_i, hi_i), the time the disjoint ``segments`` cover in it (ns; 0
+    where hi_i <= lo_i): a prefix sum over segment lengths and binary search,
+    O((n + w) log n). For many calls on the same segments keep a ``Coverage``."""
+    return Coverage(segments).within(lo, hi)
 
 
 def run_heads(*keys) -> np.ndarray:

@@ -387,19 +387,18 @@ def test_host_work_in_a_step_is_told_from_launch_work_by_the_operators():
 
 
 def test_the_longest_uncovered_stretch_by_hand():
-    # segments [10, 20) [15, 30) [50, 60) [100, 120): running reach 20, 30, 60, 120; the
-    # stretch before each start: -, 15 - 20 < 0, 50 - 30 = 20, 100 - 60 = 40
-    from advisor.metrics.attribution import _longest_uncovered
+    # segments [10, 20) [15, 30) [50, 60) [100, 120) (given out of order): running reach
+    # 20, 30, 60, 120; the stretch before each start: -, 15 - 20 < 0, 50 - 30 = 20,
+    # 100 - 60 = 40
+    from advisor.metrics.attribution import _Uncovered
 
-    start, end = np.array([10, 15, 50, 100]), np.array([20, 30, 60, 120])
-    reach = np.maximum.accumulate(end)
-    before = np.r_[-1, start[1:] - reach[:-1]]
+    start, end = np.array([50, 10, 100, 15]), np.array([60, 20, 120, 30])
     lo = np.array([0, 12, 25, 31, 55, 0, 130, 0])
     hi = np.array([5, 40, 140, 49, 110, 200, 150, 12])
     # [0,5): 5; [12,40): covered to 30, then 10; [25,140): 20 (30-50), 40 (60-100), 20
     # (120-140); [31,49): 18; [55,110): 40; [0,200): 10, 20, 40, 80 (120-200); [130,150): 20;
     # [0,12): 10
-    got = _longest_uncovered(start, reach, before, lo, hi)
+    got = _Uncovered(start, end).longest(lo, hi)
     assert got.tolist() == [5, 10, 40, 18, 40, 80, 20, 10]
 
 
