@@ -121,13 +121,14 @@ def _keys(*pairs) -> list[np.ndarray]:
         corr = np.asarray(correlation)
         if corr.dtype.kind not in "iu":
             corr = corr.astype(np.float64)  # (None -> NaN)
-        gone = np.isnan(corr) if corr.dtype.kind == "f" else np.zeros(len(corr), dtype=bool)
-        pids.append(np.asarray(pid, dtype=np.int64))
-        corrs.append(np.where(gone, 0, corr).astype(np.int64))
+        gone = np.isnan(corr) if corr.dtype.kind == "f" else None
+        pids.append(np.asarray(pid))
+        corrs.append(corr if gone is None else np.where(gone, 0, corr).astype(np.int64))
         missing.append(gone)
     out = pack(*zip(pids, corrs, strict=True)).keys
     for key, gone in zip(out, missing, strict=True):
-        key[gone] = -1
+        if gone is not None:
+            key[gone] = -1
     return list(out)
 
 

@@ -60,7 +60,7 @@ def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuple
     tables; keys sort as the tuples. When the ranges' product reaches PACK_LIMIT:
     ``fallback(tables)`` numbers them (Packed without lows/radices), or None when
     ``fallback`` is None."""
-    cols = [[np.asarray(c, dtype=np.int64) for c in t] for t in tables]
+    cols = [[_integers(c) for c in t] for t in tables]
     width = len(cols[0])
     lows, radices = [], []
     for i in range(width):
@@ -74,14 +74,25 @@ def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuple
             return None
         return Packed(fallback(cols), None, None)
     keys = []
-    for t in cols:
+    for t in cols:  # (each column added in its own dtype: no int64 copy of it)
         packed = np.zeros(len(t[0]), dtype=np.int64)
-        for c, lo, radix in zip(t, lows, radices, strict=True):
-            packed *= radix
+        for i, (c, lo, radix) in enumerate(zip(t, lows, radices, strict=True)):
+            if i:
+                packed *= radix
             packed += c
-            packed -= lo
+            if lo:
+                packed -= lo
         keys.append(packed)
     return Packed(keys, tuple(lows), tuple(radices))
+
+
+def _integers(column) -> np.ndarray:
+    """A key column as an array that adds into int64 in place: itself when its integers
+    (or booleans) do, else an int64 copy (uint64, floats)."""
+    c = np.asarray(column)
+    if c.dtype.kind in "bi" or (c.dtype.kind == "u" and c.dtype.itemsize < 8):
+        return c
+    return c.astype(np.int64)
 
 
 @overload
@@ -92,6 +103,23 @@ def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) ->
     """``pack`` of one table: its keys (None when it does not fit and fallback is None)."""
     packed = pack(columns, fallback=fallback)
     return None if packed is None else packed.keys[0]
+
+
+def group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per distinct tuple of the integer ``keys`` columns, in order of first appearance: the
+    key columns (int64) and the sum of each of ``values`` (as ``groupby(keys, sort=False)
+    .sum()``). The keys are packed into one int64 when they fit, so the groupby hashes one
+    column instead of factorizing each (at 17M rows and 4 keys, several times faster)."""
+    names = list(keys)
+    packed = pack([keys[k] for k in names], fallback=None)
+    if packed is None:
+        frame = pd.DataFrame({**keys, **values}, copy=False)
+        sums = frame.groupby(names, sort=False, as_index=False).sum()
+        return sums.astype({k: np.int64 for k in names})
+    sums = pd.DataFrame(values, copy=False).groupby(packed.keys[0], sort=False).sum()
+    key = sums.index.to_numpy()
+    columns = {k: packed.column(i, key).astype(np.int64) for i, k in enumerate(names)}
+    return pd.DataFrame({**columns, **{v: sums[v].to_numpy() for v in values}})
 
 
 def text_categorical(values: np.ndarray) -> pd.Categorical:

@@ -17,6 +17,7 @@ from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
+from advisor.metrics.keys import group_sums
 from advisor.metrics.pipeline import point_to_point
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import Scope
@@ -418,11 +419,11 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     region_code = np.where(at >= 0, region.codes[np.maximum(at, 0)], -1)
     if a.regions.empty:
         region_code = np.full(len(p), -1)
-    frame = pd.DataFrame({
-        "c": p["cause"].array.codes, "r": region_code, "d": p["device"].to_numpy(),
-        "t": p["detail"].array.codes, "ns": (p["end"] - p["start"]).to_numpy(),
-    })  # fmt: skip
-    total = frame.groupby(["c", "r", "d", "t"], as_index=False, sort=False)["ns"].sum()
+    total = group_sums(
+        {"c": p["cause"].array.codes, "r": region_code, "d": p["device"].to_numpy(),
+         "t": p["detail"].array.codes},
+        {"ns": (p["end"] - p["start"]).to_numpy()},
+    )  # fmt: skip
     whole = total.groupby(["c", "r", "d"], sort=False)["ns"].transform("sum").to_numpy()
     total["share"] = total["ns"].to_numpy() / np.maximum(whole, 1)
     details = np.asarray(p["detail"].array.categories, dtype=object)
@@ -448,21 +449,16 @@ def _region_graph_savings(a: Analysis) -> pd.DataFrame:
     eager = ~ops["cause"].eq("graph_internal").to_numpy()
     saving = np.where(eager, graph_saving(ops["overhead_ns"].to_numpy()), 0)
     region = ops["region"].array  # (categorical: grouped on its codes, -1 = no region)
-    frame = pd.DataFrame(
-        {
-            "r": region.codes,
-            "device": ops["device"].to_numpy(),
-            "graph_saving_ns": saving,
-            "graph_op": ops["graph"].to_numpy(np.float64),
-        }
-    )
+    out = group_sums(
+        {"r": region.codes, "device": ops["device"].to_numpy()},
+        {"graph_saving_ns": saving, "graph_op": ops["graph"].to_numpy(np.float64),
+         "n": np.ones(len(ops), dtype=np.int64)},
+    )  # fmt: skip
     sums = {"graph_saving_ns": ("graph_saving_ns", "sum"), "graph_op": ("graph_op", "sum"),
-            "n": ("graph_op", "size")}  # fmt: skip
-    out = frame.groupby(["r", "device"], as_index=False, sort=False).agg(**sums)
+            "n": ("n", "sum")}  # fmt: skip
     names = np.append(np.asarray(region.categories, dtype=object), "")
     out.insert(0, "region", names[out.pop("r").to_numpy()])
     if out["region"].eq("").sum() > 1:  # (a range named '' and no range at all are one)
-        sums["n"] = ("n", "sum")
         out = out.groupby(["region", "device"], as_index=False).agg(**sums)
     out["graph_op_share"] = out.pop("graph_op") / out.pop("n")
     return out.sort_values(["region", "device"], kind="stable").reset_index(drop=True)

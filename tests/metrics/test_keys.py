@@ -2,12 +2,13 @@
 against the key tuples themselves; and the gap metrics that sort within runs by them."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.metrics import gaps
-from advisor.metrics.keys import PACK_LIMIT, pack, pack_one
+from advisor.metrics.keys import PACK_LIMIT, group_sums, pack, pack_one
 
 SETTINGS = settings(max_examples=200, deadline=None)
 # small values pack arithmetically; with 2**40 and -2**40 in a column the ranges' product
@@ -41,6 +42,28 @@ def test_overflow_takes_the_fallback_or_returns_none():
     with pytest.raises(ValueError):
         p.column(0, p.keys[0])
     assert pack_one(np.array([0, 2**61])) is not None and PACK_LIMIT == 2**62
+
+
+def test_group_sums_by_hand():
+    # rows (a, b, ns): (1, -1, 10) (0, 5, 3) (1, -1, 4) (0, 5, 1) (2, 5, 7): groups in order
+    # of first appearance (1, -1) 14 ns over 2 rows, (0, 5) 4 over 2, (2, 5) 7 over 1
+    a, b = np.array([1, 0, 1, 0, 2], np.int8), np.array([-1, 5, -1, 5, 5])
+    got = group_sums({"a": a, "b": b}, {"ns": np.array([10, 3, 4, 1, 7]),
+                                        "n": np.ones(5, dtype=np.int64)})  # fmt: skip
+    assert got.to_dict("list") == {"a": [1, 0, 2], "b": [-1, 5, 5], "ns": [14, 4, 7],
+                                   "n": [2, 2, 1]}  # fmt: skip
+    assert (got.dtypes[["a", "b"]] == np.int64).all()
+
+
+@SETTINGS
+@given(ROWS)
+def test_group_sums_are_pandas_groupby_either_way(rows):
+    # packed (small values) or not (the 2**40 values overflow the packing): the same table
+    # as pandas' own groupby on the columns
+    cols = {k: np.array([r[i] for r in rows], dtype=np.int64) for i, k in enumerate("xyz")}
+    ns = np.arange(len(rows), dtype=np.int64) * 7 + 1
+    want = pd.DataFrame({**cols, "ns": ns}).groupby(list("xyz"), sort=False, as_index=False).sum()
+    pd.testing.assert_frame_equal(group_sums(cols, {"ns": ns}), want)
 
 
 @SETTINGS
