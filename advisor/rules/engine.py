@@ -20,6 +20,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -243,7 +244,8 @@ def load_rules(extra: Sequence[str | Path] = (), builtin: bool = True) -> list[R
     by_id: dict[str, Rule] = {}  # (insertion order: built-ins first, replacements in place)
     disabled: list[tuple[str, str]] = []  # (id, source)
     for source, text, packaged in sources:
-        rules, off = parse_rule_file(text, source, packaged)
+        rules, off = (_parse_packaged(text, source) if packaged
+                      else parse_rule_file(text, source))  # fmt: skip
         for rule in rules:
             first = by_id.get(rule.id)
             if first is not None and (packaged or not _is_builtin(first)):
@@ -258,6 +260,14 @@ def load_rules(extra: Sequence[str | Path] = (), builtin: bool = True) -> list[R
             raise AdvisorInputError(source, f"disable: no rule with id {rid!r}")
         gone.add(rid)
     return list(by_id.values())
+
+
+@cache
+def _parse_packaged(text: str, source: str) -> tuple[tuple[Rule, ...], tuple[str, ...]]:
+    """parse_rule_file of a built-in file, once per process (the CLI checks its options
+    before the analysis builds them again; rules are not changed once parsed)."""
+    rules, off = parse_rule_file(text, source, packaged=True)
+    return tuple(rules), tuple(off)
 
 
 def _is_builtin(rule: Rule) -> bool:
