@@ -58,7 +58,7 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.intervals import Coverage, grouped_order, union
-from advisor.metrics.keys import distinct, pack_one, value_codes
+from advisor.metrics.keys import TextColumn, distinct, pack_one, value_codes
 from advisor.metrics.regions import range_name
 
 # the causes, in the order a gap's pieces are laid out (the categorical's codes)
@@ -90,12 +90,12 @@ class Attribution:
     the launch latency bound per device (ns)."""
 
     cause: np.ndarray
-    detail: np.ndarray
+    detail: pd.Categorical
     overhead_ns: np.ndarray
-    sync_call: np.ndarray
+    sync_call: pd.Categorical
     pieces: pd.DataFrame
     latency_ns: dict[int, int]
-    launch_op: np.ndarray  # per op: the innermost host range open at its launch call ('')
+    launch_op: pd.Categorical  # per op: the innermost host range open at its launch call ('')
     sync_ns: np.ndarray  # per op: the synchronization part of its gap (ns)
 
 
@@ -152,8 +152,7 @@ def attribute(
 
     cause = np.full(n, -1, dtype=np.int8)
     overhead = np.zeros(n, dtype=np.int64)
-    detail = np.full(n, "", dtype=object)
-    sync_call = np.full(n, "", dtype=object)
+    detail, sync_call = TextColumn(n), TextColumn(n)
     sync_ns = np.zeros(n, dtype=np.int64)
     vocab: dict[str, int] = {"": 0}  # the pieces' labels, shared by the blocks
     parts = []
@@ -181,13 +180,14 @@ def attribute(
         parts.append(_pieces(w["device"], w["g0"], amounts, at, by_cause, vocab))
         for name, values in by_cause.items():
             mine = dominant == CAUSE_CODE[name]
-            detail[at[mine]] = values[mine]
+            detail.put(at[mine], values[mine])
         for name, label in (("synchronization", "sync_api"), ("blocking_copy", "copy_api")):
             mine = dominant == CAUSE_CODE[name]
-            sync_call[at[mine]] = labels[label][mine]
+            sync_call.put(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
-    return Attribution(cause, detail, overhead, sync_call, _piece_table(parts, vocab),
-                       latency, host.launching_ops(api_row, block), sync_ns)  # fmt: skip
+    return Attribution(cause, detail.categorical(), overhead, sync_call.categorical(),
+                       _piece_table(parts, vocab), latency,
+                       host.launching_ops(api_row, block).categorical(), sync_ns)  # fmt: skip
 
 
 class _Gaps:
@@ -778,10 +778,10 @@ class _HostActivity:
             self._innermost[key] = index
         return self._innermost[key]
 
-    def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS) -> np.ndarray:
+    def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS) -> TextColumn:
         """Per op: the innermost host range (CPU op, record_function, NVTX) open on its
         launching thread when its launch call began ('' where none or no call)."""
-        out = np.full(len(api_row), "", dtype=object)
+        out = TextColumn(len(api_row))
         if len(self.ranges) == 0:
             return out
         for b in range(0, len(api_row), block):  # (temporaries a block long)
@@ -796,7 +796,7 @@ class _HostActivity:
                 mine = np.flatnonzero(keys == key)
                 pos = index.find(start[mine])
                 hit = pos >= 0
-                out[has[mine[hit]]] = index.text(pos[hit])
+                out.put(has[mine[hit]], index.text(pos[hit]))
         return out
 
     def event_waits_in(self, keys, lo, hi) -> np.ndarray:

@@ -229,10 +229,10 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
         identity=identity,
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
-    ops["detail"] = text_categorical(result.detail)
+    ops["detail"] = result.detail
     ops["overhead_ns"] = result.overhead_ns
-    ops["sync_call"] = text_categorical(result.sync_call)
-    ops["launch_op"] = text_categorical(result.launch_op)
+    ops["sync_call"] = result.sync_call
+    ops["launch_op"] = result.launch_op
     ops["sync_ns"] = result.sync_ns
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)

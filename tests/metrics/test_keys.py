@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.metrics import gaps
-from advisor.metrics.keys import PACK_LIMIT, group_sums, pack, pack_one
+from advisor.metrics.keys import (
+    PACK_LIMIT,
+    TextColumn,
+    group_sums,
+    pack,
+    pack_one,
+    text_categorical,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None)
 # small values pack arithmetically; with 2**40 and -2**40 in a column the ranges' product
@@ -64,6 +71,27 @@ def test_group_sums_are_pandas_groupby_either_way(rows):
     ns = np.arange(len(rows), dtype=np.int64) * 7 + 1
     want = pd.DataFrame({**cols, "ns": ns}).groupby(list("xyz"), sort=False, as_index=False).sum()
     pd.testing.assert_frame_equal(group_sums(cols, {"ns": ns}), want)
+
+
+TEXTS = st.sampled_from(["", "b", "a", "aten::mm", "cudaMalloc (in aten::empty)", None])
+
+
+@SETTINGS
+@given(st.integers(0, 12), st.lists(st.tuples(st.lists(st.integers(0, 11)), st.data())))
+def test_a_text_column_is_the_categorical_of_its_texts(n, puts):
+    # texts put part by part (later puts overwrite earlier ones, rows may repeat within
+    # one put: the last wins, as numpy assignment does) end as text_categorical of an
+    # object array given the same assignments
+    column, plain = TextColumn(n), np.full(n, "", dtype=object)
+    for rows, data in puts:
+        rows = np.array([r for r in rows if r < n], dtype=np.int64)
+        texts = np.array(data.draw(st.lists(TEXTS, min_size=len(rows), max_size=len(rows))),
+                         dtype=object)  # fmt: skip
+        column.put(rows, texts)
+        plain[rows] = texts
+    got, want = column.categorical(), text_categorical(plain)
+    assert list(got.categories) == list(want.categories)
+    assert got.codes.tolist() == want.codes.tolist()
 
 
 @SETTINGS
