@@ -58,7 +58,14 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.intervals import Coverage, grouped_order, union
-from advisor.metrics.keys import TextColumn, distinct, pack_one, value_codes
+from advisor.metrics.keys import (
+    TextColumn,
+    distinct,
+    pack_one,
+    value_codes,
+    vocabulary_categorical,
+    vocabulary_codes,
+)
 from advisor.metrics.regions import range_name
 
 # the causes, in the order a gap's pieces are laid out (the categorical's codes)
@@ -154,7 +161,7 @@ def attribute(
     overhead = np.zeros(n, dtype=np.int64)
     detail, sync_call = TextColumn(n), TextColumn(n)
     sync_ns = np.zeros(n, dtype=np.int64)
-    vocab: dict[str, int] = {"": 0}  # the pieces' labels, shared by the blocks
+    vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
     parts = []
     for at in blocks:
         w = gaps.windows(at)
@@ -277,7 +284,7 @@ def _dominant(amounts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict[str, int]
+def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict[object, int]
             ) -> dict[str, np.ndarray]:  # fmt: skip
     """The idle pieces of a block of gaps, laid out from each gap's start in CAUSES order,
     with the label of what held each (``details``: per cause, per gap; '' for the others)
@@ -293,7 +300,7 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
     end = np.empty(total, dtype=np.int64)
     cause = np.empty(total, dtype=np.int8)
     gap = np.empty(total, dtype=np.int64)
-    text = np.zeros(total, dtype=np.int64)  # codes into ``vocab``; 0: ''
+    text = np.zeros(total, dtype=np.int32)  # codes into ``vocab``; 0: ''
     offset = g0.copy()
     for code in range(c):
         nz = np.flatnonzero(nonzero[code])
@@ -309,14 +316,12 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
         gap[slot] = nz
         values = details.get(CAUSES[code])
         if values is not None:  # (factorized over its pieces only, then into ``vocab``)
-            codes, uniques = pd.factorize(values[nz])
-            ids = np.array([vocab.setdefault(u, len(vocab)) for u in uniques], dtype=np.int64)
-            text[slot] = ids[codes]
+            text[slot] = vocabulary_codes(values[nz], vocab)
     return {"device": device[gap], "start": start, "end": end, "cause": cause,
             "row": at[gap], "text": text}  # fmt: skip
 
 
-def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> pd.DataFrame:
+def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[object, int]) -> pd.DataFrame:
     """The blocks' pieces (_pieces) as one table (PIECE_COLUMNS; detail categorical); each
     column joined and the blocks' copies of it dropped before the next (``parts`` is
     emptied: the peak is the pieces plus one column, not twice the pieces)."""
@@ -330,12 +335,7 @@ def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[str, int]) -> p
             del p[name]
         return whole
 
-    words = np.array(list(vocab), dtype=object)
-    order = np.argsort(words)  # categories sorted, as text_categorical makes them
-    rank = np.empty(len(words), dtype=np.int64)
-    rank[order] = np.arange(len(words))
-    detail = pd.Categorical.from_codes(rank[column("text", np.int64)],
-                                       pd.Index(words[order], dtype=object))  # fmt: skip
+    detail = vocabulary_categorical(column("text", np.int32), vocab)
     return pd.DataFrame({"device": column("device", np.int64),
                          "start": column("start", np.int64), "end": column("end", np.int64),
                          "cause": column("cause", np.int8), "row": column("row", np.int64),

@@ -129,6 +129,28 @@ def text_categorical(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, pd.Index(uniques, dtype=object))
 
 
+def vocabulary_codes(texts: np.ndarray, vocab: dict[object, int]) -> np.ndarray:
+    """int32 codes of ``texts`` into ``vocab`` (text -> code; texts new to it are added);
+    -1 for a missing text (None, NaN)."""
+    codes, uniques = pd.factorize(np.asarray(texts, dtype=object))
+    ids = np.array([vocab.setdefault(u, len(vocab)) for u in uniques] + [-1], dtype=np.int32)
+    return ids[codes]  # (code -1 takes the last: missing)
+
+
+def vocabulary_categorical(
+    codes: np.ndarray, vocab: dict[object, int], used: np.ndarray | None = None
+) -> pd.Categorical:
+    """``codes`` into ``vocab`` (vocabulary_codes; -1: missing) as a categorical whose
+    categories are the texts of the codes ``used`` (default: every text of ``vocab``),
+    sorted as text_categorical sorts them."""
+    words = np.array(list(vocab), dtype=object)
+    used = np.arange(len(words)) if used is None else used
+    order = used[np.argsort(words[used])]
+    remap = np.full(len(words) + 1, -1, dtype=np.int32)  # (the last: missing stays -1)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return pd.Categorical.from_codes(remap[codes], pd.Index(words[order], dtype=object))
+
+
 class TextColumn:
     """A column of texts ('' where none was put) filled part by part and held as int32 codes
     into its vocabulary: 4 bytes a row instead of an object reference, and no hashing of
@@ -141,20 +163,13 @@ class TextColumn:
 
     def put(self, rows: np.ndarray, texts: np.ndarray) -> None:
         """Set the texts of ``rows`` (positions) to ``texts``."""
-        codes, uniques = pd.factorize(np.asarray(texts, dtype=object))
-        ids = np.array([self._vocab.setdefault(u, len(self._vocab)) for u in uniques] + [-1],
-                       dtype=np.int32)  # fmt: skip
-        self._codes[rows] = ids[codes]  # (code -1 takes the last: missing)
+        self._codes[rows] = vocabulary_codes(texts, self._vocab)
 
     def categorical(self) -> pd.Categorical:
         """The column as a categorical with its present texts as sorted categories."""
-        words = np.array(list(self._vocab), dtype=object)
         present = self._codes[self._codes >= 0]
-        used = np.flatnonzero(np.bincount(present, minlength=len(words)))
-        order = used[np.argsort(words[used])]
-        remap = np.full(len(words) + 1, -1, dtype=np.int32)  # (the last: missing stays -1)
-        remap[order] = np.arange(len(order), dtype=np.int32)
-        return pd.Categorical.from_codes(remap[self._codes], pd.Index(words[order], dtype=object))
+        used = np.flatnonzero(np.bincount(present, minlength=len(self._vocab)))
+        return vocabulary_categorical(self._codes, self._vocab, used)
 
 
 def value_codes(column: pd.Series) -> np.ndarray:
