@@ -152,9 +152,7 @@ def attribute(
         late_at = (w["late"] > 0) & (w["keys"] >= 0)
         keys.append(w["keys"][late_at])
         times.append((w["g0"] + w["late"] // 2)[late_at])
-    launched = api_row[api_row >= 0]
-    host.expect(np.concatenate([*keys, host.api_keys[launched]]),
-                np.concatenate([*times, host.api_start[launched]]))  # fmt: skip
+    host.expect(np.concatenate(keys), np.concatenate(times), calls=api_row[api_row >= 0])
     del keys, times
 
     cause = np.full(n, -1, dtype=np.int8)
@@ -162,7 +160,7 @@ def attribute(
     detail, sync_call = TextColumn(n), TextColumn(n)
     sync_ns = np.zeros(n, dtype=np.int64)
     vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
-    parts = []
+    pieces = _PieceColumns(len(at_all), np.int32 if n < 2**31 else np.int64)
     for at in blocks:
         w = gaps.windows(at)
         split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
@@ -184,7 +182,7 @@ def attribute(
             queued_detail = np.full(len(at), "", dtype=object)
             queued_detail[queued] = gaps.queued_detail(at[queued])
             by_cause["queued_wait"] = queued_detail
-        parts.append(_pieces(w["device"], w["g0"], amounts, at, by_cause, vocab))
+        pieces.add(_pieces(w["device"], w["g0"], amounts, at, by_cause, vocab), len(at))
         for name, values in by_cause.items():
             mine = dominant == CAUSE_CODE[name]
             detail.put(at[mine], values[mine])
@@ -193,7 +191,7 @@ def attribute(
             sync_call.put(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
     return Attribution(cause, detail.categorical(), overhead, sync_call.categorical(),
-                       _piece_table(parts, vocab), latency,
+                       pieces.table(vocab), latency,
                        host.launching_ops(api_row, block).categorical(), sync_ns)  # fmt: skip
 
 
@@ -321,25 +319,47 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
             "row": at[gap], "text": text}  # fmt: skip
 
 
-def _piece_table(parts: list[dict[str, np.ndarray]], vocab: dict[object, int]) -> pd.DataFrame:
-    """The blocks' pieces (_pieces) as one table (PIECE_COLUMNS; detail categorical); each
-    column joined and the blocks' copies of it dropped before the next (``parts`` is
-    emptied: the peak is the pieces plus one column, not twice the pieces)."""
+class _PieceColumns:
+    """The idle pieces (_pieces) of block after block, written into columns allocated once
+    for all (a block's pieces are copied in and dropped): no per-block copies that are
+    joined at the end, which held the pieces twice. The columns are sized from the first
+    block's pieces per gap with room to spare (pages never written take no memory) and
+    grown should a later block need more; the table is a view of the rows filled."""
 
-    def column(name: str, dtype) -> np.ndarray:
-        if len(parts) == 1:
-            whole = parts[0][name]
-        else:
-            whole = np.concatenate([p[name] for p in parts]) if parts else np.zeros(0, dtype)
-        for p in parts:
-            del p[name]
-        return whole
+    _GROW = 1.5  # capacity per (estimated) need
 
-    detail = vocabulary_categorical(column("text", np.int32), vocab)
-    return pd.DataFrame({"device": column("device", np.int64),
-                         "start": column("start", np.int64), "end": column("end", np.int64),
-                         "cause": column("cause", np.int8), "row": column("row", np.int64),
-                         "detail": detail}, copy=False)  # fmt: skip
+    def __init__(self, gaps: int, row_dtype) -> None:
+        self._gaps, self._row_dtype = gaps, row_dtype  # (every block's gaps together)
+        self._columns: dict[str, np.ndarray] = {}
+        self._filled = self._gaps_seen = 0
+
+    def add(self, part: dict[str, np.ndarray], gaps: int) -> None:
+        """Append one block's pieces (``gaps``: how many gaps the block had)."""
+        k = len(part["start"])
+        self._gaps_seen += gaps
+        need = self._filled + k
+        if not self._columns or need > len(self._columns["start"]):
+            per_gap = need / max(self._gaps_seen, 1)  # (the pieces per gap so far)
+            size = int(self._GROW * per_gap * self._gaps) + 1
+            self._grow(max(size, int(self._GROW * need) + 1), part)
+        for name, values in part.items():
+            self._columns[name][self._filled : need] = values
+        self._filled = need
+
+    def _grow(self, size: int, part: dict[str, np.ndarray]) -> None:
+        for name, values in part.items():
+            dtype = self._row_dtype if name == "row" else values.dtype
+            column = np.empty(size, dtype=dtype)
+            if name in self._columns:
+                column[: self._filled] = self._columns[name][: self._filled]
+            self._columns[name] = column
+
+    def table(self, vocab: dict[object, int]) -> pd.DataFrame:
+        """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``)."""
+        n = self._filled  # (``add`` ran at least once: every attribution has a block)
+        c = {name: column[:n] for name, column in self._columns.items()}
+        detail = vocabulary_categorical(c.pop("text"), vocab)
+        return pd.DataFrame({**c, "detail": detail}, copy=False)
 
 
 class _DeviceIdle:
@@ -479,6 +499,7 @@ class _HostActivity:
         self._api_threads = _by_thread(self.api_keys, self.api_start) if len(api) else {}
         self._input_threads = self._ranges_by_thread(np.flatnonzero(self.input))
         self._queries: dict[int, np.ndarray] | None = None  # per thread: sorted query times
+        self._asked_calls: np.ndarray | None = None  # per API call: its start is asked for
         self._indexed: dict[int, np.ndarray] | None = None  # per thread: the indexed rows
         self._innermost: dict = {}
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
@@ -543,16 +564,21 @@ class _HostActivity:
         threads = _by_thread(keys, self.range_start if every else self.range_start[rows])
         return threads if every else {key: rows[at] for key, at in threads.items()}
 
-    def expect(self, keys: np.ndarray, times: np.ndarray) -> None:
+    def expect(self, keys: np.ndarray, times: np.ndarray, calls: np.ndarray | None = None
+               ) -> None:  # fmt: skip
         """Declare every time the innermost host range will be asked for on threads
-        ``keys`` (-1: none), besides the starts of the blocking calls (always added). The
-        index then holds only the ranges open at one of those times: a range open at a
-        time holds every range around it (ranges nest), so the innermost range at each
-        time and its parents are those of the whole table, at a fraction of the cost (a
-        Kineto trace holds millions of CPU ops that hold no launch)."""
-        blocking = np.flatnonzero((self.api_cat == _SYNC) | (self.api_cat == _COPY))
-        keys = np.concatenate([np.asarray(keys, np.int64), self.api_keys[blocking]])
-        times = np.concatenate([np.asarray(times, np.int64), self.api_start[blocking]])
+        ``keys`` (-1: none), and the API calls (rows of ``api``) whose starts will be asked
+        for, besides the starts of the blocking calls (always added). The index then holds
+        only the ranges open at one of those times: a range open at a time holds every range
+        around it (ranges nest), so the innermost range at each time and its parents are
+        those of the whole table, at a fraction of the cost (a Kineto trace holds millions
+        of CPU ops that hold no launch). The calls' starts are searched per thread in the
+        order the thread's calls already have (no table of every launch time is built)."""
+        asked = (self.api_cat == _SYNC) | (self.api_cat == _COPY)
+        if calls is not None:
+            asked[calls] = True
+        self._asked_calls = asked
+        keys, times = np.asarray(keys, np.int64), np.asarray(times, np.int64)
         ok = keys >= 0
         codes, uniques = pd.factorize(keys[ok])
         times = times[ok]
@@ -572,20 +598,28 @@ class _HostActivity:
     def _index_rows(self) -> dict[int, np.ndarray]:
         """Per thread key: the rows of ``ranges`` the innermost-range index holds (by
         start): every range, or, once ``expect`` was told the query times, those open at
-        one of that thread's query times."""
+        one of that thread's query times (the declared times are dropped once used)."""
         if self._indexed is None:
             every = self._every_range
             if self._queries is None:
                 self._indexed = every
             else:
                 s, e = self.range_start, self.range_end
+                asked = self._asked_calls
+                assert asked is not None  # (set with the queries)
                 self._indexed = {}
-                for key, at in every.items():
+                for key, at in every.items():  # (``at`` by start: sorted searches)
+                    hold = np.zeros(len(at), dtype=bool)
                     q = self._queries.get(key)
-                    if q is not None:  # (``at`` by start: a sorted search)
-                        mine = at[_holds_one(s[at], e[at], q)]
-                        if mine.size:
-                            self._indexed[key] = mine
+                    if q is not None:
+                        hold |= _holds_one(s[at], e[at], q)
+                    calls = self._api_threads.get(key)
+                    if calls is not None:  # (the thread's calls by start: their starts sorted)
+                        calls = calls[asked[calls]]
+                        hold |= _holds_one(s[at], e[at], self.api_start[calls])
+                    if hold.any():
+                        self._indexed[key] = at[hold]
+                self._queries = self._asked_calls = None
         return self._indexed
 
     def split(self, keys, lo, hi, launch_start, first_launch, device) -> dict:
