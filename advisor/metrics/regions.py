@@ -117,34 +117,39 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     first op's start to its last op's end), lead_ns (the idle gap before its first op, which
     that op held: measured with the range, metrics/attribution.py), host_start_ns,
     host_end_ns, ops, kernels (ops that are kernels), launches (host launch calls), pid."""
-    rows = np.flatnonzero(ops["range_id"].to_numpy() >= 0)
+    range_id = ops["range_id"].to_numpy()
+    rows = np.flatnonzero(range_id >= 0)
     if rows.size == 0:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
-    idle_from = ops["start"].to_numpy() - (ops["gap_ns"].to_numpy() if "gap_ns" in ops else 0)
-    range_id = ops["range_id"].to_numpy()[rows].astype(np.int64)
-    device = ops["device"].to_numpy()[rows].astype(np.int64)
-    corr = ops["correlation"].to_numpy(np.float64)[rows]
-    # ops of one (range, device) made contiguous, by correlation id within it
-    key = pack_one(range_id, device)
-    order = np.lexsort((corr, key))
-    key, corr = key[order], corr[order]
-    first = run_heads(key)
+    device = ops["device"].to_numpy()
+    corr = ops["correlation"].to_numpy(np.float64)
+    # ops of one (range, device) made contiguous, by correlation id within it (the rows
+    # put in that order once, and each column gathered once through them)
+    key = pack_one(range_id[rows], device[rows])
+    order = np.lexsort((corr[rows], key))
+    rows = rows[order]
+    first = run_heads(key[order])
+    del key, order
+    start = ops["start"].to_numpy()[rows]
+    idle_from = start - ops["gap_ns"].to_numpy()[rows] if "gap_ns" in ops else start
+    heads = rows[first]
     w = pd.DataFrame(
         {
-            "range_id": range_id[order][first],
-            "device": device[order][first],
-            "start_ns": np.minimum.reduceat(ops["start"].to_numpy()[rows][order], first),
+            "range_id": range_id[heads].astype(np.int64),
+            "device": device[heads].astype(np.int64),
+            "start_ns": np.minimum.reduceat(start, first),
             # the idle gap before its first op (held by that op: the range's)
-            "lead_ns": np.minimum.reduceat(idle_from[rows][order], first),
-            "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows][order], first),
-            "ops": np.diff(np.append(first, len(key))),
+            "lead_ns": np.minimum.reduceat(idle_from, first),
+            "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows], first),
+            "ops": np.diff(np.append(first, len(rows))),
             "kernels": np.add.reduceat(
-                ops["kind"].eq("kernel").to_numpy()[rows][order].astype(np.int64), first
+                ops["kind"].eq("kernel").to_numpy()[rows], first, dtype=np.int64
             ),
             # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
-            "launches": distinct_in_runs(corr, first),
+            "launches": distinct_in_runs(corr[rows], first),
         }
     )
+    del start, idle_from
     w["lead_ns"] = w["start_ns"] - w["lead_ns"]
     w = w.merge(
         ranges[["range_id", "text", "start", "end", "pid"]].rename(
