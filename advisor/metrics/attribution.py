@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import load_yaml, name_matches
-from advisor.metrics.intervals import Coverage, grouped_order, union
+from advisor.metrics.intervals import Coverage, Segments, grouped_order, union
 from advisor.metrics.keys import (
     TextColumn,
     distinct,
@@ -506,7 +506,8 @@ class _HostActivity:
         self._thread_call_starts: dict[tuple[int, int], np.ndarray] = {}
         self._thread_painted: dict[int, dict[int, Coverage]] = {}
         self._waits_by_thread: dict[int, np.ndarray] | None = None
-        self._cover: dict[int, _Uncovered] = {}
+        # per thread: its operator / input ranges and its API calls, each _outermost
+        self._cover: dict[int, tuple[Segments, Segments]] = {}
         self._ops = ops
 
     @cached_property
@@ -540,11 +541,17 @@ class _HostActivity:
             calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
             # (each set by start, less what an earlier segment holds: the union is the same,
             # and a Kineto thread's millions of nested CPU ops shrink to the outer ones)
-            ops = _outermost(self.range_start[ranges], self.range_end[ranges])
-            api = _outermost(self.api_start[calls], self.api_end[calls])
-            self._cover[key] = _Uncovered(np.concatenate([ops[0], api[0]]),
-                                          np.concatenate([ops[1], api[1]]))  # fmt: skip
-        return self._cover[key].longest(lo, hi)
+            self._cover[key] = (_outermost(self.range_start[ranges], self.range_end[ranges]),
+                                _outermost(self.api_start[calls], self.api_end[calls]))  # fmt: skip
+        out = np.empty(len(lo), dtype=np.int64)
+        # the windows in runs of rising starts (a block's windows come by device, then
+        # start): each run searched among the segments of its own stretch of time only
+        heads = np.flatnonzero(np.r_[True, lo[1:] < lo[:-1]])
+        for a, b in zip(heads, np.r_[heads[1:], len(lo)], strict=True):
+            out[a:b] = _Uncovered.around(self._cover[key], lo[a], hi[a:b].max()).longest(
+                lo[a:b], hi[a:b]
+            )
+        return out
 
     @cached_property
     def device_idle(self) -> _DeviceIdle:
@@ -692,11 +699,13 @@ class _HostActivity:
                 p = np.maximum(pos, 0)
                 s, e = self.api_start[mine[p]], self.api_end[mine[p]]
                 overlaps = ok & (e > a)
-                spans = overlaps & (s < a) & (e <= b)
-                busy = a - s - self.device_idle.between(device[rows], s, a)
-                credit = np.where(spans, np.minimum(busy, rest[rows]), 0)
-                out[name][rows] += credit
-                rest[rows] -= credit
+                spans = np.flatnonzero(overlaps & (s < a) & (e <= b))
+                if spans.size:  # (the device's idle is searched for those only)
+                    sa, ss, at = a[spans], s[spans], rows[spans]
+                    busy = sa - ss - self.device_idle.between(device[at], ss, sa)
+                    credit = np.minimum(busy, rest[at])
+                    out[name][at] += credit
+                    rest[at] -= credit
                 hit = np.flatnonzero(overlaps)  # (the range around the call: only for those)
                 api_label = self.api_names[mine[p[hit]]]
                 out["labels"][label + "_api"][rows[hit]] = api_label
@@ -1004,8 +1013,7 @@ def _outermost(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarr
 class _Uncovered:
     """Segments (possibly overlapping) ready for "longest uncovered stretch" queries: sorted
     by start once, with the running maximum of their ends and the uncovered stretch that
-    ends at each segment's start, padded for the range maximum (kept per thread: the gaps
-    come in blocks)."""
+    ends at each segment's start, padded for the range maximum."""
 
     def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
         order = np.argsort(start, kind="stable")
@@ -1016,6 +1024,20 @@ class _Uncovered:
         # the uncovered stretch that ends where each segment starts (-1: none before it),
         # and -1 past the last (a bound for np.maximum.reduceat)
         self.before = np.r_[np.int64(-1), self.start[1:] - reach[:-1], np.int64(-1)]
+
+    @classmethod
+    def around(cls, sets, lo: int, hi: int) -> _Uncovered:
+        """For windows inside [lo, hi): the segments of ``sets`` (each a (start, end) pair
+        sorted by start whose ends rise: _outermost) that can bear on them: those starting
+        before ``hi``, from each set's last one starting before ``lo`` on (whose end is the
+        reach of every earlier one of its set). Their answers are those of every segment."""
+        starts, ends = [], []
+        for start, end in sets:
+            first = max(int(np.searchsorted(start, lo, side="left")) - 1, 0)
+            last = int(np.searchsorted(start, hi, side="left"))
+            starts.append(start[first:last])
+            ends.append(end[first:last])
+        return cls(np.concatenate(starts), np.concatenate(ends))
 
     def longest(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per window [lo, hi): the longest stretch (ns) that no segment covers."""

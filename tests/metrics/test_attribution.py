@@ -54,6 +54,8 @@ import pandas as pd
 import pytest
 from builders import api as api_table
 from builders import kernels, nvtx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown
 from advisor.trace.model import Trace
@@ -557,3 +559,35 @@ def test_piece_columns_grow_past_their_estimate_and_keep_every_block():
     assert table["row"].dtype == np.int32 and table["row"].tolist() == list(range(8))
     assert table["detail"].astype(str).tolist() == ["", "x"] * 4
     assert table["cause"].tolist() == [i % 3 for i in range(8)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=30),
+    st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=30),
+    st.lists(st.tuples(st.integers(0, 320), st.integers(1, 80)), min_size=1, max_size=12),
+)
+def test_longest_uncovered_around_a_stretch_equals_every_segment(ranges, calls, windows):
+    # the host-late windows of a block are answered from the segments of their own stretch
+    # of time (_Uncovered.around: each set from its last segment starting before the first
+    # window on); brute force: the longest run of uncovered nanoseconds in each window
+    from advisor.metrics.attribution import _outermost, _Uncovered
+
+    def outer(pairs):
+        pairs = sorted(pairs)
+        return _outermost(np.array([s for s, _ in pairs], dtype=np.int64),
+                          np.array([s + d for s, d in pairs], dtype=np.int64))  # fmt: skip
+
+    sets = (outer(ranges), outer(calls))
+    lo = np.sort(np.array([s for s, _ in windows], dtype=np.int64))  # (a run of rising starts)
+    hi = lo + np.array([d for _, d in windows], dtype=np.int64)
+    got = _Uncovered.around(sets, int(lo[0]), int(hi.max())).longest(lo, hi)
+    covered = np.zeros(400, dtype=bool)
+    for s, d in [*ranges, *calls]:
+        covered[s : s + d] = True
+    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        best = run = 0
+        for t in range(a, b):
+            run = 0 if covered[t] else run + 1
+            best = max(best, run)
+        assert got[i] == best
