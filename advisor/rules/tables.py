@@ -414,16 +414,18 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     if p.empty or "detail" not in p:
         return pd.DataFrame(columns=cols)
     # grouped on integer codes; only the winners are turned into text
-    at = a.ops.index.get_indexer(p["row"].to_numpy())
     region = a.ops["region"].array
-    region_code = np.where(at >= 0, region.codes[np.maximum(at, 0)], -1)
     if a.regions.empty:
-        region_code = np.full(len(p), -1)
+        region_code = np.full(len(p), -1, dtype=np.int8)
+    else:
+        region_code = _codes_at(region.codes, a.ops.index, p["row"].to_numpy())
+    ns = np.subtract(p["end"].to_numpy(), p["start"].to_numpy())
     total = group_sums(
         {"c": p["cause"].array.codes, "r": region_code, "d": p["device"].to_numpy(),
          "t": p["detail"].array.codes},
-        {"ns": (p["end"] - p["start"]).to_numpy()},
+        {"ns": ns},
     )  # fmt: skip
+    del region_code, ns
     whole = total.groupby(["c", "r", "d"], sort=False)["ns"].transform("sum").to_numpy()
     total["share"] = total["ns"].to_numpy() / np.maximum(whole, 1)
     details = np.asarray(p["detail"].array.categories, dtype=object)
@@ -436,6 +438,21 @@ def _held_by(a: Analysis) -> pd.DataFrame:
         "name": names[best["r"].to_numpy()], "device": best["d"].to_numpy(),
         "detail": best["text"].to_numpy(), "share": best["share"].to_numpy(),
     })[cols].reset_index(drop=True)  # fmt: skip
+
+
+def _codes_at(codes: np.ndarray, index: pd.Index, rows: np.ndarray) -> np.ndarray:
+    """``codes`` (per row of a table with ``index``) at the rows labelled ``rows``; -1 for a
+    label the index lacks. An unfiltered table's index is its positions: no lookup."""
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        inside = (rows >= 0) & (rows < len(index))
+        if inside.all():
+            return codes[rows]
+    else:
+        rows = index.get_indexer(rows)
+        inside = rows >= 0
+    out = np.full(len(rows), -1, dtype=codes.dtype)
+    out[inside] = codes[rows[inside]]
+    return out
 
 
 def region_graph_savings(a: Analysis) -> pd.DataFrame:
