@@ -125,21 +125,21 @@ def kernel_groups(
     df = launches.iloc[first]
     df = df.assign(smem_per_block=_smem_per_block(df))
     duration = launches["duration"].to_numpy()
-    # float idle sums through pandas (compensated summation), integer ones by bincount
-    g = pd.DataFrame(
-        {
-            "duration": duration,
-            "tail_idle_ns": launches["tail_idle_ns"].to_numpy(),
-            "underfill_idle_ns": launches["underfill_idle_ns"].to_numpy(),
-        }
-    ).groupby(group, sort=True)
+    # float idle sums through pandas (compensated summation), integer ones by bincount; the
+    # group ids (0.., each present) as a categorical's codes: pandas groups on them as they
+    # are (no hashing of every launch's id per column), one column at a time (no table)
+    by_group = pd.Categorical.from_codes(group, categories=pd.RangeIndex(len(first)))
+
+    def per_group(values: np.ndarray):
+        return pd.Series(values, copy=False).groupby(by_group, observed=True, sort=True)
+
     out = df[keys].reset_index(drop=True)
     out["launches"] = np.bincount(group, minlength=len(first))
     out["total_ns"] = np.bincount(group, duration, len(first)).astype(np.int64)  # (exact)
-    out["median_ns"] = g["duration"].median().to_numpy()
+    out["median_ns"] = per_group(duration).median().to_numpy()
     out["config"] = df["config"].to_numpy()
-    out["tail_idle_ns"] = g["tail_idle_ns"].sum().to_numpy()
-    out["underfill_idle_ns"] = g["underfill_idle_ns"].sum().to_numpy()
+    for col in ("tail_idle_ns", "underfill_idle_ns"):
+        out[col] = per_group(launches[col].to_numpy()).sum().to_numpy()
     # most of its launches come from CPU ops that are no matrix multiply
     vetoed = launches["op_not_gemm"].to_numpy(bool) if "op_not_gemm" in launches else None
     out["op_not_gemm"] = (np.bincount(group, vetoed, len(first)) * 2 > out["launches"]
