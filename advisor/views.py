@@ -53,10 +53,10 @@ def _top_kernels(a: TraceAnalysis) -> pd.DataFrame:
     if rows.size == 0:
         return pd.DataFrame(columns=TOP_KERNEL_COLUMNS)
     names = ops["name"].array  # categorical: group by its integer codes, not by strings
-    codes = names.codes[rows].astype(np.int64)
-    device = ops["device"].to_numpy()[rows].astype(np.int64)
-    packed = pack((codes, device))  # (name code, device): sorted by name code, then device
-    took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
+    # (name code, device) packed in their own dtypes: sorted by name code, then device
+    packed = pack((names.codes[rows], ops["device"].to_numpy()[rows]))
+    took = ops["end"].to_numpy()[rows]
+    took -= ops["start"].to_numpy()[rows]  # (in place: one array of the kernels' count)
     g = pd.Series(took).groupby(packed.keys[0], sort=True)
     out = pd.DataFrame({"launches": g.size(), "total_ns": g.sum(), "median_ns": g.median()})
     keys = out.index.to_numpy()

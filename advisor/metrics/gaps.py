@@ -429,7 +429,6 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     boundary[0] = True
     first = np.flatnonzero(boundary)  # sequences are contiguous runs of rows
     seq = np.cumsum(boundary, dtype=np.int32) - 1
-    inner_gap = np.where(boundary, 0, gap_ns)
     start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
     out = pd.DataFrame(
         {
@@ -447,7 +446,7 @@ def launch_sequences(gaps: pd.DataFrame, min_ops: int = 2) -> pd.DataFrame:
     out["overhead_ns"] = np.add.reduceat(overhead, first)
     eager = ~cause.eq("graph_internal").to_numpy()
     saving = np.where(eager, graph_saving(overhead), 0)
-    del inner_gap, eager, overhead
+    del eager, overhead
     out["graph_saving_ns"] = np.add.reduceat(saving, first)
     del saving
     out["graph_ops"] = np.add.reduceat(ops["graph"].to_numpy(np.int64), first)
