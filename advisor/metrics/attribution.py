@@ -368,20 +368,29 @@ class _DeviceIdle:
 
     def __init__(self, device: np.ndarray, start: np.ndarray, gap: np.ndarray) -> None:
         """``device``, ``start``, ``gap``: per op of a device_ops table sorted by device and
-        start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps)."""
-        at = np.flatnonzero(gap > 0)
-        self._gaps: dict[Any, Coverage] = {}
-        for dev in distinct(device[at]):
-            rows = at[device[at] == dev]
-            self._gaps[dev] = Coverage((start[rows] - gap[rows], start[rows]))
+        start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps). A
+        device's gaps are its ops' [start - gap, start): sorted and disjoint, an op without
+        a gap giving an empty one (which covers nothing), so each device's Coverage is
+        built on first use from its ops' own rows (no selection of the gaps)."""
+        self._device, self._start, self._gap = device, start, gap
+        self._gaps: dict[Any, Coverage | None] = {}
+
+    def _of(self, dev) -> Coverage | None:
+        if dev not in self._gaps:
+            a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
+            b = int(np.searchsorted(self._device, dev, side="right"))
+            start = self._start[a:b]
+            self._gaps[dev] = Coverage((start - self._gap[a:b], start)) if b > a else None
+        return self._gaps[dev]
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
         out = np.zeros(len(lo), dtype=np.int64)
         for dev in distinct(device) if len(device) else ():
-            if dev in self._gaps:
+            coverage = self._of(dev)
+            if coverage is not None:
                 mine = device == dev
-                out[mine] = self._gaps[dev].within(lo[mine], hi[mine])
+                out[mine] = coverage.within(lo[mine], hi[mine])
         return out
 
 
@@ -478,7 +487,9 @@ class _HostActivity:
             self.event_waits = None
             launch = np.zeros(0, dtype=bool)
         self.api = api
-        self.api_names = api["name"].astype(object).to_numpy() if len(api) else np.zeros(0)
+        # (``[rows]``: the calls' names as an object array, from one code per call)
+        self.api_names = _Texts(api["name"] if len(api) else pd.Series([], dtype=str),
+                                as_range_names=False)  # fmt: skip
         self.api_start = api["start"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
         self.api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
         self.api_cat = cat
@@ -860,7 +871,7 @@ class _HostActivity:
             q = np.flatnonzero(keys == key)
             p = np.searchsorted(starts, hi[q], side="left") - 1
             ok = (p >= 0) & (starts[np.maximum(p, 0)] > lo[q])
-            out[q[ok]] = self.api_names[mine][p[ok]]
+            out[q[ok]] = self.api_names[mine[p[ok]]]
         return out
 
 
@@ -896,12 +907,14 @@ def _slow_first_launches(
 class _Texts:
     """Range texts as range names (metrics/regions.range_name: PyTorch's emit_nvtx
     decorations and a trailing step number removed, so that ``step_3`` and ``step_4`` name
-    one thing), kept as one code per row and converted once per distinct text; ``[rows]``
-    gives an object array ('' for a missing text)."""
+    one thing), or as they are (``as_range_names=False``: API call names), kept as one code
+    per row and converted once per distinct text; ``[rows]`` gives an object array ('' for
+    a missing text)."""
 
-    def __init__(self, text: pd.Series) -> None:
+    def __init__(self, text: pd.Series, as_range_names: bool = True) -> None:
         cat = text if isinstance(text.dtype, pd.CategoricalDtype) else text.astype("category")
-        clean = range_name(pd.Series(cat.cat.categories.astype(str)))
+        words = pd.Series(cat.cat.categories.astype(str))
+        clean = range_name(words) if as_range_names else words
         self.names = np.append(np.asarray(clean, dtype=object), "")
         self.codes = cat.cat.codes.to_numpy()  # (-1, a missing text: the '' at the end)
 
