@@ -717,9 +717,9 @@ def _launch_table(
     distinct configurations (wave_configs) and shapes (launch_shapes), and the --shape
     warnings. Also fills the ops' tail_idle_ns and underfill_idle_ns."""
     kernels = trace.kernels
-    ops["tail_idle_ns"] = 0.0
-    ops["underfill_idle_ns"] = 0.0
     if kernels.empty:
+        ops["tail_idle_ns"] = 0.0
+        ops["underfill_idle_ns"] = 0.0
         return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), []
     kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
