@@ -18,7 +18,7 @@ from pandas.api.types import union_categoricals
 from advisor.data import name_matches
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
-from advisor.metrics.keys import distinct, pack, text_categorical, value_codes
+from advisor.metrics.keys import distinct, pack, sort_runs, text_categorical, value_codes
 from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
@@ -492,7 +492,7 @@ def _sorted_in_runs(run: np.ndarray, values: np.ndarray) -> np.ndarray:
     if packed is None:
         return values[np.lexsort((values, run))]
     (keys,) = packed.keys
-    keys.sort()
+    sort_runs(keys, int(run[-1]) - int(run[0]) + 1)
     return packed.column(1, keys).astype(np.float64)
 
 
@@ -515,7 +515,7 @@ def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> n
         keys[alone] = -1 - alone
         return distinct_in_runs(keys[np.lexsort((keys, run))], first)
     (both,) = packed.keys
-    both.sort()
+    sort_runs(both, len(first))
     new = np.ones(len(both), dtype=bool)
     np.not_equal(both[1:], both[:-1], out=new[1:])
     return counts + np.bincount(packed.column(0, both[new]), minlength=len(first))
@@ -539,15 +539,24 @@ SEQUENCE_COLUMNS = ("device", "start_ns", "end_ns", "ops", "launches", "median_o
 
 
 def _most_frequent(groups: np.ndarray, names: pd.Categorical) -> np.ndarray:
-    """Per group (ascending ids) the most frequent name; ties go to the alphabetically
-    first name."""
+    """Per group (contiguous ascending ids 0, 1, ...) the most frequent name; ties go to
+    the alphabetically first name. Each (group, name rank) pair is packed into one int64
+    and the pairs sorted within their groups (keys.sort_runs), so the distinct pairs and
+    their counts are runs of equal keys (no hash table over every row)."""
     rank = np.argsort(np.argsort(names.categories.astype(str), kind="stable"))
-    pairs = pd.DataFrame({"g": groups, "r": rank[names.codes]}).value_counts(sort=False)
-    g = pairs.index.get_level_values("g").to_numpy()
-    r = pairs.index.get_level_values("r").to_numpy()
-    order = np.lexsort((r, -pairs.to_numpy(), g))
-    g, r = g[order], r[order]
-    head = np.ones(len(g), dtype=bool)
-    head[1:] = g[1:] != g[:-1]
     by_rank = np.asarray(names.categories, dtype=object)[np.argsort(rank)]
-    return by_rank[r[head]]
+    # (group ids below the number of rows, ranks below the number of names: they pack)
+    packed = pack((groups, rank[names.codes]))
+    (keys,) = packed.keys
+    sort_runs(keys, int(groups[-1]) + 1)
+    new = np.ones(len(keys), dtype=bool)
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    pair = np.flatnonzero(new)  # each distinct (group, rank), by group then rank
+    count = np.diff(np.append(pair, len(keys)))
+    g, r = packed.column(0, keys[pair]), packed.column(1, keys[pair])
+    head = np.flatnonzero(np.append(True, g[1:] != g[:-1]))  # each group's first pair
+    best = np.maximum.reduceat(count, head)
+    # the first pair of its group (the lowest rank) with the group's highest count
+    top = count == np.repeat(best, np.diff(np.append(head, len(g))))
+    first_top = np.minimum.reduceat(np.where(top, np.arange(len(g)), len(g)), head)
+    return by_rank[r[first_top]]

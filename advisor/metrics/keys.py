@@ -105,6 +105,20 @@ def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) ->
     return None if packed is None else packed.keys[0]
 
 
+RUN_SORT_MAX_MEAN = 1 << 20  # mean rows per run up to which a merge sort beats quicksort
+
+
+def sort_runs(keys: np.ndarray, runs: int) -> None:
+    """Sort in place int64 ``keys`` packed with a run id first whose ``runs`` runs are
+    already contiguous and ascending (only the values within each run are out of order).
+    numpy's stable sort (timsort) finds that order and merges the runs instead of sorting
+    the whole array again: at 10M keys 0.07-0.5 s for runs of 5 to 100K rows against 0.6 s
+    for quicksort; from about a million rows per run quicksort is faster (measured on
+    random values, this project's VM). The result is the same either way (integers)."""
+    mean_run = len(keys) / max(runs, 1)
+    keys.sort(kind="stable" if mean_run <= RUN_SORT_MAX_MEAN else "quicksort")
+
+
 def group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> pd.DataFrame:
     """Per distinct tuple of the integer ``keys`` columns, in order of first appearance: the
     key columns (int64) and the sum of each of ``values`` (as ``groupby(keys, sort=False)

@@ -14,6 +14,7 @@ from advisor.metrics.keys import (
     group_sums,
     pack,
     pack_one,
+    sort_runs,
     text_categorical,
 )
 
@@ -149,3 +150,50 @@ def test_first_rows_by_hand():
 
     # values 5 (rows 0, 2), 3 (rows 1, 4), -1 (row 3): by value -1, 3, 5
     assert first_rows(np.array([5, 3, 5, -1, 3])).tolist() == [3, 1, 0]
+
+
+@SETTINGS
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2**20)), min_size=1, max_size=40),
+    st.sampled_from([0, 1 << 20]),
+)
+def test_sort_runs_is_a_sort_with_either_kind(rows, max_mean):
+    # keys packed (run first, runs ascending): a mean run above the limit takes quicksort,
+    # at or below it the merge sort; both give np.sort's answer
+    import advisor.metrics.keys as keys_module
+
+    rows = sorted(rows, key=lambda r: r[0])
+    keys = np.array([(run << 21) | value for run, value in rows], dtype=np.int64)
+    want = np.sort(keys)
+    saved = keys_module.RUN_SORT_MAX_MEAN
+    keys_module.RUN_SORT_MAX_MEAN = max_mean
+    try:
+        sort_runs(keys, len({r[0] for r in rows}))
+    finally:
+        keys_module.RUN_SORT_MAX_MEAN = saved
+    np.testing.assert_array_equal(keys, want)
+
+
+def test_most_frequent_by_hand():
+    # group 0: b a b a (a tie: the alphabetically first, a); group 1: c c a (c);
+    # group 2: one name, b
+    names = pd.Categorical(list("babacca") + ["b"])
+    groups = np.array([0, 0, 0, 0, 1, 1, 1, 2], dtype=np.int32)
+    assert gaps._most_frequent(groups, names).tolist() == ["a", "c", "b"]
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.sampled_from(["k2", "k10", "gemm", "a"]), min_size=1, max_size=8),
+                min_size=1, max_size=8))  # fmt: skip
+def test_most_frequent_against_brute_force(groups_of_names):
+    from collections import Counter
+
+    names = pd.Categorical([n for group in groups_of_names for n in group])
+    groups = np.repeat(np.arange(len(groups_of_names), dtype=np.int32),
+                       [len(g) for g in groups_of_names])  # fmt: skip
+    want = []
+    for group in groups_of_names:
+        counts = Counter(group)
+        top = max(counts.values())
+        want.append(min(n for n, c in counts.items() if c == top))  # (ties: alphabetical)
+    assert gaps._most_frequent(groups, names).tolist() == want
