@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from advisor.analysis import TraceAnalysis, analyze, check_device, check_range
 from advisor.findings import find_on_device
+from advisor.memory import paused_gc
 from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.rules.finding import Finding
@@ -34,17 +35,19 @@ def run(
     ``options`` (--gpu, --shape, --gemm), narrow it to the options' range/device
     (TraceAnalysis.select) and apply ``rules`` (default: the options' rules). ``step`` is called
     after each stage with the name of the next one (None at the end), for progress display;
-    ``memory_advice``: see MemoryAdvice.
+    ``memory_advice``: see MemoryAdvice. The garbage collector is paused meanwhile
+    (memory.paused_gc).
 
     Raises AdvisorInputError when the device ran no GPU work or the range matches no
     top-level NVTX range.
     """
     options = options or AnalysisOptions()
     (memory_advice or _no_advice)(0)  # reading touches each page about once
-    trace = load_trace(path, gpu=options.gpu_override)
-    if options.counters:
-        join_counters(trace, load_counters(options.counters), options.counters)
-    return run_trace(trace, options, rules, step, memory_advice)
+    with paused_gc():  # (memory.paused_gc: short-lived objects, few cycles)
+        trace = load_trace(path, gpu=options.gpu_override)
+        if options.counters:
+            join_counters(trace, load_counters(options.counters), options.counters)
+        return run_trace(trace, options, rules, step, memory_advice)
 
 
 def run_trace(
@@ -54,21 +57,23 @@ def run_trace(
     step: Step | None = None,
     memory_advice: MemoryAdvice | None = None,
 ) -> tuple[TraceAnalysis, list[Finding]]:
-    """``run`` for a Trace already read (one file, or the ranks of a job merged into one)."""
+    """``run`` for a Trace already read (one file, or the ranks of a job merged into one),
+    the garbage collector paused meanwhile (memory.paused_gc)."""
     options = options or AnalysisOptions()
     step = step or (lambda _: None)
-    step("computing metrics")
-    a = analysis_of(trace, options, memory_advice)
-    step("applying rules")
-    check_device(trace, options.device)
-    whole = a.select(options.range_text, None)  # (every device: see find_on_device)
-    check_range(whole, options.range_text)
-    findings = find_on_device(whole, options.device, options.rules() if rules is None else rules)
-    if options.device is not None:
-        whole = a.select(options.range_text, options.device)
-    a = whole
+    with paused_gc():
+        step("computing metrics")
+        a = analysis_of(trace, options, memory_advice)
+        step("applying rules")
+        check_device(trace, options.device)
+        whole = a.select(options.range_text, None)  # (every device: see find_on_device)
+        check_range(whole, options.range_text)
+        findings = find_on_device(whole, options.device,
+                                  options.rules() if rules is None else rules)  # fmt: skip
+        if options.device is not None:
+            whole = a.select(options.range_text, options.device)
     step(None)
-    return a, findings
+    return whole, findings
 
 
 def analysis_of(

@@ -1,9 +1,12 @@
 """advisor.memory: the process memory policy switches what it says it switches."""
 
+import gc
 import subprocess
 import sys
 
-from advisor import memory
+from conftest import ROOT
+
+from advisor import memory, pipeline
 
 try:
     from numpy._core.multiarray import _get_madvise_hugepage
@@ -66,3 +69,49 @@ print(libc.mallinfo2().hblkhd >= 64 << 20)
 
     assert mapped(memory.HUGE_PAGE_ROWS - 1) == "True"
     assert mapped(memory.HUGE_PAGE_ROWS) == "False"
+
+
+def test_paused_gc_is_off_inside_and_as_it_was_after():
+    assert gc.isenabled()
+    with memory.paused_gc():
+        assert not gc.isenabled()
+        with memory.paused_gc():  # (nested: the inner block leaves it off)
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with memory.paused_gc():
+            pass
+        assert not gc.isenabled()  # (off before: still off)
+    finally:
+        gc.enable()
+
+
+def test_the_pipeline_runs_without_collections(monkeypatch):
+    # reading, the metrics and the rules run with the collector off; it is on again after
+    seen = []
+    analysis_of = pipeline.analysis_of
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return analysis_of(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "analysis_of", spy)
+    pipeline.run(str(ROOT / "sample_traces" / "h200_train_steps.sqlite"))
+    assert seen == [False] and gc.isenabled()
+
+
+def test_the_console_leaves_the_libraries_out_of_collections():
+    # advisor.launch imports the libraries with the collector off, freezes what they made
+    # and turns it on for the command
+    code = """
+import gc, sys
+import advisor.launch as launch
+import advisor.cli as cli
+cli.entry = lambda: print(gc.isenabled(), gc.get_freeze_count() > 10000)
+sys.argv = ["advisor", "--help"]
+launch.entry()
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]

@@ -3,8 +3,6 @@ package's (advisor/trace/kineto/__init__.py), read when a trace is read."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import gzip
 from collections import Counter
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 import msgspec
 
 from advisor.errors import READ_ERRORS, TOO_DEEP, AdvisorInputError, json_problem, read_problem
+from advisor.memory import paused_gc
 from advisor.trace import kineto as package
 from advisor.trace.kineto import devices, early, finish
 from advisor.trace.kineto.contract import SCAN_CATEGORIES, SCAN_MODES
@@ -54,19 +53,8 @@ def read_kineto(path: str | Path, processes: int | None = None) -> Trace:
     """Read one Kineto JSON trace (optionally gzip) into a Trace; ``processes``: how many
     processes a large uncompressed trace may be read by (default READ_PROCESSES)."""
     p = Path(path)
-    with _no_gc():  # (millions of short-lived objects, none in a cycle: no collections)
+    with paused_gc():  # (millions of short-lived objects, none in a cycle: no collections)
         return _read_kineto(p, processes or package.READ_PROCESSES)
-
-
-@contextlib.contextmanager
-def _no_gc():
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _read_kineto(p: Path, processes: int) -> Trace:
