@@ -20,7 +20,7 @@ ALLOWED = {
     "rules": {"analysis", "instances", "views", "metrics"},
     "findings": {"analysis", "rules"},
     "options": {"metrics", "rules", "trace"},
-    "pipeline": {"analysis", "findings", "options", "rules", "trace"},
+    "pipeline": {"analysis", "findings", "memory", "options", "rules", "trace"},  # (paused_gc)
     "parts": {"analysis", "metrics", "options", "pipeline", "rules", "trace", "views"},
     "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
