@@ -42,7 +42,7 @@ def _libc():
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block, as it was after it (a scoped
-    setting, not a process policy: the readers and the pipeline use it). Reading and
+    setting, not a process policy: the Kineto reader and the pipeline use it). Reading and
     analysing a trace makes millions of short-lived objects and few reference cycles; each
     full collection walks every live object (on a 100K-kernel Kineto trace two of them took
     50-90 ms, all collections 0.10-0.13 s of a 1.2 s run). The cycles made meanwhile are
