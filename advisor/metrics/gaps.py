@@ -516,9 +516,7 @@ def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> n
         return distinct_in_runs(keys[np.lexsort((keys, run))], first)
     (both,) = packed.keys
     sort_runs(both, len(first))
-    new = np.ones(len(both), dtype=bool)
-    np.not_equal(both[1:], both[:-1], out=new[1:])
-    return counts + np.bincount(packed.column(0, both[new]), minlength=len(first))
+    return counts + np.bincount(packed.column(0, both[run_heads(both)]), minlength=len(first))
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:
@@ -549,12 +547,10 @@ def _most_frequent(groups: np.ndarray, names: pd.Categorical) -> np.ndarray:
     packed = pack((groups, rank[names.codes]))
     (keys,) = packed.keys
     sort_runs(keys, int(groups[-1]) + 1)
-    new = np.ones(len(keys), dtype=bool)
-    np.not_equal(keys[1:], keys[:-1], out=new[1:])
-    pair = np.flatnonzero(new)  # each distinct (group, rank), by group then rank
+    pair = run_heads(keys)  # each distinct (group, rank), by group then rank
     count = np.diff(np.append(pair, len(keys)))
     g, r = packed.column(0, keys[pair]), packed.column(1, keys[pair])
-    head = np.flatnonzero(np.append(True, g[1:] != g[:-1]))  # each group's first pair
+    head = run_heads(g)  # each group's first pair
     best = np.maximum.reduceat(count, head)
     # the first pair of its group (the lowest rank) with the group's highest count
     top = count == np.repeat(best, np.diff(np.append(head, len(g))))
