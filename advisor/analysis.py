@@ -47,7 +47,13 @@ from advisor.metrics.regions import (
     region_windows,
     top_level_ranges,
 )
-from advisor.metrics.waves import kernel_groups, launch_idle, wave_configs
+from advisor.metrics.waves import (
+    kernel_groups,
+    launch_idle,
+    wave_configs,
+    with_configuration,
+    without_configuration,
+)
 from advisor.trace.model import Trace
 from advisor.trace.quality import coverage_counts, coverage_notes, unknown_resources
 
@@ -589,9 +595,15 @@ def analyze(
 ) -> TraceAnalysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
     ``gemms``: --gemm options.
-    ``release_api``: empty ``trace.api`` once the ops hold their launch calls (nothing
-    later reads the API rows; a caller that owns the trace saves their memory)."""
+    ``release_api``: empty ``trace.api`` once the ops hold their launch calls, and take
+    the launch configuration's columns (waves.LAUNCH_CONFIG_COLUMNS) out of
+    ``trace.kernels`` once the configurations table holds them (nothing later reads
+    either; a caller that owns the trace saves their memory: 13 columns of every kernel)."""
     api_traced = not trace.api.empty
+    config, configs, bounded = _configurations(trace)
+    kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
+    if release_api:
+        trace.kernels = kernels
     ops, pieces = attribute_gaps(device_ops(trace), trace)
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
@@ -602,14 +614,13 @@ def analyze(
     ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
-    launches, configs, shape_table, shape_notes = _launch_table(trace, ops, shapes, gemms)
-    del ops["api_tid"]  # (used to place launches in ranges and shapes: done)
-    impossible = unrecorded = bounded = 0  # configurations that cannot run / are unknown
+    launches, shape_table, shape_notes = _launch_table(trace, kernels, ops, config, configs,
+                                                       shapes, gemms)  # fmt: skip
+    del ops["api_tid"], kernels  # (used to place launches in ranges and shapes: done)
+    impossible = unrecorded = 0  # configurations that cannot run / are unknown
     if len(launches):
-        of_launch = launches["config"].to_numpy()
-        impossible = int(configs["impossible"].to_numpy()[of_launch].sum())
-        unrecorded = int(configs["unrecorded"].to_numpy()[of_launch].sum())
-        bounded = int(unknown_resources(trace.kernels).sum())
+        impossible = int(configs["impossible"].to_numpy()[config].sum())
+        unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
 
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
     segments = _segments(ops, op_class)
@@ -709,18 +720,33 @@ def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, texts.categories)
 
 
+def _configurations(trace: Trace) -> tuple[np.ndarray, pd.DataFrame, int]:
+    """(config id per kernel launch, the configurations table: waves.wave_configs; the
+    launches whose registers or shared memory the trace did not record)."""
+    if trace.kernels.empty:
+        return np.zeros(0, dtype=np.int32), pd.DataFrame(), 0
+    config, configs = wave_configs(trace.kernels, trace.gpus)
+    return config, configs, int(unknown_resources(trace.kernels).sum())
+
+
 def _launch_table(
-    trace: Trace, ops: pd.DataFrame, shapes: Sequence[ShapeOption], gemms: Sequence[GemmOption]
+    trace: Trace,
+    kernels: pd.DataFrame,
+    ops: pd.DataFrame,
+    config: np.ndarray,
+    configs: pd.DataFrame,
+    shapes: Sequence[ShapeOption],
+    gemms: Sequence[GemmOption],
 ):
-    """(launches, configs, shapes, notes): the kernel launches (sharing the trace's kernel
-    columns) with their config id, launch_idle columns, range_id, region and shape id; the
-    distinct configurations (wave_configs) and shapes (launch_shapes), and the --shape
-    warnings. Also fills the ops' tail_idle_ns and underfill_idle_ns."""
-    kernels = trace.kernels
+    """(launches, shapes, notes): the kernel launches (sharing the columns of ``kernels``,
+    the trace's kernels without their configuration's columns) with their ``config`` id
+    (into ``configs``), launch_idle columns, range_id, region and shape id; the distinct
+    shapes (launch_shapes), and the --shape warnings. Also fills the ops' tail_idle_ns and
+    underfill_idle_ns."""
     if kernels.empty:
         ops["tail_idle_ns"] = 0.0
         ops["underfill_idle_ns"] = 0.0
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), []
+        return pd.DataFrame(), pd.DataFrame(), []
     kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
         raise RuntimeError("ops and kernels disagree on the number of kernel launches")
@@ -728,7 +754,6 @@ def _launch_table(
     op_of_launch = np.empty(len(kernels), dtype=np.int64)
     op_of_launch[src] = kernel_ops
     del src
-    config, configs = wave_configs(kernels, trace.gpus)
     idle = launch_idle(kernels, config, configs)
     for col in ("tail_idle_ns", "underfill_idle_ns"):
         column = np.zeros(len(ops))
@@ -751,11 +776,14 @@ def _launch_table(
     launches["op_not_gemm"] = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
     region = ops["region"].array
     launches["region"] = pd.Categorical.from_codes(per_launch(region.codes), region.categories)
-    launch_calls = launches[["name", "region", "grid_x", "grid_y", "grid_z"]].assign(
+    # (the grids only where a --shape option asks which launches it fits)
+    calls = with_configuration(launches[["name", "region", "config"]], configs) if shapes else (
+        launches[["name", "region"]])  # fmt: skip
+    launch_calls = calls.assign(
         comm=configs["comm"].to_numpy(bool)[config],
         persistent=configs["persistent"].to_numpy(bool)[config],
         api_tid=per_launch(ops["api_tid"].to_numpy()),
         api_start=per_launch(ops["api_start"].to_numpy()),
     )
     launches["shape"], shape_table, notes = launch_shapes(launch_calls, trace.nvtx, shapes, gemms)
-    return launches, configs, shape_table, notes
+    return launches, shape_table, notes

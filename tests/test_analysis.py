@@ -6,6 +6,7 @@ import pytest
 from conftest import H200_2GPU, H200_SINGLE, PUBLIC_ROCPROF, SAMPLES
 
 from advisor.analysis import analyze
+from advisor.metrics.waves import LAUNCH_CONFIG_COLUMNS
 from advisor.trace.load import load_trace
 
 TABLES = ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx")
@@ -31,5 +32,10 @@ def test_analyze_does_not_change_its_trace(path):
 def test_release_api_only_when_asked():
     trace = load_trace(H200_SINGLE)
     assert len(trace.api) > 0
+    assert {"grid_x", "block_x", "registers", "static_smem"} <= set(trace.kernels.columns)
+    rows = len(trace.kernels)
     analyze(trace, release_api=True)
     assert trace.api.empty and list(trace.api.columns)  # emptied, its columns kept
+    # the launch configuration's columns are the configurations table's alone
+    assert not set(LAUNCH_CONFIG_COLUMNS) & set(trace.kernels.columns)
+    assert len(trace.kernels) == rows and {"name", "device", "start"} <= set(trace.kernels)

@@ -31,6 +31,7 @@ from advisor.gating.metricset import (
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
+from advisor.metrics.waves import with_configuration
 from advisor.rules.finding import Finding
 
 MAX_SAMPLES = 256  # per range or kernel: evenly spaced over time when there are more
@@ -79,7 +80,7 @@ def _kernels(a: TraceAnalysis, holes: pd.DataFrame) -> list[KernelEntry]:
     if k.empty:
         return []
     steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0
-    k = k[steady].sort_values("start", kind="stable")
+    k = with_configuration(k[steady], a.configs).sort_values("start", kind="stable")
     by = [k["name"].astype(object), k["grid_x"], k["grid_y"], k["grid_z"],
           k["block_x"] * k["block_y"] * k["block_z"]]  # fmt: skip
     out = []

@@ -37,16 +37,20 @@ GROUP_KEYS = [
 # everything the per-configuration wave columns depend on
 CONFIG_KEYS = ["device", "name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
                "registers", "sgpr", "static_smem", "dynamic_smem", "smem_executed"]  # fmt: skip
+# what a launch configuration (wave_configs' id) stands for besides the device and the name:
+# the configurations table holds them once per configuration, the launches do not
+LAUNCH_CONFIG_COLUMNS = CONFIG_KEYS[2:]
 # per-configuration columns (wave_configs), in kernel-group column order
 CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slots", "waves",
                   "tail_fraction", "persistent", "comm", "underfilled"]  # fmt: skip
 
 
 def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
-    """(config id per launch, one row per distinct launch configuration): the columns of
-    CONFIG_COLUMNS, ``impossible`` and ``unrecorded`` (trace.quality), computed once per
-    configuration (a million launches hold a few hundred). Launches on devices without GPU
-    facts keep NaN waves and zero tail."""
+    """(config id per launch, one row per distinct launch configuration): the configuration's
+    own LAUNCH_CONFIG_COLUMNS (those the kernels table has), then CONFIG_COLUMNS,
+    ``impossible`` and ``unrecorded`` (trace.quality), computed once per configuration (a
+    million launches hold a few hundred). Launches on devices without GPU facts keep NaN
+    waves and zero tail."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
     ids = row_groups(kernels, cols)
     first = first_rows(ids)  # first launch of each configuration
@@ -78,7 +82,23 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     out["underfilled"] = (waves < 1) & judged
     out["impossible"] = impossible  # kept out of the kernel groups (CONFIG_COLUMNS)
     out["unrecorded"] = unrecorded
-    return ids.astype(np.int32), out[[*CONFIG_COLUMNS, "impossible", "unrecorded"]]
+    own = [c for c in LAUNCH_CONFIG_COLUMNS if c in k]
+    return ids.astype(np.int32), pd.concat([k[own], out[[*CONFIG_COLUMNS, "impossible",
+                                                         "unrecorded"]]], axis=1)  # fmt: skip
+
+
+def without_configuration(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels table without the LAUNCH_CONFIG_COLUMNS (the launches' table: their
+    ``config`` id finds them in wave_configs' table, once per configuration)."""
+    return kernels.drop(columns=[c for c in LAUNCH_CONFIG_COLUMNS if c in kernels])
+
+
+def with_configuration(launches: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """``launches`` (with their ``config`` ids) with their configuration's
+    LAUNCH_CONFIG_COLUMNS from ``configs`` (wave_configs), dtypes kept."""
+    ids = launches["config"].to_numpy()
+    own = [c for c in LAUNCH_CONFIG_COLUMNS if c in configs]
+    return launches.assign(**{c: configs[c].iloc[ids].set_axis(launches.index) for c in own})
 
 
 def _product(k: pd.DataFrame, prefix: str) -> pd.Series:
@@ -101,7 +121,8 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     limiter, slots, waves, tail_fraction, persistent, comm, underfilled) plus duration,
     tail_idle_ns and underfill_idle_ns (launch_idle)."""
     ids, configs = wave_configs(kernels, gpus)
-    out = configs.iloc[ids].set_axis(kernels.index)
+    out = configs[[*CONFIG_COLUMNS, "impossible", "unrecorded"]].iloc[ids]
+    out = out.set_axis(kernels.index)
     for col, values in launch_idle(kernels, ids, configs).items():
         out[col] = values
     return out
@@ -121,8 +142,8 @@ def kernel_groups(
     descending.
     """
     keys = GROUP_KEYS + list(by)
-    group, first = _launch_groups(launches, by)
-    df = launches.iloc[first]
+    group, first = _launch_groups(launches, configs, by)
+    df = with_configuration(launches.iloc[first], configs)
     df = df.assign(smem_per_block=_smem_per_block(df))
     duration = launches["duration"].to_numpy()
     # float idle sums through pandas (compensated summation), integer ones by bincount; the
@@ -154,7 +175,8 @@ def kernel_groups(
         reduced = launches[list(extra)].groupby(group, sort=True).agg(extra)
         for col in extra:
             out[col] = reduced[col].to_numpy()
-    per_config = configs.iloc[out.pop("config").to_numpy()].reset_index(drop=True)
+    per_config = configs[CONFIG_COLUMNS].iloc[out.pop("config").to_numpy()]
+    per_config = per_config.reset_index(drop=True)
     out = pd.concat([out, per_config], axis=1)
     order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
              "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled",
@@ -199,7 +221,8 @@ def _smem_per_block(launches: pd.DataFrame) -> pd.Series:
     return smem.astype("int64") if smem.notna().all() else smem
 
 
-def _launch_groups(launches: pd.DataFrame, by) -> tuple[np.ndarray, np.ndarray]:
+def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
+                   by) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """(group id per launch, row position of each group's first launch) for GROUP_KEYS plus
     ``by``, ids in order of first appearance. A launch configuration (``config``) fixes
     every GROUP_KEYS value, so the configurations present are grouped first (a few hundred
@@ -208,7 +231,7 @@ def _launch_groups(launches: pd.DataFrame, by) -> tuple[np.ndarray, np.ndarray]:
     if len(config) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     one = np.flatnonzero(~pd.Series(config).duplicated().to_numpy())  # a launch per config
-    reps = launches.iloc[one]
+    reps = with_configuration(launches.iloc[one], configs)
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
     per_config[config[one]] = row_groups(reps.assign(smem_per_block=_smem_per_block(reps)),
                                          GROUP_KEYS)  # fmt: skip

@@ -1,9 +1,18 @@
 """Waves and tails on hand-built launches (H200: 132 SMs)."""
 
+import pandas as pd
 import pytest
 from builders import kernels
 
-from advisor.metrics.waves import kernel_groups, launch_idle, launch_waves, wave_configs
+from advisor.metrics.waves import (
+    LAUNCH_CONFIG_COLUMNS,
+    kernel_groups,
+    launch_idle,
+    launch_waves,
+    wave_configs,
+    with_configuration,
+    without_configuration,
+)
 from advisor.trace.gpus import match_gpu
 
 H200 = {0: match_gpu("H200")}
@@ -85,3 +94,37 @@ def test_groups_sum_launches():
     row = g.iloc[0]
     assert row.launches == 3 and row.total_ns == 3000
     assert row.tail_idle_ns == pytest.approx(3 * 496.2121, abs=1e-2)
+
+
+def test_configurations_hold_the_launch_columns_once_and_the_launches_find_them():
+    # two configurations over four launches: grid 7x19 (launches 0, 2, 3) and 3x1 (1)
+    rows = [dict(start=i * 2000, end=i * 2000 + 1000, grid_x=g, grid_y=y, name="gemm", **TAIL_CFG)
+            for i, (g, y) in enumerate([(7, 19), (3, 1), (7, 19), (7, 19)])]  # fmt: skip
+    k = kernels(rows)
+    ids, configs = wave_configs(k, H200)
+    assert list(ids) == [0, 1, 0, 0] and len(configs) == 2
+    assert list(configs["grid_x"]) == [7, 3] and list(configs["grid_y"]) == [19, 1]
+    assert list(configs["registers"]) == [196, 196]
+    launches = without_configuration(k).assign(config=ids)
+    assert not set(LAUNCH_CONFIG_COLUMNS) & set(launches.columns)
+    assert {"name", "device", "start", "end"} <= set(launches.columns)
+    back = with_configuration(launches, configs)
+    for col in LAUNCH_CONFIG_COLUMNS:
+        if col in k:
+            pd.testing.assert_series_equal(back[col], k[col])  # (values, NaN and dtype)
+
+
+def test_groups_are_the_same_from_the_configurations_as_from_the_launch_columns():
+    rows = [
+        dict(start=i * 2000, end=i * 2000 + 1000 + 10 * i, grid_x=g, name=n, **TAIL_CFG)
+        for i, (g, n) in enumerate([(133, "a"), (8, "a"), (133, "a"), (133, "b"), (8, "a")])
+    ]
+    k = kernels(rows)
+    ids, configs = wave_configs(k, H200)
+    idle = launch_idle(k, ids, configs)
+    whole = kernel_groups(k.assign(config=ids, **idle), configs)
+    lean = kernel_groups(without_configuration(k).assign(config=ids, **idle), configs)
+    pd.testing.assert_frame_equal(whole, lean)
+    # (hand-counted: a 133-CTA group of 2 launches, b's of 1, a's 8-CTA group of 2)
+    assert sorted(zip(whole["name"], whole["grid_x"], whole["launches"], strict=True)) == [
+        ("a", 8, 2), ("a", 133, 2), ("b", 133, 1)]  # fmt: skip
