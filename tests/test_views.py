@@ -6,6 +6,7 @@ from conftest import PUBLIC_NSYS, SAMPLES, analysis_of
 
 from advisor import views
 from advisor.findings import find
+from advisor.metrics.waves import with_configuration
 
 TRAIN = SAMPLES / "h200_train_steps.sqlite"
 
@@ -51,7 +52,8 @@ def test_sync_stalls_name_the_blocking_call():
 def test_findings_point_at_their_worst_instance():
     a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
     f = next(x for x in find(a) if x.rule == "wave-tail-gemm" and x.region == "tail_gemm")
-    launches = a.launches[(a.launches["region"] == "tail_gemm") & (a.launches["grid_y"] == 19)]
+    launches = with_configuration(a.launches, a.configs)  # (grids: the configurations')
+    launches = launches[(launches["region"] == "tail_gemm") & (launches["grid_y"] == 19)]
     worst = launches.loc[launches["tail_idle_ns"].idxmax()]
     assert f.at_ns == worst["start"]
     assert f.at_rel_ns == worst["start"] - a.ops["start"].min()
