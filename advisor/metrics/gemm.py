@@ -224,8 +224,9 @@ def launch_shapes(
     gemms: Sequence[GemmOption] = (),
 ) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
     """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
-    shape_source; warnings). ``launches`` has name, region, comm, persistent, grid_x/y/z,
-    api_tid and api_start. See the module doc for the order of sources.
+    shape_source; warnings). ``launches`` has name, region, comm, persistent, api_tid and
+    api_start, and grid_x/y/z where ``options`` are given (only they read the grids). See
+    the module doc for the order of sources.
 
     A --shape option is used only for launches whose grid some tile reproduces (persistent
     kernels, whose grid is the machine's, are not checked); each kernel grid it matched by

@@ -43,6 +43,8 @@ LAUNCH_CONFIG_COLUMNS = CONFIG_KEYS[2:]
 # per-configuration columns (wave_configs), in kernel-group column order
 CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slots", "waves",
                   "tail_fraction", "persistent", "comm", "underfilled"]  # fmt: skip
+# what wave_configs computes per configuration: those and the quality flags
+CONFIG_FACTS = [*CONFIG_COLUMNS, "impossible", "unrecorded"]
 
 
 def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
@@ -83,8 +85,7 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.Data
     out["impossible"] = impossible  # kept out of the kernel groups (CONFIG_COLUMNS)
     out["unrecorded"] = unrecorded
     own = [c for c in LAUNCH_CONFIG_COLUMNS if c in k]
-    return ids.astype(np.int32), pd.concat([k[own], out[[*CONFIG_COLUMNS, "impossible",
-                                                         "unrecorded"]]], axis=1)  # fmt: skip
+    return ids.astype(np.int32), pd.concat([k[own], out[CONFIG_FACTS]], axis=1)
 
 
 def without_configuration(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -121,8 +122,7 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     limiter, slots, waves, tail_fraction, persistent, comm, underfilled) plus duration,
     tail_idle_ns and underfill_idle_ns (launch_idle)."""
     ids, configs = wave_configs(kernels, gpus)
-    out = configs[[*CONFIG_COLUMNS, "impossible", "unrecorded"]].iloc[ids]
-    out = out.set_axis(kernels.index)
+    out = configs[CONFIG_FACTS].iloc[ids].set_axis(kernels.index)
     for col, values in launch_idle(kernels, ids, configs).items():
         out[col] = values
     return out
