@@ -70,9 +70,10 @@ _WINDOW_DOC = {
     "same_stream_comm_ns": "comm time on streams that also run compute (ns)",
     "overlap_ratio": "overlap_ns / comm_ns (NaN without comm)",
     "hidable_comm_ns": "max(0, min(exposed_comm_ns - startup_exposed_comm_ns - "
-    "comm_wait_ns, compute_ns)): exposed comm past start-up, less every wait for other ranks "
-    "(a wait for a rank still starting up can fall in this device's steady state), at most "
-    "the compute (ns; an unknown wait counts as 0)",
+    "comm_wait_ns, compute_ns - overlap_ns)): exposed comm past start-up, less every wait for "
+    "other ranks (a wait for a rank still starting up can fall in this device's steady "
+    "state), at most the compute not already alongside comm (the compute that overlaps comm "
+    "hides nothing more; ns; an unknown wait counts as 0)",
     "window_ns": "length of the window(s) (ns)",
     "steady_window_ns": "window_ns - startup_idle_ns: its window's steady-state time, the "
     "yardstick of the rules' shares (seconds of start-up inside a range do not shrink its "
@@ -527,7 +528,8 @@ def _regions(a: Analysis) -> pd.DataFrame:
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
     hidable = (steady_exposed - w["comm_wait_ns"].fillna(0)).clip(lower=0)
-    w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"])
+    # (compute already alongside comm hides nothing more: only the rest can be moved there)
+    w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"] - w["overlap_ns"])
     last = waiting.groupby(["region", "device"])["last_device"].agg(
         lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
     )

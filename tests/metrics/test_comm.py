@@ -83,6 +83,34 @@ def test_startup_waits_are_the_waits_before_either_rank_is_steady():
     assert got.tolist() == [1000.0, 500.0, 0.0, 300.0]
 
 
+def test_compute_already_alongside_comm_hides_no_more_of_it():
+    # One device, times in us (U = 1000 ns). Range "init" [0, 900): an all-reduce [100, 300)
+    # alone (start-up), a gemm [400, 700). Then four "step" ranges [t0, t0 + 900), t0 =
+    # 1000 * (i + 1): an all-reduce [t0 + 100, t0 + 700) and a gemm [t0 + 500, t0 + 800)
+    # beside it. Per step by hand: comm 600, compute 300, overlap 200 ([t0 + 500, t0 +
+    # 700)), exposed 400, busy 700 = comm + compute - overlap. Moving all the compute beside
+    # the comm leaves busy max(600, 300) = 600: 100 us saved per step, the compute not
+    # already alongside comm (300 - 200), not the whole compute (300: the 200 us that already
+    # overlap would be counted twice). Four steps: hidable 400 us, not min(1600, 1200).
+    u = 1000
+    kernels, api, nvtx = [], [], [("init", 0, 900 * u)]
+    rows = [(100, 300, "ncclDevKernel_AllReduce"), (400, 700, "gemm")]
+    for i in range(4):
+        t0 = 1000 * (i + 1)
+        nvtx.append(("step", t0 * u, (t0 + 900) * u))
+        rows += [(t0 + 100, t0 + 700, "ncclDevKernel_AllReduce"), (t0 + 500, t0 + 800, "gemm")]
+    for corr, (start, end, name) in enumerate(rows, 1):
+        kernels.append(dict(start=start * u, end=end * u, name=name, correlation=corr))
+        api.append(("cudaLaunchKernel", (start - 50) * u, (start - 40) * u, corr))
+    a = analyze(trace(kernels, api, nvtx))
+    r = build_tables(a)["regions"].set_index("name").loc["step"]
+    assert (r["comm_ns"], r["compute_ns"], r["overlap_ns"], r["exposed_comm_ns"]) == (
+        2400 * u, 1200 * u, 800 * u, 1600 * u)  # fmt: skip
+    assert r["startup_exposed_comm_ns"] == 0 and r["hidable_comm_ns"] == 400 * u
+    exposed = {f.region: f.est_savings_ns for f in find(a) if f.rule == "exposed-comm"}
+    assert exposed == {"step": 400 * u}
+
+
 def test_exposed_comm_before_the_steady_state_is_start_up():
     # One device, times in us (U = 1000 ns). Range "init" [0, 900): an all-reduce [100, 300)
     # with nothing alongside (NCCL's first collective), then a gemm [400, 700). Then four
