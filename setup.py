@@ -1,8 +1,9 @@
-"""The one compiled part: the optional Kineto event scanner (advisor/trace/_kscan.c).
+"""The compiled parts: the optional Kineto event scanner (advisor/trace/_kscan.c) and SQLite
+table scanner (advisor/trace/_sqlscan.c).
 
-Everything else is in pyproject.toml. The extension is optional: where it cannot be built
-(no C compiler), the install still succeeds and the Kineto reader decodes with msgspec alone
-(the same tables, slower)."""
+Everything else is in pyproject.toml. Both extensions are optional: where they cannot be
+built (no C compiler), the install still succeeds, the Kineto reader decodes with msgspec
+alone and the Nsight reader reads every table through SQLite (the same tables, slower)."""
 
 from setuptools import Extension, setup
 
@@ -15,6 +16,12 @@ setup(
             depends=["advisor/trace/_kscan_contract.h"],
             optional=True,
             extra_compile_args=["-O3", "-Wall"],
-        )
+        ),
+        Extension(
+            "advisor.trace._sqlscan",
+            ["advisor/trace/_sqlscan.c"],
+            optional=True,
+            extra_compile_args=["-O3", "-Wall"],
+        ),
     ]
 )

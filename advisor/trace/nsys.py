@@ -34,6 +34,7 @@ from advisor.trace.gpus import (
 )
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
+from advisor.trace.sqlscan import read_columns
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -234,15 +235,34 @@ class _Reader:
                 raise
             return None
 
-    def scan(self, table: str, select: str, where: str = "", int32=(), float32=()) -> pd.DataFrame:
-        """``SELECT select FROM table t [WHERE where]`` in rowid order, read as slices of
-        about SLICE_ROWS rows by ``threads`` connections at once (SQLite decodes rows on
-        several cores). Each slice streams in BATCH_ROWS-row Arrow batches, each copied once
-        into the numpy columns (trace.slices: preallocated for the whole table, or per slice
-        when ``where`` filters; ``int32``/``float32`` columns narrowed where the values fit),
-        so the table is held once. Small tables, no ADBC driver, or a slice the driver cannot
+    def scan(
+        self,
+        table: str,
+        columns: dict[str, str],
+        where_in: tuple[str, list[int]] | None = None,
+        int32=(),
+        float32=(),
+        optional=(),
+    ) -> pd.DataFrame:
+        """``SELECT column AS alias, ... FROM table t [WHERE column IN (ids)]`` in rowid
+        order (``columns``: alias -> column; an ``optional`` one the table lacks reads as
+        NULL, any other is an error). A large table is read from its pages by the compiled
+        scanner (trace/sqlscan.py) where its layout allows, else as slices of about
+        SLICE_ROWS rows by ``threads`` connections at once (SQLite decodes rows on several
+        cores), each slice streamed in BATCH_ROWS-row Arrow batches copied once into the
+        numpy columns (trace.slices: preallocated for the whole table, or per slice when
+        filtered). ``int32``/``float32`` columns are narrowed where the values fit; the table
+        is held once either way. Small tables, no ADBC driver, or a slice the driver cannot
         type: one plain ``frame`` query."""
+        have = self.columns.get(table, set())
+        present = {a: (None if a in optional and c not in have else c) for a, c in columns.items()}
+        select = ", ".join(self.col(table, c, a) if a in optional else f"t.{c} AS {a}"
+                           for a, c in columns.items())  # fmt: skip
         sql = f"SELECT {select} FROM {table} t"
+        where = ""
+        if where_in is not None:
+            ids = where_in[1]
+            where = f"t.{where_in[0]} IN ({','.join(map(str, ids))})" if ids else "0"
         lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
             f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
         ).fetchone()
@@ -253,7 +273,13 @@ class _Reader:
             _narrow(df, int32, float32)
             return df
 
-        if self._adbc is None or lo is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
+        if lo is None or hi - lo < SLICE_MIN_ROWS:
+            return whole()
+        scanned = read_columns(self.path, self.conn, table, present, (lo, hi), where_in,
+                               threads, int32, float32)  # fmt: skip
+        if scanned is not None:
+            return scanned
+        if self._adbc is None or threads < 2:
             return whole()
         slices = max(threads, -(-(hi - lo + 1) // SLICE_ROWS))
         edges = np.linspace(lo, hi + 1, slices + 1).astype(np.int64)
@@ -350,6 +376,20 @@ def _producer(r: _Reader) -> tuple[str, str]:
 _INT32 = ("device", "stream", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
           "registers", "static_smem", "dynamic_smem", "pid", "name_id", "demangled_id")  # fmt: skip
 _FLOAT32 = ("smem_executed", "cluster_x", "cluster_y", "cluster_z")
+# alias -> the export's column (_OPTIONAL: absent from some Nsight versions' exports)
+_KERNEL_COLUMNS = {
+    "device": "deviceId", "stream": "streamId", "start": "start", "end": "end",
+    "name_id": "shortName", "demangled_id": "demangledName", "grid_x": "gridX",
+    "grid_y": "gridY", "grid_z": "gridZ", "block_x": "blockX", "block_y": "blockY",
+    "block_z": "blockZ", "registers": "registersPerThread", "static_smem": "staticSharedMemory",
+    "dynamic_smem": "dynamicSharedMemory", "smem_executed": "sharedMemoryExecuted",
+    "cluster_x": "clusterX", "cluster_y": "clusterY", "cluster_z": "clusterZ",
+    "correlation": "correlationId", "global_pid": "globalPid", "graph_node": "graphNodeId",
+}  # fmt: skip
+_OPTIONAL = ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "correlation",
+             "global_pid", "graph_node")  # fmt: skip
+_API_COLUMNS = {"start": "start", "end": "end", "name_id": "nameId", "tid": "globalTid",
+                "correlation": "correlationId"}  # fmt: skip
 
 
 def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
@@ -366,19 +406,7 @@ def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
 
 
 def _read_kernels(r: _Reader) -> pd.DataFrame:
-    c = lambda col, alias: r.col(KERNEL, col, alias)  # noqa: E731
-    select = f"""t.deviceId AS device, t.streamId AS stream, t.start AS start, t.end AS end,
-               t.shortName AS name_id, t.demangledName AS demangled_id,
-               t.gridX AS grid_x, t.gridY AS grid_y, t.gridZ AS grid_z,
-               t.blockX AS block_x, t.blockY AS block_y, t.blockZ AS block_z,
-               t.registersPerThread AS registers,
-               t.staticSharedMemory AS static_smem, t.dynamicSharedMemory AS dynamic_smem,
-               {c("sharedMemoryExecuted", "smem_executed")},
-               {c("clusterX", "cluster_x")}, {c("clusterY", "cluster_y")},
-               {c("clusterZ", "cluster_z")},
-               {c("correlationId", "correlation")}, {c("globalPid", "global_pid")},
-               {c("graphNodeId", "graph_node")}"""
-    k = r.scan(KERNEL, select, int32=_INT32, float32=_FLOAT32)
+    k = r.scan(KERNEL, _KERNEL_COLUMNS, int32=_INT32, float32=_FLOAT32, optional=_OPTIONAL)
     k["pid"] = _pid(k.pop("global_pid"))
     k["graph_node"] = _numeric(k["graph_node"]).astype("float64")
     name_id = k.pop("name_id")
@@ -395,14 +423,7 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     # that name what the host was doing (metrics/attribution.py)
     wanted = r.string_ids(("launch_api", "sync_api", "startup_api", "event_wait_api",
                            "module_load_api"), strip=_VERSION_SUFFIX)  # fmt: skip
-    where = f"t.nameId IN ({','.join(map(str, wanted))})" if wanted else "0"
-    api = r.scan(
-        RUNTIME,
-        """t.start AS start, t.end AS end, t.nameId AS name_id, t.globalTid AS tid,
-           t.correlationId AS correlation""",
-        where,
-        int32=("name_id",),
-    )
+    api = r.scan(RUNTIME, _API_COLUMNS, ("nameId", wanted), int32=("name_id",))
     api["name"] = r.strings(api.pop("name_id"), "", strip=_VERSION_SUFFIX)
     api["pid"] = _pid(api["tid"])
     return api

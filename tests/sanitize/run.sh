@@ -2,7 +2,9 @@
 # The compiled Kineto scanner (advisor/trace/_kscan.c) built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, then run over every Kineto fixture, the bad-input corpus's Kineto
 # cases, a mutation fuzz compared with msgspec (check_scanner.py) and the scanner's own tests
-# (tests/trace/test_kscan_safety.py with the name bound lowered, test_kineto_scan.py). Any
+# (tests/trace/test_kscan_safety.py with the name bound lowered, test_kineto_scan.py); the
+# SQLite table scanner (advisor/trace/_sqlscan.c) likewise over its tests (every Nsight
+# fixture, built databases, 300 damaged ones: tests/trace/test_sqlscan.py). Any
 # sanitizer report fails the run (the process stops at the first one; a report written
 # anywhere also fails it at the end). See docs/fuzzing.md.
 #
@@ -30,6 +32,7 @@ mkdir -p "$OUT/default" "$OUT/small_names" "$OUT/reports"
 FLAGS=(-shared -fPIC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=all -Wall -Wextra -I"$INCLUDE")
 gcc "${FLAGS[@]}" advisor/trace/_kscan.c -o "$OUT/default/_kscan$SUFFIX"
+gcc "${FLAGS[@]}" -pthread advisor/trace/_sqlscan.c -o "$OUT/default/_sqlscan$SUFFIX"
 gcc "${FLAGS[@]}" -DKSCAN_MAX_NAMES=$SMALL_NAMES advisor/trace/_kscan.c \
     -o "$OUT/small_names/_kscan$SUFFIX"
 nm -D "$OUT/default/_kscan$SUFFIX" | grep -q __asan_report || die "the build is not instrumented (ASan)"
@@ -73,4 +76,6 @@ KSCAN_SO="$OUT/default/_kscan$SUFFIX" step "scanner tests against msgspec" \
   "$PY" -m pytest -q -p no:cacheprovider -p kscan_swap tests/trace/test_kineto_scan.py
 step "fixtures, corpus and $FUZZ mutated inputs" \
   "$PY" tests/sanitize/check_scanner.py --so "$OUT/default/_kscan$SUFFIX" --fuzz "$FUZZ"
+SQLSCAN_SO="$OUT/default/_sqlscan$SUFFIX" step "SQLite table scanner tests (damaged files too)" \
+  "$PY" -m pytest -q -p no:cacheprovider -p sqlscan_swap tests/trace/test_sqlscan.py
 echo "sanitize: no sanitizer report" >&2

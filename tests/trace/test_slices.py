@@ -89,6 +89,7 @@ def damaged_copy(tmp_path):
 @pytest.mark.parametrize("damaged", [False, True])
 def test_sliced_read_equals_one_whole_query(damaged, damaged_copy, monkeypatch):
     path = damaged_copy if damaged else H200_SINGLE
+    monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)  # (SQLite's reads only)
     monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)
     monkeypatch.setattr(nsys, "READ_THREADS", 1)  # one plain query
     whole = nsys.read_nsys(path)
@@ -114,6 +115,7 @@ def test_a_column_the_driver_cannot_type_is_read_another_way(damaged_copy, monke
         k = "CUPTI_ACTIVITY_KIND_KERNEL"
         db.execute(f"UPDATE {k} SET registersPerThread = 'x' "
                    f"WHERE rowid = (SELECT MAX(rowid) FROM {k})")  # fmt: skip
+    monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)  # (SQLite's reads only)
     monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)
     monkeypatch.setattr(nsys, "SLICE_ROWS", 128)
     monkeypatch.setattr(nsys, "BATCH_ROWS", 50)
@@ -123,6 +125,7 @@ def test_a_column_the_driver_cannot_type_is_read_another_way(damaged_copy, monke
 
 @pytest.mark.parametrize("error", [RuntimeError("a bug"), MemoryError()])
 def test_a_bug_or_no_memory_in_a_sliced_read_is_raised_not_read_again(error, monkeypatch):
+    monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)  # (SQLite's reads only)
     monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)
     monkeypatch.setattr(nsys, "READ_THREADS", 3)
 

@@ -1,0 +1,176 @@
+"""Numeric columns of a large SQLite table read from its pages by the compiled scanner
+(advisor/trace/_sqlscan.c), several threads at once, when the table's layout allows it.
+
+SQLite decodes a row in its virtual machine and the ADBC driver then builds Arrow batches
+that are copied into numpy: on a 1M-kernel Nsight export that is about 2x SQLite's own
+decoding time, which is itself several times what reading the records takes. The scanner
+walks the table's b-tree and writes each wanted column's values straight into one array.
+It reads only what it can read exactly as SQLite would (integer-affinity columns, records on
+their page, no generated or hidden columns, a declared default only where no record lacks the
+column); for anything else it declines (None) and the caller reads through SQLite.
+
+The columns come out as ``trace.slices.SliceColumns`` gives them for a sliced read: int64
+(int32 where asked and every value fits); float64 with NaN where a column holds NULLs or
+reals (float32 where asked); a column the table lacks is all NaN.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+try:
+    from advisor.trace import _sqlscan  # type: ignore[attr-defined]
+except ImportError:  # (not built: no C compiler at install time)
+    _sqlscan = None
+
+_I32 = np.iinfo(np.int32)  # (the scanner's int32 columns hold NULL as its minimum)
+# what an int32 column held that int32 cannot: read again at 64 bits
+_REREAD = (_sqlscan.SEEN_REAL | _sqlscan.SEEN_WIDE | _sqlscan.SEEN_SENTINEL) if _sqlscan else 0
+_WITHOUT_ROWID = re.compile(r"\bWITHOUT\s+ROWID\b", re.IGNORECASE)
+
+
+def available() -> bool:
+    """Whether the compiled scanner was built."""
+    return _sqlscan is not None
+
+
+def read_columns(
+    path: Path,
+    conn: sqlite3.Connection,
+    table: str,
+    columns: dict[str, str | None],
+    rowids: tuple[int, int],
+    where_in: tuple[str, list[int]] | None = None,
+    threads: int = 1,
+    int32=(),
+    float32=(),
+) -> pd.DataFrame | None:
+    """``SELECT column AS alias, ... FROM table [WHERE where_in[0] IN where_in[1]]`` in rowid
+    order (``columns``: alias -> the table's column, None for NULL), ``rowids`` the table's
+    smallest and largest rowid; None where the scanner is not built or declines the table."""
+    if _sqlscan is None or _has_wal(path):
+        return None
+    layout = _layout(conn, table)
+    if layout is None:
+        return None
+    root, index = layout
+    wanted = [c for c in columns.values() if c is not None]
+    if where_in is not None:
+        wanted.append(where_in[0])
+    if any(c.lower() not in index for c in wanted):
+        return None
+    read = {a: index[c.lower()] for a, c in columns.items() if c is not None}
+    if not read:
+        return None
+    filter_column, ids = -1, b""
+    if where_in is not None:
+        filter_column = index[where_in[0].lower()]
+        if filter_column < 0:
+            return None  # (a filter on the rowid: SQLite's own search is better)
+        ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
+    lo, hi = rowids
+    aliases = list(read)
+    kinds = "".join("f" if a in float32 else "i" if a in int32 else "q" for a in aliases).encode()
+
+    def scan(indices: tuple[int, ...], kinds: bytes) -> tuple[list, bytes, int] | None:
+        try:
+            return _sqlscan.scan(
+                str(path), root, indices, kinds, filter_column, ids, lo,
+                0 if where_in is not None else hi - lo + 1, max(1, min(threads, 16)),
+            )  # fmt: skip
+        except _sqlscan.Unsupported:
+            return None
+
+    scanned = scan(tuple(read.values()), kinds)
+    if scanned is None or scanned[2] == 0:
+        return None  # (SQLite's read gives an empty table its own column types)
+    arrays, seen, rows = scanned
+    out: dict[str, np.ndarray] = {}
+    for alias in columns:
+        if alias not in read:
+            out[alias] = np.full(rows, np.nan, dtype=np.float32 if alias in float32 else np.float64)
+            continue
+        at = aliases.index(alias)
+        kind = chr(kinds[at])
+        if kind == "i" and seen[at] & _REREAD:
+            again = scan((read[alias],), b"q")  # (values int32 cannot hold: 64 bits)
+            if again is None:
+                return None
+            arrays[at], kind = again[0][0], "q"
+            seen = seen[:at] + again[1] + seen[at + 1 :]
+        column = _typed(arrays[at], seen[at], kind)
+        if column is None:
+            return None
+        if alias in int32 and column.dtype == np.int64 and _fits_int32(column):
+            column = column.astype(np.int32)  # (read again for INT32_MIN itself)
+        out[alias] = column
+        arrays[at] = None  # (the frame holds the column now)
+    return pd.DataFrame(out, copy=False)
+
+
+def _typed(raw: bytearray, seen: int, kind: str) -> np.ndarray | None:
+    """One scanned column (stored as ``kind``: see _sqlscan.c) in the dtype a sliced read
+    gives it; None for a column that mixes integers with reals, or holds an integer equal to
+    the scanner's NULL value."""
+    ints, reals, nulls = (bool(seen & f) for f in (_sqlscan.SEEN_INT, _sqlscan.SEEN_REAL,
+                                                   _sqlscan.SEEN_NULL))  # fmt: skip
+    if (ints and reals) or seen & _sqlscan.SEEN_SENTINEL:
+        return None
+    if kind == "f":
+        return np.frombuffer(raw, dtype=np.float32)  # (NULL is NaN already)
+    if kind == "i":
+        values = np.frombuffer(raw, dtype=np.int32)
+        null = np.int32(_I32.min)
+    else:
+        values = np.frombuffer(raw, dtype=np.int64)
+        null = np.int64(_sqlscan.NULL_BITS)
+        if reals or not ints:  # (a real column, or NULL throughout: the NULL bits are a NaN)
+            return values.view(np.float64)
+    if not nulls:
+        return values
+    column = values.astype(np.float64)
+    column[values == null] = np.nan
+    return column
+
+
+def _fits_int32(values: np.ndarray) -> bool:
+    return bool(len(values)) and _I32.min <= values.min() and values.max() <= _I32.max
+
+
+def _has_wal(path: Path) -> bool:
+    """Whether a write-ahead log with content lies beside the database (its pages may be
+    newer than the file's: SQLite reads the table then)."""
+    try:
+        return os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        return False
+
+
+def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[str, int]] | None:
+    """(root page, column name (lower case) -> index in the record, -1 for the rowid) of a
+    rowid table whose records hold integer-affinity columns as SQLite returns them; None for
+    any other table."""
+    row = conn.execute(
+        "SELECT rootpage, sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    if row is None or not isinstance(row[0], int) or row[0] < 1 or not isinstance(row[1], str):
+        return None
+    if _WITHOUT_ROWID.search(row[1]):
+        return None
+    info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
+    if any(hidden for *_, hidden in info):
+        return None  # (generated or hidden columns: not every column is in the record)
+    keys = [name for _, name, _, _, _, pk, _ in info if pk]
+    index: dict[str, int] = {}
+    for cid, name, kind, _, default, pk, _ in info:
+        if pk and len(keys) == 1 and kind.upper() == "INTEGER":
+            index[name.lower()] = -1  # (the rowid itself: the record holds NULL)
+        elif "INT" in kind.upper() and default is None:
+            index[name.lower()] = cid  # (a default: records older than the column lack it)
+    return row[0], index

@@ -1,0 +1,238 @@
+"""The compiled SQLite table scanner (advisor/trace/_sqlscan.c): the same columns as SQLite's
+own read on every Nsight fixture, values worked out by hand on built databases, and a
+decline (never a wrong table or a crash) wherever the layout is not one it reads."""
+
+import os
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import H200_2GPU, H200_GRAPHLEVEL, H200_SINGLE, public_nsys
+
+from advisor.trace import nsys, sqlscan
+
+if not sqlscan.available():
+    if os.environ.get("ADVISOR_REQUIRE_SCANNER"):
+        raise RuntimeError("advisor.trace._sqlscan was not built (ADVISOR_REQUIRE_SCANNER set)")
+    pytest.skip("the compiled SQLite scanner was not built", allow_module_level=True)
+
+from advisor.trace import _sqlscan  # noqa: E402
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every scan the reader makes, and whether the scanner answered it."""
+    calls: list[bool] = []
+    scan = _sqlscan.scan
+
+    def counting(*args):
+        try:
+            out = scan(*args)
+        except _sqlscan.Unsupported:
+            calls.append(False)
+            raise
+        calls.append(True)
+        return out
+
+    monkeypatch.setattr(_sqlscan, "scan", counting)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "path", [H200_SINGLE, H200_GRAPHLEVEL, H200_2GPU, *public_nsys()], ids=lambda p: p.name
+)
+def test_every_nsys_fixture_reads_as_sqlite_reads_it(path, counted, monkeypatch):
+    monkeypatch.setattr(nsys, "SLICE_MIN_ROWS", 0)  # (every table is read by the scanner)
+    scanned = nsys.read_nsys(path)
+    assert any(counted)
+    monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)
+    monkeypatch.setattr(nsys, "READ_THREADS", 1)  # one plain SQLite query per table
+    whole = nsys.read_nsys(path)
+    for name in ("kernels", "api"):
+        pd.testing.assert_frame_equal(getattr(scanned, name), getattr(whole, name))
+
+
+def build(path: Path, sql: list[str], page_size: int = 4096) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA page_size = {page_size}")
+        for s in sql:
+            db.execute(s)
+
+
+def read(
+    path: Path,
+    table: str,
+    columns: dict,
+    where_in=None,
+    int32=(),
+    float32=(),
+    threads=2,
+    rowids=None,
+):
+    with sqlite3.connect(path) as conn:
+        if rowids is None:
+            rowids = conn.execute(f"SELECT MIN(rowid), MAX(rowid) FROM {table}").fetchone()
+        return sqlscan.read_columns(path, conn, table, columns, rowids, where_in, threads,
+                                    int32, float32)  # fmt: skip
+
+
+def test_values_of_every_storage_width_nulls_and_narrowing(tmp_path):
+    # SQLite stores an integer in 0 (the constants 0 and 1), 1, 2, 3, 4, 6 or 8 bytes; each
+    # width is read back as written, signs included
+    values = [0, 1, -1, 127, -128, 32767, -32768, 2**23 - 1, -(2**23), 2**31 - 1, -(2**31) + 1,
+              2**47 - 1, -(2**47), 2**62, -(2**63)]  # fmt: skip
+    path = tmp_path / "t.sqlite"
+    # (d: integer affinity holding fractions, which SQLite keeps as reals)
+    build(path, ["CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER)"])
+    with sqlite3.connect(path) as db:
+        rows = [(v, i if i % 3 else None, i, i + 0.5, i) for i, v in enumerate(values)]
+        db.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+    cols = {"a": "a", "b": "b", "c": "c", "d": "d", "e": "e", "f": None}
+    df = read(path, "t", cols, int32=("b", "c"), float32=("e",))
+    assert df["a"].dtype == np.int64 and df["a"].tolist() == values
+    # NULLs: float64 with NaN (rows 0, 3, 6, 9, 12), narrowing asked or not
+    assert df["b"].dtype == np.float64
+    assert df["b"].isna().tolist() == [i % 3 == 0 for i in range(15)]
+    assert df["b"][1] == 1 and df["b"][14] == 14
+    assert df["c"].dtype == np.int32 and df["c"].tolist() == list(range(15))
+    assert df["d"].dtype == np.float64 and df["d"].tolist() == [i + 0.5 for i in range(15)]
+    assert df["e"].dtype == np.float32 and df["e"][14] == np.float32(14)
+    assert df["f"].dtype == np.float64 and df["f"].isna().all()
+
+
+def test_an_int32_column_keeps_64_bits_where_a_value_needs_them(tmp_path):
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER)"])
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                       [(1, 1, 1), (2**40, -(2**31), 2), (3, 3, None)])  # fmt: skip
+    df = read(path, "t", {"a": "a", "b": "b", "c": "c"}, int32=("a", "b", "c"))
+    # 2**40 does not fit int32; -2**31 fits, but is the scanner's NULL there: both are read
+    # again at 64 bits
+    assert df["a"].dtype == np.int64 and df["a"].tolist() == [1, 2**40, 3]
+    assert df["b"].dtype == np.int32 and df["b"].tolist() == [1, -(2**31), 3]
+    assert df["c"].dtype == np.float64 and df["c"].isna().tolist() == [False, False, True]
+
+
+def test_a_filter_keeps_the_rows_sql_in_keeps(tmp_path):
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (k INTEGER, v INTEGER)"])
+    rows = [(i % 7 if i % 11 else None, i) for i in range(5000)]
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    df = read(path, "t", {"k": "k", "v": "v"}, where_in=("k", [5, 2, 2, 9]), threads=3)
+    expected = [v for k, v in rows if k in (2, 5)]  # (NULL is never IN a list)
+    # by hand: 714 values of i below 5000 each with i % 7 == 2 and == 5, less the 65 + 65 of
+    # them with i % 11 == 0 (i % 77 == 44 and == 33): 1298
+    assert df["v"].tolist() == expected and len(expected) == 1298
+    assert read(path, "t", {"v": "v"}, where_in=("k", [])) is None  # (no row: SQLite reads it)
+
+
+def test_a_deep_b_tree_on_small_and_large_pages(tmp_path):
+    for page_size in (512, 65536):
+        path = tmp_path / f"t{page_size}.sqlite"
+        build(path, ["CREATE TABLE t (a INTEGER, b INTEGER)"], page_size=page_size)
+        with sqlite3.connect(path) as db:
+            db.executemany("INSERT INTO t VALUES (?, ?)", ((i, i * i) for i in range(60_000)))
+        df = read(path, "t", {"b": "b", "a": "a"}, threads=4)
+        assert df["a"].tolist() == list(range(60_000))
+        assert df["b"].tolist() == [i * i for i in range(60_000)]
+
+
+def test_the_rowid_and_columns_added_later(tmp_path):
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER)",
+                 "INSERT INTO t (id, a) VALUES (10, 1), (11, 2)",
+                 "ALTER TABLE t ADD COLUMN late INTEGER",
+                 "INSERT INTO t VALUES (12, 3, 30)"])  # fmt: skip
+    df = read(path, "t", {"id": "id", "a": "a", "late": "late"})
+    assert df["id"].tolist() == [10, 11, 12] and df["a"].tolist() == [1, 2, 3]
+    assert df["late"].isna().tolist() == [True, True, False] and df["late"][2] == 30
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["text", "mixed", "overflow", "holes", "without_rowid", "default", "real_affinity", "wal"],
+)
+def test_layouts_it_does_not_read_are_declined(case, tmp_path):
+    path = tmp_path / "t.sqlite"
+    schema = {
+        "without_rowid": "CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER) WITHOUT ROWID",
+        "real_affinity": "CREATE TABLE t (a INTEGER, b REAL)",
+    }.get(case, "CREATE TABLE t (a INTEGER, b INTEGER, blob BLOB)")
+    build(path, [schema])
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t (a, b) VALUES (?, ?)", [(i, i) for i in range(100)])
+        if case == "text":
+            db.execute("UPDATE t SET b = 'x' WHERE a = 50")
+        elif case == "mixed":
+            db.execute("UPDATE t SET b = 0.5 WHERE a = 50")
+        elif case == "overflow":  # (a record larger than a page spills onto overflow pages)
+            db.execute("UPDATE t SET blob = zeroblob(10000) WHERE a = 50")
+        elif case == "holes":
+            db.execute("DELETE FROM t WHERE a = 50")
+        elif case == "default":
+            db.execute("ALTER TABLE t ADD COLUMN c INTEGER DEFAULT 7")
+    if case == "wal":
+        Path(f"{path}-wal").write_bytes(b"x")
+    columns = {"a": "a", "b": "b", **({"c": "c"} if case == "default" else {})}
+    assert read(path, "t", columns, rowids=(0, 99) if case == "without_rowid" else None) is None
+
+
+def test_damaged_files_are_declined_never_misread(tmp_path):
+    # random bytes overwritten in the pages of a small table: the scanner declines, or reads
+    # exactly what SQLite reads where the damage missed what it reads
+    clean = tmp_path / "clean.sqlite"
+    build(clean, ["CREATE TABLE t (a INTEGER, b INTEGER)"], page_size=512)
+    with sqlite3.connect(clean) as db:
+        db.executemany("INSERT INTO t VALUES (?, ?)", ((i, -i) for i in range(3000)))
+    data = clean.read_bytes()
+    rng = random.Random(33)
+    outcomes = {"declined": 0, "read": 0}
+    for trial in range(300):
+        damaged = bytearray(data)
+        for _ in range(rng.choice([1, 4, 16])):
+            damaged[rng.randrange(100, len(damaged))] = rng.randrange(256)
+        path = tmp_path / f"d{trial}.sqlite"
+        path.write_bytes(bytes(damaged))
+        try:
+            with sqlite3.connect(path) as conn:
+                reference = conn.execute("SELECT a, b FROM t ORDER BY rowid").fetchall()
+                rowids = conn.execute("SELECT MIN(rowid), MAX(rowid) FROM t").fetchone()
+                root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name='t'").fetchone()
+        except sqlite3.DatabaseError:
+            reference = None
+        try:
+            arrays = _sqlscan.scan(str(path), root[0] if reference else 2, (0, 1), b"qq", -1, b"",
+                                   1, 3000, 2)  # fmt: skip
+        except _sqlscan.Unsupported:
+            outcomes["declined"] += 1
+            continue
+        outcomes["read"] += 1
+        if reference is not None and rowids == (1, 3000):
+            a = np.frombuffer(arrays[0][0], np.int64)
+            b = np.frombuffer(arrays[0][1], np.int64)
+            assert list(zip(a.tolist(), b.tolist(), strict=True)) == reference
+    assert outcomes["declined"] > 0 and outcomes["read"] > 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ((), b"", -1, b"", 1, 1, 1),  # no column
+        ((0,), b"x", -1, b"", 1, 1, 1),  # unknown kind
+        ((0,), b"q", -1, b"", 1, 1, 0),  # no thread
+        ((0,), b"q", -1, b"abc", 1, 1, 1),  # ids not int64
+        ((0, 0), b"qq", -1, b"", 1, 1, 1),  # one column twice
+        ((300,), b"q", -1, b"", 1, 1, 1),  # beyond a record's columns
+    ],
+)
+def test_bad_arguments_raise(args, tmp_path):
+    path = tmp_path / "t.sqlite"
+    shutil.copy(H200_GRAPHLEVEL, path)
+    with pytest.raises(ValueError):
+        _sqlscan.scan(str(path), 2, *args)
