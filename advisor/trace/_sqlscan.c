@@ -12,7 +12,9 @@
  *
  * scan(path, root, columns, kinds, filter_column, ids, first_rowid, capacity, threads)
  *     -> (arrays, seen, rows)
- *   path          the database file, opened read-only and mapped read-only
+ *   path          the database file, opened read-only and read with pread (runs of up to
+ *                 RUN_PAGES consecutive leaf pages at once; a mapping would count the file's
+ *                 pages in the process's resident size)
  *   root          the table's root page (sqlite_master.rootpage)
  *   columns       tuple of int: per output column, its index in the record (the table's
  *                 column order), -1 for the rowid (an INTEGER PRIMARY KEY); a record that
@@ -29,7 +31,8 @@
  *   first_rowid   without a filter: the table's smallest rowid; row r goes to r - first_rowid
  *   capacity      without a filter: largest rowid - smallest + 1 (the rows written must fill
  *                 it exactly: rowids without holes)
- *   threads       1..16: the leaf pages are split into that many runs, one per thread
+ *   threads       1..16: the leaf pages are split into that many runs, one per thread (with
+ *                 a filter, a first pass counts each run's rows: each is written in place)
  *   arrays        list of bytearray, one per column, its values stored as ``kinds`` says
  *   seen          bytes, per column: SEEN_INT | SEEN_REAL | SEEN_NULL for the values read,
  *                 SEEN_SENTINEL when an integer equal to the column's NULL value was read
@@ -46,13 +49,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_COLUMNS 64
 #define MAX_THREADS 16
 #define MAX_DEPTH 40
+#define RUN_PAGES 64 /* pages read at once */
 #define SEEN_INT 1
 #define SEEN_REAL 2
 #define SEEN_NULL 4
@@ -63,7 +66,7 @@
 static PyObject *Unsupported;
 
 typedef struct {
-    const uint8_t *base;
+    int fd; /* read with pread, not mapped: the file's pages never count as this process's */
     uint64_t size;
     uint32_t page_size; /* bytes per page */
     uint32_t usable;    /* page_size less the reserved bytes at each page's end */
@@ -87,9 +90,10 @@ typedef struct {
     char **dest;
     int64_t first, capacity;
     int64_t first_slot, last_slot;
-    /* with a filter: this thread's own arrays */
-    char *own[MAX_COLUMNS];
-    size_t cap;
+    /* with a filter: a first pass counts the rows each thread keeps (``counting``), the
+       second writes them from ``offset`` on (no array grows, none is copied) */
+    int counting;
+    size_t offset;
     size_t rows;
     unsigned char seen[MAX_COLUMNS];
     const char *error;
@@ -116,11 +120,24 @@ static int varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
     return 9;
 }
 
-/* The page's start and its b-tree header's offset in it (page 1 holds the file header). */
-static const uint8_t *page_at(const Db *db, uint32_t n, uint32_t *header) {
-    if (n < 1 || n > db->pages) return NULL;
+/* Pages first .. first + count - 1 into buf; 0 when they are not all in the file. */
+static int read_pages(const Db *db, uint32_t first, uint32_t count, uint8_t *buf) {
+    if (first < 1 || count < 1 || (uint64_t)first + count - 1 > db->pages) return 0;
+    size_t want = (size_t)count * db->page_size, got = 0;
+    off_t at = (off_t)(first - 1) * db->page_size;
+    while (got < want) {
+        ssize_t r = pread(db->fd, buf + got, want - got, at + (off_t)got);
+        if (r <= 0) return 0;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+/* Page n read into buf, and its b-tree header's offset (page 1 holds the file header). */
+static const uint8_t *page_at(const Db *db, uint32_t n, uint8_t *buf, uint32_t *header) {
+    if (!read_pages(db, n, 1, buf)) return NULL;
     *header = n == 1 ? 100 : 0;
-    return db->base + (uint64_t)(n - 1) * db->page_size;
+    return buf;
 }
 
 /* Bytes a value of serial type t takes; -1 for the reserved types 10 and 11. */
@@ -172,17 +189,6 @@ static int kept(const Work *w, int64_t v) {
 
 static size_t width(char kind) { return kind == 'q' ? 8 : 4; }
 
-static int grow(Work *w) {
-    size_t cap = w->cap ? w->cap + w->cap / 2 : 65536;
-    for (int c = 0; c < w->ncols; c++) {
-        char *p = realloc(w->own[c], cap * width(w->kinds[c]));
-        if (!p) return 0;
-        w->own[c] = p;
-    }
-    w->cap = cap;
-    return 1;
-}
-
 /* Store value v (what decode saw: s) at ``slot`` of a column of ``kind``. */
 static void put(char kind, char *to, size_t slot, int64_t v, int s, unsigned char *seen) {
     *seen |= (unsigned char)s;
@@ -211,11 +217,9 @@ static void put(char kind, char *to, size_t slot, int64_t v, int s, unsigned cha
 }
 
 /* One leaf page's rows into the arrays; 0 with w->error set when it cannot. */
-static int leaf(Work *w, uint32_t n) {
+static int leaf(Work *w, const uint8_t *page, uint32_t n) {
     const Db *db = w->db;
-    uint32_t h;
-    const uint8_t *page = page_at(db, n, &h);
-    if (!page) return (w->error = "page number out of range", 0);
+    uint32_t h = n == 1 ? 100 : 0;
     const uint8_t *end = page + db->usable;
     if (page[h] != 0x0D) return (w->error = "not a table leaf page", 0);
     uint32_t cells = be16(page + h + 3);
@@ -244,7 +248,8 @@ static int leaf(Work *w, uint32_t n) {
         int filter_seen = SEEN_NULL;
         for (int c = 0; c < w->ncols; c++) vals[c] = NULL_BITS;
         unsigned char row_seen[MAX_COLUMNS] = {0};
-        for (int j = 0; j <= w->maxcol && types < types_end; j++) {
+        int last = w->counting ? w->filter : w->maxcol;
+        for (int j = 0; j <= last && types < types_end; j++) {
             uint64_t t;
             k = varint(types, types_end, &t);
             if (!k) return (w->error = "record header", 0);
@@ -272,11 +277,15 @@ static int leaf(Work *w, uint32_t n) {
             if (filter_seen == SEEN_REAL) return (w->error = "real in the filter column", 0);
             if (filter_seen == SEEN_NULL || !kept(w, filter_value)) continue;
         }
+        if (w->counting) {
+            w->rows++;
+            continue;
+        }
         int64_t rowid = (int64_t)rowid_bits;
         size_t slot;
         if (w->filtered) {
-            if (w->rows == w->cap && !grow(w)) return (w->error = "out of memory", 0);
-            slot = w->rows;
+            if (w->offset + w->rows >= (size_t)w->capacity) return (w->error = "rows changed", 0);
+            slot = w->offset + w->rows;
         } else {
             int64_t s = rowid - w->first;
             if (rowid < w->first || s >= w->capacity) return (w->error = "rowid out of range", 0);
@@ -288,7 +297,7 @@ static int leaf(Work *w, uint32_t n) {
         for (int c = 0; c < w->ncols; c++) {
             int64_t v = w->cols[c] < 0 ? rowid : vals[c];
             int s = w->cols[c] < 0 ? SEEN_INT : (row_seen[c] ? row_seen[c] : SEEN_NULL);
-            put(w->kinds[c], w->filtered ? w->own[c] : w->dest[c], slot, v, s, &w->seen[c]);
+            put(w->kinds[c], w->dest[c], slot, v, s, &w->seen[c]);
         }
         w->rows++;
     }
@@ -297,28 +306,63 @@ static int leaf(Work *w, uint32_t n) {
 
 static void *work(void *arg) {
     Work *w = arg;
-    for (size_t i = 0; i < w->nleaves && !w->error; i++) leaf(w, w->leaves[i]);
+    size_t size = w->db->page_size;
+    uint8_t *buf = malloc(RUN_PAGES * size);
+    if (!buf) {
+        w->error = "out of memory";
+        return NULL;
+    }
+    for (size_t i = 0; i < w->nleaves && !w->error;) {
+        /* a run of consecutive page numbers is one read */
+        size_t k = 1;
+        while (k < RUN_PAGES && i + k < w->nleaves && w->leaves[i + k] == w->leaves[i] + k) k++;
+        if (!read_pages(w->db, w->leaves[i], (uint32_t)k, buf)) {
+            w->error = "page number out of range";
+            break;
+        }
+        for (size_t j = 0; j < k && !w->error; j++) leaf(w, buf + j * size, w->leaves[i + j]);
+        i += k;
+    }
+    free(buf);
     return NULL;
+}
+
+/* The works on n threads (this one among them; one that cannot start runs here too). */
+static void run(Work *works, int n) {
+    pthread_t tids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 1; t < n; t++) started[t] = pthread_create(&tids[t], NULL, work, &works[t]) == 0;
+    work(&works[0]);
+    for (int t = 1; t < n; t++) {
+        if (started[t]) pthread_join(tids[t], NULL);
+        else work(&works[t]);
+    }
 }
 
 /* The table's leaf pages in key order (interior pages walked level by level). */
 static uint32_t *leaf_pages(const Db *db, uint32_t root, size_t *count, const char **error) {
     size_t n = 1, visited = 0;
+    uint8_t *buf = malloc(db->page_size);
     uint32_t *level = malloc(sizeof(uint32_t));
-    if (!level) return (*error = "out of memory", NULL);
+    if (!level || !buf) {
+        free(level);
+        free(buf);
+        return (*error = "out of memory", NULL);
+    }
     level[0] = root;
     for (int depth = 0; depth < MAX_DEPTH; depth++) {
         uint32_t h;
-        const uint8_t *page = page_at(db, level[0], &h);
+        const uint8_t *page = page_at(db, level[0], buf, &h);
         if (!page) break;
         if (page[h] == 0x0D) {
+            free(buf);
             *count = n;
             return level;
         }
         if (page[h] != 0x05) break;
         size_t total = 0; /* the next level's pages */
         for (size_t i = 0; i < n; i++) {
-            page = page_at(db, level[i], &h);
+            page = page_at(db, level[i], buf, &h);
             if (!page || page[h] != 0x05) goto bad;
             total += be16(page + h + 3) + 1;
         }
@@ -327,11 +371,16 @@ static uint32_t *leaf_pages(const Db *db, uint32_t root, size_t *count, const ch
         uint32_t *next = malloc(total * sizeof(uint32_t));
         if (!next) {
             free(level);
+            free(buf);
             return (*error = "out of memory", NULL);
         }
         size_t at = 0;
         for (size_t i = 0; i < n; i++) {
-            page = page_at(db, level[i], &h);
+            page = page_at(db, level[i], buf, &h);
+            if (!page) {
+                free(next);
+                goto bad;
+            }
             uint32_t cells = be16(page + h + 3);
             if (h + 12 + 2 * (uint64_t)cells > db->usable) {
                 free(next);
@@ -353,6 +402,7 @@ static uint32_t *leaf_pages(const Db *db, uint32_t root, size_t *count, const ch
     }
 bad:
     free(level);
+    free(buf);
     *error = "not a table b-tree";
     return NULL;
 }
@@ -365,17 +415,19 @@ static int open_db(const char *path, Db *db, const char **error) {
         close(fd);
         return (*error = "not a database file", 0);
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return (*error = "cannot map", 0);
-    const uint8_t *b = map;
+    uint8_t b[100];
+    if (pread(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
+        close(fd);
+        return (*error = "not a database file", 0);
+    }
     uint32_t page_size = be16(b + 16);
     if (page_size == 1) page_size = 65536;
-    db->base = b;
+    db->fd = fd;
     db->size = (uint64_t)st.st_size;
     if (memcmp(b, "SQLite format 3", 16) != 0 || page_size < 512 || page_size > 65536 ||
         (page_size & (page_size - 1)) || page_size - b[20] < 480) {
-        munmap(map, (size_t)st.st_size);
+        close(fd);
+        db->fd = -1;
         return (*error = "not a database file", 0);
     }
     db->page_size = page_size;
@@ -398,7 +450,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL, *arrays = NULL;
     uint32_t *leaves = NULL;
-    Db db = {0};
+    Db db = {.fd = -1};
     Work works[MAX_THREADS];
     memset(works, 0, sizeof works);
     int cols[MAX_COLUMNS];
@@ -438,91 +490,90 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     size_t nleaves = 0;
     arrays = PyList_New(ncols);
     if (!arrays) goto done;
+    Py_BEGIN_ALLOW_THREADS
+    leaves = leaf_pages(&db, (uint32_t)root, &nleaves, &error);
+    Py_END_ALLOW_THREADS
+    if (!leaves) {
+        PyErr_SetString(Unsupported, error);
+        goto done;
+    }
+    int n = threads;
+    if ((size_t)n > nleaves) n = (int)(nleaves ? nleaves : 1);
+    for (int t = 0; t < n; t++) {
+        Work *w = &works[t];
+        size_t lo = nleaves * t / n, hi = nleaves * (t + 1) / n;
+        w->db = &db;
+        w->leaves = leaves + lo;
+        w->nleaves = hi - lo;
+        w->ncols = (int)ncols;
+        w->cols = cols;
+        w->kinds = kinds;
+        w->maxcol = maxcol;
+        w->want = want;
+        w->filter = filter;
+        w->ids = (const int64_t *)ids.buf;
+        w->nids = (size_t)ids.len / 8;
+        w->filtered = filtered;
+        w->first = first;
+        w->counting = filtered;
+    }
+    size_t rows = 0;
+    if (filtered) { /* the rows each thread keeps, then where its rows go */
+        Py_BEGIN_ALLOW_THREADS
+        run(works, n);
+        Py_END_ALLOW_THREADS
+        for (int t = 0; t < n && !error; t++) error = works[t].error;
+        if (error) {
+            PyErr_SetString(Unsupported, error);
+            goto done;
+        }
+        for (int t = 0; t < n; t++) {
+            works[t].offset = rows;
+            rows += works[t].rows;
+            works[t].rows = 0;
+            works[t].counting = 0;
+        }
+        capacity = (long long)rows;
+    }
     char *dest[MAX_COLUMNS];
     for (Py_ssize_t c = 0; c < ncols; c++) {
-        Py_ssize_t bytes = filtered ? 0 : (Py_ssize_t)(capacity * (long long)width(kinds[c]));
-        PyObject *a = PyByteArray_FromStringAndSize(NULL, bytes);
+        PyObject *a = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(capacity * (long long)width(kinds[c])));
         if (!a) goto done;
         PyList_SET_ITEM(arrays, c, a);
         dest[c] = PyByteArray_AS_STRING(a);
     }
-    int n = threads;
-    Py_BEGIN_ALLOW_THREADS
-    leaves = leaf_pages(&db, (uint32_t)root, &nleaves, &error);
-    if (leaves) {
-        if ((size_t)n > nleaves) n = (int)(nleaves ? nleaves : 1);
-        pthread_t tids[MAX_THREADS];
-        int started[MAX_THREADS] = {0};
-        for (int t = 0; t < n; t++) {
-            Work *w = &works[t];
-            size_t lo = nleaves * t / n, hi = nleaves * (t + 1) / n;
-            w->db = &db;
-            w->leaves = leaves + lo;
-            w->nleaves = hi - lo;
-            w->ncols = (int)ncols;
-            w->cols = cols;
-            w->kinds = kinds;
-            w->maxcol = maxcol;
-            w->want = want;
-            w->filter = filter;
-            w->ids = (const int64_t *)ids.buf;
-            w->nids = (size_t)ids.len / 8;
-            w->filtered = filtered;
-            w->dest = dest;
-            w->first = first;
-            w->capacity = capacity;
-            if (t > 0) started[t] = pthread_create(&tids[t], NULL, work, w) == 0;
-        }
-        work(&works[0]);
-        for (int t = 1; t < n; t++) {
-            if (started[t]) pthread_join(tids[t], NULL);
-            else work(&works[t]);
-        }
-        for (int t = 0; t < n && !error; t++) error = works[t].error;
+    for (int t = 0; t < n; t++) {
+        works[t].dest = dest;
+        works[t].capacity = capacity;
     }
+    Py_BEGIN_ALLOW_THREADS
+    run(works, n);
     Py_END_ALLOW_THREADS
+    for (int t = 0; t < n && !error; t++) error = works[t].error;
     if (error) {
         PyErr_SetString(Unsupported, error);
         goto done;
     }
-    size_t rows = 0;
     unsigned char seen[MAX_COLUMNS] = {0};
+    size_t written = 0;
     for (int t = 0; t < n; t++) {
         Work *w = &works[t];
-        if (!filtered && w->rows) {
-            if ((int64_t)rows != w->first_slot) {
-                PyErr_SetString(Unsupported, "rowids with holes");
-                goto done;
-            }
+        if (!filtered && w->rows && (int64_t)written != w->first_slot) {
+            PyErr_SetString(Unsupported, "rowids with holes");
+            goto done;
         }
-        rows += w->rows;
+        written += w->rows;
         for (Py_ssize_t c = 0; c < ncols; c++) seen[c] |= w->seen[c];
     }
-    if (!filtered && (int64_t)rows != capacity) {
-        PyErr_SetString(Unsupported, "rowids with holes");
+    if ((int64_t)written != capacity) {
+        PyErr_SetString(Unsupported, filtered ? "rows changed" : "rowids with holes");
         goto done;
     }
-    if (filtered) {
-        for (Py_ssize_t c = 0; c < ncols; c++) {
-            size_t size = width(kinds[c]);
-            PyObject *a = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * size));
-            if (!a) goto done;
-            char *to = PyByteArray_AS_STRING(a);
-            for (int t = 0; t < n; t++) {
-                if (works[t].rows) memcpy(to, works[t].own[c], works[t].rows * size);
-                to += works[t].rows * size;
-                free(works[t].own[c]);
-                works[t].own[c] = NULL;
-            }
-            PyList_SetItem(arrays, c, a);
-        }
-    }
+    rows = written;
     result = Py_BuildValue("Oy#n", arrays, (const char *)seen, (Py_ssize_t)ncols, (Py_ssize_t)rows);
 done:
-    for (int t = 0; t < MAX_THREADS; t++)
-        for (int c = 0; c < MAX_COLUMNS; c++) free(works[t].own[c]);
     free(leaves);
-    if (db.base) munmap((void *)db.base, (size_t)db.size);
+    if (db.fd >= 0) close(db.fd);
     Py_XDECREF(arrays);
     PyBuffer_Release(&ids);
     return result;
