@@ -339,6 +339,20 @@ static void run(Work *works, int n) {
     }
 }
 
+/* run() without the GIL; 0 with Unsupported set when a work failed. */
+static int run_released(Work *works, int n) {
+    Py_BEGIN_ALLOW_THREADS
+    run(works, n);
+    Py_END_ALLOW_THREADS
+    for (int t = 0; t < n; t++) {
+        if (works[t].error) {
+            PyErr_SetString(Unsupported, works[t].error);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The table's leaf pages in key order (interior pages walked level by level). */
 static uint32_t *leaf_pages(const Db *db, uint32_t root, size_t *count, const char **error) {
     size_t n = 1, visited = 0;
@@ -519,14 +533,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     size_t rows = 0;
     if (filtered) { /* the rows each thread keeps, then where its rows go */
-        Py_BEGIN_ALLOW_THREADS
-        run(works, n);
-        Py_END_ALLOW_THREADS
-        for (int t = 0; t < n && !error; t++) error = works[t].error;
-        if (error) {
-            PyErr_SetString(Unsupported, error);
-            goto done;
-        }
+        if (!run_released(works, n)) goto done;
         for (int t = 0; t < n; t++) {
             works[t].offset = rows;
             rows += works[t].rows;
@@ -537,7 +544,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     char *dest[MAX_COLUMNS];
     for (Py_ssize_t c = 0; c < ncols; c++) {
-        PyObject *a = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(capacity * (long long)width(kinds[c])));
+        Py_ssize_t bytes = (Py_ssize_t)(capacity * (long long)width(kinds[c]));
+        PyObject *a = PyByteArray_FromStringAndSize(NULL, bytes);
         if (!a) goto done;
         PyList_SET_ITEM(arrays, c, a);
         dest[c] = PyByteArray_AS_STRING(a);
@@ -546,14 +554,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         works[t].dest = dest;
         works[t].capacity = capacity;
     }
-    Py_BEGIN_ALLOW_THREADS
-    run(works, n);
-    Py_END_ALLOW_THREADS
-    for (int t = 0; t < n && !error; t++) error = works[t].error;
-    if (error) {
-        PyErr_SetString(Unsupported, error);
-        goto done;
-    }
+    if (!run_released(works, n)) goto done;
     unsigned char seen[MAX_COLUMNS] = {0};
     size_t written = 0;
     for (int t = 0; t < n; t++) {

@@ -17,6 +17,22 @@ from types import ModuleType
 NAME = "advisor.trace._kscan"
 
 
+def load_extension(name: str, path: str | Path) -> ModuleType:
+    """The extension module at ``path`` imported as ``name`` (advisor.trace.<x>), in
+    sys.modules and as the package's attribute."""
+    import advisor.trace
+
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    setattr(advisor.trace, name.rsplit(".", 1)[1], module)
+    return module
+
+
 def swap(path: str | Path) -> ModuleType:
     """Import the extension at ``path`` as advisor.trace._kscan (before advisor.trace.kineto
     is imported: that module binds the scanner once); again with the same path: the module
@@ -26,16 +42,7 @@ def swap(path: str | Path) -> ModuleType:
         return have
     if "advisor.trace.kineto" in sys.modules:
         raise RuntimeError("advisor.trace.kineto was imported before the scanner was swapped")
-    import advisor.trace
-
-    loader = importlib.machinery.ExtensionFileLoader(NAME, str(path))
-    spec = importlib.util.spec_from_file_location(NAME, str(path), loader=loader)
-    if spec is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    sys.modules[NAME] = module
-    advisor.trace._kscan = module  # type: ignore[attr-defined]
+    module = load_extension(NAME, path)
     from advisor.trace import kineto
 
     if kineto._kscan is not module:

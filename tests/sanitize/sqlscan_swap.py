@@ -5,10 +5,10 @@ conftest files import the readers (advisor.trace.sqlscan binds the scanner once)
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import sys
+
+from kscan_swap import load_extension
 
 NAME = "advisor.trace._sqlscan"
 
@@ -16,16 +16,7 @@ NAME = "advisor.trace._sqlscan"
 def _swap(path: str) -> None:
     if "advisor.trace.sqlscan" in sys.modules:
         raise RuntimeError("advisor.trace.sqlscan was imported before the scanner was swapped")
-    import advisor.trace
-
-    loader = importlib.machinery.ExtensionFileLoader(NAME, path)
-    spec = importlib.util.spec_from_file_location(NAME, path, loader=loader)
-    if spec is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    sys.modules[NAME] = module
-    advisor.trace._sqlscan = module  # type: ignore[attr-defined]
+    module = load_extension(NAME, path)
     from advisor.trace import sqlscan
 
     if sqlscan._sqlscan is not module:
