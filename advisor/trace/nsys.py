@@ -246,11 +246,11 @@ class _Reader:
     ) -> pd.DataFrame:
         """``SELECT column AS alias, ... FROM table t [WHERE column IN (ids)]`` in rowid
         order (``columns``: alias -> column; an ``optional`` one the table lacks reads as
-        NULL, any other is an error). A large table is read from its pages by the compiled
-        scanner (trace/sqlscan.py) where its layout allows, else as slices of about
-        SLICE_ROWS rows by ``threads`` connections at once (SQLite decodes rows on several
-        cores), each slice streamed in BATCH_ROWS-row Arrow batches copied once into the
-        numpy columns (trace.slices: preallocated for the whole table, or per slice when
+        NULL, any other is an error). The table is read from its pages by the compiled
+        scanner (trace/sqlscan.py) where its layout allows; else a large one as slices of
+        about SLICE_ROWS rows by ``threads`` connections at once (SQLite decodes rows on
+        several cores), each slice streamed in BATCH_ROWS-row Arrow batches copied once into
+        the numpy columns (trace.slices: preallocated for the whole table, or per slice when
         filtered). ``int32``/``float32`` columns are narrowed where the values fit; the table
         is held once either way. Small tables, no ADBC driver, or a slice the driver cannot
         type: one plain ``frame`` query."""
@@ -273,13 +273,13 @@ class _Reader:
             _narrow(df, int32, float32)
             return df
 
-        if lo is None or hi - lo < SLICE_MIN_ROWS:
+        if lo is None:
             return whole()
         scanned = read_columns(self.path, self.conn, table, present, (lo, hi), where_in,
                                threads, int32, float32)  # fmt: skip
         if scanned is not None:
             return scanned
-        if self._adbc is None or threads < 2:
+        if self._adbc is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
             return whole()
         slices = max(threads, -(-(hi - lo + 1) // SLICE_ROWS))
         edges = np.linspace(lo, hi + 1, slices + 1).astype(np.int64)
