@@ -17,8 +17,8 @@
  *                 pages in the process's resident size)
  *   root          the table's root page (sqlite_master.rootpage)
  *   columns       tuple of int: per output column, its index in the record (the table's
- *                 column order), -1 for the rowid (an INTEGER PRIMARY KEY); a record that
- *                 ends before an index (a column added later) gives NULL there
+ *                 column order); a record that ends before an index (a column added later)
+ *                 gives NULL there
  *   kinds         bytes, per column, how its values are stored: 'q' native int64 (a real:
  *                 the native double's bits; NULL: NULL_BITS, a quiet NaN's bits, so a real
  *                 column needs no conversion); 'i' native int32 (NULL: INT32_MIN; an integer
@@ -78,7 +78,6 @@ typedef struct {
     const uint32_t *leaves;
     size_t nleaves;
     int ncols;
-    const int *cols;
     const char *kinds;
     int maxcol; /* largest record index read (columns and filter) */
     const signed char *want; /* record index -> output column, -1: none */
@@ -295,9 +294,8 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
             slot = (size_t)s;
         }
         for (int c = 0; c < w->ncols; c++) {
-            int64_t v = w->cols[c] < 0 ? rowid : vals[c];
-            int s = w->cols[c] < 0 ? SEEN_INT : (row_seen[c] ? row_seen[c] : SEEN_NULL);
-            put(w->kinds[c], w->dest[c], slot, v, s, &w->seen[c]);
+            int s = row_seen[c] ? row_seen[c] : SEEN_NULL;
+            put(w->kinds[c], w->dest[c], slot, vals[c], s, &w->seen[c]);
         }
         w->rows++;
     }
@@ -467,7 +465,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Db db = {.fd = -1};
     Work works[MAX_THREADS];
     memset(works, 0, sizeof works);
-    int cols[MAX_COLUMNS];
     signed char want[256];
     memset(want, -1, sizeof want);
     Py_ssize_t ncols = PyTuple_GET_SIZE(columns);
@@ -482,7 +479,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (Py_ssize_t c = 0; c < ncols; c++) {
         long v = PyLong_AsLong(PyTuple_GET_ITEM(columns, c));
         if (v == -1 && PyErr_Occurred()) goto done;
-        if (v < -1 || v > 255 || (v >= 0 && want[v] != -1)) {
+        if (v < 0 || v > 255 || want[v] != -1) {
             PyErr_SetString(PyExc_ValueError, "scan: bad column index");
             goto done;
         }
@@ -490,11 +487,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "scan: bad column kind");
             goto done;
         }
-        cols[c] = (int)v;
-        if (v >= 0) {
-            want[v] = (signed char)c;
-            if (v > maxcol) maxcol = (int)v;
-        }
+        want[v] = (signed char)c;
+        if (v > maxcol) maxcol = (int)v;
     }
     int filtered = filter >= 0;
     if (!open_db(path, &db, &error)) {
@@ -520,7 +514,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         w->leaves = leaves + lo;
         w->nleaves = hi - lo;
         w->ncols = (int)ncols;
-        w->cols = cols;
         w->kinds = kinds;
         w->maxcol = maxcol;
         w->want = want;

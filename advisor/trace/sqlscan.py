@@ -71,8 +71,6 @@ def read_columns(
     filter_column, ids = -1, b""
     if where_in is not None:
         filter_column = index[where_in[0].lower()]
-        if filter_column < 0:
-            return None  # (a filter on the rowid: SQLite's own search is better)
         ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
     lo, hi = rowids
     aliases = list(read)
@@ -153,9 +151,10 @@ def _has_wal(path: Path) -> bool:
 
 
 def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[str, int]] | None:
-    """(root page, column name (lower case) -> index in the record, -1 for the rowid) of a
-    rowid table whose records hold integer-affinity columns as SQLite returns them; None for
-    any other table."""
+    """(root page, column name (lower case) -> index in the record) of a rowid table, for
+    its columns whose records hold them as SQLite returns them: integer affinity, no declared
+    default (records older than the column lack it), not part of the primary key (an INTEGER
+    PRIMARY KEY is the rowid, and the record holds NULL for it); None for any other table."""
     row = conn.execute(
         "SELECT rootpage, sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()
@@ -166,11 +165,6 @@ def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[str, int]] 
     info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
     if any(hidden for *_, hidden in info):
         return None  # (generated or hidden columns: not every column is in the record)
-    keys = [name for _, name, _, _, _, pk, _ in info if pk]
-    index: dict[str, int] = {}
-    for cid, name, kind, _, default, pk, _ in info:
-        if pk and len(keys) == 1 and kind.upper() == "INTEGER":
-            index[name.lower()] = -1  # (the rowid itself: the record holds NULL)
-        elif "INT" in kind.upper() and default is None:
-            index[name.lower()] = cid  # (a default: records older than the column lack it)
+    index = {name.lower(): cid for cid, name, kind, _, default, pk, _ in info
+             if "INT" in kind.upper() and default is None and not pk}  # fmt: skip
     return row[0], index
