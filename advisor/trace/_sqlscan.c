@@ -286,8 +286,10 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
             if (w->offset + w->rows >= (size_t)w->capacity) return (w->error = "rows changed", 0);
             slot = w->offset + w->rows;
         } else {
-            int64_t s = rowid - w->first;
-            if (rowid < w->first || s >= w->capacity) return (w->error = "rowid out of range", 0);
+            if (rowid < w->first) return (w->error = "rowid out of range", 0);
+            uint64_t distance = (uint64_t)rowid - (uint64_t)w->first; /* (no signed overflow) */
+            if (distance >= (uint64_t)w->capacity) return (w->error = "rowid out of range", 0);
+            int64_t s = (int64_t)distance;
             if (w->rows && s != w->last_slot + 1) return (w->error = "rowids with holes", 0);
             if (!w->rows) w->first_slot = s;
             w->last_slot = s;

@@ -34,7 +34,7 @@ from advisor.trace.gpus import (
 )
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
-from advisor.trace.sqlscan import read_columns
+from advisor.trace.sqlscan import read_columns, rowids_fit
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -280,6 +280,8 @@ class _Reader:
         if scanned is not None:
             return scanned
         if self._adbc is None or threads < 2 or hi - lo < SLICE_MIN_ROWS:
+            return whole()
+        if not rowids_fit(self.path, lo, hi):  # (slices per rowid span: holes make it vast)
             return whole()
         slices = max(threads, -(-(hi - lo + 1) // SLICE_ROWS))
         edges = np.linspace(lo, hi + 1, slices + 1).astype(np.int64)

@@ -73,6 +73,8 @@ def read_columns(
         filter_column = index[where_in[0].lower()]
         ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
     lo, hi = rowids
+    if where_in is None and not rowids_fit(path, lo, hi):
+        return None
     aliases = list(read)
     kinds = "".join("f" if a in float32 else "i" if a in int32 else "q" for a in aliases).encode()
 
@@ -110,6 +112,13 @@ def read_columns(
         out[alias] = column
         arrays[at] = None  # (the frame holds the column now)
     return pd.DataFrame(out, copy=False)
+
+
+def rowids_fit(path: Path, lo: int, hi: int) -> bool:
+    """Whether a table whose rowids run from ``lo`` to ``hi`` can hold a row at each of them
+    (4 B at least a row in the file): else its rowids have holes (a damaged or edited
+    database), and an array per rowid would be larger than the file allows."""
+    return hi - lo + 1 <= os.path.getsize(path) // 4
 
 
 def _typed(raw: bytearray, seen: int, kind: str) -> np.ndarray | None:

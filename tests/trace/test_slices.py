@@ -135,3 +135,18 @@ def test_a_bug_or_no_memory_in_a_sliced_read_is_raised_not_read_again(error, mon
     monkeypatch.setattr(SliceColumns, "put", put)
     with pytest.raises(type(error)):
         nsys.read_nsys(H200_SINGLE)
+
+
+def test_rowids_far_apart_are_read_in_one_query(tmp_path, monkeypatch):
+    # a kernel's rowid moved to 2^62: slices (or an array) per rowid of that span would need
+    # terabytes; the table is read in one query instead, every kernel kept
+    path = tmp_path / "far.sqlite"
+    shutil.copy(H200_SINGLE, path)
+    with sqlite3.connect(path) as db:
+        k = "CUPTI_ACTIVITY_KIND_KERNEL"
+        n = db.execute(f"SELECT COUNT(*) FROM {k}").fetchone()[0]
+        db.execute(f"UPDATE {k} SET rowid = {2**62} WHERE rowid = (SELECT MAX(rowid) FROM {k})")
+    for scanner in (True, False):
+        if not scanner:
+            monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)
+        assert len(nsys.read_nsys(path).kernels) == n

@@ -155,10 +155,11 @@ def test_columns_added_later_and_the_primary_key(tmp_path):
     assert read(path, "t", {"id": "id", "a": "a"}) is None
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["text", "mixed", "overflow", "holes", "without_rowid", "default", "real_affinity", "wal"],
-)
+DECLINED = ("text", "mixed", "overflow", "holes", "sparse", "without_rowid", "default",
+            "real_affinity", "wal")  # fmt: skip
+
+
+@pytest.mark.parametrize("case", DECLINED)
 def test_layouts_it_does_not_read_are_declined(case, tmp_path):
     path = tmp_path / "t.sqlite"
     schema = {
@@ -176,6 +177,9 @@ def test_layouts_it_does_not_read_are_declined(case, tmp_path):
             db.execute("UPDATE t SET blob = zeroblob(10000) WHERE a = 50")
         elif case == "holes":
             db.execute("DELETE FROM t WHERE a = 50")
+        elif case == "sparse":  # (rowids far apart: no array is made for the span between)
+            db.execute("INSERT INTO t (rowid, a, b) VALUES (?, 1, 1), (?, 2, 2)",
+                       (-(2**63), 2**63 - 1))  # fmt: skip
         elif case == "default":
             db.execute("ALTER TABLE t ADD COLUMN c INTEGER DEFAULT 7")
     if case == "wal":
