@@ -215,6 +215,35 @@ static void put(char kind, char *to, size_t slot, int64_t v, int s, unsigned cha
     }
 }
 
+/* Whether a b-tree page's header and free space hold together, as SQLite checks them when
+ * it loads a page (btreeInitPage, btreeComputeFreeSpace): at most (page size - 8) / 6 cells,
+ * the cell content area after the cell pointers, the freeblocks in ascending order inside the
+ * page, and the free bytes they and the gaps make neither more than the page nor fewer than
+ * its header and pointers take. (What SQLite calls a malformed page is declined, not read.) */
+static int page_ok(const Db *db, const uint8_t *page, uint32_t h, uint32_t cells, int interior) {
+    uint32_t usable = db->usable;
+    if (cells > (db->page_size - 8) / 6) return 0;
+    uint32_t first_cell = h + 8 + (interior ? 4 : 0) + 2 * cells, last_cell = usable - 4;
+    uint32_t top = be16(page + h + 5);
+    if (top == 0) top = 65536;
+    uint32_t free_bytes = page[h + 7] + top;
+    uint32_t pc = be16(page + h + 1);
+    if (pc > 0) {
+        uint32_t next, size;
+        if (pc < top) return 0;
+        for (;;) {
+            if (pc > last_cell) return 0;
+            next = be16(page + pc);
+            size = be16(page + pc + 2);
+            free_bytes += size;
+            if (next <= pc + size + 3) break;
+            pc = next;
+        }
+        if (next > 0 || pc + size > usable) return 0;
+    }
+    return free_bytes <= usable && free_bytes >= first_cell;
+}
+
 /* One leaf page's rows into the arrays; 0 with w->error set when it cannot. */
 static int leaf(Work *w, const uint8_t *page, uint32_t n) {
     const Db *db = w->db;
@@ -222,12 +251,13 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
     const uint8_t *end = page + db->usable;
     if (page[h] != 0x0D) return (w->error = "not a table leaf page", 0);
     uint32_t cells = be16(page + h + 3);
-    if (h + 8 + 2 * (uint64_t)cells > db->usable) return (w->error = "cell count", 0);
+    if (h + 8 + 2 * (uint64_t)cells > db->usable || !page_ok(db, page, h, cells, 0))
+        return (w->error = "malformed page", 0);
     const uint64_t local_max = db->usable - 35; /* larger payloads spill onto overflow pages */
     int64_t vals[MAX_COLUMNS];
     for (uint32_t i = 0; i < cells; i++) {
         uint32_t off = be16(page + h + 8 + 2 * i);
-        if (off < h + 8 || off >= db->usable) return (w->error = "cell offset", 0);
+        if (off < h + 8 + 2 * cells || off > db->usable - 4) return (w->error = "cell offset", 0);
         const uint8_t *p = page + off;
         uint64_t size, rowid_bits;
         int k = varint(p, end, &size);
@@ -272,6 +302,8 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
             }
             body += len;
         }
+        /* a header read to its end must account for the whole record, as SQLite requires */
+        if (types == types_end && body != rec_end) return (w->error = "record sizes", 0);
         if (w->filter >= 0) {
             if (filter_seen == SEEN_REAL) return (w->error = "real in the filter column", 0);
             if (filter_seen == SEEN_NULL || !kept(w, filter_value)) continue;
@@ -396,7 +428,7 @@ static uint32_t *leaf_pages(const Db *db, uint32_t root, size_t *count, const ch
                 goto bad;
             }
             uint32_t cells = be16(page + h + 3);
-            if (h + 12 + 2 * (uint64_t)cells > db->usable) {
+            if (h + 12 + 2 * (uint64_t)cells > db->usable || !page_ok(db, page, h, cells, 1)) {
                 free(next);
                 goto bad;
             }
@@ -451,6 +483,7 @@ static int open_db(const char *path, Db *db, const char **error) {
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
     const char *path;
     unsigned long root;
     PyObject *columns;
@@ -581,9 +614,15 @@ static PyMethodDef METHODS[] = {
 };
 
 static struct PyModuleDef MODULE = {
-    PyModuleDef_HEAD_INIT, "_sqlscan",
-    "Numeric columns of an SQLite table read from its pages (advisor/trace/_sqlscan.c).", -1,
+    PyModuleDef_HEAD_INIT,
+    "_sqlscan",
+    "Numeric columns of an SQLite table read from its pages (advisor/trace/_sqlscan.c).",
+    -1,
     METHODS,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__sqlscan(void) {
