@@ -8,13 +8,14 @@ real sample by repeating its activity later in time.
 For each size N the sample's kernels, runtime API calls, copies, memsets, synchronizations
 and NVTX ranges are copied k times (k = ceil(N / sample kernels)), each copy shifted past
 the previous one in time, with correlation ids kept unique. It then measures, in fresh
-processes: wall time and peak RSS of the full analysis, and the floor: reading only the
-kernel columns the analysis needs. Each is run ``--repeat`` times, each run after
-``--settle`` idle seconds (so that it starts cold, as a user's single run does: on a VM the
-memory a previous run freed goes back to the host and costs page faults again); the table
-gives the median wall time and the largest peak RSS. Prints a table and the scaling
-exponent (slope of log median time over log kernels between consecutive sizes; 1.0 is
-linear).
+processes: wall time and peak RSS of the full analysis, and the floor: the reader reading
+only the kernel table as the analysis reads it (before issue 33's thirteenth pass,
+2026-12-05: the ADBC driver reading the kernel columns). Each is run ``--repeat`` times,
+each run after ``--settle`` idle seconds (so that it starts cold, as a user's single run
+does: on a VM the memory a previous run freed goes back to the host and costs page faults
+again); the table gives the median wall time and the largest peak RSS. Prints a table and
+the scaling exponent (slope of log median time over log kernels between consecutive sizes;
+1.0 is linear).
 """
 
 from __future__ import annotations
@@ -35,13 +36,11 @@ TIMED = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
          "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS"]  # fmt: skip
 FLOOR = """
-import sys, adbc_driver_sqlite.dbapi as a, pathlib
-c = a.connect(pathlib.Path(sys.argv[1]).resolve().as_uri() + "?mode=ro&immutable=1")
-cur = c.cursor()
-cur.execute("SELECT start, end, deviceId, streamId, correlationId, globalPid, shortName, "
-            "gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, "
-            "staticSharedMemory, dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL")
-print(cur.fetch_arrow_table().num_rows)
+import sys
+from pathlib import Path
+from advisor.trace import nsys
+r = nsys._Reader(Path(sys.argv[1]))
+print(len(nsys._read_kernels(r)))
 """
 
 
