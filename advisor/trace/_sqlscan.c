@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #define MAX_COLUMNS 64
+#define MAX_INDEX 255 /* the last record index a column may have */
 #define MAX_THREADS 16
 #define MAX_DEPTH 40
 #define RUN_PAGES 64 /* pages read at once */
@@ -500,13 +501,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Db db = {.fd = -1};
     Work works[MAX_THREADS];
     memset(works, 0, sizeof works);
-    signed char want[256];
+    signed char want[MAX_INDEX + 1];
     memset(want, -1, sizeof want);
     Py_ssize_t ncols = PyTuple_GET_SIZE(columns);
     const char *error = NULL;
     int maxcol = filter;
     if (ncols < 1 || ncols > MAX_COLUMNS || nkinds != ncols || threads < 1 || threads > MAX_THREADS ||
-        filter < -1 || filter > 255 || ids.len % 8 || root < 1 || root > UINT32_MAX ||
+        filter < -1 || filter > MAX_INDEX || ids.len % 8 || root < 1 || root > UINT32_MAX ||
         (filter < 0 && capacity < 0)) {
         PyErr_SetString(PyExc_ValueError, "scan: bad arguments");
         goto done;
@@ -514,7 +515,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (Py_ssize_t c = 0; c < ncols; c++) {
         long v = PyLong_AsLong(PyTuple_GET_ITEM(columns, c));
         if (v == -1 && PyErr_Occurred()) goto done;
-        if (v < 0 || v > 255 || want[v] != -1) {
+        if (v < 0 || v > MAX_INDEX || want[v] != -1) {
             PyErr_SetString(PyExc_ValueError, "scan: bad column index");
             goto done;
         }
@@ -640,6 +641,8 @@ PyMODINIT_FUNC PyInit__sqlscan(void) {
     PyModule_AddIntConstant(m, "SEEN_NULL", SEEN_NULL);
     PyModule_AddIntConstant(m, "SEEN_SENTINEL", SEEN_SENTINEL);
     PyModule_AddIntConstant(m, "SEEN_WIDE", SEEN_WIDE);
+    PyModule_AddIntConstant(m, "MAX_COLUMNS", MAX_COLUMNS);
+    PyModule_AddIntConstant(m, "MAX_INDEX", MAX_INDEX);
     PyModule_AddObject(m, "NULL_BITS", PyLong_FromLongLong(NULL_BITS));
     return m;
 }

@@ -66,12 +66,14 @@ def read_columns(
     if any(c.lower() not in index for c in wanted):
         return None
     read = {a: index[c.lower()] for a, c in columns.items() if c is not None}
-    if not read:
-        return None
     filter_column, ids = -1, b""
     if where_in is not None:
         filter_column = index[where_in[0].lower()]
         ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
+    if not read or len(read) > _sqlscan.MAX_COLUMNS:
+        return None
+    if max(*read.values(), filter_column) > _sqlscan.MAX_INDEX:
+        return None  # (a column further into the record than the scanner reads)
     lo, hi = rowids
     if where_in is None and not rowids_fit(path, lo, hi):
         return None

@@ -156,7 +156,7 @@ def test_columns_added_later_and_the_primary_key(tmp_path):
 
 
 DECLINED = ("text", "mixed", "overflow", "holes", "sparse", "without_rowid", "default",
-            "real_affinity", "wal")  # fmt: skip
+            "real_affinity", "wal", "wide_table")  # fmt: skip
 
 
 @pytest.mark.parametrize("case", DECLINED)
@@ -165,6 +165,10 @@ def test_layouts_it_does_not_read_are_declined(case, tmp_path):
     schema = {
         "without_rowid": "CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER) WITHOUT ROWID",
         "real_affinity": "CREATE TABLE t (a INTEGER, b REAL)",
+        # (b the 301st column: further into the record than the scanner reads)
+        "wide_table": "CREATE TABLE t (a INTEGER, "
+        + "".join(f"c{i} INTEGER, " for i in range(299))
+        + "b INTEGER)",
     }.get(case, "CREATE TABLE t (a INTEGER, b INTEGER, blob BLOB)")
     build(path, [schema])
     with sqlite3.connect(path) as db:
