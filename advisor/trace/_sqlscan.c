@@ -24,7 +24,8 @@
  *                 column needs no conversion); 'i' native int32 (NULL: INT32_MIN; an integer
  *                 outside int32 sets SEEN_WIDE, one equal to INT32_MIN SEEN_SENTINEL, a real
  *                 SEEN_REAL, and the value stored is then meaningless); 'f' native float
- *                 (integers and reals rounded to nearest, NULL: NaN)
+ *                 (integers and reals rounded to nearest, NULL: NaN; an integer beyond
+ *                 2^53 sets SEEN_WIDE)
  *   filter_column -1, or the record index of an integer column: only rows whose value is
  *                 one of ``ids`` are kept (SQL's ``column IN (ids)``; NULL is never kept)
  *   ids           bytes: native int64 values, sorted ascending (ignored without a filter)
@@ -206,6 +207,9 @@ static void put(char kind, char *to, size_t slot, int64_t v, int s, unsigned cha
     } else {
         float f = NAN;
         if (s == SEEN_INT) {
+            /* beyond 2^53 SQLite's read (via float64 where NULLs make it so) may round
+               differently: the caller reads those again at 64 bits */
+            if (v > ((int64_t)1 << 53) || v < -((int64_t)1 << 53)) *seen |= SEEN_WIDE;
             f = (float)v;
         } else if (s == SEEN_REAL) {
             double d;

@@ -30,8 +30,12 @@ except ImportError:  # (not built: no C compiler at install time)
     _sqlscan = None
 
 _I32 = np.iinfo(np.int32)  # (the scanner's int32 columns hold NULL as its minimum)
-# what an int32 column held that int32 cannot: read again at 64 bits
+_I64 = np.iinfo(np.int64)
+# what a narrowed column held that it cannot hold as SQLite's read gives it (an int32 column:
+# reals, values beyond int32, INT32_MIN; a float32 one: integers beyond 2^53, which SQLite's
+# read rounds to float64 first where the column has NULLs): read again at 64 bits
 _REREAD = (_sqlscan.SEEN_REAL | _sqlscan.SEEN_WIDE | _sqlscan.SEEN_SENTINEL) if _sqlscan else 0
+_WIDE = _sqlscan.SEEN_WIDE if _sqlscan else 0
 _WITHOUT_ROWID = re.compile(r"\bWITHOUT\s+ROWID\b", re.IGNORECASE)
 
 
@@ -51,11 +55,13 @@ def read_columns(
     int32=(),
     float32=(),
 ) -> pd.DataFrame | None:
-    """``SELECT column AS alias, ... FROM table [WHERE where_in[0] IN where_in[1]]`` in rowid
-    order (``columns``: alias -> the table's column, None for NULL), ``rowids`` the table's
-    smallest and largest rowid; None where the scanner is not built or declines the table."""
-    if _sqlscan is None or _has_wal(path):
-        return None
+    """``SELECT column AS alias, ... FROM main.table [WHERE where_in[0] IN where_in[1]]`` in
+    rowid order (``columns``: alias -> the table's column, None for NULL), ``rowids`` the
+    table's smallest and largest rowid; None where the scanner is not built or declines the
+    table. Like the reader's connections (opened immutable), it assumes that nothing writes
+    the file while it is read."""
+    if _sqlscan is None or rowids[0] is None or conn.in_transaction or _has_wal(path):
+        return None  # (a transaction open on ``conn`` may hold changes the file lacks)
     layout = _layout(conn, table)
     if layout is None:
         return None
@@ -63,15 +69,17 @@ def read_columns(
     wanted = [c for c in columns.values() if c is not None]
     if where_in is not None:
         wanted.append(where_in[0])
-    if any(c.lower() not in index for c in wanted):
+    if any(_fold(c) not in index for c in wanted):
         return None
-    read = {a: index[c.lower()] for a, c in columns.items() if c is not None}
+    read = {a: index[_fold(c)] for a, c in columns.items() if c is not None}
     filter_column, ids = -1, b""
     if where_in is not None:
-        filter_column = index[where_in[0].lower()]
+        filter_column = index[_fold(where_in[0])]
+        if not all(type(i) is int and _I64.min <= i <= _I64.max for i in where_in[1]):
+            return None  # (an id SQL's IN compares as a number of another kind)
         ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
-    if not read or len(read) > _sqlscan.MAX_COLUMNS:
-        return None
+    if not read or len(read) > _sqlscan.MAX_COLUMNS or len(set(read.values())) < len(read):
+        return None  # (none, too many, or one column under two aliases)
     if max(*read.values(), filter_column) > _sqlscan.MAX_INDEX:
         return None  # (a column further into the record than the scanner reads)
     lo, hi = rowids
@@ -100,13 +108,18 @@ def read_columns(
             continue
         at = aliases.index(alias)
         kind = chr(kinds[at])
-        if kind == "i" and seen[at] & _REREAD:
-            again = scan((read[alias],), b"q")  # (values int32 cannot hold: 64 bits)
+        if (kind == "i" and seen[at] & _REREAD) or (kind == "f" and seen[at] & _WIDE):
+            # values the narrow column cannot hold as SQLite's read gives them: 64 bits
+            again = scan((read[alias],), b"q")
             if again is None:
                 return None
-            arrays[at], kind = again[0][0], "q"
+            arrays[at] = again[0][0]
             seen = seen[:at] + again[1] + seen[at + 1 :]
-        column = _typed(arrays[at], seen[at], kind)
+            column = _typed(arrays[at], seen[at], "q")
+            if column is not None and kind == "f":
+                column = column.astype(np.float32)  # (via float64 where NULLs made it so)
+        else:
+            column = _typed(arrays[at], seen[at], kind)
         if column is None:
             return None
         if alias in int32 and column.dtype == np.int64 and _fits_int32(column):
@@ -152,30 +165,46 @@ def _fits_int32(values: np.ndarray) -> bool:
     return bool(len(values)) and _I32.min <= values.min() and values.max() <= _I32.max
 
 
+def _fold(name: str) -> bytes:
+    """A column name as SQLite matches it: ASCII letters in either case, nothing else folded
+    (``"Ä"`` and ``"ä"`` are two columns)."""
+    return name.encode("utf-8", "surrogatepass").lower()
+
+
 def _has_wal(path: Path) -> bool:
     """Whether a write-ahead log with content lies beside the database (its pages may be
-    newer than the file's: SQLite reads the table then)."""
+    newer than the file's: SQLite reads the table then), where SQLite keeps it: beside the
+    file a symbolic link points to."""
     try:
-        return os.path.getsize(f"{path}-wal") > 0
+        return os.path.getsize(f"{Path(path).resolve()}-wal") > 0
     except OSError:
         return False
 
 
-def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[str, int]] | None:
+def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[bytes, int]] | None:
     """(root page, column name (lower case) -> index in the record) of a rowid table, for
     its columns whose records hold them as SQLite returns them: integer affinity, no declared
     default (records older than the column lack it), not part of the primary key (an INTEGER
     PRIMARY KEY is the rowid, and the record holds NULL for it); None for any other table."""
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (table,)).fetchone():
+        return None  # (a temporary table of that name is the one SQL would read)
     row = conn.execute(
-        "SELECT rootpage, sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        "SELECT rootpage, sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
+        (table,),
     ).fetchone()
     if row is None or not isinstance(row[0], int) or row[0] < 1 or not isinstance(row[1], str):
         return None
     if _WITHOUT_ROWID.search(row[1]):
         return None
-    info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
+    info = conn.execute(
+        "SELECT cid, name, type, dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main')",
+        (table,),
+    ).fetchall()
     if any(hidden for *_, hidden in info):
         return None  # (generated or hidden columns: not every column is in the record)
-    index = {name.lower(): cid for cid, name, kind, _, default, pk, _ in info
-             if "INT" in kind.upper() and default is None and not pk}  # fmt: skip
+    # (affinity as SQLite finds it: "INT" in the declared type, ASCII letters in any case)
+    index = {_fold(name): cid for cid, name, kind, default, pk, _ in info
+             if b"INT" in _fold(kind).upper() and default is None and not pk}  # fmt: skip
+    if len({_fold(name) for _, name, *_ in info}) < len(info):
+        return None  # (two names SQLite would tell apart but this folding would not)
     return row[0], index

@@ -47,7 +47,7 @@ def counted(monkeypatch):
 )
 def test_every_nsys_fixture_reads_as_sqlite_reads_it(path, counted, monkeypatch):
     scanned = nsys.read_nsys(path)  # (every table of any size through the scanner)
-    assert any(counted)
+    assert counted and all(counted)  # (the kernels and the API calls: none declined)
     monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)
     monkeypatch.setattr(nsys, "READ_THREADS", 1)  # one plain SQLite query per table
     whole = nsys.read_nsys(path)
@@ -190,6 +190,71 @@ def test_layouts_it_does_not_read_are_declined(case, tmp_path):
         Path(f"{path}-wal").write_bytes(b"x")
     columns = {"a": "a", "b": "b", **({"c": "c"} if case == "default" else {})}
     assert read(path, "t", columns, rowids=(0, 99) if case == "without_rowid" else None) is None
+
+
+def test_names_types_and_connections_as_sql_resolves_them(tmp_path):
+    # found by an independent review: each case read as SQL reads it, or declined
+    fill = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9) "
+    path = tmp_path / "names.sqlite"
+    build(path, ['CREATE TABLE t ("Ä" INTEGER, "ä" INTEGER, k INTEGER, "\u212a" INTEGER, '
+                 '"a""b" INTEGER, r "REAL \u0131nt")',
+                 fill + "INSERT INTO t SELECT i, -i, i, 100 + i, i, i FROM n"])  # fmt: skip
+    with sqlite3.connect(path) as conn:
+        sql = {c: [r[0] for r in conn.execute(f'SELECT "{c}" FROM t ORDER BY rowid')]
+               for c in ("Ä", "k")}  # fmt: skip
+    # SQLite folds ASCII letters only: "Ä" and "ä", "k" and the Kelvin sign are two columns
+    # each (Python's lower() folds them): here told apart as SQLite does, or declined
+    for column in ("Ä", "k"):
+        df = read(path, "t", {"x": column})
+        assert df is None or df["x"].tolist() == sql[column]
+    # "REAL ınt" (dotless i) has REAL affinity for SQLite: not read as integers
+    assert read(path, "t", {"x": "r"}) is None
+    # one column under two aliases, a quote in a column name: declined or read
+    assert read(path, "t", {"x": "k", "y": "k"}) is None
+    assert read(path, "t", {"x": 'a"b'})["x"].tolist() == list(range(10))
+
+
+def test_what_the_connection_sees_beyond_the_file_is_left_to_sql(tmp_path):
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (a INTEGER, b INTEGER)",
+                 "INSERT INTO t VALUES (1, 2), (3, 4)"])  # fmt: skip
+    with sqlite3.connect(path) as conn:  # a temporary table of the same name: SQL reads it
+        conn.execute("CREATE TEMP TABLE t (b INTEGER, a INTEGER)")
+        assert sqlscan.read_columns(path, conn, "t", {"a": "a"}, (1, 2)) is None
+    conn = sqlite3.connect(path)  # a change not committed on the connection
+    conn.execute("UPDATE t SET a = a + 1000")
+    assert sqlscan.read_columns(path, conn, "t", {"a": "a"}, (1, 2)) is None
+    conn.rollback()
+    conn.close()
+    wal = tmp_path / "w.sqlite"  # a write-ahead log with content, the file read by a link
+    writer = sqlite3.connect(wal)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("CREATE TABLE t (a INTEGER)")
+    writer.execute("INSERT INTO t VALUES (1), (2)")
+    writer.commit()
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(wal)
+    with sqlite3.connect(link) as conn:
+        assert sqlscan.read_columns(link, conn, "t", {"a": "a"}, (1, 2)) is None
+    writer.close()
+    with sqlite3.connect(path) as conn:  # an empty table's rowids; ids that are no int64
+        assert sqlscan.read_columns(path, conn, "t", {"a": "a"}, (None, None)) is None
+        for ids in ([1.5, 3.0], [2**63, 3]):
+            assert sqlscan.read_columns(path, conn, "t", {"a": "a"}, (1, 2), ("a", ids)) is None
+
+
+def test_a_float32_column_rounds_as_sqlites_read_does(tmp_path):
+    # above 2^53, int -> float64 -> float32 (SQLite's read where the column has NULLs) may
+    # differ from int -> float32 by one unit in the last place: such columns are read again
+    big = 2**54 + 2**30 + 1
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (a INTEGER, b INTEGER)",
+                 f"INSERT INTO t VALUES ({big}, {big}), (NULL, 1)"])  # fmt: skip
+    df = read(path, "t", {"a": "a", "b": "b"}, float32=("a", "b"))
+    direct = np.array([big], dtype=np.int64).astype(np.float32)[0]  # (int64 -> float32)
+    assert df["a"][0] == np.float32(np.float64(big)) and np.isnan(df["a"][1])
+    assert df["b"][0] == direct and df["b"][1] == 1  # (no NULL: int64 -> float32)
+    assert np.float32(np.float64(big)) != direct  # (the case is a real one)
 
 
 def test_damaged_files_are_declined_never_misread(tmp_path):
