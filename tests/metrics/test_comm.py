@@ -83,6 +83,24 @@ def test_startup_waits_are_the_waits_before_either_rank_is_steady():
     assert got.tolist() == [1000.0, 500.0, 0.0, 300.0]
 
 
+def _init_and_steps(step_kernels):
+    """One device, times in us: range "init" [0, 900) with an all-reduce [100, 300) alone and
+    a gemm [400, 700), then four "step" ranges [t0, t0 + 900), t0 = 1000 * (i + 1), holding
+    ``step_kernels(t0)``'s (start, end, name) kernels; each kernel launched 50-40 us before
+    it starts."""
+    u = 1000
+    kernels, api, nvtx = [], [], [("init", 0, 900 * u)]
+    rows = [(100, 300, "ncclDevKernel_AllReduce"), (400, 700, "gemm")]
+    for i in range(4):
+        t0 = 1000 * (i + 1)
+        nvtx.append(("step", t0 * u, (t0 + 900) * u))
+        rows += step_kernels(t0)
+    for corr, (start, end, name) in enumerate(rows, 1):
+        kernels.append(dict(start=start * u, end=end * u, name=name, correlation=corr))
+        api.append(("cudaLaunchKernel", (start - 50) * u, (start - 40) * u, corr))
+    return trace(kernels, api, nvtx)
+
+
 def test_compute_already_alongside_comm_hides_no_more_of_it():
     # One device, times in us (U = 1000 ns). Range "init" [0, 900): an all-reduce [100, 300)
     # alone (start-up), a gemm [400, 700). Then four "step" ranges [t0, t0 + 900), t0 =
@@ -93,16 +111,11 @@ def test_compute_already_alongside_comm_hides_no_more_of_it():
     # already alongside comm (300 - 200), not the whole compute (300: the 200 us that already
     # overlap would be counted twice). Four steps: hidable 400 us, not min(1600, 1200).
     u = 1000
-    kernels, api, nvtx = [], [], [("init", 0, 900 * u)]
-    rows = [(100, 300, "ncclDevKernel_AllReduce"), (400, 700, "gemm")]
-    for i in range(4):
-        t0 = 1000 * (i + 1)
-        nvtx.append(("step", t0 * u, (t0 + 900) * u))
-        rows += [(t0 + 100, t0 + 700, "ncclDevKernel_AllReduce"), (t0 + 500, t0 + 800, "gemm")]
-    for corr, (start, end, name) in enumerate(rows, 1):
-        kernels.append(dict(start=start * u, end=end * u, name=name, correlation=corr))
-        api.append(("cudaLaunchKernel", (start - 50) * u, (start - 40) * u, corr))
-    a = analyze(trace(kernels, api, nvtx))
+
+    def step(t0):
+        return [(t0 + 100, t0 + 700, "ncclDevKernel_AllReduce"), (t0 + 500, t0 + 800, "gemm")]
+
+    a = analyze(_init_and_steps(step))
     r = build_tables(a)["regions"].set_index("name").loc["step"]
     assert (r["comm_ns"], r["compute_ns"], r["overlap_ns"], r["exposed_comm_ns"]) == (
         2400 * u, 1200 * u, 800 * u, 1600 * u)  # fmt: skip
@@ -123,16 +136,11 @@ def test_exposed_comm_before_the_steady_state_is_start_up():
     # advice), the steps' 400 us are
     # all steady (hidable min(400, compute 800) = 400 us: exposed-comm advice).
     u = 1000
-    kernels, api, nvtx = [], [], [("init", 0, 900 * u)]
-    rows = [(100, 300, "ncclDevKernel_AllReduce"), (400, 700, "gemm")]
-    for i in range(4):
-        t0 = 1000 * (i + 1)
-        nvtx.append(("step", t0 * u, (t0 + 900) * u))
-        rows += [(t0 + 100, t0 + 300, "gemm"), (t0 + 300, t0 + 400, "ncclDevKernel_AllReduce")]
-    for corr, (start, end, name) in enumerate(rows, 1):
-        kernels.append(dict(start=start * u, end=end * u, name=name, correlation=corr))
-        api.append(("cudaLaunchKernel", (start - 50) * u, (start - 40) * u, corr))
-    a = analyze(trace(kernels, api, nvtx))
+
+    def step(t0):
+        return [(t0 + 100, t0 + 300, "gemm"), (t0 + 300, t0 + 400, "ncclDevKernel_AllReduce")]
+
+    a = analyze(_init_and_steps(step))
     d = a.devices.iloc[0]
     assert (d["steady_start_ns"], d["exposed_comm_ns"], d["startup_exposed_comm_ns"]) == (
         1100 * u,
