@@ -256,8 +256,7 @@ class _Reader:
         type: one plain ``frame`` query."""
         have = self.columns.get(table, set())
         present = {a: (None if a in optional and c not in have else c) for a, c in columns.items()}
-        select = ", ".join(self.col(table, c, a) if a in optional else f"t.{c} AS {a}"
-                           for a, c in columns.items())  # fmt: skip
+        select = ", ".join(f"t.{c} AS {a}" if c else f"NULL AS {a}" for a, c in present.items())
         sql = f"SELECT {select} FROM {table} t"
         where = ""
         if where_in is not None:

@@ -113,9 +113,7 @@ def read_columns(
             again = scan((read[alias],), b"q")
             if again is None:
                 return None
-            arrays[at] = again[0][0]
-            seen = seen[:at] + again[1] + seen[at + 1 :]
-            column = _typed(arrays[at], seen[at], "q")
+            column = _typed(again[0][0], again[1][0], "q")
             if column is not None and kind == "f":
                 column = column.astype(np.float32)  # (via float64 where NULLs made it so)
         else:
