@@ -11,21 +11,21 @@ from collections.abc import Sequence
 from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import typer
-from rich.console import Console
 
 from advisor import __version__, api, cli_options
-from advisor.errors import AdvisorInputError
+from advisor.errors import AdvisorInputError, NoTraceRead
 from advisor.memory import advise_for_rows
 from advisor.options import AnalysisOptions
-from advisor.output_paths import check_output_dir, check_output_file
-from advisor.render import terminal
+from advisor.output_paths import check_output_dir, check_output_file, silence_stdout
 from advisor.render.progress import progress_bar
-from advisor.render.tables import titled_table
 from advisor.rules.engine import load_rules
 from advisor.trace.gpus import builtin_gpus
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 cli_options.install_help_style()
 
@@ -59,20 +59,6 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-def _silence_stdout() -> None:
-    """The reader of stdout has stopped (e.g. `| head`): send the rest to /dev/null."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-class _Console(Console):
-    """Rich console that goes quiet when the reader of stdout stops (e.g. `| head`) and
-    lets the command finish with its own exit code (rich's default exits 1 there)."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        _silence_stdout()
-
-
 def _out(text: str) -> None:
     """One block of output on stdout. A reader that stops early (e.g. `| head`) silences
     the rest instead of ending the command, whose exit code still tells its result."""
@@ -80,16 +66,15 @@ def _out(text: str) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
 
 
 def _console() -> Console:
-    """Rich console: the terminal's width, or COLUMNS when set; piped or redirected without
-    COLUMNS: terminal.PIPED_WIDTH (100) columns."""
-    console = _Console()
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
-        return console
-    return _Console(width=terminal.PIPED_WIDTH)
+    """The console tables are printed on (render/console.py; rich loads here, not for
+    commands that print JSON or markdown)."""
+    from advisor.render.console import stdout_console
+
+    return stdout_console()
 
 
 def _errors(lines: list, end: bool = True) -> None:
@@ -106,8 +91,6 @@ def _input_errors():
     """Run the block; bad input inside it ends the command: one error line per trace that
     could not be read when none could (NoTraceRead), else the one AdvisorInputError line;
     exit 2."""
-    from advisor.multi import NoTraceRead
-
     try:
         yield
     except NoTraceRead as exc:
@@ -187,6 +170,8 @@ def analyze(
     if format is OutputFormat.json:
         _out(result.to_json())
     else:
+        from advisor.render import terminal
+
         terminal.render(result.analysis, result.finding_list, _console(), top=top,
                         ranks=result.ranks)  # fmt: skip
     _errors(result.errors)  # the traces that could not be read, after the others' report
@@ -219,6 +204,8 @@ def _analyze_each(
     if format is OutputFormat.json:
         _out("[" + ",\n".join(r.to_json() for r in results) + "]")
     else:
+        from advisor.render import terminal
+
         console = _console()
         for r in results:
             console.rule(f"[bold]{r.analysis.trace.path}")
@@ -248,6 +235,8 @@ def rules_list(
     """List the rules in force: id, scope, strategy, title, file."""
     with _input_errors():
         rule_set = load_rules(rules or [])
+    from advisor.render.tables import titled_table
+
     cols = ("id", "scope", "strategy", "title", "file")
     tab = titled_table(f"{len(rule_set)} rules", cols, text=cols)
     for r in rule_set:
@@ -269,6 +258,8 @@ def rules_validate(
 @app.command()
 def gpus() -> None:
     """List the built-in GPU spec table (values for --gpu)."""
+    from advisor.render.tables import titled_table
+
     cols = ("name", "SMs/CUs", "cc/arch", "warps/SM", "blocks/SM", "regs/SM", "smem/SM (B)")
     tab = titled_table("Built-in GPU facts (used when a trace has none)", cols, text=cols)
     for g in builtin_gpus():
@@ -418,6 +409,8 @@ def baseline_list(
 
     with _input_errors():
         rows = baselines.listing(Path(store) if store else None)
+    from advisor.render.tables import titled_table
+
     cols = ("name", "traces", "saved (UTC)")
     tab = titled_table(f"baselines in {store or baselines.default_store()}", cols, text=cols)
     for r in rows:
@@ -506,9 +499,13 @@ def _spread_values(argv: list[str]) -> list[str]:
 
 
 def _click_errors() -> tuple[type[BaseException], ...]:
-    """Click's usage-error class (typer >= 0.20 vendors click as typer._click)."""
-    found = []
+    """Click's usage-error classes: typer's own copy (typer >= 0.20 vendors click as
+    typer._click), and click's where typer has none or click is loaded already (importing
+    click only to name its class would cost every command ~6 ms)."""
+    found: list[type[BaseException]] = []
     for module in ("typer._click.exceptions", "click.exceptions"):
+        if found and module.split(".")[0] not in sys.modules:
+            continue
         with suppress(ImportError):
             found.append(__import__(module, fromlist=["ClickException"]).ClickException)
     return tuple(found)
@@ -544,7 +541,7 @@ def main() -> None:
         typer.echo("advisor: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:  # the reader of our output stopped (e.g. `| head`): not an error
-        _silence_stdout()
+        silence_stdout()
         sys.exit(0)
     except Exception as exc:  # a bug, not bad input: still one line, never a traceback
         if os.environ.get("ADVISOR_DEBUG"):

@@ -25,6 +25,14 @@ class AdvisorInputError(Exception):
         super().__init__(f"{path}: {self.message}" if path else self.message)
 
 
+class NoTraceRead(AdvisorInputError):
+    """None of the traces could be read: ``errors`` holds one line per trace."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__(None, "no trace could be read")
+        self.errors = errors
+
+
 def read_problem(exc: Exception) -> str:
     """What one of READ_ERRORS says, in words for a damaged file."""
     if isinstance(exc, zlib.error):

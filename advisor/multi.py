@@ -26,7 +26,7 @@ import pandas as pd
 from advisor.analysis import MergedAnalysis
 from advisor.cluster import Runner
 from advisor.cluster import runner as runner_for
-from advisor.errors import AdvisorInputError, error_line
+from advisor.errors import AdvisorInputError, NoTraceRead, error_line
 from advisor.options import AnalysisOptions
 from advisor.parts import RankPart, device_maps, merge_parts, rank_rows
 from advisor.rules.finding import Finding
@@ -104,14 +104,6 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
         merged.host_sample = (sum(x[0] for x in thinned), sum(x[1] for x in thinned),
                               max(x[2] for x in thinned))  # fmt: skip
     return merged
-
-
-class NoTraceRead(AdvisorInputError):
-    """None of the traces could be read: ``errors`` holds one line per trace."""
-
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__(None, "no trace could be read")
-        self.errors = errors
 
 
 @dataclass

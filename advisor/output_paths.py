@@ -1,8 +1,11 @@
 """Checks on output paths before any work: an output may never be (or replace) an input
-trace, and a file output may not be a directory (nor a directory output a file)."""
+trace, and a file output may not be a directory (nor a directory output a file); and what
+happens to stdout when its reader stops."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from advisor.errors import AdvisorInputError
@@ -45,3 +48,8 @@ def check_output_dir(out: str, inputs: list[str], what: str) -> None:
         raise AdvisorInputError(out, f"is an input trace: refusing to use it as the {what}")
     if p.exists() and not p.is_dir():
         raise AdvisorInputError(out, f"is a file: the {what} must be a folder")
+
+
+def silence_stdout() -> None:
+    """The reader of stdout has stopped (e.g. `| head`): send the rest to /dev/null."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -38,3 +38,15 @@ def test_piped_output_draws_nothing():
         time.sleep(0.3)
         bar.advance()
     assert buf.getvalue() == ""
+
+
+def test_steps_done_before_the_bar_appears_are_counted():
+    """The bar is built only when due: a step finished before that is drawn as done."""
+    console, buf = _console(terminal=True)
+    with progress_bar(3, "reading x.sqlite", console=console, delay_s=0.2) as bar:
+        bar.advance("computing metrics")
+        deadline = time.monotonic() + 10
+        while "1/3" not in buf.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    out = buf.getvalue()
+    assert "computing metrics" in out and "1/3" in out and "0/3" not in out

@@ -55,8 +55,11 @@ class ChunkScans:
             self._add_workers(threads)
 
     def _add_workers(self, count: int) -> None:
-        """Start workers until there are ``count`` (at most one per chunk)."""
-        for _ in range(min(count, len(self.cuts)) - len(self._workers)):
+        """Start workers until ``count`` are running (at most one per chunk). Workers that
+        have returned do not count: the early pass's worker returns once every chunk is
+        scanned, and the finishing steps then need workers of their own."""
+        running = sum(worker.is_alive() for worker in self._workers)
+        for _ in range(min(count, len(self.cuts)) - running):
             worker = threading.Thread(target=self._work, name="advisor-scan", daemon=True)
             self._workers.append(worker)
             worker.start()
