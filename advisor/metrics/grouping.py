@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.keys import first_rows
+from advisor.metrics.keys import first_rows, pack_one
 
 
 def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
@@ -35,6 +35,17 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
             return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
     return ids
 
+
+
+def few_row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """``row_groups`` for a table of a few rows (a rule's hits): each column's exact codes
+    (NaN one value) packed into one key per row, numbered in order of first appearance;
+    no hashing of whole rows and no check against collisions (a hundred times faster
+    than row_groups on a dozen rows, slower on millions)."""
+    if df.empty:
+        return np.zeros(0, dtype=np.int64)
+    codes = [pd.factorize(_comparable(df[c]), use_na_sentinel=False)[0] for c in cols]
+    return pd.factorize(pack_one(*codes))[0].astype(np.int64)
 
 def _comparable(values: pd.Series) -> np.ndarray:
     """The column as an array whose equal items are the rows' equal values: a categorical's

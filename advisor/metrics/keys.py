@@ -206,3 +206,13 @@ def first_rows(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     first = np.flatnonzero(~pd.Series(values, copy=False).duplicated().to_numpy())
     return first[np.argsort(values[first], kind="stable")]
+
+
+def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Per group id (0..n-1, each present): the row position of its largest ``score``, the
+    first such row on ties (``groupby(group).idxmax()`` over a default index); ``score``
+    without NaN."""
+    best = np.full(int(group.max()) + 1, -np.inf)
+    np.maximum.at(best, group, score)
+    rows = np.flatnonzero(score == best[group])  # each group's maxima, in row order
+    return rows[first_rows(group[rows])]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import row_groups
-from advisor.metrics.keys import first_rows, pack_one
+from advisor.metrics.keys import first_max_rows, first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -208,11 +208,7 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
     # still resolves 1/4 ns there)
     score = np.where(idle > 0, 2.0**50 + idle, launches["duration"].to_numpy(np.float64))
-    best = np.full(int(group.max()) + 1, -np.inf)
-    np.maximum.at(best, group, score)
-    rows = np.flatnonzero(score == best[group])  # each group's maxima, in row order
-    first = first_rows(group[rows])
-    return rows[first]  # the first maximum of each group (as idxmax)
+    return first_max_rows(group, score)
 
 
 def _smem_per_block(launches: pd.DataFrame) -> pd.Series:

@@ -31,6 +31,8 @@ import pandas as pd
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.metrics.counters import rules_in_words
+from advisor.metrics.grouping import few_row_groups
+from advisor.metrics.keys import first_max_rows
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.plain import plain, plain_int
 from advisor.rules.expr import Expr, ExprError, compile_expr
@@ -321,28 +323,24 @@ def evaluate(rules: list[Rule], tables: Mapping[Scope, pd.DataFrame], spans: dic
         table = tables.get(rule.spec.scope)
         if table is None or table.empty:
             continue
-        mask = rule.when.evaluate(table).fillna(False).astype(bool)
-        hits = table[mask.to_numpy()]
-        if hits.empty:
+        mask = rule.when.mask(table)
+        if not mask.any():  # (most rules fire nowhere: no rows of a wide table are taken)
             continue
-        savings = rule.savings.evaluate(hits).astype(float).fillna(0).clip(lower=0)
+        hits = table[mask].reset_index(drop=True)
+        savings = rule.savings.evaluate(hits).astype(float).fillna(0).clip(lower=0).to_numpy()
         kcol, rcol = LOCATION[rule.spec.scope]
-        # one finding per location, spoken by its largest instance (first on ties); the
-        # savings of all instances add up (each rounded to ns, as reported)
-        hits = hits.reset_index(drop=True).assign(
-            _savings=savings.to_numpy(), _est=np.round(savings.to_numpy())
-        )
-        where = [c for c in (kcol, rcol) if c]
+        # one finding per location (groups in order of first appearance), spoken by its
+        # largest instance (first on ties); the savings of all instances add up (each
+        # rounded to ns, as reported)
         if rcol:
             hits[rcol] = hits[rcol].astype(object).fillna("")
-        groups = hits.groupby([*where, "device"], dropna=False, sort=False)
-        best = groups["_savings"].idxmax().to_numpy()
-        totals = groups["_est"].sum().to_numpy()
-        counts = groups.size().to_numpy()
-        for pos, total, n in zip(best, totals, counts, strict=True):
+        group = few_row_groups(hits, [c for c in (kcol, rcol, "device") if c])
+        totals = np.bincount(group, weights=np.round(savings))
+        counts = np.bincount(group)
+        for pos, total, n in zip(first_max_rows(group, savings), totals, counts, strict=True):
             row = hits.iloc[pos]
             values = {c: _plain(row[c]) for c in row.index if not c.startswith("_")}
-            values["savings"] = float(row["_savings"])
+            values["savings"] = float(savings[pos])
             f = _finding(rule, values, int(row["device"]), total, int(n), spans)
             found[f.key] = f
     out = _drop_superseded(list(found.values()), rules)

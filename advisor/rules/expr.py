@@ -51,6 +51,13 @@ class Expr:
             value = pd.Series(value, index=table.index)
         return pd.Series(value, index=table.index)
 
+    def mask(self, table: pd.DataFrame) -> np.ndarray:
+        """A condition's rows of ``table``: bool per row, False where its value is missing."""
+        value = _eval(self.tree.body, table)
+        if isinstance(value, np.ndarray) and value.dtype == bool and value.shape == (len(table),):
+            return value  # (comparisons and and/or/not: bool arrays already)
+        return self.evaluate(table).fillna(False).astype(bool).to_numpy()
+
 
 def compile_expr(text: str, known_columns: set[str]) -> Expr:
     """Parse and check ``text``; raise ExprError naming the first problem."""

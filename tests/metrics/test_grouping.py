@@ -1,9 +1,9 @@
-"""row_groups: hashed row grouping equals pandas' exact groupby ngroup."""
+"""row_groups (hashed) and few_row_groups (exact codes): both equal pandas' groupby ngroup."""
 
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.grouping import row_groups
+from advisor.metrics.grouping import few_row_groups, row_groups
 
 
 def test_same_ids_as_groupby_with_nan_and_categoricals():
@@ -47,3 +47,20 @@ def test_constant_columns_split_nothing():
     expected = df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().tolist()
     assert row_groups(df, cols).tolist() == expected == [0, 1, 0, 2]
     assert row_groups(df, ["one", "all_nan", "cat"]).tolist() == [0, 0, 0, 0]
+
+
+def test_few_row_groups_number_locations_as_groupby_does():
+    df = pd.DataFrame(
+        {
+            "name": pd.Categorical(["k", "g", "k", "k", "g", None]),
+            "region": ["step", "step", "", "step", "step", "step"],
+            "device": [0, 0, 0, 1, 0, 0],
+            "waves": [1.5, np.nan, 1.5, 1.5, np.nan, 2.0],
+        }
+    )
+    # rows 1 and 4 equal (NaN == NaN), the rest each alone; ids in order of first appearance
+    cols = ["name", "region", "device", "waves"]
+    expected = df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().tolist()
+    assert few_row_groups(df, cols).tolist() == expected == [0, 1, 2, 3, 1, 4]
+    assert few_row_groups(df, ["region"]).tolist() == [0, 0, 1, 0, 0, 0]
+    assert few_row_groups(df.iloc[:0], cols).tolist() == []
