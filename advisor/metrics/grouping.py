@@ -36,7 +36,6 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return ids
 
 
-
 def few_row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """``row_groups`` for a table of a few rows (a rule's hits): each column's exact codes
     (NaN one value) packed into one key per row, numbered in order of first appearance;
@@ -46,6 +45,7 @@ def few_row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     codes = [pd.factorize(_comparable(df[c]), use_na_sentinel=False)[0] for c in cols]
     return pd.factorize(pack_one(*codes))[0].astype(np.int64)
+
 
 def _comparable(values: pd.Series) -> np.ndarray:
     """The column as an array whose equal items are the rows' equal values: a categorical's

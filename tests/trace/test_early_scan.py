@@ -163,7 +163,6 @@ def test_chunks_scanned_before_the_step_is_known_are_finished_in_order(plain):
     assert {by for _, _, by in parts} == {"advisor-scan", threading.current_thread().name}
 
 
-
 def test_chunks_all_scanned_before_the_step_are_finished_on_two_threads(plain):
     """The early worker returns once it has scanned every chunk; the finishing steps then
     get a worker of their own beside the calling thread (they once ran on the caller
@@ -181,6 +180,7 @@ def test_chunks_all_scanned_before_the_step_are_finished_on_two_threads(plain):
     parts = scans.finish(slow_step, threads=2)
     assert [a for a, _, _ in parts] == [a for a, _ in scans.cuts]
     assert {by for _, _, by in parts} == {"advisor-scan", threading.current_thread().name}
+
 
 def test_closing_leaves_the_chunks_not_started(plain):
     with open(plain, "rb") as fh:
