@@ -37,6 +37,22 @@ def test_nan_never_fires_and_not_of_unknown_is_true():
     assert ev("not (k_iters <= 16)") == [True, True, False, False]
 
 
+def mask(text, table=TABLE):
+    return compile_expr(text, COLS).mask(table).tolist()
+
+
+def test_a_conditions_mask_is_false_where_its_value_is_missing():
+    """Expr.mask (the rows a rule fires on): bool arrays as they come, anything else as
+    evaluate gives it with missing values False; the same rows as evaluate's either way."""
+    assert mask("waves >= 1 and tail_fraction >= 0.2") == [True, False, False, False]
+    assert mask("k_iters <= 16") == [False, False, True, True]  # (NaN: False)
+    holes = TABLE.assign(persistent=pd.Series([True, None, False, True], dtype=object))
+    assert mask("persistent", holes) == [True, False, False, True]  # (a bare column: None)
+    assert mask("true") == [True] * 4 and mask("false") == [False] * 4  # (a constant)
+    for text in ("waves < 1 or persistent", "not persistent", "k_iters <= 16"):
+        assert mask(text) == ev(text)
+
+
 def test_arithmetic_and_functions():
     got = ev("max(total_ns * (1 - tail_fraction / 0.5), 0)")
     assert got[0] == pytest.approx(1000 * (1 - 0.4962 / 0.5))
