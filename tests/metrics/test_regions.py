@@ -1,7 +1,9 @@
+import numpy as np
+import pandas as pd
 from hand_trace import hand_trace
 
 from advisor.analysis import analyze
-from advisor.metrics.regions import OUTSIDE_RANGES, top_level_ranges
+from advisor.metrics.regions import OUTSIDE_RANGES, open_range_at, top_level_ranges
 
 
 def test_top_level_ranges_drop_nested():
@@ -177,3 +179,31 @@ def test_overlapping_instances_are_measured_over_their_union():
     assert total.exposed_comm_ns == 8000 == device.exposed_comm_ns
     assert (total.gpu_busy_ns, total.idle_ns, total.window_ns) == (10000, 0, 10000)
     assert total.comm_ns <= device.comm_ns
+
+
+# two threads' ranges, by start within each thread: thread 7 holds a range [100, 500) with
+# [200, 300) nested in it and [600, 700) after; thread 9 holds [150, 400)
+RANGES = pd.DataFrame({"tid": [7, 7, 7, 9], "start": [100, 200, 600, 150],
+                       "end": [500, 300, 700, 400]})  # fmt: skip
+
+
+def test_open_range_at_finds_the_innermost_open_range_of_the_querys_thread():
+    tids = [7, 7, 7, 7, 7, 9, 9, 8]
+    times = [50, 100, 250, 300, 650, 399, 400, 250]
+    # 50: before every range; 100: the outer one opens; 250: the nested one (row 1); 300:
+    # the nested one closed, the last to start (row 1) is not open: -1 (as documented);
+    # 650: row 2; thread 9 at 399: row 3, at 400: closed; thread 8 has no ranges
+    expected = [-1, 0, 1, -1, 2, 3, -1, -1]
+    assert open_range_at(tids, times, RANGES).tolist() == expected
+    floats = np.array(times, dtype=np.float64)
+    assert open_range_at(tids, floats, RANGES).tolist() == expected
+    floats[2] = np.nan  # (a query without a time: never inside)
+    assert open_range_at(tids, floats, RANGES).tolist() == [-1, 0, -1, -1, 2, 3, -1, -1]
+
+
+def test_open_range_at_one_thread_making_every_query():
+    """The queries of one thread are searched as they are (no gather): the same answers."""
+    times = np.array([99.0, 100.0, 299.5, 499.0, 500.0, np.nan, 650.0])
+    got = open_range_at(np.full(len(times), 7), times, RANGES)
+    # (299.5 < 300: still in row 1; at 499 the last range to start, row 1, has closed)
+    assert got.tolist() == [-1, 0, 1, -1, -1, -1, 2]
