@@ -339,7 +339,7 @@ def evaluate(rules: list[Rule], tables: Mapping[Scope, pd.DataFrame], spans: dic
         counts = np.bincount(group)
         for pos, total, n in zip(first_max_rows(group, savings), totals, counts, strict=True):
             row = hits.iloc[pos]
-            values = {c: _plain(row[c]) for c in row.index if not c.startswith("_")}
+            values = {c: _plain(row[c]) for c in row.index}
             values["savings"] = float(savings[pos])
             f = _finding(rule, values, int(row["device"]), total, int(n), spans)
             found[f.key] = f

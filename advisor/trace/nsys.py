@@ -34,7 +34,7 @@ from advisor.trace.gpus import (
 )
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.slices import SliceColumns
-from advisor.trace.sqlscan import read_columns, rowids_fit
+from advisor.trace.sqlscan import fits_int32, read_columns, rowids_fit
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -397,10 +397,8 @@ def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
     """Store the listed columns as int32/float32 in place (values that do not fit stay
     int64/float64, so nothing is truncated)."""
     for col in int32:
-        if col in df and df[col].dtype.kind in "iu" and len(df):
-            lo, hi = df[col].min(), df[col].max()
-            if lo >= np.iinfo(np.int32).min and hi <= np.iinfo(np.int32).max:
-                df[col] = df[col].astype("int32")
+        if col in df and df[col].dtype.kind in "iu" and fits_int32(df[col].to_numpy()):
+            df[col] = df[col].astype("int32")
     for col in float32:
         if col in df:
             df[col] = _numeric(df[col]).astype("float32")

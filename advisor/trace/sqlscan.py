@@ -120,7 +120,7 @@ def read_columns(
             column = _typed(arrays[at], seen[at], kind)
         if column is None:
             return None
-        if alias in int32 and column.dtype == np.int64 and _fits_int32(column):
+        if alias in int32 and column.dtype == np.int64 and fits_int32(column):
             column = column.astype(np.int32)  # (read again for INT32_MIN itself)
         out[alias] = column
         arrays[at] = None  # (the frame holds the column now)
@@ -159,7 +159,8 @@ def _typed(raw: bytearray, seen: int, kind: str) -> np.ndarray | None:
     return column
 
 
-def _fits_int32(values: np.ndarray) -> bool:
+def fits_int32(values: np.ndarray) -> bool:
+    """Whether ``values`` (integers, at least one) all fit int32."""
     return bool(len(values)) and _I32.min <= values.min() and values.max() <= _I32.max
 
 
