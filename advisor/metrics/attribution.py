@@ -606,7 +606,7 @@ class _HostActivity:
         by_thread = codes[order]
         heads = np.flatnonzero(np.r_[True, by_thread[1:] != by_thread[:-1]])
         self._queries = {
-            int(uniques[by_thread[h]]): np.sort(times[part])
+            int(uniques[by_thread[h]]): np.sort(times[part], kind="stable")
             for h, part in zip(heads, np.split(order, heads[1:]), strict=True)
             if part.size
         }
@@ -627,14 +627,19 @@ class _HostActivity:
                 assert asked is not None  # (set with the queries)
                 self._indexed = {}
                 for key, at in every.items():  # (``at`` by start: sorted searches)
-                    hold = np.zeros(len(at), dtype=bool)
+                    times = []
                     q = self._queries.get(key)
                     if q is not None:
-                        hold |= _holds_one(s[at], e[at], q)
+                        times.append(q)
                     calls = self._api_threads.get(key)
                     if calls is not None:  # (the thread's calls by start: their starts sorted)
-                        calls = calls[asked[calls]]
-                        hold |= _holds_one(s[at], e[at], self.api_start[calls])
+                        times.append(self.api_start[calls[asked[calls]]])
+                    if not times:
+                        continue
+                    # both sets at once: two sorted runs, which a stable sort merges
+                    t = times[0] if len(times) == 1 else np.sort(np.concatenate(times),
+                                                                  kind="stable")  # fmt: skip
+                    hold = _holds_one(s[at], e[at], t)
                     if hold.any():
                         self._indexed[key] = at[hold]
                 self._queries = self._asked_calls = None
@@ -1102,7 +1107,9 @@ class _Innermost:
             order = np.lexsort((-e, s))
             s, e, rows = s[order], e[order], rows[order]
         self.start, self.end, self._rows, self._texts = s, e, rows, texts
-        self.sorted_ends = np.sort(e)
+        # (ends by start are runs of rising values, as ranges nest: a merge sort finds them;
+        # 10x faster than quicksort on a Kineto thread's ranges)
+        self.sorted_ends = np.sort(e, kind="stable")
         depth = np.arange(len(s)) - np.searchsorted(self.sorted_ends, s, side="right")
         small = np.int16 if len(s) == 0 or depth.max() < 2**15 else np.int64  # (radix sort)
         by_depth = np.argsort(depth.astype(small), kind="stable")  # (by start per level)
