@@ -40,6 +40,7 @@ from advisor.metrics.gaps import (
     stream_summary,
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
+from advisor.metrics.grouping import rows_by_value
 from advisor.metrics.keys import distinct, pack
 from advisor.metrics.regions import (
     OUTSIDE_RANGES,
@@ -450,31 +451,33 @@ def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.Dat
     """CLIPPED_COLUMNS and window_ns for windows (device, start_ns, end_ns): busy time and
     comm/compute from the device's busy segments clipped to each window, idle split by the
     cause of the gap covering each idle nanosecond (so idle = the sum of its causes)."""
-    out = windows.copy()
-    n = len(out)
+    n = len(windows)
     empty = (np.array([], np.int64), np.array([], np.int64))
-    lo_all, hi_all = out["start_ns"].to_numpy(), out["end_ns"].to_numpy()
+    lo_all, hi_all = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     busy = np.zeros(n, dtype=np.int64)
     by_cause = {c: np.zeros(n, dtype=np.int64) for c in gaps}
-    for device, rows in out.groupby("device").indices.items():
+    for device, rows in rows_by_value(windows["device"].to_numpy()).items():
         lo, hi = lo_all[rows], hi_all[rows]
         busy[rows] = iv.covered_in_windows(segments["busy"].get(int(device), empty), lo, hi)
         for c, per in gaps.items():
             by_cause[c][rows] = iv.covered_in_windows(per.get(int(device), empty), lo, hi)
-    out["window_ns"] = hi_all - lo_all
-    out["gpu_busy_ns"] = busy
-    out["idle_ns"] = out["window_ns"] - busy
+    window_ns = hi_all - lo_all
+    # the columns made at once (one table built, not a column inserted at a time)
+    cols: dict[str, np.ndarray] = {"window_ns": window_ns, "gpu_busy_ns": busy,
+                                   "idle_ns": window_ns - busy}  # fmt: skip
 
     def causes(*names: str) -> np.ndarray:
         return sum((by_cause[c] for c in names if c in by_cause), np.zeros(n, dtype=np.int64))
 
     for col, names in IDLE_COLUMNS.items():
-        out[col] = causes(*names)
-    comm = window_comm(segments, out) if n else pd.DataFrame(index=out.index)
+        cols[col] = causes(*names)
+    comm = window_comm(segments, windows) if n else None
     for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
-        out[col] = comm[col].to_numpy() if n else np.zeros(0, dtype=np.int64)
-    out["startup_exposed_comm_ns"] = _startup_exposed_comm(out, segments)
-    return out
+        cols[col] = comm[col].to_numpy() if comm is not None else np.zeros(0, dtype=np.int64)
+    cols["startup_exposed_comm_ns"] = _startup_exposed_comm(windows, segments)
+    data = {c: windows[c].array for c in windows.columns}
+    data.update(cols)  # (a column of ``windows`` with one of these names: replaced in place)
+    return pd.DataFrame(data, index=windows.index)
 
 
 def _startup_exposed_comm(windows: pd.DataFrame, segments: dict) -> np.ndarray:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics import intervals as iv
+from advisor.metrics.grouping import rows_by_value
 from advisor.metrics.keys import pack_one
 
 OP_CLASSES = ("comm", "compute", "memory")
@@ -77,7 +78,7 @@ def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFra
     n = len(windows)
     c_ns, k_ns, both_ns = (np.zeros(n, dtype=np.int64) for _ in range(3))
     lo_all, hi_all = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-    for device, rows in windows.groupby("device").indices.items():
+    for device, rows in rows_by_value(windows["device"].to_numpy()).items():
         c = segments["comm"].get(int(device), empty)
         lo, hi = lo_all[rows], hi_all[rows]
         k_ns[rows] = iv.covered_in_windows(segments["compute"].get(int(device), empty), lo, hi)
@@ -86,11 +87,12 @@ def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFra
             continue
         c_ns[rows] = iv.covered_in_windows(c, lo, hi)
         both_ns[rows] = iv.covered_in_windows(segments["either"].get(int(device), empty), lo, hi)
-    out = pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": c_ns + k_ns - both_ns},
-                       index=windows.index)  # fmt: skip
-    out["exposed_comm_ns"] = out["comm_ns"] - out["overlap_ns"]
-    out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
-    return out
+    overlap = c_ns + k_ns - both_ns
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(c_ns > 0, overlap / c_ns, np.nan)  # (as overlap_ratio of Series)
+    return pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": overlap,
+                         "exposed_comm_ns": c_ns - overlap, "overlap_ratio": ratio},
+                        index=windows.index)  # fmt: skip
 
 
 def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:

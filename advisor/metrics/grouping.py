@@ -47,6 +47,16 @@ def few_row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     return pd.factorize(pack_one(*codes))[0].astype(np.int64)
 
 
+def rows_by_value(values: np.ndarray) -> dict:
+    """Row positions per distinct value, keys in ascending order (as
+    ``groupby(values).indices``); a column holding one value (one device, the common case)
+    without hashing it."""
+    values = np.asarray(values)
+    if len(values) and (values == values[0]).all():
+        return {values[0]: np.arange(len(values))}
+    return pd.Series(values, copy=False).groupby(values).indices
+
+
 def _comparable(values: pd.Series) -> np.ndarray:
     """The column as an array whose equal items are the rows' equal values: a categorical's
     codes (-1 for missing), not its values (which pandas would build as a million strings)."""

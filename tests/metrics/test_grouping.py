@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.grouping import few_row_groups, row_groups
+from advisor.metrics.grouping import few_row_groups, row_groups, rows_by_value
 
 
 def test_same_ids_as_groupby_with_nan_and_categoricals():
@@ -64,3 +64,15 @@ def test_few_row_groups_number_locations_as_groupby_does():
     assert few_row_groups(df, cols).tolist() == expected == [0, 1, 2, 3, 1, 4]
     assert few_row_groups(df, ["region"]).tolist() == [0, 0, 1, 0, 0, 0]
     assert few_row_groups(df.iloc[:0], cols).tolist() == []
+
+
+def test_rows_by_value_as_groupby_indices():
+    devices = np.array([3, 1, 3, 0, 1, 3])
+    got = rows_by_value(devices)
+    want = pd.Series(devices).groupby(devices).indices
+    assert list(got) == [0, 1, 3]  # keys ascending
+    assert {k: v.tolist() for k, v in got.items()} == {0: [3], 1: [1, 4], 3: [0, 2, 5]}
+    assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
+    one = rows_by_value(np.array([2, 2, 2]))  # one value: every row, no hashing
+    assert list(one) == [2] and one[2].tolist() == [0, 1, 2]
+    assert rows_by_value(np.array([], dtype=np.int64)) == {}
