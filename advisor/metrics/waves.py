@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import names_in
-from advisor.metrics.grouping import row_groups
+from advisor.metrics.grouping import few_row_groups, row_groups
 from advisor.metrics.keys import first_max_rows, first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_columns
@@ -143,8 +143,7 @@ def kernel_groups(
     """
     keys = GROUP_KEYS + list(by)
     group, first = _launch_groups(launches, configs, by)
-    df = with_configuration(launches.iloc[first], configs)
-    df = df.assign(smem_per_block=_smem_per_block(df))
+    df = _keyed(launches, configs, first, [*by, "demangled"])
     duration = launches["duration"].to_numpy()
     # float idle sums through pandas (compensated summation), integer ones by bincount; the
     # group ids (0.., each present) as a categorical's codes: pandas groups on them as they
@@ -154,7 +153,7 @@ def kernel_groups(
     def per_group(values: np.ndarray):
         return pd.Series(values, copy=False).groupby(by_group, observed=True, sort=True)
 
-    out = df[keys].reset_index(drop=True)
+    out = df[keys]
     out["launches"] = np.bincount(group, minlength=len(first))
     out["total_ns"] = np.bincount(group, duration, len(first)).astype(np.int64)  # (exact)
     out["median_ns"] = per_group(duration).median().to_numpy()
@@ -217,6 +216,19 @@ def _smem_per_block(launches: pd.DataFrame) -> pd.Series:
     return smem.astype("int64") if smem.notna().all() else smem
 
 
+def _keyed(launches: pd.DataFrame, configs: pd.DataFrame, rows: np.ndarray,
+           also=()) -> pd.DataFrame:  # fmt: skip
+    """The launches at positions ``rows`` (index 0..n-1): their GROUP_KEYS (the
+    configuration's columns read through ``config``, smem_per_block from its static and
+    dynamic shared memory), ``config`` and the ``also`` launch columns; dtypes kept."""
+    own = launches[["device", "name", "config", *also]].iloc[rows].reset_index(drop=True)
+    ids = own["config"].to_numpy()
+    conf = configs[[*GROUP_KEYS[2:-1], "static_smem", "dynamic_smem"]].iloc[ids]
+    conf = conf.reset_index(drop=True)
+    conf["smem_per_block"] = _smem_per_block(conf)
+    return pd.concat([own, conf.drop(columns=["static_smem", "dynamic_smem"])], axis=1)
+
+
 def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
                    by) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """(group id per launch, row position of each group's first launch) for GROUP_KEYS plus
@@ -227,10 +239,8 @@ def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
     if len(config) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     one = np.flatnonzero(~pd.Series(config).duplicated().to_numpy())  # a launch per config
-    reps = with_configuration(launches.iloc[one], configs)
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
-    per_config[config[one]] = row_groups(reps.assign(smem_per_block=_smem_per_block(reps)),
-                                         GROUP_KEYS)  # fmt: skip
+    per_config[config[one]] = few_row_groups(_keyed(launches, configs, one), GROUP_KEYS)
     key = per_config[config]
     for col in by:  # (codes: -1 for NaN)
         key = pd.factorize(pack_one(key, pd.factorize(launches[col])[0]))[0]
