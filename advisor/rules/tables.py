@@ -501,16 +501,18 @@ def _regions(a: Analysis) -> pd.DataFrame:
     for col in ("graph_saving_ns", "graph_op_share"):
         w[col] = per[col].reindex(idx).to_numpy() if len(per) else 0.0
         w[col] = w[col].fillna(0).astype(np.float64)
+    # what held each cause's idle per row (held_by: one row per cause, name and device)
+    detail = held["detail"].to_numpy(object)
+    share = held["share"].to_numpy(np.float64)
+    part = (detail != "") & (share < SHARE_SHOWN_BELOW)  # (held only a part: say which share)
+    text = detail.copy()
+    percent = np.rint(100 * share[part]).astype(np.int64).astype(str).astype(object)
+    text[part] = detail[part] + " (" + percent + " % of it)"
+    where = zip(held["cause"], held["name"], held["device"], strict=True)
+    said = dict(zip(where, text, strict=True))
+    at = list(zip(keys["name"], keys["device"], strict=True))
     for col, (cause, _) in _DETAIL_COLUMNS.items():
-        mine = held[held["cause"] == cause]
-        # a detail holding only part of its cause's idle says which share
-        part = (mine["detail"] != "") & (mine["share"] < SHARE_SHOWN_BELOW)
-        text = mine["detail"].where(~part, mine["detail"] + " (" + (100 * mine["share"]).round(
-            0).astype(int).astype(str) + " % of it)")  # fmt: skip
-        mine = pd.Series(text.to_numpy(object), index=pd.MultiIndex.from_frame(
-            mine[["name", "device"]]))  # fmt: skip
-        texts = mine.reindex(idx).to_numpy(object) if len(mine) else np.full(len(w), None)
-        w[col] = pd.Series(texts).fillna(NOTHING_RECORDED).replace("", NOTHING_RECORDED).to_numpy()
+        w[col] = np.array([said.get((cause, *k)) or NOTHING_RECORDED for k in at], dtype=object)
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
     # waits for other ranks are measured only when the trace holds several ranks' comm
