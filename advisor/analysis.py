@@ -348,10 +348,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     r["window_ns"] = r["end_ns"] - r["start_ns"]
     r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
     groups = r.groupby(["name", "device"], as_index=False)
-    g = groups.agg(
-        instances=("start_ns", "size"),
-        **{c: (c, "sum") for c in (*WINDOW_COLUMNS, "window_ns")},
-    )
+    g = groups[[*WINDOW_COLUMNS, "window_ns"]].sum()  # (not a named aggregation per column)
+    g.insert(2, "instances", groups.size()["size"].to_numpy())
     if g.empty:
         return g.assign(
             worst_start_ns=pd.Series(dtype="int64"), recoverable_ns=0.0, overlap_ratio=0.0
@@ -363,8 +361,10 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     if union is not None:
         clipped = clipped_metrics(union, segments, gaps)
         per_group = clipped.groupby("group")[CLIPPED_COLUMNS + ["window_ns"]].sum()
-        for col in [*CLIPPED_COLUMNS, "window_ns"]:
-            g[col] = per_group[col].reindex(range(len(g))).fillna(0).to_numpy()
+        per_group = per_group.reindex(range(len(g))).fillna(0)
+        data = {c: g[c].array for c in g.columns}
+        data.update({c: per_group[c].to_numpy() for c in per_group.columns})  # (in place)
+        g = pd.DataFrame(data)
     g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
     g["overlap_ratio"] = overlap_ratio(g["overlap_ns"], g["comm_ns"])
     return g
@@ -527,10 +527,10 @@ def window_metrics(
             out[col] = pd.Series(dtype="float64")
         out["overlap_ratio"] = pd.Series(dtype="float64")
         return out
-    measured = out.assign(start_ns=measured_start(out))  # (with the idle its first op held)
-    clipped = clipped_metrics(measured, segments, gaps)
-    for col in CLIPPED_COLUMNS:
-        out[col] = clipped[col].to_numpy()
+    lo = measured_start(out)  # (with the idle its first op held)
+    clipped = clipped_metrics(out.assign(start_ns=lo), segments, gaps)
+    # the columns made at once (one table built, not a column inserted at a time)
+    cols = {col: clipped[col].to_numpy() for col in CLIPPED_COLUMNS}
 
     window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
@@ -543,18 +543,22 @@ def window_metrics(
     for col in ("tail_idle_ns", "underfill_idle_ns", "wait_ns"):
         values = ops[col].to_numpy()
         rows = np.flatnonzero(inside & (values != 0))
-        out["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
+        cols["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
     rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
-    out["same_stream_comm_ns"] = per_window(rows, took)
+    cols["same_stream_comm_ns"] = per_window(rows, took)
     # synchronization gaps that open inside their window
     gap_ns = ops["gap_ns"].to_numpy()
     rows = np.flatnonzero(inside & (ops["sync_ns"].to_numpy() > 0))
-    lo = measured["start_ns"].to_numpy()
+    lo = np.asarray(lo)
     opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= lo[window[rows]]
-    out["sync_gaps"] = per_window(rows[opens])
-    out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
-    return out
+    cols["sync_gaps"] = per_window(rows[opens])
+    comm, overlap = cols["comm_ns"], cols["overlap_ns"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols["overlap_ratio"] = np.where(comm > 0, overlap / comm, np.nan)  # (overlap_ratio)
+    data = {c: out[c].array for c in out.columns}
+    data.update(cols)  # (a column of ``windows`` with one of these names: replaced in place)
+    return pd.DataFrame(data, index=out.index)
 
 
 def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None:
