@@ -114,7 +114,8 @@ def _copies(a: TraceAnalysis) -> pd.DataFrame:
         }
     )
     g = frame.groupby(["device", "kind", "host_memory"], sort=True)
-    out = g.agg(count=("took", "size"), bytes=("bytes", "sum"), total_ns=("took", "sum"))
+    sums = g[["bytes", "took"]].sum()  # (column reductions: a named aggregation is 2x slower)
+    out = pd.DataFrame({"count": g.size(), "bytes": sums["bytes"], "total_ns": sums["took"]})
     out = out.reset_index()
     out["gb_per_s"] = out["bytes"] / out["total_ns"].where(out["total_ns"] > 0)
     out["bytes"] = out["bytes"].astype(np.int64)
@@ -126,11 +127,11 @@ def _host_memory(memcpy: pd.DataFrame) -> pd.Series:
     destination's for copies to it, ``device`` when neither side is the host."""
     if "src_memory" not in memcpy or "dst_memory" not in memcpy:
         return pd.Series("unknown", index=memcpy.index)
-    kind = memcpy["kind"].astype(str)
+    codes, kinds = pd.factorize(memcpy["kind"].astype(str))  # (a few kinds: tested once each)
     src = memcpy["src_memory"].astype(object).fillna("unknown")
     dst = memcpy["dst_memory"].astype(object).fillna("unknown")
-    from_host = kind.str.startswith("Hto") | kind.str.startswith("UVM Hto")
-    to_host = kind.str.endswith("toH")
+    from_host = np.array([k.startswith(("Hto", "UVM Hto")) for k in kinds], dtype=bool)[codes]
+    to_host = np.array([k.endswith("toH") for k in kinds], dtype=bool)[codes]
     out = np.where(from_host, src, np.where(to_host, dst, "device"))
     return pd.Series(out, index=memcpy.index)
 
@@ -163,10 +164,9 @@ def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
         }
     )
     g = frame.groupby(["device", "call"], sort=True)
-    out = g.agg(
-        gaps=("gap", "size"), total_ns=("gap", "sum"), median_ns=("gap", "median"),
-        max_ns=("gap", "max"),
-    )  # fmt: skip
+    gap = g["gap"]
+    out = pd.DataFrame({"gaps": g.size(), "total_ns": gap.sum(), "median_ns": gap.median(),
+                        "max_ns": gap.max()})  # fmt: skip
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
     out["worst_at_ns"] = frame.loc[g["gap"].idxmax().to_numpy(), "began"].to_numpy()
     return order_by_time(out.reset_index()[SYNC_COLUMNS], ["device", "call"])
