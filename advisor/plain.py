@@ -37,3 +37,11 @@ def plain_columns(df: pd.DataFrame) -> pd.DataFrame:
     so string operations and comparisons behave as on ordinary text)."""
     cats = [c for c, t in df.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
     return df.astype({c: object for c in cats}) if cats else df
+
+
+def plain_array(values):
+    """A column's values as plain_columns leaves them: a categorical's values as objects,
+    any other array as it is."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return np.asarray(values, dtype=object)
+    return values

@@ -19,7 +19,7 @@ from advisor.data import names_in
 from advisor.metrics.grouping import few_row_groups, row_groups
 from advisor.metrics.keys import first_max_rows, first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
-from advisor.plain import plain_columns
+from advisor.plain import plain_array
 from advisor.trace.quality import impossible_launches, unrecorded_launches
 
 GROUP_KEYS = [
@@ -153,51 +153,54 @@ def kernel_groups(
     def per_group(values: np.ndarray):
         return pd.Series(values, copy=False).groupby(by_group, observed=True, sort=True)
 
-    out = df[keys]
-    out["launches"] = np.bincount(group, minlength=len(first))
-    out["total_ns"] = np.bincount(group, duration, len(first)).astype(np.int64)  # (exact)
-    out["median_ns"] = per_group(duration).median().to_numpy()
-    out["config"] = df["config"].to_numpy()
+    extra = dict(extra or {})
+    n = len(first)
+    # the columns made as arrays and the table built once, its rows in order (not a column
+    # inserted, then the whole table sorted and copied again, at a time)
+    cols: dict = {k: df[k].array for k in keys}
+    cols["launches"] = np.bincount(group, minlength=n)
+    cols["total_ns"] = np.bincount(group, duration, n).astype(np.int64)  # (exact)
+    cols["median_ns"] = per_group(duration).median().to_numpy()
+    config = df["config"].to_numpy()
+    for col in CONFIG_COLUMNS[:7]:
+        cols[col] = configs[col].array.take(config)
     for col in ("tail_idle_ns", "underfill_idle_ns"):
-        out[col] = per_group(launches[col].to_numpy()).sum().to_numpy()
+        cols[col] = per_group(launches[col].to_numpy()).sum().to_numpy()
+    for col in CONFIG_COLUMNS[7:]:
+        cols[col] = configs[col].array.take(config)
+    if worst:  # the start of each group's worst launch (where a finding points)
+        cols["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
+    else:
+        cols["worst_start_ns"] = np.full(n, np.nan)
+    cols["demangled"] = df["demangled"].to_numpy()
     # most of its launches come from CPU ops that are no matrix multiply
     vetoed = launches["op_not_gemm"].to_numpy(bool) if "op_not_gemm" in launches else None
-    out["op_not_gemm"] = (np.bincount(group, vetoed, len(first)) * 2 > out["launches"]
-                          if vetoed is not None else False)  # fmt: skip
-    if worst:  # the start of each group's worst launch (where a finding points)
-        out["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
-    else:
-        out["worst_start_ns"] = np.nan
-    out["demangled"] = df["demangled"].to_numpy()
-    extra = dict(extra or {})
+    cols["op_not_gemm"] = (np.bincount(group, vetoed, n) * 2 > cols["launches"]
+                           if vetoed is not None else np.zeros(n, dtype=bool))  # fmt: skip
     if extra:
         reduced = launches[list(extra)].groupby(group, sort=True).agg(extra)
         for col in extra:
-            out[col] = reduced[col].to_numpy()
-    per_config = configs[CONFIG_COLUMNS].iloc[out.pop("config").to_numpy()]
-    per_config = per_config.reset_index(drop=True)
-    out = pd.concat([out, per_config], axis=1)
-    order = [*keys, "launches", "total_ns", "median_ns", *CONFIG_COLUMNS[:7], "tail_idle_ns",
-             "underfill_idle_ns", *CONFIG_COLUMNS[7:], "worst_start_ns", "demangled",
-             "op_not_gemm", *extra]  # fmt: skip
-    return plain_columns(order_kernel_groups(out[order]))
+            cols[col] = reduced[col].to_numpy()
+    order = _group_order(cols["tail_idle_ns"] + cols["underfill_idle_ns"], cols["total_ns"],
+                         np.asarray(cols["device"]))  # fmt: skip
+    # (in row order; categorical columns as plain object columns: plain_columns)
+    return pd.DataFrame({c: plain_array(v.take(order)) for c, v in cols.items()})
 
 
 def order_kernel_groups(groups: pd.DataFrame) -> pd.DataFrame:
     """kernel_groups' row order: tail + under-fill idle, then total_ns, descending; ties
     (the same kernel on several devices or ranges) by device, then in order of first launch
     (stable), whatever order the trace's rows came in."""
-    idle = groups["tail_idle_ns"] + groups["underfill_idle_ns"]
-    return (
-        groups.assign(_idle=idle)
-        .sort_values(
-            ["_idle", "total_ns", "device"],
-            ascending=[False, False, True],
-            ignore_index=True,
-            kind="stable",
-        )  # fmt: skip
-        .drop(columns="_idle")
-    )
+    idle = (groups["tail_idle_ns"] + groups["underfill_idle_ns"]).to_numpy()
+    order = _group_order(idle, groups["total_ns"].to_numpy(), groups["device"].to_numpy())
+    return groups.take(order).reset_index(drop=True)
+
+
+def _group_order(idle: np.ndarray, total: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """Row positions in kernel_groups' order (order_kernel_groups): as pandas' stable sort
+    by idle and total descending, device ascending (lexsort is stable; NaN sorts last in
+    either direction)."""
+    return np.lexsort((device, -np.asarray(total, np.float64), -np.asarray(idle, np.float64)))
 
 
 def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:

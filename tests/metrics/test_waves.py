@@ -1,5 +1,6 @@
 """Waves and tails on hand-built launches (H200: 132 SMs)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from builders import kernels
@@ -9,6 +10,7 @@ from advisor.metrics.waves import (
     kernel_groups,
     launch_idle,
     launch_waves,
+    order_kernel_groups,
     wave_configs,
     with_configuration,
     without_configuration,
@@ -128,3 +130,42 @@ def test_groups_are_the_same_from_the_configurations_as_from_the_launch_columns(
     # (hand-counted: a 133-CTA group of 2 launches, b's of 1, a's 8-CTA group of 2)
     assert sorted(zip(whole["name"], whole["grid_x"], whole["launches"], strict=True)) == [
         ("a", 8, 2), ("a", 133, 2), ("b", 133, 1)]  # fmt: skip
+
+
+def test_kernel_group_order_by_idle_then_time_then_device_stable():
+    # by hand: idle (tail + under-fill) 3, 3, 1, NaN; ties on idle 3 by total_ns (9 before
+    # 5), the NaN idle last; equal keys keep their order (the two rows idle 1, total 4, device 0)
+    g = pd.DataFrame(
+        {
+            "device": [1, 0, 0, 0, 2],
+            "total_ns": [5, 9, 4, 4, 7],
+            "tail_idle_ns": [3.0, 1.0, 1.0, 1.0, np.nan],
+            "underfill_idle_ns": [0.0, 2.0, 0.0, 0.0, 0.0],
+            "row": [0, 1, 2, 3, 4],
+        }
+    )
+    assert order_kernel_groups(g)["row"].tolist() == [1, 0, 2, 3, 4]
+    # the same order as pandas' stable sort of (idle desc, total desc, device asc), NaN last
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(0, 30))
+        t = pd.DataFrame(
+            {
+                "device": rng.integers(0, 3, n),
+                "total_ns": rng.integers(0, 4, n),
+                "tail_idle_ns": rng.choice([0.0, -0.0, 1.0, 2.5, np.nan], n),
+                "underfill_idle_ns": rng.choice([0.0, 1.0, np.nan], n),
+                "row": np.arange(n),
+            }
+        )
+        want = (
+            t.assign(_idle=t["tail_idle_ns"] + t["underfill_idle_ns"])
+            .sort_values(
+                ["_idle", "total_ns", "device"],
+                ascending=[False, False, True],
+                kind="stable",
+                ignore_index=True,
+            )
+            .drop(columns="_idle")
+        )
+        pd.testing.assert_frame_equal(order_kernel_groups(t), want, check_exact=True)
