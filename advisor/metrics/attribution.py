@@ -855,7 +855,7 @@ class _HostActivity:
                 mine = np.flatnonzero(keys == key)
                 pos = index.find(start[mine])
                 hit = pos >= 0
-                out.put(has[mine[hit]], index.text(pos[hit]))
+                out.put_coded(has[mine[hit]], *index.text_codes(pos[hit]))
         return out
 
     def event_waits_in(self, keys, lo, hi) -> np.ndarray:
@@ -1131,6 +1131,10 @@ class _Innermost:
     def text(self, pos: np.ndarray) -> np.ndarray:
         """The range names at positions ``pos`` (>= 0)."""
         return self._texts[self._rows[pos]]
+
+    def text_codes(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, words): the range names at positions ``pos`` (>= 0) are words[codes]."""
+        return self._texts.codes[self._rows[pos]], self._texts.names
 
     def rows(self, pos: np.ndarray) -> np.ndarray:
         """The host-range table rows of positions ``pos`` (>= 0)."""

@@ -179,6 +179,13 @@ class TextColumn:
         """Set the texts of ``rows`` (positions) to ``texts``."""
         self._codes[rows] = vocabulary_codes(texts, self._vocab)
 
+    def put_coded(self, rows: np.ndarray, codes: np.ndarray, words: np.ndarray) -> None:
+        """Set the texts of ``rows`` to ``words[codes]`` (``words``: an object array of
+        texts; ``codes``: integer positions in it): each distinct code's text is looked up
+        once, not every row's."""
+        at, used = pd.factorize(codes)
+        self._codes[rows] = vocabulary_codes(words[used], self._vocab)[at]
+
     def categorical(self) -> pd.Categorical:
         """The column as a categorical with its present texts as sorted categories."""
         present = self._codes[self._codes >= 0]

@@ -197,3 +197,19 @@ def test_most_frequent_against_brute_force(groups_of_names):
         top = max(counts.values())
         want.append(min(n for n, c in counts.items() if c == top))  # (ties: alphabetical)
     assert gaps._most_frequent(groups, names).tolist() == want
+
+
+def test_text_column_put_coded_as_put_of_the_words():
+    words = np.array(["aten::mm", "step", "aten::mm", ""], dtype=object)  # (a text twice)
+    coded, plain = TextColumn(6), TextColumn(6)
+    plain.put(np.array([0, 1]), np.array(["step", "x"], dtype=object))
+    coded.put(np.array([0, 1]), np.array(["step", "x"], dtype=object))
+    codes = np.array([2, 0, -1, 1])  # (-1: the last word, '')
+    rows = np.array([5, 3, 2, 1])
+    coded.put_coded(rows, codes, words)
+    plain.put(rows, words[codes])
+    got, want = coded.categorical(), plain.categorical()
+    # by hand: rows 0..5 = step, step, '', aten::mm, '', aten::mm
+    assert list(got) == ["step", "step", "", "aten::mm", "", "aten::mm"]
+    assert list(got) == list(want) and list(got.categories) == list(want.categories)
+    assert list(got.categories) == ["", "aten::mm", "step"]
