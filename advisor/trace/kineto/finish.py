@@ -68,21 +68,30 @@ def tidy(trace: Trace) -> None:
     for name, cols in _INT_COLUMNS.items():
         table = getattr(trace, name)
         for col, dtype in cols.items():
-            if col in table and len(table) and _fits(table[col], np.dtype(dtype)):
-                table[col] = table[col].astype(dtype)
+            if col in table and len(table):
+                as_int = _as_int(table[col], np.dtype(dtype))
+                if as_int is not None:
+                    table[col] = as_int
 
 
-def _fits(col: pd.Series, dtype: np.dtype) -> bool:
-    """Whether every value of ``col`` is an integer that ``dtype`` holds (the conversion
-    loses nothing: a fractional or out-of-range value keeps the column as it is, for the
-    quality check to see)."""
-    if not pd.api.types.is_numeric_dtype(col) or col.isna().any():
-        return False
-    v = col.to_numpy()
-    if v.dtype.kind == "f" and not (v == np.floor(v)).all():
-        return False
+def _as_int(col: pd.Series, dtype: np.dtype) -> np.ndarray | None:
+    """``col`` as ``dtype`` where every value is an integer that ``dtype`` holds, else None
+    (the conversion would lose something: a missing, fractional or out-of-range value keeps
+    the column as it is, for the quality check to see)."""
+    if not pd.api.types.is_numeric_dtype(col):
+        return None
+    v = (
+        col.to_numpy()
+        if isinstance(col.dtype, np.dtype)
+        else col.to_numpy(np.float64, na_value=np.nan)
+    )
     info = np.iinfo(dtype)
-    return bool(len(v) == 0 or (v.min() >= info.min and v.max() <= info.max))
+    lo, hi = v.min(), v.max()  # (NaN: NaN, and no comparison holds)
+    if not (lo >= info.min and hi <= info.max):
+        return None
+    out = v.astype(dtype)
+    # (in range: equal after the conversion exactly where each value is an integer)
+    return out if v.dtype.kind != "f" or np.array_equal(out, v) else None
 
 
 def workgroups(trace: Trace) -> None:
