@@ -145,7 +145,8 @@ def attribute(
 
     # the times the host's innermost range is asked for: the late windows' middles (split)
     # and the launch calls' starts (launching_ops). (Each block's windows are computed again
-    # below rather than kept: holding every block's would undo the blocks' bound on memory.)
+    # below rather than kept: holding every block's would undo the blocks' bound on memory;
+    # one block's are kept)
     keys, times = [], []
     for at in blocks:
         w = gaps.windows(at)
@@ -153,7 +154,8 @@ def attribute(
         keys.append(w["keys"][late_at])
         times.append((w["g0"] + w["late"] // 2)[late_at])
     host.expect(np.concatenate(keys), np.concatenate(times), calls=api_row[api_row >= 0])
-    del keys, times
+    kept = w if len(blocks) == 1 else None
+    del keys, times, w
 
     cause = np.full(n, -1, dtype=np.int8)
     overhead = np.zeros(n, dtype=np.int64)
@@ -162,7 +164,7 @@ def attribute(
     vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
     pieces = _PieceColumns(len(at_all), np.int32 if n < 2**31 else np.int64)
     for at in blocks:
-        w = gaps.windows(at)
+        w, kept = kept if kept is not None else gaps.windows(at), None
         split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
                            first[at], w["device"])  # fmt: skip
         amounts = _amounts(w, split)
