@@ -223,13 +223,15 @@ def _keyed(launches: pd.DataFrame, configs: pd.DataFrame, rows: np.ndarray,
            also=()) -> pd.DataFrame:  # fmt: skip
     """The launches at positions ``rows`` (index 0..n-1): their GROUP_KEYS (the
     configuration's columns read through ``config``, smem_per_block from its static and
-    dynamic shared memory), ``config`` and the ``also`` launch columns; dtypes kept."""
-    own = launches[["device", "name", "config", *also]].iloc[rows].reset_index(drop=True)
-    ids = own["config"].to_numpy()
-    conf = configs[[*GROUP_KEYS[2:-1], "static_smem", "dynamic_smem"]].iloc[ids]
-    conf = conf.reset_index(drop=True)
-    conf["smem_per_block"] = _smem_per_block(conf)
-    return pd.concat([own, conf.drop(columns=["static_smem", "dynamic_smem"])], axis=1)
+    dynamic shared memory), ``config`` and the ``also`` launch columns; dtypes kept. Only
+    those rows of those columns are gathered."""
+    data = {c: launches[c].array.take(rows) for c in ("device", "name", "config", *also)}
+    ids = np.asarray(data["config"])
+    for c in GROUP_KEYS[2:-1]:
+        data[c] = configs[c].array.take(ids)
+    smem = {c: configs[c].array.take(ids) for c in ("static_smem", "dynamic_smem")}
+    data["smem_per_block"] = _smem_per_block(pd.DataFrame(smem)).to_numpy()
+    return pd.DataFrame(data)
 
 
 def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
