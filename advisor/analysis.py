@@ -362,9 +362,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
         clipped = clipped_metrics(union, segments, gaps)
         per_group = clipped.groupby("group")[CLIPPED_COLUMNS + ["window_ns"]].sum()
         per_group = per_group.reindex(range(len(g))).fillna(0)
-        data = {c: g[c].array for c in g.columns}
-        data.update({c: per_group[c].to_numpy() for c in per_group.columns})  # (in place)
-        g = pd.DataFrame(data)
+        for col in per_group.columns:
+            g[col] = per_group[col].to_numpy()
     g["recoverable_ns"] = g[RECOVERABLE].sum(axis=1)
     g["overlap_ratio"] = overlap_ratio(g["overlap_ns"], g["comm_ns"])
     return g
@@ -475,9 +474,17 @@ def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.Dat
     for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
         cols[col] = comm[col].to_numpy() if comm is not None else np.zeros(0, dtype=np.int64)
     cols["startup_exposed_comm_ns"] = _startup_exposed_comm(windows, segments)
-    data = {c: windows[c].array for c in windows.columns}
-    data.update(cols)  # (a column of ``windows`` with one of these names: replaced in place)
-    return pd.DataFrame(data, index=windows.index)
+    return with_columns(windows, cols)
+
+
+def with_columns(frame: pd.DataFrame, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A copy of ``frame`` given ``columns`` as by assigning them one at a time (a column of
+    ``frame`` with one of those names replaced in its place, the others appended in order),
+    built as one table; ``frame``'s own columns keep their dtypes (as Series: pandas infers
+    no new dtype for them)."""
+    data: dict = {c: frame[c] for c in frame.columns}
+    data.update(columns)
+    return pd.DataFrame(data, index=frame.index)
 
 
 def _startup_exposed_comm(windows: pd.DataFrame, segments: dict) -> np.ndarray:
@@ -556,9 +563,7 @@ def window_metrics(
     comm, overlap = cols["comm_ns"], cols["overlap_ns"]
     with np.errstate(divide="ignore", invalid="ignore"):
         cols["overlap_ratio"] = np.where(comm > 0, overlap / comm, np.nan)  # (overlap_ratio)
-    data = {c: out[c].array for c in out.columns}
-    data.update(cols)  # (a column of ``windows`` with one of these names: replaced in place)
-    return pd.DataFrame(data, index=out.index)
+    return with_columns(out, cols)
 
 
 def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None:

@@ -40,8 +40,12 @@ def plain_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plain_array(values):
-    """A column's values as plain_columns leaves them: a categorical's values as objects,
-    any other array as it is."""
+    """A column's values for a table built from arrays, as plain_columns leaves them: a
+    categorical's values as objects; text kept as objects (an object Series: pandas 3 would
+    infer its ``str`` dtype from an object array where the values were assigned as a
+    column of their own dtype); any other array as it is."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        return np.asarray(values, dtype=object)
+        return pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
+    if not isinstance(values, np.ndarray) and pd.api.types.is_object_dtype(values):
+        return pd.Series(values, dtype=object, copy=False)  # (an extension array of objects)
     return values

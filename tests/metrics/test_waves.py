@@ -1,5 +1,7 @@
 """Waves and tails on hand-built launches (H200: 132 SMs)."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -169,3 +171,24 @@ def test_kernel_group_order_by_idle_then_time_then_device_stable():
             .drop(columns="_idle")
         )
         pd.testing.assert_frame_equal(order_kernel_groups(t), want, check_exact=True)
+
+
+@pytest.mark.parametrize("infer_strings", [False, True])
+def test_group_text_columns_stay_objects_whatever_pandas_infers(infer_strings):
+    # pandas 3 infers its str dtype for text given as arrays (a library user and a Dask
+    # worker keep that default; the CLI turns it off): the groups' names, regions and
+    # occupancy limiters are object columns either way, as the parts from workers and the
+    # local analysis must agree (tests/test_cluster.py found them apart once)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (pandas 3.1 marks the option deprecated)
+        with pd.option_context("future.infer_string", infer_strings):
+            rows = [dict(start=i * 2000, end=i * 2000 + 1000, grid_x=7, grid_y=19, name=n,
+                         **TAIL_CFG) for i, n in enumerate(["gemm", "copy", "gemm"])]  # fmt: skip
+            k = kernels(rows).astype({"name": "category"})  # (names as the readers give them)
+            ids, configs = wave_configs(k, H200)
+            k = k.assign(config=ids, region=pd.Categorical(["step", None, "step"]),
+                         **launch_idle(k, ids, configs))  # fmt: skip
+            g = kernel_groups(k, configs, by=("region",))
+    assert [str(g[c].dtype) for c in ("name", "region", "limiter")] == ["object"] * 3
+    assert sorted(zip(g["name"], g["region"].fillna(""), g["launches"], strict=True)) == [
+        ("copy", "", 1), ("gemm", "step", 2)]  # fmt: skip
