@@ -40,10 +40,11 @@ def plain_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plain_array(values):
-    """A column's values for a table built from arrays, as plain_columns leaves them: a
-    categorical's values as objects; text kept as objects (an object Series: pandas 3 would
-    infer its ``str`` dtype from an object array where the values were assigned as a
-    column of their own dtype); any other array as it is."""
+    """A column's values for a table built from a dict of arrays, typed as plain_columns
+    and column assignment type them: a categorical's values, and an extension array of
+    objects (a column taken from a frame), as an object Series (pandas 3 infers its ``str``
+    dtype for text given bare in a dict); a numpy array as it is (inferred as an assigned
+    array is)."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         return pd.Series(np.asarray(values, dtype=object), dtype=object, copy=False)
     if not isinstance(values, np.ndarray) and pd.api.types.is_object_dtype(values):
