@@ -5,6 +5,8 @@ every command's start otherwise)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +41,8 @@ class StepProgress:
     def show(self, console: Console | None) -> None:
         """Draw the bar from now on, on ``console`` (default: stderr), unless that is no
         terminal or the steps have ended."""
+        if console is None and not _stderr_may_be_terminal():
+            return  # (without loading rich: this timer's import would hold up the run)
         from rich import progress as bar
         from rich.console import Console
 
@@ -61,6 +65,17 @@ class StepProgress:
             self._ended = True
             if self._progress is not None:
                 self._progress.stop()
+
+
+def _stderr_may_be_terminal() -> bool:
+    """False where rich's stderr console would say it is no terminal for certain: stderr is
+    no tty and neither TTY_COMPATIBLE nor FORCE_COLOR (which rich obeys) is set."""
+    if os.environ.get("TTY_COMPATIBLE") is not None or os.environ.get("FORCE_COLOR") is not None:
+        return True
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # (a closed stderr)
+        return False
 
 
 @contextmanager

@@ -1,6 +1,9 @@
 """The progress bar: drawn on a terminal after the delay, never when not a terminal."""
 
 import io
+import os
+import subprocess
+import sys
 import time
 
 from rich.console import Console
@@ -50,3 +53,21 @@ def test_steps_done_before_the_bar_appears_are_counted():
             time.sleep(0.05)
     out = buf.getvalue()
     assert "computing metrics" in out and "1/3" in out and "0/3" not in out
+
+
+def test_a_redirected_stderr_draws_nothing_and_loads_no_rich():
+    # stderr redirected (no tty, neither TTY_COMPATIBLE nor FORCE_COLOR set): the timer
+    # returns before importing rich, whose import would hold up the run for ~20 ms
+    code = (
+        "import sys, time\n"
+        "from advisor.render.progress import progress_bar\n"
+        "with progress_bar(2, 'reading', delay_s=0.0) as bar:\n"
+        "    time.sleep(0.3)\n"
+        "    bar.advance()\n"
+        "print('rich' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False" and out.stderr == ""
