@@ -560,9 +560,7 @@ def window_metrics(
     lo = np.asarray(lo)
     opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= lo[window[rows]]
     cols["sync_gaps"] = per_window(rows[opens])
-    comm, overlap = cols["comm_ns"], cols["overlap_ns"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cols["overlap_ratio"] = np.where(comm > 0, overlap / comm, np.nan)  # (overlap_ratio)
+    cols["overlap_ratio"] = overlap_ratio(cols["overlap_ns"], cols["comm_ns"])
     return with_columns(out, cols)
 
 

@@ -62,9 +62,13 @@ def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int
 
 def overlap_ratio(overlap_ns, comm_ns):
     """The share of communication time overlapped by compute: overlap_ns / comm_ns. Per row
-    for Series (NaN where there is no communication), or for one total (None then)."""
+    for Series and numpy arrays (NaN where there is no communication), or for one total (None
+    then)."""
     if isinstance(comm_ns, pd.Series):
         return (overlap_ns / comm_ns).where(comm_ns > 0)
+    if isinstance(comm_ns, np.ndarray):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(comm_ns > 0, overlap_ns / comm_ns, np.nan)
     return overlap_ns / comm_ns if comm_ns else None
 
 
@@ -88,10 +92,9 @@ def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFra
         c_ns[rows] = iv.covered_in_windows(c, lo, hi)
         both_ns[rows] = iv.covered_in_windows(segments["either"].get(int(device), empty), lo, hi)
     overlap = c_ns + k_ns - both_ns
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(c_ns > 0, overlap / c_ns, np.nan)  # (as overlap_ratio of Series)
     return pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": overlap,
-                         "exposed_comm_ns": c_ns - overlap, "overlap_ratio": ratio},
+                         "exposed_comm_ns": c_ns - overlap,
+                         "overlap_ratio": overlap_ratio(overlap, c_ns)},
                         index=windows.index)  # fmt: skip
 
 

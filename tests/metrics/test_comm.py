@@ -5,7 +5,7 @@ from builders import trace
 
 from advisor.analysis import analyze
 from advisor.findings import find
-from advisor.metrics.comm import startup_waits
+from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.rules.tables import build_tables
 
 
@@ -158,3 +158,13 @@ def test_exposed_comm_before_the_steady_state_is_start_up():
     )
     exposed = {f.region: f.est_savings_ns for f in find(a) if f.rule == "exposed-comm"}
     assert exposed == {"step": 400 * u}
+
+
+def test_overlap_ratio_of_arrays_as_of_series():
+    # by hand: 5 of 10 ns overlapped = 0.5; no communication (0 ns): NaN, whatever overlaps
+    overlap, comm = np.array([5, 0, 3], dtype=np.int64), np.array([10, 0, 0], dtype=np.int64)
+    got = overlap_ratio(overlap, comm)
+    assert got[0] == 0.5 and np.isnan(got[1:]).all()
+    want = overlap_ratio(pd.Series(overlap), pd.Series(comm)).to_numpy()
+    np.testing.assert_array_equal(got, want)
+    assert overlap_ratio(5, 10) == 0.5 and overlap_ratio(3, 0) is None  # (one total)
