@@ -57,9 +57,10 @@ def paused_gc() -> Iterator[None]:
 
 
 def release_freed_memory() -> None:
-    """Return free heap pages to the OS (glibc only)."""
+    """Return free heap pages to the OS (glibc only); not once the process keeps its freed
+    heap for reuse (keep_large_arrays_in_heap)."""
     libc = _libc()
-    if libc is not None:
+    if libc is not None and not _heap_kept:
         libc.malloc_trim(0)
 
 
@@ -119,7 +120,10 @@ def advise_for_rows(rows: int) -> None:
 
 
 _M_MMAP_MAX = -4  # glibc mallopt parameter
-_NEVER = 2**62  # (a trim threshold no heap reaches)
+# glibc: a trim threshold of -1 turns trimming off (mallopt takes a C int: ctypes masks a
+# larger value, and 2**62 became 0, trimming at every free)
+_NEVER = -1
+_heap_kept = False  # keep_large_arrays_in_heap was called
 
 
 def keep_large_arrays_in_heap() -> None:
@@ -129,7 +133,9 @@ def keep_large_arrays_in_heap() -> None:
     analysis faulted in ~50 GB for a 5 GB peak (docs/scaling.md). From the heap, freed
     arrays are reused in place. The process keeps its peak until it exits: for the
     console's one command, not for a library or a worker."""
+    global _heap_kept
     libc = _libc()
     if libc is not None:
+        _heap_kept = True
         libc.mallopt(_M_MMAP_MAX, 0)
         libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)

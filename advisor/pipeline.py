@@ -11,12 +11,13 @@ from advisor.options import AnalysisOptions
 from advisor.rules.engine import Rule
 from advisor.rules.finding import Finding
 from advisor.trace.counters import join_counters
-from advisor.trace.load import load_counters, load_trace
+from advisor.trace.load import expected_rows, load_counters, load_trace
 from advisor.trace.model import Trace
 
 Step = Callable[[str | None], None]
-# process memory policy, called with 0 before a read and with the table rows before an
-# analysis (the console passes memory.advise_huge_pages; the library sets no policy itself)
+# process memory policy, called with the rows a trace is expected to hold before its read
+# (load.expected_rows: 0 where unknown) and with its table rows before its analysis (the
+# console passes memory.advise_for_rows; the library sets no policy itself)
 MemoryAdvice = Callable[[int], None]
 
 
@@ -42,7 +43,9 @@ def run(
     top-level NVTX range.
     """
     options = options or AnalysisOptions()
-    (memory_advice or _no_advice)(0)  # reading touches each page about once
+    # (a trace of millions of rows: the heap policy before the read allocates its columns,
+    # so that what the read frees is reused rather than faulted in again later)
+    (memory_advice or _no_advice)(expected_rows(path))
     with paused_gc():  # (memory.paused_gc: short-lived objects, few cycles)
         trace = load_trace(path, gpu=options.gpu_override)
         if options.counters:

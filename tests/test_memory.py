@@ -71,6 +71,33 @@ print(libc.mallinfo2().hblkhd >= 64 << 20)
     assert mapped(memory.HUGE_PAGE_ROWS) == "False"
 
 
+def test_freed_large_arrays_are_not_given_back_from_4m_rows():
+    # mallinfo2's arena: the bytes the heap holds from the system. Freeing a 64 MB block at
+    # the heap's top gives it back under glibc's trimming; with the policy for a 4M-row
+    # table it stays, for the next array to reuse without faulting pages in again. (The
+    # threshold once passed 2**62, which ctypes masks to a C int's 0: trimming at every free.)
+    code = """
+import ctypes, sys
+from advisor import memory
+memory.advise_for_rows(int(sys.argv[1]))
+libc = ctypes.CDLL("libc.so.6")
+class Info(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = Info
+block = bytearray(64 << 20)
+held = libc.mallinfo2().arena
+del block
+print(libc.mallinfo2().arena >= held - (1 << 20), held >= 64 << 20)
+"""
+
+    def kept(rows: int) -> str:
+        run = [sys.executable, "-c", code, str(rows)]
+        return subprocess.run(run, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert kept(memory.HUGE_PAGE_ROWS) == "True True"
+
+
 def test_paused_gc_is_off_inside_and_as_it_was_after():
     assert gc.isenabled()
     with memory.paused_gc():
@@ -100,6 +127,15 @@ def test_the_pipeline_runs_without_collections(monkeypatch):
     monkeypatch.setattr(pipeline, "analysis_of", spy)
     pipeline.run(str(ROOT / "sample_traces" / "h200_train_steps.sqlite"))
     assert seen == [False] and gc.isenabled()
+
+
+def test_the_pipeline_asks_for_the_memory_policy_before_reading():
+    # first with the rows the file says it holds (before any column is allocated: the heap
+    # policy must be in force then), then with the rows read (1,411 kernels, 25 copies and
+    # 25 memsets in this sample, counted with SQLite: the kernel table's rowids run 1-1411)
+    seen = []
+    pipeline.run(str(ROOT / "sample_traces" / "h200_scheduling.sqlite"), memory_advice=seen.append)
+    assert seen == [1411, 1411 + 25 + 25]
 
 
 def test_the_console_leaves_the_libraries_out_of_collections():

@@ -12,7 +12,7 @@ from advisor.trace.gpus import gpu_from_option, match_gpu
 from advisor.trace.kineto import looks_like_kineto, read_head, read_kineto
 from advisor.trace.model import GpuSpec, Trace
 from advisor.trace.ncu import is_ncu_report, looks_like_ncu_csv, read_ncu, read_ncu_report
-from advisor.trace.nsys import looks_like_sqlite, read_nsys
+from advisor.trace.nsys import SQLITE_ERRORS, expected_kernels, looks_like_sqlite, read_nsys
 from advisor.trace.nsys_rep import export_report, is_report
 from advisor.trace.quality import drop_impossible_rows, slow_host_ops
 from advisor.trace.rocpd import is_rocpd, read_rocpd
@@ -33,6 +33,19 @@ def check_readable_file(path: Path) -> None:
         raise AdvisorInputError(str(path), "permission denied")
     if path.stat().st_size == 0:
         raise AdvisorInputError(str(path), "empty file (0 bytes)")
+
+
+def expected_rows(path: str | Path) -> int:
+    """About how many GPU ops ``path`` holds where its format says so without reading them
+    (an Nsight export's kernel table); 0 otherwise, and for anything load_trace would
+    refuse (it says why)."""
+    p = Path(path)
+    try:
+        if p.is_file() and looks_like_sqlite(p) and not is_rocpd(p):
+            return expected_kernels(p)
+    except (OSError, *SQLITE_ERRORS):
+        return 0
+    return 0
 
 
 def load_trace(

@@ -116,6 +116,17 @@ def looks_like_sqlite(path: Path) -> bool:
         return fh.read(16) == SQLITE_MAGIC
 
 
+def expected_kernels(path: Path) -> int:
+    """About how many kernels the export holds, without reading them: its kernel table's
+    largest rowid (one b-tree descent). 0 where the file has no such table or cannot say."""
+    try:
+        with closing(sqlite3.connect(ro_uri(path), uri=True)) as conn:
+            row = conn.execute(f"SELECT max(rowid) FROM {KERNEL}").fetchone()
+    except SQLITE_ERRORS:
+        return 0
+    return int(row[0]) if row and isinstance(row[0], int) and row[0] > 0 else 0
+
+
 def ro_uri(path: Path) -> str:
     """The SQLite URI that opens ``path`` read-only, with no journal, lock or file beside it."""
     return path.resolve().as_uri() + "?mode=ro&immutable=1"

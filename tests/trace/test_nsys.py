@@ -2,6 +2,8 @@
 
 import os
 import re
+import sqlite3
+from contextlib import closing
 
 import pytest
 from conftest import H200_2GPU, H200_GRAPHLEVEL, H200_SINGLE, PUBLIC_NSYS, public_nsys, sha256
@@ -170,3 +172,23 @@ def test_reading_changes_nothing_beside_the_trace(path):
     assert sha256(path) == before
     assert sorted(os.listdir(path.parent)) == listing  # no -wal, -shm or journal files
     assert path.stat().st_mtime_ns == mtime
+
+
+def test_expected_rows_is_the_kernel_tables_largest_rowid(tmp_path):
+    # the memory policy's hint before a read: an Nsight export's kernel table's largest
+    # rowid (worked out here with SQLite itself), 0 for any other file or none at all
+    from advisor.trace.load import expected_rows
+
+    with closing(sqlite3.connect(H200_SINGLE.resolve().as_uri() + "?mode=ro", uri=True)) as c:
+        top, count = c.execute(
+            "SELECT max(rowid), count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+        ).fetchone()
+    assert expected_rows(H200_SINGLE) == top >= count > 1000
+    no_kernels = tmp_path / "other.sqlite"
+    with closing(sqlite3.connect(no_kernels)) as c:
+        c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+        c.commit()
+    text = tmp_path / "trace.json"
+    text.write_text('{"traceEvents": []}')
+    for path in (no_kernels, text, tmp_path / "missing.sqlite", tmp_path):
+        assert expected_rows(path) == 0

@@ -294,3 +294,10 @@ def test_inline_times_and_zero_correlations_are_read(tmp_path):
     # 111_000 before the device ran dry), then launched at 152_000: synchronization 32_000,
     # launch latency 8_000
     assert (s["idle_ns"], s["sync_idle_ns"], s["launch_overhead_ns"]) == (40_000, 32_000, 8_000)
+
+
+def test_no_row_hint_for_a_rocpd_database(hand):
+    # (the memory policy's hint before a read is the Nsight kernel table's; none here)
+    from advisor.trace.load import expected_rows
+
+    assert expected_rows(hand) == 0
