@@ -114,22 +114,32 @@ def _key(pid, correlation) -> np.ndarray:
 def _keys(*pairs) -> list[np.ndarray]:
     """int64 keys of (process, correlation id) arrays, equal across all the arrays exactly
     when the pairs are, sorting as the pairs (so as the export's order); -1 where the
-    correlation is missing. Packed by metrics/keys.pack (64-bit rocprof ids that do not fit
-    are numbered instead)."""
+    process or the correlation is missing. Packed by metrics/keys.pack (64-bit rocprof ids
+    that do not fit are numbered instead)."""
     pids, corrs, missing = [], [], []
     for pid, correlation in pairs:
-        corr = np.asarray(correlation)
-        if corr.dtype.kind not in "iu":
-            corr = corr.astype(np.float64)  # (None -> NaN)
-        gone = np.isnan(corr) if corr.dtype.kind == "f" else None
-        pids.append(np.asarray(pid))
-        corrs.append(corr if gone is None else np.where(gone, 0, corr).astype(np.int64))
-        missing.append(gone)
+        pid, pid_gone = _known(pid)
+        corr, corr_gone = _known(correlation)
+        pids.append(pid)
+        corrs.append(corr)
+        missing.append(pid_gone if corr_gone is None else
+                       corr_gone if pid_gone is None else pid_gone | corr_gone)  # fmt: skip
     out = pack(*zip(pids, corrs, strict=True)).keys
     for key, gone in zip(out, missing, strict=True):
         if gone is not None:
             key[gone] = -1
     return list(out)
+
+
+def _known(values) -> tuple[np.ndarray, np.ndarray | None]:
+    """(``values`` as integers, where they are missing: None when none can be): an integer
+    array as it is; anything else as int64 with 0 in place of NaN (None is NaN)."""
+    v = np.asarray(values)
+    if v.dtype.kind in "iu":
+        return v, None
+    v = v.astype(np.float64)
+    gone = np.isnan(v)
+    return np.where(gone, 0, v).astype(np.int64), gone
 
 
 def _ascending(values: np.ndarray) -> bool:

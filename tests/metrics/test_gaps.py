@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 from hand_trace import hand_trace
@@ -87,6 +88,21 @@ def test_64_bit_correlation_ids_join_their_own_call():
                         "end": [110, 210], "tid": [11, 22]})  # fmt: skip
     ops = pd.DataFrame({"pid": [2, 1], "correlation": [5.0, float(2**32 + 5)]})
     assert launch_rows(ops, api).tolist() == [1, 0]
+
+
+def test_a_launch_without_a_known_process_or_id_finds_no_call():
+    # a damaged trace: process ids missing (NaN) on a call and on an op. Those rows have no
+    # key (no integer is made of NaN, no warning); the others still join: op 0 (pid 7, id 3)
+    # -> call 2, op 1 (pid NaN) -> none, op 2 (pid 7, id 1) -> call 0, op 3 (id NaN) -> none
+    import warnings
+
+    from advisor.metrics.gaps import launch_rows
+
+    api = pd.DataFrame({"pid": [7.0, np.nan, 7.0], "correlation": [1, 2, 3]})
+    ops = pd.DataFrame({"pid": [7.0, np.nan, 7.0, 7.0], "correlation": [3.0, 2.0, 1.0, np.nan]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert launch_rows(ops, api).tolist() == [2, -1, 0, -1]
 
 
 def test_gap_breakdown_per_device_and_cause_by_hand():
