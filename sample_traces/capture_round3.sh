@@ -13,7 +13,7 @@ shift
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(short_chains pageable_copy copy_after_idle devprops nongemm dataloader
                                  dp_allreduce event_wait startup_host_work startup_short_chains
-                                 between_ranges step_host_work late_template)
+                                 between_ranges step_host_work late_template mixed_training)
 T_RUN=${T_RUN:-60}     # seconds each profiled run may take (a hung part is killed, the rest go on)
 T_EXPORT=${T_EXPORT:-40}
 mkdir -p "$out"

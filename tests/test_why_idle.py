@@ -153,7 +153,7 @@ def test_host_work_after_seconds_of_start_up_is_judged_on_the_steady_time():
 # "load_checkpoint" after one-off GPU setup ops): after it, the GPU idle, the host-late part
 # of it, and the host-late time inside the planted "log_metrics" ranges (2 ms x 20)
 STARTUP_TRUTH = {
-    "why_startup_host_work.sqlite": (45_287_096, 44_979_277, 40_969_746),
+    "why_startup_host_work.sqlite": (45_286_200, 44_977_549, 40_969_746),
     "why_startup_host_work.pt.trace.json.gz": (48_154_631, 47_876_056, 41_011_296),
     "why_startup_short_chains.sqlite": (60_379_652, 54_528_766, 0),
     "why_startup_short_chains.pt.trace.json.gz": (46_223_451, 39_638_260, 0),
@@ -169,9 +169,7 @@ def test_own_captures_with_start_up_inside_the_range(name):
     a = analysis_of(WHY / name)
     s = a.summary()
     assert s["startup_idle_ns"] >= 1_500_000_000  # the planted start-up is start-up
-    # (within 1 us: a first launch's slow call inside the loop is start-up too, 896 ns on
-    # the Nsight host-work capture)
-    assert s["idle_ns"] - s["startup_idle_ns"] == pytest.approx(idle_after, abs=1_000)
+    assert s["idle_ns"] - s["startup_idle_ns"] == idle_after
     top = find(a)[0]
     assert top.severity == "high"
     if in_log_metrics:
@@ -279,6 +277,45 @@ def test_own_pageable_copy_capture(name, truth):
     f = rules(a)["sync-copy"][0]
     assert f.strategy == "async_copy" and f.est_savings_ns == copy
     assert "cudaMemcpyAsync (in aten::copy_)" in f.summary
+
+
+@pytest.mark.parametrize(
+    "name, truth",
+    # truth.py's "after_first_step" (the gaps after the first step's first op; the gap before
+    # it began in the warm-up, which only Nsight Systems records): GPU idle, its host-late
+    # part, and the host-late time in DataLoader ranges, in blocking copy calls and in the
+    # planted "log_metrics" ranges
+    [("why_mixed_training.sqlite.xz", (160_705_809, 154_860_615, 7_442_643, 1_432_083,
+                                       14_481_334)),
+     ("why_mixed_training.pt.trace.json.gz", (181_880_081, 176_301_004, 7_738_534, 1_572_640,
+                                              14_407_152))],
+)  # fmt: skip
+def test_own_capture_with_several_causes_in_each_step(name, truth):
+    # a small transformer trained with AdamW without foreach (441 launches a step) on batches
+    # from 2 DataLoader workers, a 16 MB copy from pageable memory, the loss read back and
+    # 2 ms of "log_metrics" in every step (workloads/why_idle.py mixed_training): no cause
+    # planted alone, each measured as where it is
+    idle, late, loader, copy, in_log_metrics = truth
+    a = analysis_of(unpacked(WHY / name))
+    t = totals(a)
+    assert t["input_pipeline"] == loader and t["blocking_copy"] == copy
+    # every steady gap once (the Nsight run's start-up is its warm-up, the Kineto run has
+    # none); truth.py ends at the last op, advisor's steady window at the same op
+    assert sum(ns for cause, ns in t.items() if cause != "startup") == idle
+    # the launch-bound steps first: the host-late time outside the DataLoader, the copies
+    # and log_metrics (132-153 ms) is launch work, and the CUDA graph estimate is within it
+    found = find(a)
+    top = found[0]
+    assert (top.rule, top.strategy) == ("host-bound-steps", "cuda_graph")
+    assert top.est_savings_ns <= late - loader - copy - in_log_metrics
+    # the host work names log_metrics; the pieces it labels hold at least the time the host
+    # was in it (a piece is labelled by the range covering most of it: 17.4-18.0 ms)
+    busy = rules(a)["host-busy-steps"][0]
+    assert "log_metrics" in busy.summary
+    held = pieces(a)
+    assert held.loc[held["detail"].eq("log_metrics"), "ns"].sum() >= in_log_metrics
+    assert [f.strategy for f in found] == ["cuda_graph", "host_work", "input_pipeline",
+                                           "async_copy", "remove_sync"]  # fmt: skip
 
 
 def test_own_copy_after_idle_capture():
@@ -691,7 +728,8 @@ def test_findings_never_claim_more_idle_than_their_cause_held(path):
 
 
 RANGE_OF = {"dataloader": "train_step", "pageable_copy": "step", "short_chains": "decode_loop",
-            "devprops": "train_step", "nongemm": "train_step", "event_wait": "iter"}  # fmt: skip
+            "devprops": "train_step", "nongemm": "train_step", "event_wait": "iter",
+            "mixed_training": "train_step"}  # fmt: skip
 
 
 @pytest.mark.parametrize("part", list(RANGE_OF))
@@ -714,7 +752,10 @@ def test_nsys_and_kineto_of_one_workload_name_the_same_causes(part):
         by = p.groupby("cause")["ns"].sum()
         return set(by[by >= 2_000_000].index), by.idxmax()
 
-    nsys = causes(analysis_of(WHY / f"why_{part}.sqlite"))
+    export = WHY / f"why_{part}.sqlite"
+    nsys = causes(
+        analysis_of(export if export.exists() else unpacked(export.with_suffix(".sqlite.xz")))
+    )
     kineto = causes(analysis_of(WHY / f"why_{part}.pt.trace.json.gz"))
     assert nsys == kineto
 

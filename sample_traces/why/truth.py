@@ -20,7 +20,11 @@ started, with the time from that later of (call end, g0) to g1 ("queued"), and h
 them follow an event-wait call (cudaStreamWaitEvent / hipStreamWaitEvent) made by the
 launching thread in the 1 ms before the launch; and the launch chains between blocking
 reads (cudaStreamSynchronize / cudaDeviceSynchronize calls on the launching thread):
-launches per chain. Printed as JSON; the tests in
+launches per chain; and, where the workload marks its steps (ranges named step_N or
+train_step_N), the same DataLoader / copy / planted-range times of the gap that ends at the
+first step's first op ("first_step_lead": that gap began in the warm-up before the profiled
+steps, and Nsight Systems, which records the whole process, has it) and those times summed
+over the gaps after that one ("after_first_step"). Printed as JSON; the tests in
 tests/test_why_idle.py compare advisor's answers with these numbers.
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -76,6 +81,14 @@ def nsys_events(path: Path):
         ops.append((s, e, d, c, "memcpy"))
         if 0 in (src, dst):  # CUPTI memory kind 0: pageable host memory
             pageable.add(c)
+    has_memset = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'"
+    ).fetchone()[0]
+    if has_memset:  # (GPU ops as the Kineto traces' gpu_memset events are)
+        for s, e, d, c in db.execute(
+            "SELECT start, end, deviceId, correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET"
+        ):
+            ops.append((s, e, d, c, "memset"))
     calls, ranges = {}, {}
     for s, e, tid, c, n in db.execute(
         "SELECT start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -129,9 +142,21 @@ def truth(path: Path) -> dict:
         first = min(o[0] for o in ops if o[0] >= after)
         out["after_startup"] = {"window_ns": max(o[1] for o in ops) - first, "idle_ns": 0,
                                 "late_ns": 0}  # fmt: skip
+    step_starts = [a for spans in ranges.values() for a, _, n, _ in spans
+                   if re.fullmatch(r"(train_)?step_\d+", n)]  # fmt: skip
+    first_op = min((o[0] for o in ops if o[0] >= min(step_starts)), default=None) if (
+        step_starts) else None  # fmt: skip
     for s, e, _, corr, _ in ops:
         if reach is not None and s > reach:
             g0, g1 = reach, s
+            lead = s == first_op and "first_step_lead" not in out
+            in_steps = first_op is not None and s > first_op
+            if in_steps and "after_first_step" not in out:
+                out["after_first_step"] = {"idle_ns": 0, "late_ns": 0, "dataloader_ns": 0,
+                                           "blocking_copy_ns": 0,
+                                           "late_in": dict.fromkeys(HOST_RANGES, 0)}  # fmt: skip
+            if in_steps:
+                out["after_first_step"]["idle_ns"] += g1 - g0
             out["idle_ns"] += g1 - g0
             out["gaps"] += 1
             call = calls.get(corr)
@@ -159,10 +184,34 @@ def truth(path: Path) -> dict:
                 copies = [(a, b) for a, b, n, c in mine if n.startswith("api:")
                           and ("Memcpy" in n or "Memset" in n)
                           and ("Async" not in n or c in pageable)]  # fmt: skip
-                out["blocking_copy_ns"] += covered(copies, g0, hi)
+                copy_ns = covered(copies, g0, hi)
+                out["blocking_copy_ns"] += copy_ns
+                in_ranges = {}
                 for name in HOST_RANGES:
                     spans = [(a, b) for a, b, n, _ in mine if n == name]
-                    out["late_in"][name] += covered(spans, g0, hi)
+                    in_ranges[name] = covered(spans, g0, hi)
+                    out["late_in"][name] += in_ranges[name]
+                if in_steps:
+                    steps = out["after_first_step"]
+                    steps["late_ns"] += hi - g0
+                    steps["dataloader_ns"] += part
+                    steps["blocking_copy_ns"] += copy_ns
+                    for name, ns in in_ranges.items():
+                        steps["late_in"][name] += ns
+                if lead:
+                    out["first_step_lead"] = {
+                        "gap_ns": g1 - g0,
+                        "dataloader_ns": part,
+                        "blocking_copy_ns": copy_ns,
+                        "late_in": in_ranges,
+                    }
+            elif lead:
+                out["first_step_lead"] = {
+                    "gap_ns": g1 - g0,
+                    "dataloader_ns": 0,
+                    "blocking_copy_ns": 0,
+                    "late_in": {},
+                }
         reach = e if reach is None else max(reach, e)
     # launch chains between synchronize calls, on the thread that launched the most
     launchers = {}

@@ -42,6 +42,13 @@ PART (each run on its own, so each trace holds one story):
                  a template of the short name every step uses (vectorized_elementwise_kernel)
                  whose code lazy loading loads inside its first launch call, in the steady state
 
+  mixed_training a small transformer (token embedding, 2 encoder layers, d=256, sequence 128,
+                 batch 16) trained with AdamW (foreach off: a chain of tiny kernels per
+                 parameter) on batches from 2 DataLoader workers (2 ms per item), a 16 MB
+                 side tensor copied from pageable memory each step, the loss read back
+                 (loss.item()) and 2 ms of host work ("log_metrics"): several causes in one
+                 step, none of them planted alone (a capture unlike the parts above)
+
 nsys: steps are NVTX ranges (markers.nvtx) under emit_nvtx(), so record_function ranges
 (DataLoader __next__, optimizer step) are NVTX ranges as in Kineto's user annotations.
 kineto: torch.profiler over the same loop (the same ranges as user annotations).
@@ -389,10 +396,73 @@ def late_template(kind, out, facts):
                  emit_nvtx=kind == "nsys")  # fmt: skip
 
 
+class SlowTokens(torch.utils.data.Dataset):
+    """Token sequences that take ITEM_S seconds of host time each (tokenizing, packing)."""
+
+    ITEM_S = 0.002
+
+    def __len__(self) -> int:
+        return 1 << 20
+
+    def __getitem__(self, i):
+        time.sleep(self.ITEM_S)
+        g = torch.Generator().manual_seed(i)
+        return torch.randint(0, 1024, (129,), generator=g)
+
+
+def mixed_training(kind, out, facts):
+    layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
+    body = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    model = nn.ModuleDict({"embed": nn.Embedding(1024, 256), "body": body,
+                           "head": nn.Linear(256, 1024)}).cuda()  # fmt: skip
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False, fused=False)
+    loader = torch.utils.data.DataLoader(SlowTokens(), batch_size=16, num_workers=2)
+    side = np.random.default_rng(0).random(2 << 20)  # 16 MB of float64, pageable
+
+    def step() -> tuple[float, float, float]:
+        t0 = time.perf_counter()
+        seq = next(it)  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__
+        t1 = time.perf_counter()
+        extra = torch.from_numpy(side).to("cuda")  # a blocking copy from pageable memory
+        t2 = time.perf_counter()
+        seq = seq.cuda()
+        x = model["body"](model["embed"](seq[:, :-1]))
+        logits = model["head"](x).float()
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), seq[:, 1:].flatten())
+        loss = loss + 0.0 * extra.mean()
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=False)
+        opt.step()
+        t3 = time.perf_counter()
+        loss.item()
+        t4 = time.perf_counter()
+        with nvtx("log_metrics", sync=False):
+            _spin(0.002)
+        return t1 - t0, t2 - t1, t4 - t3
+
+    it = iter(loader)
+    for _ in range(3):  # warm-up: workers started, kernels loaded
+        step()
+    torch.cuda.synchronize()
+    waits, copies, reads = [], [], []
+    with profiled(kind, out):
+        for i in range(STEPS):
+            with nvtx(f"train_step_{i}", sync=False):
+                w, c, r = step()
+            waits.append(w)
+            copies.append(c)
+            reads.append(r)
+    facts.update(item_s=SlowTokens.ITEM_S, batch=16, workers=2, side_bytes=side.nbytes,
+                 log_metrics_s=0.002, loader_wait_s=waits, copy_call_s=copies,
+                 loss_item_s=reads)  # fmt: skip
+
+
 PARTS = {f.__name__: f for f in (dataloader, event_wait, pageable_copy, copy_after_idle,
                                   short_chains, dp_allreduce, nongemm, devprops,
                                   startup_host_work, startup_short_chains,
-                                  between_ranges, step_host_work, late_template)}  # fmt: skip
+                                  between_ranges, step_host_work, late_template,
+                                  mixed_training)}  # fmt: skip
 
 
 def main() -> None:
