@@ -290,6 +290,9 @@ SCOPES: dict[Scope, dict[str, str]] = {
         "or 'not measured (the trace holds one rank)'",
         "collectives_per_instance": "collective kernels (comm that is not point-to-point) "
         "per instance of the range on the device",
+        "p2p_comm_share": "share of the range's communication kernel time (summed per kernel) "
+        "in point-to-point kernels (send / receive: classify.yaml p2p_kernels; 0..1, NaN "
+        "without communication)",
         "interleaved_share": "share of consecutive collectives with compute of the range "
         "started between them (0..1; NaN under two): ~1 each collective between the GEMMs "
         "it serves (tensor parallelism), ~0 collectives back to back after the compute "
@@ -538,14 +541,31 @@ def _regions(a: Analysis) -> pd.DataFrame:
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
-    # collectives (comm kernels that are not point-to-point) launched per range instance
-    coll = ops[ops["op_class"].eq("comm").to_numpy() & ~point_to_point(ops)]
+    # collectives (comm kernels that are not point-to-point) launched per range instance,
+    # and the point-to-point kernels' share of the comm kernels' time
+    comm = ops["op_class"].eq("comm").to_numpy()
+    p2p = point_to_point(ops)
+    coll = ops[comm & ~p2p]
     per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
     counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
+    w["p2p_comm_share"] = _p2p_share(ops[comm], p2p[comm], idx)
     share = interleaving(a).set_index(["name", "device"])["interleaved_share"]
     w["interleaved_share"] = share.reindex(idx).to_numpy() if len(share) else np.nan
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
+
+
+def _p2p_share(comm: pd.DataFrame, p2p: np.ndarray, idx: pd.MultiIndex) -> np.ndarray:
+    """Per (region, device) of ``idx``: the point-to-point kernels' summed time over all
+    of ``comm``'s (the comm ops) summed time; NaN where the row has no comm."""
+    took = (comm["end"] - comm["start"]).to_numpy(np.float64)
+    keys = [comm["region"].astype(object).fillna(""), comm["device"]]
+    total = pd.Series(took, index=comm.index).groupby(keys).sum()
+    if total.empty:
+        return np.full(len(idx), np.nan)
+    mine = pd.Series(np.where(p2p, took, 0.0), index=comm.index).groupby(keys).sum()
+    share = (mine / total.where(total > 0)).reindex(idx)
+    return share.to_numpy(np.float64)
 
 
 def _rank_wait(wait: float, last: float) -> str:

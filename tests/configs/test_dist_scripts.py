@@ -30,15 +30,18 @@ MULTI_GPU = ("comm_overlap", "tp_overlap", "pipeline_schedule")
 KINETO = PUBLIC / "kineto"
 TRACES = {
     "h200x2_allreduce": (H200_2GPU, "comm_overlap"),
-    "nsysai_2gpu_sendrecv_after": (PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite",
-                                   "comm_overlap"),
-    "nsysai_2gpu_sendrecv_before": (
-        PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite", "comm_overlap"),
     "hta_nccl_data": (KINETO / "hta_nccl_data.json.gz", "comm_overlap"),
-    "hta_sampled_rank-0": (KINETO / "hta_sampled_rank-0.json.gz", "comm_overlap"),
-    "hta_sampled_rank-1": (KINETO / "hta_sampled_rank-1.json.gz", "comm_overlap"),
     "tracelens_vllm_eager_b200": (KINETO / "tracelens_vllm_eager_b200.json.gz", "tp_overlap"),
 }  # fmt: skip
+# traces whose exposed communication is send/receive kernels (HTA's pipeline ranks: NCCL
+# SendRecv on their own streams; nsys-ai's 2-GPU exports: an all-to-all of SendRecv
+# kernels): exposed-p2p, whose advice is no data-parallel all-reduce script
+SENDRECV = {
+    "nsysai_2gpu_sendrecv_after": PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite",
+    "nsysai_2gpu_sendrecv_before": PUBLIC_NSYS / "nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite",
+    "hta_sampled_rank-0": KINETO / "hta_sampled_rank-0.json.gz",
+    "hta_sampled_rank-1": KINETO / "hta_sampled_rank-1.json.gz",
+}
 
 
 def run_script(path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -88,6 +91,20 @@ def test_every_multi_gpu_finding_gets_a_script_and_its_note(name, tmp_path):
         assert "In your code: " in text and "Not in the trace (labelled defaults" in text
     proc = _lint(tmp_path)
     assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(SENDRECV))
+def test_exposed_send_receive_gets_its_own_advice_and_no_all_reduce_script(name, tmp_path):
+    a = analysis_of(SENDRECV[name])
+    found = find(a)
+    assert not [f for f in found if f.strategy in MULTI_GPU]
+    p2p = [f for f in found if f.rule == "exposed-p2p"]
+    assert p2p and {f.strategy for f in p2p} == {"sendrecv_overlap"}
+    assert all("in send/receive kernels" in f.summary for f in p2p)
+    for f in emit_into(p2p, a.trace.gpus, tmp_path):
+        assert [Path(p).suffix for p in f.config] == [".md"]
+        note = Path(f.config[0]).read_text()
+        assert "batch_isend_irecv" in note and "all_reduce" not in note
 
 
 @pytest.fixture(scope="module")

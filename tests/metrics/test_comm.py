@@ -168,3 +168,53 @@ def test_overlap_ratio_of_arrays_as_of_series():
     want = overlap_ratio(pd.Series(overlap), pd.Series(comm)).to_numpy()
     np.testing.assert_array_equal(got, want)
     assert overlap_ratio(5, 10) == 0.5 and overlap_ratio(3, 0) is None  # (one total)
+
+
+@pytest.mark.parametrize("send_us, reduce_us, rule", [(400, 100, "exposed-p2p"),
+                                                       (100, 400, "exposed-comm")])  # fmt: skip
+def test_exposed_send_receive_and_exposed_collectives_get_their_own_rule(send_us, reduce_us, rule):
+    # One device, times in us (U = 1000 ns); the init range as above, then four "step"
+    # ranges [t0, t0 + 900): a SendRecv kernel [t0 + 100, t0 + 100 + s), an all-reduce after
+    # it for r us, a gemm [t0 + 600, t0 + 800). Per step by hand: comm s + r = 500 with
+    # nothing alongside, compute 200: hidable min(500, 200) = 200 us, 800 us over the four.
+    # p2p_comm_share = s / 500: 0.8 (send/receive: exposed-p2p) or 0.2 (collectives:
+    # exposed-comm); never both
+    u = 1000
+
+    def step(t0):
+        return [(t0 + 100, t0 + 100 + send_us, "ncclDevKernel_SendRecv"),
+                (t0 + 100 + send_us, t0 + 600, "ncclDevKernel_AllReduce"),
+                (t0 + 600, t0 + 800, "gemm")]  # fmt: skip
+
+    a = analyze(_init_and_steps(step))
+    r = build_tables(a)["regions"].set_index("name").loc["step"]
+    assert r["p2p_comm_share"] == pytest.approx(send_us / 500)
+    assert r["hidable_comm_ns"] == 800 * u
+    fired = {(f.rule, f.region, f.est_savings_ns) for f in find(a)
+             if f.rule in ("exposed-comm", "exposed-p2p")}  # fmt: skip
+    assert fired == {(rule, "step", 800 * u)}
+
+
+def test_tensor_parallel_collectives_beside_send_receive_are_claimed_once():
+    # One device and stream, times in us; the init range as above, then four "step" ranges:
+    # 8 all-reduces of 10 us each followed by a 20 us gemm ([t0 + 60 + 40 i, t0 + 90 + 40
+    # i): launched 50 us before, inside the range), then a SendRecv [t0 + 400, t0 + 800).
+    # Per step by hand: comm 80 + 400 = 480, all
+    # exposed, p2p share 400 / 480 = 0.83, 8 collectives each between gemms (interleaved 1),
+    # compute 160: hidable 4 x min(480, 160) = 640 us. tp-exposed-comm and exposed-p2p
+    # both hold; the tensor-parallel one supersedes (the same hidable_comm_ns, once)
+    u = 1000
+
+    def step(t0):
+        layers = [k for i in range(8) for k in (
+            (t0 + 60 + 40 * i, t0 + 70 + 40 * i, "ncclDevKernel_AllReduce"),
+            (t0 + 70 + 40 * i, t0 + 90 + 40 * i, "gemm"))]  # fmt: skip
+        return [*layers, (t0 + 400, t0 + 800, "ncclDevKernel_SendRecv")]
+
+    a = analyze(_init_and_steps(step))
+    r = build_tables(a)["regions"].set_index("name").loc["step"]
+    assert r["p2p_comm_share"] == pytest.approx(400 / 480) and r["hidable_comm_ns"] == 640 * u
+    assert r["collectives_per_instance"] == 8 and r["interleaved_share"] == 1
+    fired = [(f.rule, f.est_savings_ns) for f in find(a) if f.region == "step"
+             and f.rule in ("exposed-comm", "exposed-p2p", "tp-exposed-comm")]  # fmt: skip
+    assert fired == [("tp-exposed-comm", 640 * u)]

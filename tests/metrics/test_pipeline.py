@@ -4,12 +4,14 @@ whose point-to-point traffic is symmetric (not a pipeline)."""
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from builders import two_device_steps as trace_of
 from conftest import PUBLIC_NSYS, analysis_of
 
 from advisor.analysis import analyze
 from advisor.findings import find
+from advisor.metrics.pipeline import point_to_point
 from advisor.rules.tables import build_tables
 from advisor.trace.model import Trace
 
@@ -156,3 +158,18 @@ def test_stages_in_every_format():
     console = Console(width=120, record=True)
     render(a, find(a), console)
     assert "Pipeline stages" in console.export_text()
+
+
+def test_point_to_point_kernels_by_name_in_every_nccl_spelling():
+    # NCCL >= 2.19 (ncclDevKernel_SendRecv), older NCCL with the algorithm and type after an
+    # underscore (HTA's public pipeline traces: ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t,
+    # which the earlier pattern's word boundary missed), the directions, RCCL; collectives
+    # and other kernels are not point-to-point
+    ops = pd.DataFrame({
+        "name": ["ncclDevKernel_SendRecv", "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(x)",
+                 "ncclKernel_Send_RING_LL_Sum_int8_t", "ncclDevKernel_Recv(ncclDevComm*)",
+                 "rcclKernel_SendRecv", "ncclKernel_AllReduce_RING_LL_Sum_float",
+                 "ncclDevKernel_AllGather_RING_LL", "ncclKernel_SendRecvFoo", "gemm"],
+        "op_class": ["comm"] * 8 + ["compute"], "kind": "kernel",
+    })  # fmt: skip
+    assert point_to_point(ops).tolist() == [True] * 5 + [False] * 4
