@@ -46,11 +46,9 @@ print(buf.value.decode().count("<heap nr="))
     assert out.stdout.strip() == "1"
 
 
-def test_large_arrays_stay_in_the_heap_from_4m_rows():
-    # glibc's mallinfo2: hblkhd is the bytes held in mmap()ed blocks. A 64 MB block is
-    # mapped on its own under glibc's defaults (above its 32 MB threshold); once the policy
-    # for a 4M-row table is set, it comes from the heap (a fresh process: the policy stays)
-    code = """
+# a fresh process with the policy for a table of argv[1] rows, glibc's mallinfo2 and a 64 MB
+# block allocated (the subprocess tests below print what they ask of it)
+MALLINFO_AFTER_POLICY = """
 import ctypes, sys
 from advisor import memory
 memory.advise_for_rows(int(sys.argv[1]))
@@ -60,8 +58,14 @@ class Info(ctypes.Structure):
                 "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc.mallinfo2.restype = Info
 block = bytearray(64 << 20)
-print(libc.mallinfo2().hblkhd >= 64 << 20)
 """
+
+
+def test_large_arrays_stay_in_the_heap_from_4m_rows():
+    # glibc's mallinfo2: hblkhd is the bytes held in mmap()ed blocks. A 64 MB block is
+    # mapped on its own under glibc's defaults (above its 32 MB threshold); once the policy
+    # for a 4M-row table is set, it comes from the heap (a fresh process: the policy stays)
+    code = MALLINFO_AFTER_POLICY + "print(libc.mallinfo2().hblkhd >= 64 << 20)\n"
 
     def mapped(rows: int) -> str:
         run = [sys.executable, "-c", code, str(rows)]
@@ -76,20 +80,10 @@ def test_freed_large_arrays_are_not_given_back_from_4m_rows():
     # the heap's top gives it back under glibc's trimming; with the policy for a 4M-row
     # table it stays, for the next array to reuse without faulting pages in again. (The
     # threshold once passed 2**62, which ctypes masks to a C int's 0: trimming at every free.)
-    code = """
-import ctypes, sys
-from advisor import memory
-memory.advise_for_rows(int(sys.argv[1]))
-libc = ctypes.CDLL("libc.so.6")
-class Info(ctypes.Structure):
-    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
-                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc.mallinfo2.restype = Info
-block = bytearray(64 << 20)
-held = libc.mallinfo2().arena
-del block
-print(libc.mallinfo2().arena >= held - (1 << 20), held >= 64 << 20)
-"""
+    code = MALLINFO_AFTER_POLICY + (
+        "held = libc.mallinfo2().arena\ndel block\n"
+        "print(libc.mallinfo2().arena >= held - (1 << 20), held >= 64 << 20)\n"
+    )
 
     def kept(rows: int) -> str:
         run = [sys.executable, "-c", code, str(rows)]

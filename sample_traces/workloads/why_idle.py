@@ -105,7 +105,9 @@ class SlowItems(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         time.sleep(self.ITEM_S)
-        g = torch.Generator().manual_seed(i)
+        return self.item(torch.Generator().manual_seed(i))
+
+    def item(self, g: torch.Generator):
         return torch.randn(512, generator=g), torch.randint(0, 10, (), generator=g)
 
 
@@ -396,17 +398,12 @@ def late_template(kind, out, facts):
                  emit_nvtx=kind == "nsys")  # fmt: skip
 
 
-class SlowTokens(torch.utils.data.Dataset):
+class SlowTokens(SlowItems):
     """Token sequences that take ITEM_S seconds of host time each (tokenizing, packing)."""
 
     ITEM_S = 0.002
 
-    def __len__(self) -> int:
-        return 1 << 20
-
-    def __getitem__(self, i):
-        time.sleep(self.ITEM_S)
-        g = torch.Generator().manual_seed(i)
+    def item(self, g: torch.Generator):
         return torch.randint(0, 1024, (129,), generator=g)
 
 
