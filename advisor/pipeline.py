@@ -43,9 +43,10 @@ def run(
     top-level NVTX range.
     """
     options = options or AnalysisOptions()
-    # (a trace of millions of rows: the heap policy before the read allocates its columns,
-    # so that what the read frees is reused rather than faulted in again later)
-    (memory_advice or _no_advice)(expected_rows(path))
+    if memory_advice is not None:
+        # (a trace of millions of rows: the heap policy before the read allocates its
+        # columns, so that what the read frees is reused rather than faulted in again later)
+        memory_advice(expected_rows(path))
     with paused_gc():  # (memory.paused_gc: short-lived objects, few cycles)
         trace = load_trace(path, gpu=options.gpu_override)
         if options.counters:

@@ -543,29 +543,25 @@ def _regions(a: Analysis) -> pd.DataFrame:
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
     # collectives (comm kernels that are not point-to-point) launched per range instance,
     # and the point-to-point kernels' share of the comm kernels' time
-    comm = ops["op_class"].eq("comm").to_numpy()
-    p2p = point_to_point(ops)
-    coll = ops[comm & ~p2p]
-    per = coll.groupby([coll["region"].astype(object).fillna(""), coll["device"]]).size()
-    counts = per.reindex(idx).fillna(0).to_numpy() if len(per) else np.zeros(len(w))
+    per = _comm_per_window(ops[ops["op_class"].eq("comm").to_numpy()]).reindex(idx)
+    counts = per["collectives"].fillna(0).to_numpy()
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
-    w["p2p_comm_share"] = _p2p_share(ops[comm], p2p[comm], idx)
+    total = per["comm_ns"]
+    w["p2p_comm_share"] = (per["p2p_ns"] / total.where(total > 0)).to_numpy(np.float64)
     share = interleaving(a).set_index(["name", "device"])["interleaved_share"]
     w["interleaved_share"] = share.reindex(idx).to_numpy() if len(share) else np.nan
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
-def _p2p_share(comm: pd.DataFrame, p2p: np.ndarray, idx: pd.MultiIndex) -> np.ndarray:
-    """Per (region, device) of ``idx``: the point-to-point kernels' summed time over all
-    of ``comm``'s (the comm ops) summed time; NaN where the row has no comm."""
+def _comm_per_window(comm: pd.DataFrame) -> pd.DataFrame:
+    """Per (region, device) of the comm ops ``comm``: ``collectives`` (how many are not
+    point-to-point kernels), ``comm_ns`` and ``p2p_ns`` (the ops' and the point-to-point
+    kernels' summed time, ns)."""
     took = (comm["end"] - comm["start"]).to_numpy(np.float64)
-    keys = [comm["region"].astype(object).fillna(""), comm["device"]]
-    total = pd.Series(took, index=comm.index).groupby(keys).sum()
-    if total.empty:
-        return np.full(len(idx), np.nan)
-    mine = pd.Series(np.where(p2p, took, 0.0), index=comm.index).groupby(keys).sum()
-    share = (mine / total.where(total > 0)).reindex(idx)
-    return share.to_numpy(np.float64)
+    p2p = point_to_point(comm)
+    per = pd.DataFrame({"collectives": (~p2p).astype(np.int64), "comm_ns": took,
+                        "p2p_ns": np.where(p2p, took, 0.0)}, index=comm.index)  # fmt: skip
+    return per.groupby([comm["region"].astype(object).fillna(""), comm["device"]]).sum()
 
 
 def _rank_wait(wait: float, last: float) -> str:

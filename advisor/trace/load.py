@@ -37,11 +37,11 @@ def check_readable_file(path: Path) -> None:
 
 def expected_rows(path: str | Path) -> int:
     """About how many GPU ops ``path`` holds where its format says so without reading them
-    (an Nsight export's kernel table); 0 otherwise, and for anything load_trace would
-    refuse (it says why)."""
+    (an Nsight export's kernel table; a rocpd database has none); 0 otherwise, and for
+    anything load_trace would refuse (it says why)."""
     p = Path(path)
     try:
-        if p.is_file() and looks_like_sqlite(p) and not is_rocpd(p):
+        if p.is_file() and looks_like_sqlite(p):
             return expected_kernels(p)
     except (OSError, *SQLITE_ERRORS):
         return 0
