@@ -19,6 +19,7 @@ import pandas as pd
 
 from advisor.analysis import Analysis
 from advisor.errors import AdvisorInputError
+from advisor.memory import paused_gc
 from advisor.options import AnalysisOptions
 from advisor.output_paths import check_output_dir
 from advisor.rules.finding import Finding
@@ -57,16 +58,27 @@ class Result:
 
     @cached_property
     def document(self) -> dict:
-        """The JSON document as Python values (schema in docs/json.md)."""
+        """The JSON document as Python values (schema in docs/json.md). Built with the
+        garbage collector paused (memory.paused_gc: a dict per kernel group and range
+        instance, none in a cycle; with it running, 400K kernel groups took 3.4-4.7 s
+        instead of 2.1)."""
         from advisor.render import json as json_render
 
-        return json_render.document(self.analysis, self.finding_list, self.ranks)
+        with paused_gc():
+            return json_render.document(self.analysis, self.finding_list, self.ranks)
 
     def to_json(self) -> str:
         """The document as ``advisor analyze --format json`` prints it."""
         from advisor.render import json as json_render
 
         return json_render.json_text(self.document)
+
+    def to_json_bytes(self) -> bytes:
+        """``to_json`` as UTF-8 bytes (the command line writes these: a document of
+        hundreds of MB is not copied into text and back)."""
+        from advisor.render import json as json_render
+
+        return json_render.json_bytes(self.document)
 
     @property
     def summary(self) -> dict:

@@ -69,6 +69,22 @@ def _out(text: str) -> None:
         silence_stdout()
 
 
+def _out_bytes(data: bytes) -> None:
+    """``_out`` of UTF-8 bytes (a JSON document), written to stdout's binary buffer where
+    it has one (no text copy of a large document)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # (a text-only stream, e.g. a test's capture)
+        _out(data.decode())
+        return
+    try:
+        sys.stdout.flush()  # (what was written as text comes first)
+        buffer.write(data)
+        buffer.write(b"\n")
+        buffer.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
 def _console() -> Console:
     """The console tables are printed on (render/console.py; rich loads here, not for
     commands that print JSON or markdown)."""
@@ -168,7 +184,7 @@ def analyze(
                 result = api.analyze(paths, progress=_rank_steps(bar, n, where), **options)
                 bar.advance(None)
     if format is OutputFormat.json:
-        _out(result.to_json())
+        _out_bytes(result.to_json_bytes())
     else:
         from advisor.render import terminal
 

@@ -54,6 +54,10 @@ def test_the_docs_example_runs_and_prints_what_the_json_says(monkeypatch):
 
 def test_the_result_is_the_document_the_cli_prints(train):
     assert json.loads(train.to_json()) == _cli_json(str(TRAIN))
+    # byte for byte: the CLI writes the document's UTF-8 bytes and one newline
+    proc = subprocess.run([sys.executable, "-m", "advisor", "analyze", str(TRAIN), "-f", "json"],
+                          capture_output=True, timeout=300, cwd=ROOT)  # fmt: skip
+    assert proc.stdout == train.to_json_bytes() + b"\n" == (train.to_json() + "\n").encode()
 
 
 def test_the_tables_are_the_documents_rows(train):

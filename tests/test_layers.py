@@ -31,8 +31,8 @@ ALLOWED = {
              "parts", "pipeline", "rules"},
     "render": {"analysis", "gating", "metrics", "rules", "views"},
     "report": {"analysis", "render", "rules"},
-    "api": {"analysis", "cluster", "configs", "gating", "multi", "options", "pipeline", "render",
-            "report", "rules"},
+    "api": {"analysis", "cluster", "configs", "gating", "memory", "multi", "options", "pipeline",
+            "render", "report", "rules"},  # (memory: paused_gc around the document)
     "cli_options": set(),
     "cli": {"api", "baselines", "cli_options", "cluster", "configs", "gating", "memory", "multi",
             "options",

@@ -10,7 +10,7 @@ from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml
 from advisor.metrics.regions import WINDOW_KEYS
-from advisor.plain import plain, plain_int
+from advisor.plain import plain, plain_int_list, plain_list
 from advisor.rules.finding import Finding, finding_dict
 from advisor.rules.tables import step_table
 
@@ -21,38 +21,48 @@ TOP_KERNELS = 50  # rows of top_kernels in the document
 
 
 def kernel_rows(k: pd.DataFrame) -> list[dict]:
-    rows = []
-    for r in k.itertuples():
-        rows.append(
-            {
-                "name": r.name,
-                "demangled": r.demangled,
-                "device": int(r.device),
-                "region": getattr(r, "region", None),
-                "grid": [plain_int(r.grid_x), plain_int(r.grid_y), plain_int(r.grid_z)],
-                "grid_blocks": int(r.grid_blocks),
-                "block": [plain_int(r.block_x), plain_int(r.block_y), plain_int(r.block_z)],
-                "block_threads": int(r.block_threads),
-                "registers_per_thread": plain_int(r.registers),
-                "shared_mem_per_block": plain_int(r.smem_per_block),
-                "launches": int(r.launches),
-                "total_ns": int(r.total_ns),
-                "median_ns": int(r.median_ns),
-                "ctas_per_sm": plain_int(r.ctas_per_sm),
-                "occupancy_limiter": r.limiter,
-                "slots": plain_int(r.slots),
-                "waves": r.waves,
-                "tail_fraction": r.tail_fraction,
-                "tail_idle_ns": int(round(r.tail_idle_ns)),
-                "underfill_idle_ns": int(round(r.underfill_idle_ns)),
-                "persistent": bool(r.persistent),
-                "comm": bool(r.comm),
-                "underfilled": bool(r.underfilled),
-            }
-        )
-        if getattr(r, "counter_launches", 0):  # (hardware counters: --counters, an ncu report)
-            rows[-1]["counters"] = plain({c: getattr(r, c) for c in COUNTER_EVIDENCE})
+    """One plain dict per kernel group (docs/json.md ``kernels``), built a column at a time
+    (a trace of many distinct kernels has as many groups)."""
+    n = len(k)
+    columns = []
+    for col, kind in _KERNEL_FIELDS.values():
+        if isinstance(col, tuple):  # (grid and block: a list of three per row)
+            parts = [_KERNEL_VALUES[kind](k[c]) for c in col]
+            columns.append([list(t) for t in zip(*parts, strict=True)])
+        else:  # (a table without regions: None)
+            columns.append(_KERNEL_VALUES[kind](k[col]) if col in k else [None] * n)
+    rows = [dict(zip(_KERNEL_FIELDS, row, strict=True)) for row in zip(*columns, strict=True)]
+    if "counter_launches" in k:  # (hardware counters: --counters, an ncu report)
+        for i in np.flatnonzero(k["counter_launches"].to_numpy() != 0).tolist():
+            rows[i]["counters"] = plain({c: k[c].iat[i] for c in COUNTER_EVIDENCE})
     return rows
+
+
+# kernel_rows' fields in document order: JSON key -> (kernel table column(s), its kind)
+_KERNEL_FIELDS = {
+    "name": ("name", "plain"), "demangled": ("demangled", "plain"), "device": ("device", "int"),
+    "region": ("region", "plain"), "grid": (("grid_x", "grid_y", "grid_z"), "maybe_int"),
+    "grid_blocks": ("grid_blocks", "int"),
+    "block": (("block_x", "block_y", "block_z"), "maybe_int"),
+    "block_threads": ("block_threads", "int"),
+    "registers_per_thread": ("registers", "maybe_int"),
+    "shared_mem_per_block": ("smem_per_block", "maybe_int"), "launches": ("launches", "int"),
+    "total_ns": ("total_ns", "int"), "median_ns": ("median_ns", "int"),
+    "ctas_per_sm": ("ctas_per_sm", "maybe_int"), "occupancy_limiter": ("limiter", "plain"),
+    "slots": ("slots", "maybe_int"), "waves": ("waves", "plain"),
+    "tail_fraction": ("tail_fraction", "plain"), "tail_idle_ns": ("tail_idle_ns", "rounded"),
+    "underfill_idle_ns": ("underfill_idle_ns", "rounded"),
+    "persistent": ("persistent", "bool"), "comm": ("comm", "bool"),
+    "underfilled": ("underfilled", "bool"),
+}  # fmt: skip
+# how a kind's column becomes plain values (NaN -> None where a value may be missing)
+_KERNEL_VALUES = {
+    "plain": plain_list,
+    "maybe_int": plain_int_list,
+    "int": lambda c: c.to_numpy(np.int64).tolist(),
+    "rounded": lambda c: np.round(c.to_numpy(np.float64)).astype(np.int64).tolist(),
+    "bool": lambda c: c.to_numpy().astype(bool).tolist(),
+}
 
 
 REGION_KEYS = [*WINDOW_KEYS, *WINDOW_COLUMNS, "overlap_ratio"]
@@ -109,9 +119,10 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
             },
             "selection": a.selection,
             "summary": a.summary(),
-            "kernels": kernel_rows(a.kernel_table()),
-            "region_kernels": kernel_rows(a.kernel_table(by_region=True)),
-            "regions": None,  # filled below: region_rows gives plain values already
+            # (filled below: these give plain values already, row by row of long tables)
+            "kernels": None,
+            "region_kernels": None,
+            "regions": None,
             "launch_gaps": a.gaps.to_dict("records"),
             "streams": a.streams.to_dict("records"),
             "sequences": seq.to_dict("records"),
@@ -124,6 +135,8 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
             "findings": [finding_dict(f) for f in findings],
         }
     )
+    doc["kernels"] = kernel_rows(a.kernel_table())
+    doc["region_kernels"] = kernel_rows(a.kernel_table(by_region=True))
     doc["regions"] = region_rows(a.regions)
     if ranks is not None:
         doc["ranks"] = plain(ranks)
@@ -137,8 +150,13 @@ def render(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None
 
 def json_text(value) -> str:
     """``value`` as JSON text indented by two spaces, keys in insertion order (orjson:
-    numpy scalars as numbers, NaN as null, text as UTF-8)."""
-    return orjson.dumps(value, default=_plain_or_fail, option=_OPTIONS).decode()
+    numpy scalars as numbers, NaN as null)."""
+    return json_bytes(value).decode()
+
+
+def json_bytes(value) -> bytes:
+    """json_text as UTF-8 bytes (what orjson writes: no text copy of a large document)."""
+    return orjson.dumps(value, default=_plain_or_fail, option=_OPTIONS)
 
 
 _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY

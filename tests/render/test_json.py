@@ -1,0 +1,64 @@
+"""The JSON document's kernel rows (built a column at a time) against each group's own
+values, field by field, on a real trace with hardware counters and on missing values."""
+
+import numpy as np
+from conftest import SAMPLES
+
+import advisor
+from advisor.plain import plain, plain_int
+from advisor.render.json import COUNTER_EVIDENCE, kernel_rows
+
+COUNTERS = SAMPLES / "counters"
+
+# JSON field -> (kernel table column, how one value is made plain)
+FIELDS = {
+    "name": ("name", plain), "demangled": ("demangled", plain), "device": ("device", int),
+    "region": ("region", plain), "grid_blocks": ("grid_blocks", int),
+    "block_threads": ("block_threads", int), "registers_per_thread": ("registers", plain_int),
+    "shared_mem_per_block": ("smem_per_block", plain_int), "launches": ("launches", int),
+    "total_ns": ("total_ns", int), "median_ns": ("median_ns", int),
+    "ctas_per_sm": ("ctas_per_sm", plain_int), "occupancy_limiter": ("limiter", plain),
+    "slots": ("slots", plain_int), "waves": ("waves", plain),
+    "tail_fraction": ("tail_fraction", plain),
+    "tail_idle_ns": ("tail_idle_ns", lambda v: int(round(v))),
+    "underfill_idle_ns": ("underfill_idle_ns", lambda v: int(round(v))),
+    "persistent": ("persistent", bool), "comm": ("comm", bool),
+    "underfilled": ("underfilled", bool),
+}  # fmt: skip
+
+
+def _check(k, rows):
+    assert len(rows) == len(k)
+    for i, row in enumerate(rows):
+        for field, (col, make) in FIELDS.items():
+            want = make(k[col].iat[i]) if col in k else None
+            assert row[field] == want and type(row[field]) is type(want), (i, field)
+        assert row["grid"] == [plain_int(k[c].iat[i]) for c in ("grid_x", "grid_y", "grid_z")]
+        assert row["block"] == [plain_int(k[c].iat[i]) for c in ("block_x", "block_y", "block_z")]
+        counted = "counter_launches" in k and k["counter_launches"].iat[i] > 0
+        assert ("counters" in row) == counted, i
+        if counted:
+            assert row["counters"] == plain({c: k[c].iat[i] for c in COUNTER_EVIDENCE})
+
+
+def test_kernel_rows_hold_each_groups_values():
+    raw = COUNTERS / "counters.ncu.raw.csv.gz"
+    result = advisor.analyze(COUNTERS / "counters.sqlite", counters=raw)
+    k = result.analysis.kernel_table()
+    assert (k["counter_launches"] > 0).any() and (k["counter_launches"] == 0).any()
+    _check(k, kernel_rows(k))
+    by_region = result.analysis.kernel_table(by_region=True)
+    _check(by_region, kernel_rows(by_region))
+
+
+def test_kernel_rows_with_missing_values():
+    k = advisor.analyze(SAMPLES / "h200_train_steps.sqlite").analysis.kernel_table()
+    k = k.head(6).copy()
+    k["grid_x"] = k["grid_x"].astype(float)
+    k.loc[k.index[0], ["grid_x", "waves", "ctas_per_sm"]] = np.nan
+    k["limiter"] = k["limiter"].astype(object)
+    k.loc[k.index[1], "limiter"] = None
+    rows = kernel_rows(k)
+    _check(k, rows)
+    assert rows[0]["grid"][0] is None and rows[0]["waves"] is None
+    assert rows[1]["occupancy_limiter"] is None
