@@ -69,9 +69,10 @@ def _matches(values: pd.Series, patterns: list[re.Pattern[str]]) -> list[np.ndar
         codes, uniques = values.cat.codes.to_numpy(), values.cat.categories
     else:
         codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    texts = [str(u) for u in uniques]
     out = []
     for rx in patterns:
-        hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
+        hit = np.array([rx.search(t) is not None for t in texts] + [False], dtype=bool)
         out.append(hit[codes])  # code -1 (missing) -> the trailing False
     return out
 

@@ -146,23 +146,20 @@ def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> np.ndarray
 
 
 def tile_from_name(names: pd.Series) -> pd.DataFrame:
-    """tile_m, tile_n, tile_k parsed from kernel names (NaN where the name has none)."""
-    uniq = pd.unique(names.dropna())
-    found = {}
-    for name in uniq:
-        for rx in regex_list("tile_names"):
-            m = rx.search(str(name))
+    """tile_m, tile_n, tile_k parsed from kernel names (NaN where the name has none); each
+    distinct name parsed once."""
+    codes, uniq = pd.factorize(names)  # (-1 for a missing name: the last, all-NaN row)
+    tiles = np.full((len(uniq) + 1, 3), np.nan)
+    patterns = regex_list("tile_names")
+    for i, name in enumerate(uniq):
+        text = str(name)
+        for rx in patterns:
+            m = rx.search(text)
             if m:
                 g = [int(x) for x in m.groups()]
-                found[name] = (g[0], g[1], g[2] if len(g) > 2 else np.nan)
+                tiles[i] = (g[0], g[1], g[2] if len(g) > 2 else np.nan)
                 break
-    out = pd.DataFrame(
-        [found.get(n, (np.nan, np.nan, np.nan)) for n in names],
-        index=names.index,
-        columns=["tile_m", "tile_n", "tile_k"],
-        dtype=float,
-    )
-    return out
+    return pd.DataFrame(tiles[codes], index=names.index, columns=["tile_m", "tile_n", "tile_k"])
 
 
 def tile_from_grid(m, n, grid_x, grid_y) -> tuple[np.ndarray, np.ndarray]:

@@ -368,7 +368,7 @@ def _kernels(a: Analysis) -> pd.DataFrame:
     k["memory"] = memory
     results = rule_results(a.trace.counter_rules, a.trace.counters, k["counter_row"])
     k["ncu_rule_results"] = pd.Series(results, index=k.index, dtype=object)
-    k["ncu_rules"] = [rules_in_words(r) for r in results]
+    k["ncu_rules"] = [rules_in_words(r) if r else "" for r in results]  # ("" for none)
     k["gemm_guess"] = _gemm_guess(k)
     add_tile_columns(k)
     known = k["m"].notna() & k["n"].notna() & k["k"].notna()

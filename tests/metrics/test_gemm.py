@@ -96,6 +96,8 @@ def test_tiles_from_names():
                 "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3",
                 "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x1x1_0_tnn",
                 "tiled_gemm_kernel",
+                None,  # (no name: no tile)
+                "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_NNN",  # (a name again: its tile)
             ]
         )
     )
@@ -104,6 +106,8 @@ def test_tiles_from_names():
         [64, 128, 8],
         [128, 256, 64],
         [-1, -1, -1],
+        [-1, -1, -1],
+        [192, 192, 64],
     ]
 
 
