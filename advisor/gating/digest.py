@@ -31,7 +31,7 @@ from advisor.gating.metricset import (
 from advisor.instances import range_instances
 from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.steady import subtract_windows, window_at
-from advisor.metrics.waves import with_configuration
+from advisor.metrics.waves import launch_durations, with_configuration
 from advisor.rules.finding import Finding
 
 MAX_SAMPLES = 256  # per range or kernel: evenly spaced over time when there are more
@@ -55,10 +55,10 @@ def _steady_overall(a: TraceAnalysis, holes: pd.DataFrame) -> dict:
     out = {"span_ns": float(per_device.max()) if len(per_device) else 0.0}
     for col in ("gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns"):
         out[col] = float(m[col].sum()) if len(m) else 0.0
-    ops = a.ops
-    steady_ops = window_at(holes, ops["device"].to_numpy(), ops["start"].to_numpy()) < 0
+    k = a.launches  # (the wave-quantization idle is per kernel launch)
+    steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0 if len(k) else []
     for col in ("tail_idle_ns", "underfill_idle_ns"):
-        out[col] = float(ops[col].to_numpy()[steady_ops].sum())
+        out[col] = float(k[col].to_numpy()[steady].sum()) if len(k) else 0.0
     overlap = float(m["overlap_ns"].sum()) if len(m) else 0.0
     comm = float(m["comm_ns"].sum()) if len(m) else 0.0
     out["overlap_ratio"] = overlap_ratio(overlap, comm)
@@ -85,7 +85,8 @@ def _kernels(a: TraceAnalysis, holes: pd.DataFrame) -> list[KernelEntry]:
           k["block_x"] * k["block_y"] * k["block_z"]]  # fmt: skip
     out = []
     # (groupby leaves out the launches with a missing part of their key)
-    for (name, x, y, z, block), d in k["duration"].groupby(by, sort=False):
+    took = pd.Series(launch_durations(k), index=k.index)
+    for (name, x, y, z, block), d in took.groupby(by, sort=False):
         values = d.to_numpy(np.float64)
         key = KernelKey(str(name), (_dim(x), _dim(y), _dim(z)), _dim(block))
         out.append(KernelEntry(key, len(values), float(np.median(values)), _spaced(values)))

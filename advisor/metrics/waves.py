@@ -107,13 +107,18 @@ def _product(k: pd.DataFrame, prefix: str) -> pd.Series:
     return k[f"{prefix}_x"].astype("float64") * k[f"{prefix}_y"] * k[f"{prefix}_z"]
 
 
+def launch_durations(launches: pd.DataFrame) -> np.ndarray:
+    """Per launch (kernel row): its GPU time, end - start (ns, int64). Computed where it is
+    needed, not kept as a column (8 bytes a launch)."""
+    return launches["end"].to_numpy(np.int64) - launches["start"].to_numpy(np.int64)
+
+
 def launch_idle(kernels: pd.DataFrame, ids: np.ndarray, configs: pd.DataFrame) -> dict:
-    """Per launch: duration, tail_idle_ns (tail share x duration, launches with at least
-    one full wave) and underfill_idle_ns (the same for under-filled single waves), ns."""
-    duration = kernels["end"].to_numpy(np.int64) - kernels["start"].to_numpy(np.int64)
-    idle = configs["tail_fraction"].to_numpy(np.float64)[ids] * duration
+    """Per launch: tail_idle_ns (tail share x duration, launches with at least one full
+    wave) and underfill_idle_ns (the same for under-filled single waves), ns."""
+    idle = configs["tail_fraction"].to_numpy(np.float64)[ids] * launch_durations(kernels)
     under = configs["underfilled"].to_numpy(bool)[ids]
-    return {"duration": duration, "tail_idle_ns": np.where(under, 0.0, idle),
+    return {"tail_idle_ns": np.where(under, 0.0, idle),
             "underfill_idle_ns": np.where(under, idle, 0.0)}  # fmt: skip
 
 
@@ -123,6 +128,7 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     tail_idle_ns and underfill_idle_ns (launch_idle)."""
     ids, configs = wave_configs(kernels, gpus)
     out = configs[CONFIG_FACTS].iloc[ids].set_axis(kernels.index)
+    out["duration"] = launch_durations(kernels)
     for col, values in launch_idle(kernels, ids, configs).items():
         out[col] = values
     return out
@@ -144,7 +150,7 @@ def kernel_groups(
     keys = GROUP_KEYS + list(by)
     group, first = _launch_groups(launches, configs, by)
     df = _keyed(launches, configs, first, [*by, "demangled"])
-    duration = launches["duration"].to_numpy()
+    duration = launch_durations(launches)
     # float idle sums through pandas (compensated summation), integer ones by bincount; the
     # group ids (0.., each present) as a categorical's codes: pandas groups on them as they
     # are (no hashing of every launch's id per column), one column at a time (no table)
@@ -209,7 +215,7 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
     idle = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
     # still resolves 1/4 ns there)
-    score = np.where(idle > 0, 2.0**50 + idle, launches["duration"].to_numpy(np.float64))
+    score = np.where(idle > 0, 2.0**50 + idle, launch_durations(launches).astype(np.float64))
     return first_max_rows(group, score)
 
 

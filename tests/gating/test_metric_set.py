@@ -54,3 +54,13 @@ def test_a_launch_without_its_grid_is_not_compared_per_kernel():
     # a float column (as JSON traces give them) keeps its float text
     (k,) = _set(grid_y=2.0).kernels[:1]
     assert k.key.text == f"{NAME} grid=8x2.0x1 block=256"
+
+
+def test_the_overall_wave_idle_is_the_launches_by_hand():
+    # both kernels fill under one wave on an H200 (132 SMs): NAME 8 CTAs of 256 threads, 8 a
+    # SM (2048 threads, 65536 registers / (32 x 256)): 1056 slots; gemm 16 CTAs of 128, 16 a
+    # SM: 2112 slots. Idle share 1 - 8/1056 = 1 - 16/2112 = 1048/1056 of each 10 us launch,
+    # 10 launches each, no range (nothing cold): under-fill idle 2 x 10 x 10,000 x 1048/1056
+    overall = _set().overall
+    assert overall["tail_idle_ns"] == 0.0
+    assert np.isclose(overall["underfill_idle_ns"], 2 * 10 * 10_000 * 1048 / 1056, rtol=1e-12)

@@ -145,7 +145,8 @@ def test_training_steps_hold_the_backward_pass():
     # every GPU op launched (by any thread) while a step was open belongs to that step
     api = a.trace.api.dropna(subset=["correlation"]).drop_duplicates("correlation")
     api = api.set_index("correlation")
-    ops = a.ops.dropna(subset=["correlation"])
+    ops = a.ops.assign(correlation=_op_correlations(a))  # (the trace's, by the op's row)
+    ops = ops.dropna(subset=["correlation"])
     launched = api.reindex(ops["correlation"].to_numpy())
     steps = a.regions[["host_start_ns", "host_end_ns"]].to_numpy()
     start = launched["start"].to_numpy()
@@ -154,6 +155,17 @@ def test_training_steps_hold_the_backward_pass():
     assert inside.sum() == in_step.sum() and (inside == in_step).all()
     # ... and they were launched by two threads: the step's and autograd's
     assert len(set(launched["tid"].to_numpy()[inside])) == 2
+
+
+def _op_correlations(a) -> np.ndarray:
+    """Per op of ``a``: the correlation id of its row in the trace's table of its kind."""
+    out = np.full(len(a.ops), np.nan)
+    tables = {"kernel": a.trace.kernels, "memcpy": a.trace.memcpy, "memset": a.trace.memset}
+    for kind, table in tables.items():
+        rows = np.flatnonzero(a.ops["kind"].eq(kind).to_numpy())
+        src = a.ops["src"].to_numpy()[rows]
+        out[rows] = table["correlation"].to_numpy(np.float64)[src]
+    return out
 
 
 def test_overlapping_instances_are_measured_over_their_union():
