@@ -56,9 +56,9 @@ def _steady_overall(a: TraceAnalysis, holes: pd.DataFrame) -> dict:
     for col in ("gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns"):
         out[col] = float(m[col].sum()) if len(m) else 0.0
     k = a.launches  # (the wave-quantization idle is per kernel launch)
-    steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0 if len(k) else []
+    steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0 if len(k) else None
     for col in ("tail_idle_ns", "underfill_idle_ns"):
-        out[col] = float(k[col].to_numpy()[steady].sum()) if len(k) else 0.0
+        out[col] = 0.0 if steady is None else float(k[col].to_numpy()[steady].sum())
     overlap = float(m["overlap_ns"].sum()) if len(m) else 0.0
     comm = float(m["comm_ns"].sum()) if len(m) else 0.0
     out["overlap_ratio"] = overlap_ratio(overlap, comm)

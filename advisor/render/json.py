@@ -24,7 +24,7 @@ def kernel_rows(k: pd.DataFrame) -> list[dict]:
     """One plain dict per kernel group (docs/json.md ``kernels``), built a column at a time
     (a trace of many distinct kernels has as many groups)."""
     n = len(k)
-    columns = []
+    columns: list[list] = []
     for col, kind in _KERNEL_FIELDS.values():
         if isinstance(col, tuple):  # (grid and block: a list of three per row)
             parts = [_KERNEL_VALUES[kind](k[c]) for c in col]
