@@ -82,12 +82,12 @@ WINDOW_COLUMNS = [
 ]
 
 
-# idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
-# copies, the input pipeline, exposed comm)
 # per-op columns that only the analysis's own windows (window_metrics) and launch sequences
 # read: dropped from the ops once those are measured (10M ops: 8 bytes each, 0.33 GB)
 WINDOW_ONLY_OP_COLUMNS = ("tail_idle_ns", "underfill_idle_ns", "same_stream_comm", "correlation",
                           "api_start")  # fmt: skip
+# idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
+# copies, the input pipeline, exposed comm)
 RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_idle_ns",
                "copy_idle_ns", "input_idle_ns", "exposed_comm_ns"]  # fmt: skip
 
@@ -110,7 +110,7 @@ class Analysis(ABC):
     at hand) or a MergedAnalysis (parts.merge_parts: the ranks of a job analysed apart)."""
 
     trace: Trace
-    ops: pd.DataFrame  # every GPU op: gap, cause, class, tail idle, range_id (merged: comm ops)
+    ops: pd.DataFrame  # every GPU op: gap, cause, class, range_id, region (merged: comm ops)
     pieces: pd.DataFrame  # the idle gaps split by cause (gaps.attribute_gaps), rows = ops' index
     launches: pd.DataFrame  # kernel launches: config and shape ids, idle, range_id, region
     devices: pd.DataFrame  # one window per device: first..last op
