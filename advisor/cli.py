@@ -5,6 +5,7 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -547,10 +548,14 @@ def _run_app() -> int:
     return code if isinstance(code, int) else 0
 
 
+# write errors that say the output has no room (a full disk, quota or file size limit)
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 def main() -> None:
     """Entry point. Bad input exits 2 with one line (raised as AdvisorInputError, or a usage
-    error); anything unexpected exits 3 with one line instead of a traceback
-    (ADVISOR_DEBUG=1 shows it)."""
+    error), and so does an output with no room left (stdout on a full disk); anything
+    unexpected exits 3 with one line instead of a traceback (ADVISOR_DEBUG=1 shows it)."""
     try:
         sys.exit(_run_app())
     except KeyboardInterrupt:
@@ -560,6 +565,11 @@ def main() -> None:
         silence_stdout()
         sys.exit(0)
     except Exception as exc:  # a bug, not bad input: still one line, never a traceback
+        if isinstance(exc, OSError) and exc.errno in _NO_ROOM:  # (the disk, not a bug)
+            silence_stdout()  # (what is still buffered cannot be written either)
+            where = f"{exc.filename}: " if exc.filename else "the output: "
+            typer.echo(f"advisor: error: {where}cannot write: {exc.strerror}", err=True)
+            sys.exit(2)
         if os.environ.get("ADVISOR_DEBUG"):
             raise
         command = " ".join(sys.argv[1:3])

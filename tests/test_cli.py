@@ -463,3 +463,17 @@ def test_small_things_a_user_sees(tmp_path):
     text = " ".join(run("analyze", "--help").stdout.split())
     for fmt in ("Nsight Systems", ".nsys-rep", "Kineto", "rocpd", "rocprof CSV/JSON"):
         assert fmt in text, fmt
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_an_output_with_no_room_is_one_error_line_not_a_bug(fmt):
+    # stdout on a full disk (/dev/full: every write fails with ENOSPC): exit 2 and one line
+    # saying so, not the "internal error ... a bug" line (exit 3) it gave before
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "advisor", "analyze", str(H200_SINGLE), "--format", fmt],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "advisor: error: the output: cannot write: No space left on device\n"
