@@ -74,11 +74,19 @@ class Result:
         return json_render.json_text(self.document)
 
     def to_json_bytes(self) -> bytes:
-        """``to_json`` as UTF-8 bytes (the command line writes these: a document of
-        hundreds of MB is not copied into text and back)."""
+        """``to_json`` as UTF-8 bytes (no text copy of a large document)."""
+        return b"".join(self.json_parts())
+
+    def json_parts(self) -> list[bytes]:
+        """``to_json_bytes`` in consecutive pieces, what the command line writes one after
+        the other: unless ``document`` was asked for, its long lists (kernel groups, range
+        instances) are made into dicts a part at a time (render/json.document_parts)."""
         from advisor.render import json as json_render
 
-        return json_render.json_bytes(self.document)
+        if "document" in self.__dict__:  # (the cached_property, already computed)
+            return [json_render.json_bytes(self.document)]
+        with paused_gc():
+            return json_render.document_parts(self.analysis, self.finding_list, self.ranks)
 
     @property
     def summary(self) -> dict:

@@ -70,16 +70,17 @@ def _out(text: str) -> None:
         silence_stdout()
 
 
-def _out_bytes(data: bytes) -> None:
-    """``_out`` of UTF-8 bytes (a JSON document), written to stdout's binary buffer where
-    it has one (no text copy of a large document)."""
+def _out_bytes(parts: list[bytes]) -> None:
+    """``_out`` of UTF-8 bytes in pieces (a JSON document), written one after the other to
+    stdout's binary buffer where it has one (no text copy, no joined copy)."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # (a text-only stream, e.g. a test's capture)
-        _out(data.decode())
+        _out(b"".join(parts).decode())
         return
     try:
         sys.stdout.flush()  # (what was written as text comes first)
-        buffer.write(data)
+        for part in parts:
+            buffer.write(part)
         buffer.write(b"\n")
         buffer.flush()
     except BrokenPipeError:
@@ -185,7 +186,7 @@ def analyze(
                 result = api.analyze(paths, progress=_rank_steps(bar, n, where), **options)
                 bar.advance(None)
     if format is OutputFormat.json:
-        _out_bytes(result.to_json_bytes())
+        _out_bytes(result.json_parts())
     else:
         from advisor.render import terminal
 

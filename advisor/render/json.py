@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import orjson
 import pandas as pd
@@ -100,9 +102,12 @@ def step_rows(a: Analysis) -> list[dict]:
     return rows
 
 
-def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> dict:
+def document(
+    a: Analysis, findings: list[Finding], ranks: list[dict] | None = None, long_lists: bool = True
+) -> dict:
     """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
-    one, when several were given)."""
+    one, when several were given). Without ``long_lists``, the LONG_LISTS are empty lists
+    (document_bytes writes them a part at a time)."""
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(views.SEQUENCES_SHOWN)
@@ -135,12 +140,50 @@ def document(a: Analysis, findings: list[Finding], ranks: list[dict] | None = No
             "findings": [finding_dict(f) for f in findings],
         }
     )
-    doc["kernels"] = kernel_rows(a.kernel_table())
-    doc["region_kernels"] = kernel_rows(a.kernel_table(by_region=True))
-    doc["regions"] = region_rows(a.regions)
+    for key, (table, rows) in LONG_LISTS.items():
+        doc[key] = rows(table(a)) if long_lists else []
     if ranks is not None:
         doc["ranks"] = plain(ranks)
     return doc
+
+
+# the document's lists with a row per kernel group or range instance (as many as a trace of
+# many distinct kernels or a job of many ranks has): key -> (its table, its rows)
+LONG_LISTS: dict[str, tuple[Callable[[Analysis], pd.DataFrame], Callable[[pd.DataFrame], list]]]
+LONG_LISTS = {
+    "kernels": (lambda a: a.kernel_table(), kernel_rows),
+    "region_kernels": (lambda a: a.kernel_table(by_region=True), kernel_rows),
+    "regions": (lambda a: a.regions, region_rows),
+}
+PART_ROWS = 20_000  # rows of a long list made into dicts at a time by document_bytes
+
+
+def document_parts(
+    a: Analysis, findings: list[Finding], ranks: list[dict] | None = None, part: int = PART_ROWS
+) -> list[bytes]:
+    """json_bytes of ``document(a, findings, ranks)`` as consecutive pieces (joined: the same
+    bytes), with the LONG_LISTS made into dicts ``part`` rows at a time (a job of 64 ranks
+    lists 188K range instances) and each part's dicts dropped once written by orjson. A
+    part is written at the top level, then indented one level deeper (JSON text holds no
+    raw newline inside a string, so every newline starts a line of its layout). All pieces
+    are made before any is written: a failure leaves no half document."""
+    head = json_bytes(document(a, findings, ranks, long_lists=False))
+    out, pos = [], 0
+    for key, (table, rows) in LONG_LISTS.items():
+        t = table(a)
+        if t.empty:
+            continue
+        empty = b'\n  "' + key.encode() + b'": []'
+        at = head.index(empty, pos)  # (a top-level key: two spaces in, its quote unescaped)
+        out.append(head[pos : at + len(empty) - 1] + b"\n")  # (up to its '[')
+        for lo in range(0, len(t), part):
+            text = json_bytes(rows(t.iloc[lo : lo + part]))  # b'[\n  {...},\n  {...}\n]'
+            sep = b",\n" if lo else b""
+            out.append(sep + b"  " + text[2:-2].replace(b"\n", b"\n  "))
+        out.append(b"\n  ]")
+        pos = at + len(empty)
+    out.append(head[pos:])
+    return out
 
 
 def render(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> str:

@@ -2,11 +2,12 @@
 values, field by field, on a real trace with hardware counters and on missing values."""
 
 import numpy as np
+import pytest
 from conftest import SAMPLES
 
 import advisor
 from advisor.plain import plain, plain_int
-from advisor.render.json import COUNTER_EVIDENCE, kernel_rows
+from advisor.render.json import COUNTER_EVIDENCE, document, document_parts, json_bytes, kernel_rows
 
 COUNTERS = SAMPLES / "counters"
 
@@ -62,3 +63,36 @@ def test_kernel_rows_with_missing_values():
     _check(k, rows)
     assert rows[0]["grid"][0] is None and rows[0]["waves"] is None
     assert rows[1]["occupancy_limiter"] is None
+
+
+def _joined(*args, part: int) -> bytes:
+    """document_parts joined (what the command line writes one piece after another)."""
+    parts = document_parts(*args, part=part)
+    assert all(isinstance(p, bytes) for p in parts)
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("part", [1, 2, 5, 20_000])
+def test_the_document_written_a_part_at_a_time_is_the_same_bytes(part):
+    # long lists made into dicts `part` rows at a time and spliced into the rest: byte for
+    # byte the document's own JSON, with ranges (train steps), counters, and none at all
+    cases = [
+        advisor.analyze(SAMPLES / "h200_train_steps.sqlite"),
+        advisor.analyze(
+            COUNTERS / "counters.sqlite", counters=COUNTERS / "counters.ncu.raw.csv.gz"
+        ),
+        advisor.analyze(SAMPLES / "h200_scheduling.sqlite"),
+    ]
+    for r in cases:
+        want = json_bytes(document(r.analysis, r.finding_list, r.ranks))
+        assert _joined(r.analysis, r.finding_list, r.ranks, part=part) == want
+    assert any(len(r.document["regions"]) > 5 for r in cases)  # (several parts at 1, 2, 5)
+
+
+def test_a_jobs_document_written_a_part_at_a_time_is_the_same_bytes():
+    ranks = sorted((SAMPLES.parent / "tests" / "data" / "public" / "kineto").glob(
+        "hta_sampled_rank-*.json.gz"))  # fmt: skip
+    r = advisor.analyze([str(p) for p in ranks], jobs=1)
+    assert r.ranks and len(r.document["regions"]) > 2
+    want = json_bytes(r.document)
+    assert _joined(r.analysis, r.finding_list, r.ranks, part=2) == want
