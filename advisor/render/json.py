@@ -107,7 +107,7 @@ def document(
 ) -> dict:
     """The full JSON-ready dict for one analysis (``ranks``: the traces of a job read as
     one, when several were given). Without ``long_lists``, the LONG_LISTS are empty lists
-    (document_bytes writes them a part at a time)."""
+    (document_parts writes them a part at a time)."""
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(views.SEQUENCES_SHOWN)
@@ -155,7 +155,7 @@ LONG_LISTS = {
     "region_kernels": (lambda a: a.kernel_table(by_region=True), kernel_rows),
     "regions": (lambda a: a.regions, region_rows),
 }
-PART_ROWS = 20_000  # rows of a long list made into dicts at a time by document_bytes
+PART_ROWS = 20_000  # rows of a long list made into dicts at a time by document_parts
 
 
 def document_parts(
