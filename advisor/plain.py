@@ -59,6 +59,12 @@ def plain_int_list(values) -> list:
     return _none_where(np.where(missing, 0, f).astype(np.int64).tolist(), missing)
 
 
+def rounded_int_list(values) -> list:
+    """A column of times or counts as ints, rounded half to even (like ``round``), in one
+    pass (no value may be missing)."""
+    return np.round(np.asarray(values, dtype=np.float64)).astype(np.int64).tolist()
+
+
 def _none_where(values: list, missing: np.ndarray) -> list:
     for i in np.flatnonzero(missing).tolist():
         values[i] = None

@@ -12,7 +12,7 @@ from advisor import views
 from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml
 from advisor.metrics.regions import WINDOW_KEYS
-from advisor.plain import plain, plain_int_list, plain_list
+from advisor.plain import plain, plain_int_list, plain_list, rounded_int_list
 from advisor.rules.finding import Finding, finding_dict
 from advisor.rules.tables import step_table
 
@@ -62,7 +62,7 @@ _KERNEL_VALUES = {
     "plain": plain_list,
     "maybe_int": plain_int_list,
     "int": lambda c: c.to_numpy(np.int64).tolist(),
-    "rounded": lambda c: np.round(c.to_numpy(np.float64)).astype(np.int64).tolist(),
+    "rounded": rounded_int_list,
     "bool": lambda c: c.to_numpy().astype(bool).tolist(),
 }
 
@@ -80,9 +80,9 @@ def region_rows(regions: pd.DataFrame) -> list[dict]:
     for key in REGION_KEYS:
         values = regions[key]
         if key.endswith("_ns") or key in _INT_KEYS:
-            columns.append(np.round(values.to_numpy(np.float64)).astype(np.int64).tolist())
+            columns.append(rounded_int_list(values))
         else:
-            columns.append([plain(v) for v in values.tolist()])
+            columns.append(plain_list(values))
     return [dict(zip(REGION_KEYS, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
