@@ -86,6 +86,12 @@ WINDOW_COLUMNS = [
 # read: dropped from the ops once those are measured (10M ops: 8 bytes each, 0.33 GB)
 WINDOW_ONLY_OP_COLUMNS = ("tail_idle_ns", "underfill_idle_ns", "same_stream_comm", "correlation",
                           "api_start")  # fmt: skip
+# kernel columns that only device_ops reads (it makes the ops' ``graph``, ``correlation``),
+# or nothing does (cluster dims): not in the launch table
+OPS_ONLY_KERNEL_COLUMNS = ("correlation", "graph_node", "cluster_x", "cluster_y", "cluster_z")
+# kernel columns device_ops copies into the ops: the launch table's, gathered back from the
+# ops where the trace's kernels are released (analyze's release_api)
+OP_KERNEL_COLUMNS = ("device", "stream", "start", "end", "pid")
 # idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
 # copies, the input pipeline, exposed comm)
 RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_idle_ns",
@@ -611,14 +617,20 @@ def analyze(
     ``gemms``: --gemm options.
     ``release_api``: empty ``trace.api`` once the ops hold their launch calls, and take
     the launch configuration's columns (waves.LAUNCH_CONFIG_COLUMNS) out of
-    ``trace.kernels`` once the configurations table holds them (nothing later reads
-    either; a caller that owns the trace saves their memory: 13 columns of every kernel)."""
+    ``trace.kernels`` once the configurations table holds them, and the kernel columns
+    the ops hold (OP_KERNEL_COLUMNS, gathered back from the ops for the launch table) or
+    were made of (OPS_ONLY_KERNEL_COLUMNS) once the ops are made (nothing later reads them
+    there; ``trace.devices`` is kept; a caller that owns the trace saves their memory: 23
+    columns of every kernel)."""
     api_traced = not trace.api.empty
     config, configs, bounded = _configurations(trace)
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
     if release_api:
         trace.kernels = kernels
-    ops, pieces = attribute_gaps(device_ops(trace), trace)
+    ops = device_ops(trace)
+    launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
+    kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
+    ops, pieces = attribute_gaps(ops, trace)
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
@@ -628,8 +640,9 @@ def analyze(
     ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
-    launches, shape_table, shape_notes = _launch_table(trace, kernels, ops, config, configs,
-                                                       shapes, gemms)  # fmt: skip
+    launches, shape_table, shape_notes = _launch_table(
+        trace, kernels, launch_columns, ops, config, configs, shapes, gemms
+    )
     del ops["api_tid"], kernels  # (used to place launches in ranges and shapes: done)
     impossible = unrecorded = 0  # configurations that cannot run / are unknown
     if len(launches):
@@ -738,6 +751,20 @@ def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, texts.categories)
 
 
+def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
+    """``trace.kernels`` without what the device_ops table ``ops`` made of it: the
+    OPS_ONLY_KERNEL_COLUMNS, and the OP_KERNEL_COLUMNS that ``ops`` holds in the same dtype
+    (the launch table gathers those back from the ops); set as ``trace.kernels`` (10M
+    kernels: 53 bytes each). The trace's device ids are kept first (Trace.devices reads the
+    kernels' devices)."""
+    if trace.device_ids is None:
+        trace.device_ids = tuple(trace.devices)
+    k = trace.kernels
+    held = [c for c in OP_KERNEL_COLUMNS if c in k and k[c].dtype == ops[c].dtype]
+    trace.kernels = k.drop(columns=[c for c in [*OPS_ONLY_KERNEL_COLUMNS, *held] if c in k])
+    return trace.kernels
+
+
 def _configurations(trace: Trace) -> tuple[np.ndarray, pd.DataFrame, int]:
     """(config id per kernel launch, the configurations table: waves.wave_configs; the
     launches whose registers or shared memory the trace did not record)."""
@@ -750,14 +777,16 @@ def _configurations(trace: Trace) -> tuple[np.ndarray, pd.DataFrame, int]:
 def _launch_table(
     trace: Trace,
     kernels: pd.DataFrame,
+    columns: list[str],
     ops: pd.DataFrame,
     config: np.ndarray,
     configs: pd.DataFrame,
     shapes: Sequence[ShapeOption],
     gemms: Sequence[GemmOption],
 ):
-    """(launches, shapes, notes): the kernel launches (sharing the columns of ``kernels``,
-    the trace's kernels without their configuration's columns) with their ``config`` id
+    """(launches, shapes, notes): the kernel launches, ``columns`` of the trace's kernels
+    (without their configuration's columns: those of ``kernels`` shared, the others
+    gathered from the ops' kernel rows), with their ``config`` id
     (into ``configs``), launch_idle columns, range_id, region and shape id; the distinct
     shapes (launch_shapes), and the --shape warnings. Also fills the ops' tail_idle_ns and
     underfill_idle_ns."""
@@ -772,16 +801,19 @@ def _launch_table(
     op_of_launch = np.empty(len(kernels), dtype=np.int64)
     op_of_launch[src] = kernel_ops
     del src
-    idle = launch_idle(kernels, config, configs)
-    for col in ("tail_idle_ns", "underfill_idle_ns"):
-        column = np.zeros(len(ops))
-        column[op_of_launch] = idle[col]
-        ops[col] = column
 
     def per_launch(values) -> np.ndarray:
         return np.asarray(values)[op_of_launch]
 
-    launches = kernels.copy(deep=False)  # shares the kernel columns: no copy
+    # shares the kernel columns (no copy); those the ops took are gathered back from them
+    launches = pd.DataFrame({
+        c: kernels[c] if c in kernels else per_launch(ops[c].to_numpy()) for c in columns
+    }, copy=False)  # fmt: skip
+    idle = launch_idle(launches, config, configs)
+    for col in ("tail_idle_ns", "underfill_idle_ns"):
+        column = np.zeros(len(ops))
+        column[op_of_launch] = idle[col]
+        ops[col] = column
     launches["config"] = config
     for col, values in idle.items():
         launches[col] = values

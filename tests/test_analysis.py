@@ -1,11 +1,12 @@
 """analysis.analyze leaves the Trace it is given as it was (its tables, GPU facts and
-warnings), unless the caller asks it to release the API rows."""
+warnings), unless the caller asks it to release the API rows and the kernel columns the
+analysis holds elsewhere."""
 
 import pandas as pd
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, PUBLIC_ROCPROF, SAMPLES
 
-from advisor.analysis import analyze
+from advisor.analysis import OP_KERNEL_COLUMNS, OPS_ONLY_KERNEL_COLUMNS, analyze
 from advisor.metrics.waves import LAUNCH_CONFIG_COLUMNS
 from advisor.trace.load import load_trace
 
@@ -33,9 +34,22 @@ def test_release_api_only_when_asked():
     trace = load_trace(H200_SINGLE)
     assert len(trace.api) > 0
     assert {"grid_x", "block_x", "registers", "static_smem"} <= set(trace.kernels.columns)
-    rows = len(trace.kernels)
-    analyze(trace, release_api=True)
+    rows, devices = len(trace.kernels), trace.devices
+    kept = trace.kernels.copy()
+    a = analyze(trace, release_api=True)
     assert trace.api.empty and list(trace.api.columns)  # emptied, its columns kept
     # the launch configuration's columns are the configurations table's alone
     assert not set(LAUNCH_CONFIG_COLUMNS) & set(trace.kernels.columns)
-    assert len(trace.kernels) == rows and {"name", "device", "start"} <= set(trace.kernels)
+    # the columns the ops hold (and those only the ops are made of) are the ops' alone
+    assert not set(OP_KERNEL_COLUMNS) & set(trace.kernels.columns)
+    assert not set(OPS_ONLY_KERNEL_COLUMNS) & set(trace.kernels.columns)
+    assert len(trace.kernels) == rows and {"name", "demangled"} <= set(trace.kernels)
+    assert trace.devices == devices == [0]
+    # the launch table has them back, row for row, in the trace's dtypes and column order
+    columns = [c for c in kept if c in a.launches]
+    assert columns == [c for c in kept if c not in LAUNCH_CONFIG_COLUMNS
+                       and c not in OPS_ONLY_KERNEL_COLUMNS]  # fmt: skip
+    pd.testing.assert_frame_equal(a.launches[columns], kept[columns])
+    # the same table as an analysis that keeps the trace as it is
+    other = analyze(load_trace(H200_SINGLE))
+    pd.testing.assert_frame_equal(a.launches, other.launches)
