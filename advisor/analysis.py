@@ -758,7 +758,7 @@ def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     kernels: 53 bytes each). The trace's device ids are kept first (Trace.devices reads the
     kernels' devices)."""
     if trace.device_ids is None:
-        trace.device_ids = tuple(trace.devices)
+        trace.device_ids = list(trace.devices)
     k = trace.kernels
     held = [c for c in OP_KERNEL_COLUMNS if c in k and k[c].dtype == ops[c].dtype]
     trace.kernels = k.drop(columns=[c for c in [*OPS_ONLY_KERNEL_COLUMNS, *held] if c in k])
@@ -798,9 +798,9 @@ def _launch_table(
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
         raise RuntimeError("ops and kernels disagree on the number of kernel launches")
     src = ops["src"].to_numpy()[kernel_ops]  # its row position in trace.kernels
-    op_of_launch = np.empty(len(kernels), dtype=np.int64)
+    op_of_launch = np.empty(len(kernels), dtype=np.int32 if len(ops) < 2**31 else np.int64)
     op_of_launch[src] = kernel_ops
-    del src
+    del src, kernel_ops
 
     def per_launch(values) -> np.ndarray:
         return np.asarray(values)[op_of_launch]

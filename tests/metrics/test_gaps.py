@@ -59,6 +59,55 @@ def test_sequences_and_graph_saving(gaps):
     assert s["graph_saving_ns"].tolist() == [2732, 744]
 
 
+def test_piece_segments_per_cause_and_device():
+    from advisor.metrics.attribution import CAUSES
+    from advisor.metrics.gaps import piece_segments
+
+    # pieces by device and start; causes by hand: device 0 host_bound [0,5) [20,30), startup
+    # [5,10); device 3 host_bound [7,9); no other cause
+    pieces = pd.DataFrame({
+        "device": [0, 0, 0, 3], "start": [0, 5, 20, 7], "end": [5, 10, 30, 9],
+        "cause": pd.Categorical(["host_bound", "startup", "host_bound", "host_bound"],
+                                CAUSES),
+    })  # fmt: skip
+    got = piece_segments(pieces)
+    as_lists = {c: {d: (s.tolist(), e.tolist()) for d, (s, e) in per.items()}
+                for c, per in got.items()}  # fmt: skip
+    assert as_lists == {"host_bound": {0: ([0, 20], [5, 30]), 3: ([7], [9])},
+                        "startup": {0: ([5], [10])}}  # fmt: skip
+    assert got["startup"].get(3) is None and len(got["host_bound"]) == 2
+    assert piece_segments(pieces.iloc[:0]) == {}
+
+
+def test_run_blocks_hold_whole_runs():
+    from advisor.metrics.gaps import _run_blocks
+
+    def blocks(first, n, rows):
+        return [((r.start, r.stop), (o.start, o.stop)) for r, o in _run_blocks(
+            np.array(first), n, rows)]  # fmt: skip
+
+    # runs start at rows 0, 3, 4, 9 of 12: blocks from about 4 rows each, cut at run starts
+    assert blocks([0, 3, 4, 9], 12, 4) == [((0, 2), (0, 4)), ((2, 3), (4, 9)), ((3, 4), (9, 12))]
+    assert blocks([0, 3, 4, 9], 12, 100) == [((0, 4), (0, 12))]
+    assert blocks([0, 3, 4, 9], 12, 1) == [((0, 1), (0, 3)), ((1, 2), (3, 4)), ((2, 3), (4, 9)),
+                                           ((3, 4), (9, 12))]  # fmt: skip
+    assert blocks([0], 5, 2) == [((0, 1), (0, 5))]  # (one long run: one block)
+
+
+def test_sequences_do_not_depend_on_the_block(gaps):
+    from conftest import H200_SINGLE
+
+    from advisor.trace.load import load_trace
+
+    t = load_trace(H200_SINGLE)
+    ops = attribute_gaps(device_ops(t), t)[0]
+    whole = launch_sequences(ops, min_ops=1)
+    assert len(whole) > 50 and whole["ops"].max() > 20  # (many runs, some long)
+    for rows in (1, 2, 7, 64, 1000):
+        pd.testing.assert_frame_equal(launch_sequences(ops, min_ops=1, block_rows=rows), whole)
+    pd.testing.assert_frame_equal(launch_sequences(gaps, block_rows=1), launch_sequences(gaps))
+
+
 def test_stream_summary_counts_each_streams_own_gaps():
     from builders import trace
 
