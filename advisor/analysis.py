@@ -83,9 +83,10 @@ WINDOW_COLUMNS = [
 
 
 # per-op columns that only the analysis's own windows (window_metrics) and launch sequences
-# read: dropped from the ops once those are measured (10M ops: 8 bytes each, 0.33 GB)
-WINDOW_ONLY_OP_COLUMNS = ("tail_idle_ns", "underfill_idle_ns", "same_stream_comm", "correlation",
-                          "api_start")  # fmt: skip
+# read: dropped from the ops once those are measured (10M ops: 17 bytes each, 0.18 GB)
+WINDOW_ONLY_OP_COLUMNS = ("same_stream_comm", "correlation", "api_start")
+# per-launch idle (waves.launch_idle) the windows sum over their kernel ops
+LAUNCH_IDLE_COLUMNS = ("tail_idle_ns", "underfill_idle_ns")
 # kernel columns that only device_ops reads (it makes the ops' ``graph``, ``correlation``),
 # or nothing does (cluster dims): not in the launch table
 OPS_ONLY_KERNEL_COLUMNS = ("correlation", "graph_node", "cluster_x", "cluster_y", "cluster_z")
@@ -386,6 +387,7 @@ def with_outside_ranges(
     regions: pd.DataFrame,
     segments: dict,
     gaps: dict,
+    launches: pd.DataFrame,
 ) -> pd.DataFrame:
     """``totals`` (range_totals) with, when the trace has ranges, one OUTSIDE_RANGES row per
     device: its window's time outside every range's window (measured from each range's lead
@@ -411,7 +413,7 @@ def with_outside_ranges(
     # the per-op columns, over the ops launched outside every range (range_id -1): as
     # window_metrics sums them for a range, over one window per device that holds them all
     whole = rows[["device"]].merge(devices[["device", "start_ns", "end_ns"]]).assign(range_id=-1)
-    per_op = window_metrics(ops, whole, ["range_id", "device"], segments, gaps)
+    per_op = window_metrics(ops, whole, ["range_id", "device"], segments, gaps, launches)
     for col in ("tail_idle_ns", "underfill_idle_ns", "comm_wait_ns", "same_stream_comm_ns",
                 "sync_gaps"):  # fmt: skip
         rows[col] = per_op[col].to_numpy()
@@ -529,14 +531,20 @@ def _segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict]:
 
 
 def window_metrics(
-    ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], segments: dict, gaps: dict
+    ops: pd.DataFrame,
+    windows: pd.DataFrame,
+    keys: list[str],
+    segments: dict,
+    gaps: dict,
+    launches: pd.DataFrame,
 ) -> pd.DataFrame:
     """Fill WINDOW_COLUMNS for windows (device, start_ns, end_ns + ``keys``).
 
     Busy, idle by cause and comm/compute come from all of the device's work clipped to the
     window (clipped_metrics); tail idle, comm waits, same-stream comm and the number of
     synchronization gaps (gaps a blocking synchronize held in part) from the window's own
-    ops (those whose keys match; a sync gap counts when it opens inside the window).
+    ops (those whose keys match; a sync gap counts when it opens inside the window), the
+    tail and under-fill idle of a kernel op from its launch's row in ``launches``.
     """
     out = windows.copy()
     if out.empty:
@@ -557,10 +565,20 @@ def window_metrics(
         """Sum of ``values`` (a count without) over ``rows`` of ops, per window."""
         return np.bincount(window[rows], values, n).astype(np.float64)
 
-    for col in ("tail_idle_ns", "underfill_idle_ns", "wait_ns"):
-        values = ops[col].to_numpy()
-        rows = np.flatnonzero(inside & (values != 0))
-        cols["comm_wait_ns" if col == "wait_ns" else col] = per_window(rows, values[rows])
+    # each kernel op's launch idle, summed over the kernel ops in op order (the ops outside
+    # every window into one more bin: adding their values, or a zero, to no window's sum)
+    kernel = ops["kind"].eq("kernel").to_numpy() if len(launches) else np.zeros(len(ops), bool)
+    bins = window[kernel]
+    bins[bins < 0] = n
+    launch = ops["src"].to_numpy()[kernel]
+    del kernel
+    for col in LAUNCH_IDLE_COLUMNS:
+        values = launches[col].to_numpy()[launch] if len(launch) else np.zeros(0)
+        cols[col] = np.bincount(bins, values, n + 1)[:n].astype(np.float64)
+    del bins, launch
+    values = ops["wait_ns"].to_numpy()
+    rows = np.flatnonzero(inside & (values != 0))
+    cols["comm_wait_ns"] = per_window(rows, values[rows])
     rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
     cols["same_stream_comm_ns"] = per_window(rows, took)
@@ -617,7 +635,8 @@ def analyze(
     ``gemms``: --gemm options.
     ``release_api``: empty ``trace.api`` once the ops hold their launch calls, and take
     the launch configuration's columns (waves.LAUNCH_CONFIG_COLUMNS) out of
-    ``trace.kernels`` once the configurations table holds them, and the kernel columns
+    ``trace.kernels`` once the configurations table holds them (the API calls' correlation
+    ids once the launches are joined), and the kernel columns
     the ops hold (OP_KERNEL_COLUMNS, gathered back from the ops for the launch table) or
     were made of (OPS_ONLY_KERNEL_COLUMNS) once the ops are made (nothing later reads them
     there; ``trace.devices`` is kept; a caller that owns the trace saves their memory: 23
@@ -630,7 +649,7 @@ def analyze(
     ops = device_ops(trace)
     launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
     kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
-    ops, pieces = attribute_gaps(ops, trace)
+    ops, pieces = attribute_gaps(ops, trace, release=release_api)
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
@@ -653,14 +672,14 @@ def analyze(
     segments = _segments(ops, op_class)
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
-    devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps)
+    devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps, launches)
     devices["steady_start_ns"] = devices["device"].map(segments["steady_start"]).astype(np.int64)
     regions = window_metrics(
-        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps
+        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps, launches
     )
     sequences = launch_sequences(ops)
     totals = with_outside_ranges(
-        range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps
+        range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps, launches
     )
     for col in WINDOW_ONLY_OP_COLUMNS:  # (read by the windows and sequences above alone)
         del ops[col]
@@ -788,11 +807,8 @@ def _launch_table(
     (without their configuration's columns: those of ``kernels`` shared, the others
     gathered from the ops' kernel rows), with their ``config`` id
     (into ``configs``), launch_idle columns, range_id, region and shape id; the distinct
-    shapes (launch_shapes), and the --shape warnings. Also fills the ops' tail_idle_ns and
-    underfill_idle_ns."""
+    shapes (launch_shapes), and the --shape warnings."""
     if kernels.empty:
-        ops["tail_idle_ns"] = 0.0
-        ops["underfill_idle_ns"] = 0.0
         return pd.DataFrame(), pd.DataFrame(), []
     kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
@@ -809,13 +825,8 @@ def _launch_table(
     launches = pd.DataFrame({
         c: kernels[c] if c in kernels else per_launch(ops[c].to_numpy()) for c in columns
     }, copy=False)  # fmt: skip
-    idle = launch_idle(launches, config, configs)
-    for col in ("tail_idle_ns", "underfill_idle_ns"):
-        column = np.zeros(len(ops))
-        column[op_of_launch] = idle[col]
-        ops[col] = column
     launches["config"] = config
-    for col, values in idle.items():
+    for col, values in launch_idle(launches, config, configs).items():
         launches[col] = values
     if not trace.counters.empty:  # hardware counters of the launches profiled
         for col, values in launch_counters(trace.counters, len(kernels)).items():

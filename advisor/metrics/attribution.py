@@ -134,7 +134,7 @@ def attribute(
     """
     n = len(ops)
     gap = ops["gap_ns"].to_numpy(np.int64)
-    at_all = np.flatnonzero(gap > 0)
+    at_all = np.flatnonzero(gap > 0).astype(np.int32 if n < 2**31 else np.int64, copy=False)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     latency = _latency_bounds(ops, api_row, api_end, thresholds())
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy, identity)

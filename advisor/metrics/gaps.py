@@ -151,9 +151,10 @@ def _ascending(values: np.ndarray) -> bool:
 
 def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
     """Per op: the row position in ``api`` of its launch call, joined by process and
-    correlation id with a sorted search (not a table merge); -1 where none."""
+    correlation id with a sorted search (not a table merge); -1 where none (int32 below
+    2^31 API rows)."""
     n = len(ops)
-    out = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int32 if len(api) < 2**31 else np.int64)
     if api.empty or n == 0:
         return out
     keys, want = _keys((api["pid"].to_numpy(), api["correlation"].to_numpy()),
@@ -201,7 +202,9 @@ def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
     return gap
 
 
-def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
+def attribute_gaps(
+    ops: pd.DataFrame, trace: Trace, release: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
     the launch call's ``api_start`` and ``api_tid``, ``range_id`` (metrics/regions.py),
     ``cause`` (categorical, CAUSES: the cause holding most of the gap; NaN where there is no
@@ -212,11 +215,15 @@ def attribute_gaps(ops: pd.DataFrame, trace: Trace) -> tuple[pd.DataFrame, pd.Da
     op lies in its device's steady state: attribution.steady_starts); and the idle pieces
     (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
     cause (metrics/attribution.py), sorted by device and start; on a trace whose host events
-    are a thinned sample (``trace.host_sample``) every gap is unattributed."""
+    are a thinned sample (``trace.host_sample``) every gap is unattributed. ``release``:
+    take the API calls' correlation ids out of ``trace.api`` once the launches are joined
+    (a caller that owns the trace: nothing later reads them)."""
     ops = ops.copy(deep=False)
     ops["gap_ns"] = idle_gaps(ops)
     api = trace.api
     rows = launch_rows(ops, api)
+    if release and "correlation" in api:
+        trace.api = api = api.drop(columns="correlation")
     has = rows >= 0
     for col, src in (("api_start", "start"), ("api_tid", "tid")):
         values = np.full(len(ops), np.nan)
