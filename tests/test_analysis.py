@@ -53,3 +53,26 @@ def test_release_api_only_when_asked():
     # the same table as an analysis that keeps the trace as it is
     other = analyze(load_trace(H200_SINGLE))
     pd.testing.assert_frame_equal(a.launches, other.launches)
+
+
+@pytest.mark.parametrize("path", [H200_SINGLE, H200_2GPU], ids=lambda p: p.name)
+def test_window_wave_idle_is_its_launches(path):
+    """The devices' and the range windows' tail and under-fill idle are their launches'
+    (each kernel op's launch, summed per window), in all and per window."""
+    a = analyze(load_trace(path))
+    launches = a.launches
+    for col in ("tail_idle_ns", "underfill_idle_ns"):
+        per_device = launches.groupby("device")[col].sum()
+        got = a.devices.set_index("device")[col]
+        assert per_device.sum() > 0
+        pd.testing.assert_series_equal(got.reindex(per_device.index), per_device,
+                                       check_names=False, check_index_type=False,
+                                       rtol=1e-12)  # fmt: skip
+        inside = launches[launches["range_id"] >= 0]
+        per_range = inside.groupby(["range_id", "device"])[col].sum()
+        regions = a.regions.set_index(["range_id", "device"])[col]
+        assert len(regions) and per_range.sum() > 0
+        pd.testing.assert_series_equal(regions.reindex(per_range.index).fillna(0), per_range,
+                                       check_names=False, check_index_type=False,
+                                       rtol=1e-12)  # fmt: skip
+        assert regions.drop(per_range.index).sum() == 0  # (windows without such launches)
