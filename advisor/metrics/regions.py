@@ -99,6 +99,19 @@ def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _in_key_order(key: np.ndarray, corr: np.ndarray) -> bool:
+    """Whether rows already come as ``np.lexsort((corr, key))`` puts them: by key, then
+    by correlation id within a key, NaN last (ties keep their order: the sort is stable)."""
+    if len(key) < 2:
+        return True
+    rising = key[1:] >= key[:-1]
+    if not rising.all():
+        return False
+    same = key[1:] == key[:-1]
+    in_order = (corr[:-1] <= corr[1:]) | np.isnan(corr[1:])
+    return bool((~same | in_order).all())
+
+
 def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
     """Per op: the range_id of the top-level range open on its launch thread at launch
     (api_start, api_tid columns of the attributed ops), else of the one open then in its
@@ -138,31 +151,34 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     # ops of one (range, device) made contiguous, by correlation id within it (the rows
     # put in that order once, and each column gathered once through them)
     key = pack_one(range_id[rows], device[rows])
-    order = np.lexsort((corr[rows], key))
-    rows = rows[order]
-    first = run_heads(key[order])
-    del key, order
-    start = ops["start"].to_numpy()[rows]
-    idle_from = start - ops["gap_ns"].to_numpy()[rows] if "gap_ns" in ops else start
+    if not _in_key_order(key, corr[rows]):  # (one thread's ranges in time order: they are)
+        order = np.lexsort((corr[rows], key))
+        rows, key = rows[order], key[order]
+        del order
+    first = run_heads(key)
+    del key
     heads = rows[first]
     w = pd.DataFrame(
         {
             "range_id": range_id[heads].astype(np.int64),
             "device": device[heads].astype(np.int64),
-            "start_ns": np.minimum.reduceat(start, first),
-            # the idle gap before its first op (held by that op: the range's)
-            "lead_ns": np.minimum.reduceat(idle_from, first),
-            "end_ns": np.maximum.reduceat(ops["end"].to_numpy()[rows], first),
             "ops": np.diff(np.append(first, len(rows))),
-            "kernels": np.add.reduceat(
-                ops["kind"].eq("kernel").to_numpy()[rows], first, dtype=np.int64
-            ),
-            # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
-            "launches": distinct_in_runs(corr[rows], first),
         }
     )
-    del start, idle_from
-    w["lead_ns"] = w["start_ns"] - w["lead_ns"]
+    # (each column gathered, reduced and dropped in turn: a few op-long arrays at a time)
+    start = ops["start"].to_numpy()[rows]
+    w["start_ns"] = np.minimum.reduceat(start, first)
+    if "gap_ns" in ops:  # the idle gap before its first op (held by that op: the range's)
+        start -= ops["gap_ns"].to_numpy()[rows]
+    w["lead_ns"] = w["start_ns"] - np.minimum.reduceat(start, first)
+    del start
+    w["end_ns"] = np.maximum.reduceat(ops["end"].to_numpy()[rows], first)
+    w["kernels"] = np.add.reduceat(ops["kind"].eq("kernel").to_numpy()[rows], first,
+                                   dtype=np.int64)  # fmt: skip
+    # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
+    w["launches"] = distinct_in_runs(corr[rows], first)
+    w = w[["range_id", "device", "start_ns", "lead_ns", "end_ns", "ops", "kernels",
+           "launches"]]  # fmt: skip
     w = w.merge(
         ranges[["range_id", "text", "start", "end", "pid"]].rename(
             columns={"text": "name", "start": "host_start_ns", "end": "host_end_ns"}

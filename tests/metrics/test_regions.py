@@ -219,3 +219,26 @@ def test_open_range_at_one_thread_making_every_query():
     got = open_range_at(np.full(len(times), 7), times, RANGES)
     # (299.5 < 300: still in row 1; at 499 the last range to start, row 1, has closed)
     assert got.tolist() == [-1, 0, 1, -1, -1, -1, 2]
+
+
+def test_in_key_order_is_the_lexsorts_identity():
+    from advisor.metrics.regions import _in_key_order
+
+    nan = np.nan
+    # by hand: keys rising, correlation ids rising within a key, NaN last, ties kept
+    assert _in_key_order(np.array([1, 1, 2, 2]), np.array([5.0, 7.0, 1.0, nan]))
+    assert _in_key_order(np.array([1, 1, 1]), np.array([3.0, 3.0, nan]))
+    assert not _in_key_order(np.array([1, 1, 2]), np.array([nan, 7.0, 1.0]))  # NaN first
+    assert not _in_key_order(np.array([2, 1]), np.array([1.0, 2.0]))
+    assert not _in_key_order(np.array([1, 1]), np.array([2.0, 1.0]))
+    # and against the sort itself on small random tables with NaNs and ties
+    rng = np.random.default_rng(7)
+    agreed = {True: 0, False: 0}
+    for _ in range(3000):
+        n = int(rng.integers(0, 6))
+        key = np.sort(rng.integers(0, 3, n)) if rng.random() < 0.7 else rng.integers(0, 3, n)
+        corr = rng.choice([1.0, 2.0, 3.0, nan], n)
+        identity = bool((np.lexsort((corr, key)) == np.arange(n)).all())
+        assert _in_key_order(key, corr) == identity, (key, corr)
+        agreed[identity] += 1
+    assert min(agreed.values()) > 300  # (both answers tried)
