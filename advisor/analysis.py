@@ -413,10 +413,8 @@ def with_outside_ranges(
     # the per-op columns, over the ops launched outside every range (range_id -1): as
     # window_metrics sums them for a range, over one window per device that holds them all
     whole = rows[["device"]].merge(devices[["device", "start_ns", "end_ns"]]).assign(range_id=-1)
-    per_op = window_metrics(ops, whole, ["range_id", "device"], segments, gaps, launches)
-    for col in ("tail_idle_ns", "underfill_idle_ns", "comm_wait_ns", "same_stream_comm_ns",
-                "sync_gaps"):  # fmt: skip
-        rows[col] = per_op[col].to_numpy()
+    for col, values in _op_sums(ops, whole, ["range_id", "device"], launches).items():
+        rows[col] = values
     rows["recoverable_ns"] = rows[RECOVERABLE].sum(axis=1)
     rows["overlap_ratio"] = overlap_ratio(rows["overlap_ns"], rows["comm_ns"])
     rows = rows[[c for c in totals.columns if c in rows.columns]]
@@ -556,10 +554,22 @@ def window_metrics(
     clipped = clipped_metrics(out.assign(start_ns=lo), segments, gaps)
     # the columns made at once (one table built, not a column inserted at a time)
     cols = {col: clipped[col].to_numpy() for col in CLIPPED_COLUMNS}
+    cols.update(_op_sums(ops, out, keys, launches))
+    cols["overlap_ratio"] = overlap_ratio(cols["overlap_ns"], cols["comm_ns"])
+    return with_columns(out, cols)
 
+
+def _op_sums(
+    ops: pd.DataFrame, out: pd.DataFrame, keys: list[str], launches: pd.DataFrame
+) -> dict[str, np.ndarray]:
+    """The columns of windows ``out`` summed over the ops whose ``keys`` match a window's
+    (window_metrics): tail_idle_ns, underfill_idle_ns, comm_wait_ns, same_stream_comm_ns,
+    sync_gaps; float64 per window."""
+    lo = measured_start(out)
     window = _window_of(ops, out, keys)  # each op's row in ``out``, -1 for none
     inside = window >= 0
     n = len(out)
+    cols: dict[str, np.ndarray] = {}
 
     def per_window(rows: np.ndarray, values=None) -> np.ndarray:
         """Sum of ``values`` (a count without) over ``rows`` of ops, per window."""
@@ -572,9 +582,11 @@ def window_metrics(
     bins[bins < 0] = n
     launch = ops["src"].to_numpy()[kernel]
     del kernel
+    in_order = bool((launch[1:] > launch[:-1]).all())  # (the launches come in op order)
     for col in LAUNCH_IDLE_COLUMNS:
-        values = launches[col].to_numpy()[launch] if len(launch) else np.zeros(0)
-        cols[col] = np.bincount(bins, values, n + 1)[:n].astype(np.float64)
+        values = launches[col].to_numpy() if len(launch) else np.zeros(0)
+        cols[col] = np.bincount(bins, values if in_order else values[launch],
+                                n + 1)[:n].astype(np.float64)  # fmt: skip
     del bins, launch
     values = ops["wait_ns"].to_numpy()
     rows = np.flatnonzero(inside & (values != 0))
@@ -585,11 +597,9 @@ def window_metrics(
     # synchronization gaps that open inside their window
     gap_ns = ops["gap_ns"].to_numpy()
     rows = np.flatnonzero(inside & (ops["sync_ns"].to_numpy() > 0))
-    lo = np.asarray(lo)
     opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= lo[window[rows]]
     cols["sync_gaps"] = per_window(rows[opens])
-    cols["overlap_ratio"] = overlap_ratio(cols["overlap_ns"], cols["comm_ns"])
-    return with_columns(out, cols)
+    return cols
 
 
 def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None:

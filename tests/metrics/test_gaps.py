@@ -75,7 +75,7 @@ def test_piece_segments_per_cause_and_device():
                 for c, per in got.items()}  # fmt: skip
     assert as_lists == {"host_bound": {0: ([0, 20], [5, 30]), 3: ([7], [9])},
                         "startup": {0: ([5], [10])}}  # fmt: skip
-    assert got["startup"].get(3) is None and len(got["host_bound"]) == 2
+    assert 3 not in got["startup"] and len(got["host_bound"]) == 2
     assert piece_segments(pieces.iloc[:0]) == {}
 
 
