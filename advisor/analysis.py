@@ -643,14 +643,13 @@ def analyze(
 ) -> TraceAnalysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
     ``gemms``: --gemm options.
-    ``release_api``: empty ``trace.api`` once the ops hold their launch calls, and take
-    the launch configuration's columns (waves.LAUNCH_CONFIG_COLUMNS) out of
-    ``trace.kernels`` once the configurations table holds them (the API calls' correlation
-    ids once the launches are joined), and the kernel columns
-    the ops hold (OP_KERNEL_COLUMNS, gathered back from the ops for the launch table) or
-    were made of (OPS_ONLY_KERNEL_COLUMNS) once the ops are made (nothing later reads them
-    there; ``trace.devices`` is kept; a caller that owns the trace saves their memory: 23
-    columns of every kernel)."""
+    ``release_api``: empty ``trace.api`` once the ops hold their launch calls (its
+    correlation ids go once the launches are joined); take the launch configuration's
+    columns (waves.LAUNCH_CONFIG_COLUMNS) out of ``trace.kernels`` once the configurations
+    table holds them, and the kernel columns the ops hold (OP_KERNEL_COLUMNS, gathered back
+    from the ops for the launch table) or were made of (OPS_ONLY_KERNEL_COLUMNS) once the
+    ops are made. Nothing later reads them there; ``trace.devices`` is kept; a caller that
+    owns the trace saves their memory (23 columns of every kernel)."""
     api_traced = not trace.api.empty
     config, configs, bounded = _configurations(trace)
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
