@@ -175,7 +175,8 @@ def kernel_groups(
     for col in CONFIG_COLUMNS[7:]:
         cols[col] = configs[col].array.take(config)
     if worst:  # the start of each group's worst launch (where a finding points)
-        cols["worst_start_ns"] = launches["start"].to_numpy()[_worst_launch(launches, group)]
+        worst_rows = _worst_launch(launches, group, duration)
+        cols["worst_start_ns"] = launches["start"].to_numpy()[worst_rows]
     else:
         cols["worst_start_ns"] = np.full(n, np.nan)
     cols["demangled"] = df["demangled"].to_numpy()
@@ -209,13 +210,14 @@ def _group_order(idle: np.ndarray, total: np.ndarray, device: np.ndarray) -> np.
     return np.lexsort((device, -np.asarray(total, np.float64), -np.asarray(idle, np.float64)))
 
 
-def _worst_launch(launches: pd.DataFrame, group: np.ndarray) -> np.ndarray:
+def _worst_launch(launches: pd.DataFrame, group: np.ndarray, duration: np.ndarray) -> np.ndarray:
     """Per group (ids 0..n-1): the row position of its worst launch, the one with the most
-    quantization idle (tail + under-fill), or the longest when none idles."""
+    quantization idle (tail + under-fill), or the longest (``duration``: launch_durations)
+    when none idles."""
     idle = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
     # still resolves 1/4 ns there)
-    score = np.where(idle > 0, 2.0**50 + idle, launch_durations(launches).astype(np.float64))
+    score = np.where(idle > 0, 2.0**50 + idle, duration.astype(np.float64))
     return first_max_rows(group, score)
 
 
