@@ -20,6 +20,7 @@ import pandas as pd
 from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics import intervals as iv
+from advisor.metrics.ahead import analysis_threads
 from advisor.metrics.comm import (
     class_segments,
     classify_ops,
@@ -640,6 +641,7 @@ def analyze(
     shapes: Sequence[ShapeOption] = (),
     release_api: bool = False,
     gemms: Sequence[GemmOption] = (),
+    cores: int | None = None,
 ) -> TraceAnalysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
     ``gemms``: --gemm options.
@@ -649,7 +651,9 @@ def analyze(
     table holds them, and the kernel columns the ops hold (OP_KERNEL_COLUMNS, gathered back
     from the ops for the launch table) or were made of (OPS_ONLY_KERNEL_COLUMNS) once the
     ops are made. Nothing later reads them there; ``trace.devices`` is kept; a caller that
-    owns the trace saves their memory (23 columns of every kernel)."""
+    owns the trace saves their memory (23 columns of every kernel). ``cores``: how many
+    threads the analysis may use (default: metrics/ahead.analysis_threads; the result does
+    not depend on it)."""
     api_traced = not trace.api.empty
     config, configs, bounded = _configurations(trace)
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
@@ -658,7 +662,7 @@ def analyze(
     ops = device_ops(trace)
     launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
     kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
-    ops, pieces = attribute_gaps(ops, trace, release=release_api)
+    ops, pieces = attribute_gaps(ops, trace, release_api, analysis_threads(cores))
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)

@@ -94,8 +94,9 @@ class LocalRunner(Runner):
 
 
 def _on_worker(path: str, options: AnalysisOptions, extra: Extra | None) -> RankPart:
-    """rank_part on a Dask worker, with the worker's threads for the reader; an error
-    names the worker (the path may exist on the client but not there)."""
+    """rank_part on a Dask worker, with the worker's threads for the reader and the
+    analysis; an error names the worker (the path may exist on the client but not
+    there)."""
     from distributed import get_worker
 
     from advisor.memory import keep_freed_heap

@@ -159,15 +159,16 @@ def rank_part(
     cores: int | None = None,
     extra: Callable[[TraceAnalysis, AnalysisOptions], dict] | None = None,
 ) -> RankPart:
-    """Read and analyse one rank's trace (``cores`` for its reader) into its part; with
-    ``extra`` (a module-level function, so that it pickles), also ``extra(analysis,
-    options)`` of the trace on its own, such as the gate's digest. Bad input becomes the
-    part's ``error`` (one line)."""
+    """Read and analyse one rank's trace (``cores`` for its reader and analysis) into its
+    part; with ``extra`` (a module-level function, so that it pickles), also
+    ``extra(analysis, options)`` of the trace on its own, such as the gate's digest. Bad
+    input becomes the part's ``error`` (one line)."""
     from advisor.pipeline import analysis_of
     from advisor.trace.load import load_trace
 
     try:
-        a0 = analysis_of(load_trace(path, gpu=options.gpu_override, cores=cores), options)
+        trace = load_trace(path, gpu=options.gpu_override, cores=cores)
+        a0 = analysis_of(trace, options, cores=cores)
         part = summarize(a0, options.range_text, options.rules())
         if extra is not None:
             part.extra = extra(a0, options)

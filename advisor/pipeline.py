@@ -81,10 +81,15 @@ def run_trace(
 
 
 def analysis_of(
-    trace: Trace, options: AnalysisOptions, memory_advice: MemoryAdvice | None = None
+    trace: Trace,
+    options: AnalysisOptions,
+    memory_advice: MemoryAdvice | None = None,
+    cores: int | None = None,
 ) -> TraceAnalysis:
     """Every metric of a Trace read for this analysis alone (its API rows are released once
     used), with the options' --shape and --gemm; unselected, no rules (``run_trace`` goes
-    on from here; a rank of a job, parts.rank_part, too)."""
+    on from here; a rank of a job, parts.rank_part, too). ``cores``: the threads it may use
+    (analysis.analyze)."""
     (memory_advice or _no_advice)(sum(len(t) for t in (trace.kernels, trace.memcpy, trace.memset)))
-    return analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options)
+    return analyze(trace, options.shape_options, release_api=True, gemms=options.gemm_options,
+                   cores=cores)  # fmt: skip

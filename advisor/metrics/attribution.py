@@ -49,14 +49,17 @@ order inside one gap is a convention) so that windows can clip them.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, cached_property
-from typing import Any
+from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from advisor.data import load_yaml, name_matches
+from advisor.metrics.ahead import ahead
 from advisor.metrics.intervals import Coverage, Segments, grouped_order, union
 from advisor.metrics.keys import (
     TextColumn,
@@ -120,6 +123,7 @@ def attribute(
     pageable_copy: np.ndarray,
     block: int = BLOCK_GAPS,
     identity: np.ndarray | None = None,
+    threads: int = 1,
 ) -> Attribution:
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
@@ -130,7 +134,9 @@ def attribute(
     ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks);
     ``identity``: per op, a code telling its work apart (gaps.op_identities: kernels by full
     name; default their names), by which a slow first launch call loads a kernel's code.
-    The gaps are worked through ``block`` at a time (the result does not depend on it).
+    The gaps are worked through ``block`` at a time, the next blocks' host activity found
+    on up to ``threads`` threads meanwhile (metrics/ahead.py; the result depends on
+    neither).
     """
     n = len(ops)
     gap = ops["gap_ns"].to_numpy(np.int64)
@@ -148,8 +154,7 @@ def attribute(
     # below rather than kept: holding every block's would undo the blocks' bound on memory;
     # one block's are kept)
     keys, times = [], []
-    for at in blocks:
-        w = gaps.windows(at)
+    for w in ahead(gaps.windows, blocks, threads):
         late_at = (w["late"] > 0) & (w["keys"] >= 0)
         keys.append(w["keys"][late_at])
         times.append((w["g0"] + w["late"] // 2)[late_at])
@@ -157,16 +162,21 @@ def attribute(
     kept = w if len(blocks) == 1 else None
     del keys, times, w
 
+    def host_late(at: np.ndarray) -> tuple[dict, dict]:
+        """A block's windows and what the host did while late in them (on any thread)."""
+        nonlocal kept
+        w, kept = kept if kept is not None else gaps.windows(at), None
+        split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
+                           first[at], w["device"])  # fmt: skip
+        return w, split
+
     cause = np.full(n, -1, dtype=np.int8)
     overhead = np.zeros(n, dtype=np.int64)
     detail, sync_call = TextColumn(n), TextColumn(n)
     sync_ns = np.zeros(n, dtype=np.int64)
     vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
     pieces = _PieceColumns(len(at_all), np.int32 if n < 2**31 else np.int64)
-    for at in blocks:
-        w, kept = kept if kept is not None else gaps.windows(at), None
-        split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
-                           first[at], w["device"])  # fmt: skip
+    for at, (w, split) in zip(blocks, ahead(host_late, blocks, threads), strict=True):
         amounts = _amounts(w, split)
         dominant = _dominant(amounts)
         cause[at] = dominant
@@ -376,14 +386,16 @@ class _DeviceIdle:
         built on first use from its ops' own rows (no selection of the gaps)."""
         self._device, self._start, self._gap = device, start, gap
         self._gaps: dict[Any, Coverage | None] = {}
+        self._lock = threading.Lock()  # (several threads ask at once: metrics/ahead.py)
 
     def _of(self, dev) -> Coverage | None:
-        if dev not in self._gaps:
-            a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
-            b = int(np.searchsorted(self._device, dev, side="right"))
-            start = self._start[a:b]
-            self._gaps[dev] = Coverage((start - self._gap[a:b], start)) if b > a else None
-        return self._gaps[dev]
+        with self._lock:
+            if dev not in self._gaps:
+                a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
+                b = int(np.searchsorted(self._device, dev, side="right"))
+                start = self._start[a:b]
+                self._gaps[dev] = Coverage((start - self._gap[a:b], start)) if b > a else None
+            return self._gaps[dev]
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
@@ -466,10 +478,14 @@ def _queued_detail(ops, rows, api_row, host: _HostActivity, prev_in_stream) -> n
     return out
 
 
+_Value = TypeVar("_Value")
+
+
 class _HostActivity:
     """The launching threads' activity: blocking calls (synchronize, copies), input-pipeline
     ranges, event waits, and the innermost host range / API call at a time, per thread
-    (process id, thread id)."""
+    (process id, thread id). Its indexes are built on first use, once, under a lock:
+    ``split`` runs on several threads at once (metrics/ahead.py)."""
 
     def __init__(self, api, ranges, ops, api_row, pageable_copy, identity=None) -> None:
         cat = np.zeros(len(api), dtype=np.int8)
@@ -518,14 +534,29 @@ class _HostActivity:
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
         self._thread_call_starts: dict[tuple[int, int], np.ndarray] = {}
         self._thread_painted: dict[int, dict[int, Coverage]] = {}
-        self._waits_by_thread: dict[int, np.ndarray] | None = None
         # per thread: its operator / input ranges and its API calls, each _outermost
         self._cover: dict[int, tuple[Segments, Segments]] = {}
         self._ops = ops
+        self._lock = threading.RLock()  # (held while an index is built: _once)
+        self._built: dict[str, Any] = {}  # (indexes of the whole trace, by name: _once)
 
-    @cached_property
+    def _once(self, cache: dict, key, make: Callable[[], _Value]) -> _Value:
+        """``cache[key]``, made by ``make()`` the first time, by one thread (the others
+        wait for it; a build that needs another index takes the lock again)."""
+        try:
+            return cache[key]
+        except KeyError:
+            with self._lock:
+                if key not in cache:
+                    cache[key] = make()
+                return cache[key]
+
+    @property
     def _every_range(self) -> dict[int, np.ndarray]:
-        """Per thread key: every row of ``ranges`` on it, by start."""
+        """Per thread key: every row of ``ranges`` on it, by start (found once)."""
+        return self._once(self._built, "every_range", self._every_range_by_thread)
+
+    def _every_range_by_thread(self) -> dict[int, np.ndarray]:
         return self._ranges_by_thread(np.arange(len(self.range_start)))
 
     def launched_in_operator(self, key, times: np.ndarray) -> np.ndarray:
@@ -548,30 +579,35 @@ class _HostActivity:
         """Per window [lo, hi) on the thread: its longest stretch (ns) outside every
         operator range, API call and input-pipeline range of the thread (time the host spent
         in code that the framework did not record as one of its operators)."""
-        if key not in self._cover:
-            ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
-            ranges = ranges[self.range_op[ranges] | self.input[ranges]]
-            calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
-            # (each set by start, less what an earlier segment holds: the union is the same,
-            # and a Kineto thread's millions of nested CPU ops shrink to the outer ones)
-            self._cover[key] = (_outermost(self.range_start[ranges], self.range_end[ranges]),
-                                _outermost(self.api_start[calls], self.api_end[calls]))  # fmt: skip
+        cover = self._once(self._cover, key, lambda: self._cover_of(key))
         out = np.empty(len(lo), dtype=np.int64)
         # the windows in runs of rising starts (a block's windows come by device, then
         # start): each run searched among the segments of its own stretch of time only
         heads = np.flatnonzero(np.r_[True, lo[1:] < lo[:-1]])
         for a, b in zip(heads, np.r_[heads[1:], len(lo)], strict=True):
-            out[a:b] = _Uncovered.around(self._cover[key], lo[a], hi[a:b].max()).longest(
-                lo[a:b], hi[a:b]
-            )
+            out[a:b] = _Uncovered.around(cover, lo[a], hi[a:b].max()).longest(lo[a:b], hi[a:b])
         return out
 
-    @cached_property
+    def _cover_of(self, key) -> tuple[Segments, Segments]:
+        """The thread's operator and input-pipeline ranges, and its API calls: each set by
+        start, less what an earlier segment holds (the union is the same, and a Kineto
+        thread's millions of nested CPU ops shrink to the outer ones)."""
+        ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
+        ranges = ranges[self.range_op[ranges] | self.input[ranges]]
+        calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+        return (_outermost(self.range_start[ranges], self.range_end[ranges]),
+                _outermost(self.api_start[calls], self.api_end[calls]))  # fmt: skip
+
+    @property
     def device_idle(self) -> _DeviceIdle:
         """The devices' idle gaps (the ops' ``gap_ns``), indexed on first use."""
-        ops = self._ops
-        return _DeviceIdle(ops["device"].to_numpy(), ops["start"].to_numpy(np.int64),
-                           ops["gap_ns"].to_numpy(np.int64))  # fmt: skip
+
+        def make() -> _DeviceIdle:
+            ops = self._ops
+            return _DeviceIdle(ops["device"].to_numpy(), ops["start"].to_numpy(np.int64),
+                               ops["gap_ns"].to_numpy(np.int64))  # fmt: skip
+
+        return self._once(self._built, "device_idle", make)
 
     def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""
@@ -619,33 +655,36 @@ class _HostActivity:
         """Per thread key: the rows of ``ranges`` the innermost-range index holds (by
         start): every range, or, once ``expect`` was told the query times, those open at
         one of that thread's query times (the declared times are dropped once used)."""
-        if self._indexed is None:
-            every = self._every_range
-            if self._queries is None:
-                self._indexed = every
-            else:
-                s, e = self.range_start, self.range_end
-                asked = self._asked_calls
-                assert asked is not None  # (set with the queries)
-                self._indexed = {}
-                for key, at in every.items():  # (``at`` by start: sorted searches)
-                    times = []
-                    q = self._queries.get(key)
-                    if q is not None:
-                        times.append(q)
-                    calls = self._api_threads.get(key)
-                    if calls is not None:  # (the thread's calls by start: their starts sorted)
-                        times.append(self.api_start[calls[asked[calls]]])
-                    if not times:
-                        continue
-                    # both sets at once: two sorted runs, which a stable sort merges
-                    t = times[0] if len(times) == 1 else np.sort(np.concatenate(times),
-                                                                  kind="stable")  # fmt: skip
-                    hold = _holds_one(s[at], e[at], t)
-                    if hold.any():
-                        self._indexed[key] = at[hold]
+        with self._lock:
+            if self._indexed is None:
+                self._indexed = self._rows_asked()
                 self._queries = self._asked_calls = None
-        return self._indexed
+            return self._indexed
+
+    def _rows_asked(self) -> dict[int, np.ndarray]:
+        every = self._every_range
+        if self._queries is None:
+            return every
+        s, e = self.range_start, self.range_end
+        asked = self._asked_calls
+        assert asked is not None  # (set with the queries)
+        out = {}
+        for key, at in every.items():  # (``at`` by start: sorted searches)
+            times = []
+            q = self._queries.get(key)
+            if q is not None:
+                times.append(q)
+            calls = self._api_threads.get(key)
+            if calls is not None:  # (the thread's calls by start: their starts sorted)
+                times.append(self.api_start[calls[asked[calls]]])
+            if not times:
+                continue
+            # both sets at once: two sorted runs, which a stable sort merges
+            t = times[0] if len(times) == 1 else np.sort(np.concatenate(times), kind="stable")
+            hold = _holds_one(s[at], e[at], t)
+            if hold.any():
+                out[key] = at[hold]
+        return out
 
     def split(self, keys, lo, hi, launch_start, first_launch, device) -> dict:
         """For host-late windows [lo, hi) on threads ``keys`` (_thread_keys): ns per cause
@@ -765,27 +804,26 @@ class _HostActivity:
         """The thread's API calls (rows, by start) of category ``code`` (0: the calls that
         are neither blocking, loading nor launching), found once per thread (the gaps come
         in blocks)."""
-        if (key, code) not in self._thread_calls:
+
+        def make() -> np.ndarray:
             calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
             mine = self.api_cat[calls] == code
             if code == 0:
                 mine &= ~self.api_launch[calls]
-            self._thread_calls[key, code] = calls[mine]
-        return self._thread_calls[key, code]
+            return calls[mine]
+
+        return self._once(self._thread_calls, (key, code), make)
 
     def _call_starts(self, key, code: int) -> np.ndarray:
         """The starts (ns) of ``_calls_of(key, code)``, gathered once (a thread's calls are
         searched block after block)."""
-        if (key, code) not in self._thread_call_starts:
-            self._thread_call_starts[key, code] = self.api_start[self._calls_of(key, code)]
-        return self._thread_call_starts[key, code]
+        return self._once(self._thread_call_starts, (key, code),
+                          lambda: self.api_start[self._calls_of(key, code)])  # fmt: skip
 
     def _painted(self, key) -> dict[int, Coverage]:
         """Per category code: disjoint segments on the thread, higher priority (lower code)
         painted over lower (once per thread)."""
-        if key not in self._thread_painted:
-            self._thread_painted[key] = self._paint_thread(key)
-        return self._thread_painted[key]
+        return self._once(self._thread_painted, key, lambda: self._paint_thread(key))
 
     def _paint_thread(self, key) -> dict[int, Coverage]:
         r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
@@ -833,11 +871,11 @@ class _HostActivity:
         return (label, own, operator) if kinds else (label, own)
 
     def _index(self, key) -> _Innermost | None:
-        if key not in self._innermost:
+        def make() -> _Innermost | None:
             rows = self._index_rows().get(key)
-            index = None if rows is None else _Innermost(self.ranges, rows, self.range_texts)
-            self._innermost[key] = index
-        return self._innermost[key]
+            return None if rows is None else _Innermost(self.ranges, rows, self.range_texts)
+
+        return self._once(self._innermost, key, make)
 
     def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS) -> TextColumn:
         """Per op: the innermost host range (CPU op, record_function, NVTX) open on its
@@ -866,12 +904,15 @@ class _HostActivity:
         out = np.full(len(lo), "", dtype=object)
         if self.event_waits is None:
             return out
-        if self._waits_by_thread is None:  # (once: the gaps come in blocks)
-            w = self.event_waits
-            threads = _by_thread(self.api_keys[w], self.api_start[w])
-            self._waits_by_thread = {key: w[at] for key, at in threads.items()}
+        waits = self.event_waits
+
+        def make() -> dict[int, np.ndarray]:  # (once: the gaps come in blocks)
+            threads = _by_thread(self.api_keys[waits], self.api_start[waits])
+            return {key: waits[at] for key, at in threads.items()}
+
+        by_thread = self._once(self._built, "waits_by_thread", make)
         for key in distinct(keys[keys >= 0]):
-            mine = self._waits_by_thread.get(int(key))
+            mine = by_thread.get(int(key))
             if mine is None:
                 continue
             starts = self.api_start[mine]

@@ -201,7 +201,7 @@ def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
 
 
 def attribute_gaps(
-    ops: pd.DataFrame, trace: Trace, release: bool = False
+    ops: pd.DataFrame, trace: Trace, release: bool = False, threads: int = 1
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
     the launch call's ``api_start`` and ``api_tid``, ``range_id`` (metrics/regions.py),
@@ -215,7 +215,8 @@ def attribute_gaps(
     cause (metrics/attribution.py), sorted by device and start; on a trace whose host events
     are a thinned sample (``trace.host_sample``) every gap is unattributed. ``release``:
     take the API calls' correlation ids out of ``trace.api`` once the launches are joined
-    (a caller that owns the trace: nothing later reads them)."""
+    (a caller that owns the trace: nothing later reads them). ``threads``: how many the
+    attribution may use (attribution.attribute; the result does not depend on it)."""
     ops = ops.copy(deep=False)
     ops["gap_ns"] = idle_gaps(ops)
     api = trace.api
@@ -244,6 +245,7 @@ def attribute_gaps(
         causal_rows,
         pageable_copies(ops, trace),
         identity=identity,
+        threads=threads,
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
     ops["detail"] = result.detail

@@ -591,3 +591,33 @@ def test_longest_uncovered_around_a_stretch_equals_every_segment(ranges, calls, 
             run = 0 if covered[t] else run + 1
             best = max(best, run)
         assert got[i] == best
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "sample_traces/h200_train_steps.sqlite",  # (NVTX steps, syncs, copies)
+        "sample_traces/why/why_dataloader.sqlite",  # (input-pipeline ranges)
+        "tests/data/public/kineto/hta_alexnet_cuda_sync.json.gz",  # (CPU ops, syncs)
+        "tests/data/public/kineto/kineto_resnet50_dataloader_pytorch1.8.json.gz",
+    ],
+)
+def test_blocks_found_on_threads_give_the_attribution_of_one(path, monkeypatch):
+    # the host's activity in the next blocks is found on other threads (metrics/ahead.py)
+    # while the last block is folded in: blocks of 13 gaps on 3 threads must give the
+    # pieces and per-op columns of the whole trace worked on the caller's thread alone
+    import functools
+    from pathlib import Path
+
+    from advisor.metrics import attribution, gaps
+    from advisor.trace.load import load_trace
+
+    trace = load_trace(Path(__file__).resolve().parents[2] / path)
+    ops, pieces = attribute_gaps(device_ops(trace), trace, threads=1)
+    assert len(pieces) > 3 * 13  # (several blocks of pieces, every block on some thread)
+    threaded = functools.partial(attribution.attribute, block=13)
+    monkeypatch.setattr(gaps, "attribute", threaded)
+    ops3, pieces3 = attribute_gaps(device_ops(trace), trace, threads=3)
+    pd.testing.assert_frame_equal(pieces3, pieces)
+    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
+        pd.testing.assert_series_equal(ops3[col], ops[col])

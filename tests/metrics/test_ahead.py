@@ -1,0 +1,67 @@
+"""Blocks computed ahead on threads (metrics/ahead.py): the blocks' order, the bound on
+how many are started ahead, errors at their block, one thread's path."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from advisor.metrics.ahead import ANALYSIS_THREADS, ahead, analysis_threads
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.002 * (x % 3))  # (later blocks can finish before earlier ones)
+    return x * x
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_results_come_in_the_blocks_order(threads):
+    blocks = list(range(40))
+    assert list(ahead(_slow_square, blocks, threads)) == [x * x for x in blocks]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_at_most_threads_blocks_are_started_ahead_of_the_one_taken(threads):
+    started: list[int] = []
+
+    def work(x: int) -> int:
+        started.append(x)
+        return x
+
+    for i, x in enumerate(ahead(work, range(30), threads)):
+        assert x == i
+        time.sleep(0.003)  # (time for the pool to start all it may)
+        # taken: blocks 0..i; started ahead of it: at most i + 1 .. i + threads
+        assert len(started) <= i + 1 + threads
+    assert sorted(started) == list(range(30))
+
+
+def test_an_error_is_raised_at_its_block_and_later_blocks_are_dropped():
+    started: list[int] = []
+
+    def work(x: int) -> int:
+        started.append(x)
+        if x == 4:
+            raise ValueError("block 4")
+        return x
+
+    taken = []
+    with pytest.raises(ValueError, match="block 4"):
+        for x in ahead(work, range(100), 2):
+            taken.append(x)
+    assert taken == [0, 1, 2, 3]
+    assert max(started) <= 4 + 2  # (nothing started past the bound)
+
+
+def test_one_thread_works_on_the_callers_thread():
+    me = threading.get_ident()
+    assert set(ahead(lambda _: threading.get_ident(), range(5), 1)) == {me}
+    assert list(ahead(_slow_square, [], 2)) == []
+
+
+def test_analysis_threads():
+    assert analysis_threads(3) == 3
+    assert analysis_threads(0) == 1  # (a worker's share is at least one thread)
+    assert 1 <= analysis_threads() <= ANALYSIS_THREADS
