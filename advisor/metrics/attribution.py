@@ -183,12 +183,10 @@ def attribute(
         overhead[at] = amounts[[CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=0)
         sync_ns[at] = amounts[CAUSE_CODE["synchronization"]]
         # what held each piece: the labels of the host's activity, the queued op's dependency
+        # (a label kind the block never wrote is '' throughout: nothing to put)
         labels = split["labels"]
-        by_cause = {
-            "synchronization": labels["sync"], "blocking_copy": labels["copy"],
-            "input_pipeline": labels["input"], "host_busy": labels["host"],
-            "host_bound": labels["host"],
-        }  # fmt: skip
+        by_cause = {cause: labels[kind] for cause, kind in _LABEL_OF_CAUSE.items()
+                    if kind in labels}  # fmt: skip
         queued = w["queued"]
         if queued.any():
             queued_detail = np.full(len(at), "", dtype=object)
@@ -199,12 +197,32 @@ def attribute(
             mine = dominant == CAUSE_CODE[name]
             detail.put(at[mine], values[mine])
         for name, label in (("synchronization", "sync_api"), ("blocking_copy", "copy_api")):
-            mine = dominant == CAUSE_CODE[name]
-            sync_call.put(at[mine], labels[label][mine])
+            if label in labels:
+                mine = dominant == CAUSE_CODE[name]
+                sync_call.put(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
+    launch_op = host.launching_ops(api_row, block, threads).categorical()
     return Attribution(cause, detail.categorical(), overhead, sync_call.categorical(),
-                       pieces.table(vocab), latency,
-                       host.launching_ops(api_row, block).categorical(), sync_ns)  # fmt: skip
+                       pieces.table(vocab), latency, launch_op, sync_ns)  # fmt: skip
+
+
+# the label kind (_HostActivity.split) that names what held each cause's pieces
+_LABEL_OF_CAUSE = {"synchronization": "sync", "blocking_copy": "copy", "input_pipeline": "input",
+                   "host_busy": "host", "host_bound": "host"}  # fmt: skip
+
+
+class _Labels(dict):
+    """Per label kind, the texts of a block's windows: an object array of '' made on the
+    first write to that kind (``labels[kind][rows] = ...``); a kind never written is
+    absent, not filled with ''."""
+
+    def __init__(self, windows: int) -> None:
+        super().__init__()
+        self._windows = windows
+
+    def __missing__(self, kind: str) -> np.ndarray:
+        column = self[kind] = np.full(self._windows, "", dtype=object)
+        return column
 
 
 class _Gaps:
@@ -697,9 +715,7 @@ class _HostActivity:
         causes = ("synchronization", "blocking_copy", "startup", "input_pipeline", "host_busy",
                   "host_bound")  # fmt: skip
         out: dict[str, Any] = {c: np.zeros(k, dtype=np.int64) for c in causes}  # (and labels)
-        labels = {x: np.full(k, "", dtype=object) for x in ("sync", "copy", "input", "host",
-                                                            "sync_api", "copy_api")}  # fmt: skip
-        out["labels"] = labels
+        out["labels"] = _Labels(k)  # (sync, copy, input, host, sync_api, copy_api)
         length = np.maximum(hi - lo, 0)
         work = np.flatnonzero(length > 0)
         rest = length.copy()
@@ -877,17 +893,23 @@ class _HostActivity:
 
         return self._once(self._innermost, key, make)
 
-    def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS) -> TextColumn:
+    def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS, threads: int = 1
+                      ) -> TextColumn:  # fmt: skip
         """Per op: the innermost host range (CPU op, record_function, NVTX) open on its
-        launching thread when its launch call began ('' where none or no call)."""
+        launching thread when its launch call began ('' where none or no call); ``block``
+        ops at a time (temporaries a block long), the next blocks found on up to
+        ``threads`` threads (metrics/ahead.py)."""
         out = TextColumn(len(api_row))
         if len(self.ranges) == 0:
             return out
-        for b in range(0, len(api_row), block):  # (temporaries a block long)
+
+        def found(b: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            """Per launching thread of ops [b, b + block): (op rows, codes, words)."""
             has = b + np.flatnonzero(api_row[b : b + block] >= 0)
             rows = api_row[has]
             keys = self.api_keys[rows]
             start = self.api_start[rows]
+            parts = []
             for key in distinct(keys[keys >= 0]):
                 index = self._index(key)
                 if index is None:
@@ -895,7 +917,12 @@ class _HostActivity:
                 mine = np.flatnonzero(keys == key)
                 pos = index.find(start[mine])
                 hit = pos >= 0
-                out.put_coded(has[mine[hit]], *index.text_codes(pos[hit]))
+                parts.append((has[mine[hit]], *index.text_codes(pos[hit])))
+            return parts
+
+        for parts in ahead(found, range(0, len(api_row), block), threads):
+            for rows, codes, words in parts:
+                out.put_coded(rows, codes, words)
         return out
 
     def event_waits_in(self, keys, lo, hi) -> np.ndarray:
