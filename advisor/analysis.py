@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Literal, get_args
 
 import numpy as np
@@ -20,7 +21,7 @@ import pandas as pd
 from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
 from advisor.metrics import intervals as iv
-from advisor.metrics.ahead import analysis_threads
+from advisor.metrics.ahead import analysis_threads, beside
 from advisor.metrics.comm import (
     class_segments,
     classify_ops,
@@ -655,14 +656,19 @@ def analyze(
     threads the analysis may use (default: metrics/ahead.analysis_threads; the result does
     not depend on it)."""
     api_traced = not trace.api.empty
-    config, configs, bounded = _configurations(trace)
+    threads = analysis_threads(cores)
+    # the configurations found beside the ops and their attribution (from the kernels as
+    # read: the trace's table loses their columns below)
+    configurations = beside(partial(_configurations, trace.kernels, trace.gpus), threads)
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
     if release_api:
         trace.kernels = kernels
     ops = device_ops(trace)
     launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
     kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
-    ops, pieces = attribute_gaps(ops, trace, release_api, analysis_threads(cores))
+    ops, pieces = attribute_gaps(ops, trace, release_api, threads)
+    config, configs, bounded = configurations.result()
+    del configurations
     if release_api:
         trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
@@ -672,6 +678,10 @@ def analyze(
     ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
+    # the launch sequences and the per-stream and per-cause sums found beside the launch
+    # table (of the ops as they are now: a table of their own, whatever is dropped below;
+    # waited for before the windows, whose temporaries would come on top of theirs)
+    per_op = beside(partial(_per_op_tables, ops.copy(deep=False), pieces), threads)
     launches, shape_table, shape_notes = _launch_table(
         trace, kernels, launch_columns, ops, config, configs, shapes, gemms
     )
@@ -681,6 +691,8 @@ def analyze(
         impossible = int(configs["impossible"].to_numpy()[config].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
 
+    sequences, streams, breakdown = per_op.result()
+    del per_op
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
     segments = _segments(ops, op_class)
     gaps = piece_segments(pieces)
@@ -690,7 +702,6 @@ def analyze(
     regions = window_metrics(
         ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps, launches
     )
-    sequences = launch_sequences(ops)
     totals = with_outside_ranges(
         range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps, launches
     )
@@ -706,8 +717,8 @@ def analyze(
         devices=devices,
         regions=regions,
         sequences=sequences,
-        gaps=gap_breakdown(pieces),
-        streams=stream_summary(ops),
+        gaps=breakdown,
+        streams=streams,
         collectives=skew,
         notes=[*coverage_notes(coverage), *shape_notes],
         coverage=coverage,
@@ -715,6 +726,11 @@ def analyze(
         totals=totals,
         _segments=(segments, gaps),  # (TraceAnalysis.measure reuses them)
     )
+
+
+def _per_op_tables(ops: pd.DataFrame, pieces: pd.DataFrame):
+    """(launch sequences, stream summary, gap breakdown) of the ops and their idle pieces."""
+    return launch_sequences(ops), stream_summary(ops), gap_breakdown(pieces)
 
 
 def steady_start_ns(ops: pd.DataFrame, devices: np.ndarray) -> np.ndarray:
@@ -797,13 +813,14 @@ def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     return trace.kernels
 
 
-def _configurations(trace: Trace) -> tuple[np.ndarray, pd.DataFrame, int]:
+def _configurations(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame, int]:
     """(config id per kernel launch, the configurations table: waves.wave_configs; the
-    launches whose registers or shared memory the trace did not record)."""
-    if trace.kernels.empty:
+    launches whose registers or shared memory the trace did not record), of a trace's
+    ``kernels`` with their configuration columns, on its ``gpus``."""
+    if kernels.empty:
         return np.zeros(0, dtype=np.int32), pd.DataFrame(), 0
-    config, configs = wave_configs(trace.kernels, trace.gpus)
-    return config, configs, int(unknown_resources(trace.kernels).sum())
+    config, configs = wave_configs(kernels, gpus)
+    return config, configs, int(unknown_resources(kernels).sum())
 
 
 def _launch_table(

@@ -55,6 +55,28 @@ def test_release_api_only_when_asked():
     pd.testing.assert_frame_equal(a.launches, other.launches)
 
 
+ANALYSIS_TABLES = ("ops", "pieces", "launches", "configs", "shapes", "devices", "regions",
+                   "sequences", "gaps", "streams", "collectives", "totals")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "path",
+    [H200_2GPU, SAMPLES.parent / "tests/data/public/kineto/hta_nccl_data.json.gz"],
+    ids=lambda p: p.name,
+)
+def test_stages_beside_each_other_give_the_analysis_of_one_thread(path):
+    # with several threads the configurations are found beside the ops' attribution, and
+    # the launch sequences, stream and gap sums beside the launch table (ahead.beside),
+    # from the trace's kernels before release_api drops their columns: every table equals
+    # the one-thread analysis
+    one = analyze(load_trace(path), release_api=True, cores=1)
+    three = analyze(load_trace(path), release_api=True, cores=3)
+    assert len(one.sequences) and len(one.configs) and len(one.streams)
+    for name in ANALYSIS_TABLES:
+        pd.testing.assert_frame_equal(getattr(three, name), getattr(one, name), obj=name)
+    assert three.notes == one.notes and three.coverage == one.coverage
+
+
 @pytest.mark.parametrize("path", [H200_SINGLE, H200_2GPU], ids=lambda p: p.name)
 def test_window_wave_idle_is_its_launches(path):
     """The devices' and the range windows' tail and under-fill idle are their launches'

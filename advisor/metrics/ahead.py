@@ -1,17 +1,20 @@
-"""Block after block, the next blocks computed ahead on other threads.
+"""Work computed ahead on other threads: block after block, or a stage beside another.
 
 The analysis works through its largest tables a block of rows at a time, so that every
 temporary is a block long. Most of a block's work is numpy on whole arrays, which lets go
 of the interpreter while it runs: a second thread can compute the next block while the
 caller folds the last one into its results. ``ahead`` runs a pure function of a block on
 up to ``threads`` threads and hands the results back in the blocks' order, with at most
-``threads`` blocks started ahead of the one the caller holds (their memory is bounded),
-so that the caller's result does not depend on the thread count.
+``threads`` blocks started ahead of the one the caller holds (callers size their blocks
+so that these together hold what one block held before), so that the caller's result
+does not depend on the thread count. ``beside`` starts a stage on a thread of its own
+while the caller goes on with another that does not need it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,10 +43,11 @@ def analysis_threads(cores: int | None = None) -> int:
 
 def ahead(work: Callable[[Block], Result], blocks: Iterable[Block], threads: int
           ) -> Iterator[Result]:  # fmt: skip
-    """``work(block)`` for each block, in the blocks' order; with ``threads`` >= 2, up to
-    that many computed at once on their own threads while the caller takes the earlier
-    ones (``work`` must be safe to run on several threads at once). An exception in
-    ``work`` is raised here, at its block; blocks not started by then are dropped."""
+    """``work(block)`` for each block, in the blocks' order; with ``threads`` >= 2, that
+    many blocks computed at once on threads of their own, ahead of the one the caller
+    holds (``work`` must be safe to run on several threads at once); with one, each block
+    on the caller's thread as it is taken. An exception in ``work`` is raised here, at its
+    block; blocks not started by then are dropped."""
     if threads < 2:
         yield from map(work, blocks)
         return
@@ -63,3 +67,23 @@ def ahead(work: Callable[[Block], Result], blocks: Iterable[Block], threads: int
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def beside(work: Callable[[], Result], threads: int) -> Future[Result]:
+    """``work()`` started on a thread of its own where ``threads`` >= 2, else run now; its
+    Future's ``result()`` waits for it and raises what it raised. ``work`` may read what
+    the caller reads meanwhile, never what the caller changes."""
+    done: Future[Result] = Future()
+
+    def run() -> None:
+        done.set_running_or_notify_cancel()
+        try:
+            done.set_result(work())
+        except BaseException as exc:  # (raised by result(), on the caller's thread)
+            done.set_exception(exc)
+
+    if threads < 2:
+        run()
+    else:
+        threading.Thread(target=run, name="advisor-beside", daemon=True).start()
+    return done

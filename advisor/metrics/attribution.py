@@ -134,9 +134,9 @@ def attribute(
     ``pageable_copy``: per op, a copy from/to pageable host memory (its async call blocks);
     ``identity``: per op, a code telling its work apart (gaps.op_identities: kernels by full
     name; default their names), by which a slow first launch call loads a kernel's code.
-    The gaps are worked through ``block`` at a time, the next blocks' host activity found
-    on up to ``threads`` threads meanwhile (metrics/ahead.py; the result depends on
-    neither).
+    The gaps are worked through ``block`` at a time, or with ``threads`` > 1 through
+    ``block / threads`` at a time, the next blocks' host activity found on that many
+    threads meanwhile (metrics/ahead.py; the result depends on neither).
     """
     n = len(ops)
     gap = ops["gap_ns"].to_numpy(np.int64)
@@ -146,6 +146,8 @@ def attribute(
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy, identity)
     first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
+    if threads > 1:  # (threads + 1 blocks at once, each 1 / threads as long: about one's memory)
+        block = max(1, block // threads)
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
     gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 

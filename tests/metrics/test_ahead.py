@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from advisor.metrics.ahead import ANALYSIS_THREADS, ahead, analysis_threads
+from advisor.metrics.ahead import ANALYSIS_THREADS, ahead, analysis_threads, beside
 
 
 def _slow_square(x: int) -> int:
@@ -65,3 +65,21 @@ def test_analysis_threads():
     assert analysis_threads(3) == 3
     assert analysis_threads(0) == 1  # (a worker's share is at least one thread)
     assert 1 <= analysis_threads() <= ANALYSIS_THREADS
+
+
+def test_beside_runs_on_its_own_thread_and_gives_its_result_or_error():
+    me = threading.get_ident()
+    assert beside(threading.get_ident, 2).result() != me
+    assert beside(threading.get_ident, 1).result() == me  # (one thread: run now, here)
+    gate = threading.Event()
+    waiting = beside(lambda: gate.wait(5) and "done", 2)
+    assert not waiting.done()  # (the caller goes on meanwhile)
+    gate.set()
+    assert waiting.result() == "done"
+
+    def fails():
+        raise KeyError("stage")
+
+    for threads in (1, 2):
+        with pytest.raises(KeyError, match="stage"):
+            beside(fails, threads).result()
