@@ -439,12 +439,13 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     return api
 
 
-def _read_api_beside(path: Path, strings: pd.Series, threads: int) -> pd.DataFrame:
-    """_read_api through a reader of its own (connections serve one thread), given the
-    export's string table."""
+def _read_api_beside(path: Path, strings: pd.Series, threads: int
+                     ) -> tuple[pd.DataFrame, pd.DataFrame | None]:  # fmt: skip
+    """(_read_api, _read_nvtx) through a reader of its own (connections serve one thread),
+    given the export's string table."""
     side = _Reader(path, threads=threads, strings=strings)
     try:
-        return _read_api(side)
+        return _read_api(side), _read_nvtx(side)
     finally:
         side.close()
 
@@ -675,6 +676,27 @@ def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
         r.close()
 
 
+def _read_copies_and_syncs(r: _Reader) -> tuple[pd.DataFrame | None, ...]:
+    """(memcpy, memset, sync): the export's copies with their kinds and endpoints' memory,
+    its sets, its synchronizations with their kinds (None for a table it lacks)."""
+    memcpy = _read_device_table(
+        r,
+        MEMCPY,
+        "t.bytes AS bytes, t.copyKind AS copy_kind, "
+        f"{r.col(MEMCPY, 'srcKind', 'src_kind')}, {r.col(MEMCPY, 'dstKind', 'dst_kind')}",
+    )
+    if memcpy is not None:
+        memcpy["kind"] = memcpy.pop("copy_kind").map(MEMCPY_KINDS).fillna("Unknown")
+        kinds = _memory_kinds(r)
+        for side in ("src", "dst"):
+            memcpy[f"{side}_memory"] = memcpy.pop(f"{side}_kind").map(kinds).fillna("unknown")
+    memset = _read_device_table(r, MEMSET, "t.bytes AS bytes")
+    sync = _read_device_table(r, SYNC, "t.syncType AS sync_type")
+    if sync is not None:
+        sync["kind"] = sync.pop("sync_type").map(SYNC_KINDS).fillna("unknown")
+    return memcpy, memset, sync
+
+
 def _session_start(r: _Reader) -> int | None:
     """The session's start, UTC ns since the epoch (the export's timestamps count from it):
     TARGET_INFO_SESSION_START_TIME.utcEpochNs, None where the export lacks it."""
@@ -698,8 +720,9 @@ def _read(r: _Reader, path: str) -> Trace:
             path, f"export has no {KERNEL} table: profile with CUDA tracing (nsys -t cuda)"
         )
     with ThreadPoolExecutor(1) as beside:
-        # the runtime API is read beside the kernels (its own connections) when reads may
-        # use several cores: SQLite decodes both tables at once, no core idles between them
+        # the runtime API and the NVTX ranges are read beside the kernels and the other
+        # device tables (their own connections) when reads may use several cores: SQLite
+        # decodes both sides at once, no core idles between them
         strings = r.string_table()  # (loaded here: a connection serves one thread)
         api = beside.submit(_read_api_beside, r.path, strings, r.threads) if r.threads > 1 else None
         kernels = _read_kernels(r) if r.has(KERNEL) else None
@@ -712,7 +735,8 @@ def _read(r: _Reader, path: str) -> Trace:
             producer_version=f"Nsight Systems {producer} (export schema {schema})",
             kernels=kernels if kernels is not None else empty_table("kernels"),
         )
-        trace.api = api.result() if api is not None else _read_api(r)
+        memcpy, memset, sync = _read_copies_and_syncs(r)
+        trace.api, nvtx = api.result() if api is not None else (_read_api(r), _read_nvtx(r))
     trace.epoch_offset_ns = _session_start(r)
     if trace.api.empty:
         trace.warnings.append(
@@ -720,19 +744,8 @@ def _read(r: _Reader, path: str) -> Trace:
             "gaps cannot be attributed to host causes (all 'unattributed') and GPU work cannot "
             "be matched to NVTX ranges"
         )
-    memcpy = _read_device_table(
-        r,
-        MEMCPY,
-        "t.bytes AS bytes, t.copyKind AS copy_kind, "
-        f"{r.col(MEMCPY, 'srcKind', 'src_kind')}, {r.col(MEMCPY, 'dstKind', 'dst_kind')}",
-    )
     if memcpy is not None:
-        memcpy["kind"] = memcpy.pop("copy_kind").map(MEMCPY_KINDS).fillna("Unknown")
-        kinds = _memory_kinds(r)
-        for side in ("src", "dst"):
-            memcpy[f"{side}_memory"] = memcpy.pop(f"{side}_kind").map(kinds).fillna("unknown")
         trace.memcpy = memcpy
-    memset = _read_device_table(r, MEMSET, "t.bytes AS bytes")
     if memset is not None:
         trace.memset = memset
     if graphs is not None:
@@ -743,11 +756,8 @@ def _read(r: _Reader, path: str) -> Trace:
                 "inside them are invisible, so per-kernel waves/tails do not cover them "
                 "(capture with nsys --cuda-graph-trace=node to see them)"
             )
-    sync = _read_device_table(r, SYNC, "t.syncType AS sync_type")
     if sync is not None:
-        sync["kind"] = sync.pop("sync_type").map(SYNC_KINDS).fillna("unknown")
         trace.sync = sync
-    nvtx = _read_nvtx(r)
     if nvtx is not None:
         trace.nvtx = nvtx
     specs, notes = _gpus(r)
