@@ -5,10 +5,10 @@ temporary is a block long. Most of a block's work is numpy on whole arrays, whic
 of the interpreter while it runs: a second thread can compute the next block while the
 caller folds the last one into its results. ``ahead`` runs a pure function of a block on
 up to ``threads`` threads and hands the results back in the blocks' order, with at most
-``threads`` blocks started ahead of the one the caller holds (callers size their blocks
-so that these together hold what one block held before), so that the caller's result
-does not depend on the thread count. ``beside`` starts a stage on a thread of its own
-while the caller goes on with another that does not need it.
+``threads`` blocks started ahead of the one the caller holds (callers shorten their
+blocks so that these together hold about what one block held before), so that the
+caller's result does not depend on the thread count. ``beside`` starts a stage on a
+thread of its own while the caller goes on with another that does not need it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import TypeVar
 Block = TypeVar("Block")
 Result = TypeVar("Result")
 
-# threads the analysis uses by default: measured on 2 cores (docs/scaling.md, nineteenth
-# pass); more threads mostly wait for the interpreter and hold more blocks at once
+# threads the analysis uses by default (docs/scaling.md, nineteenth pass: on 2 cores two
+# threads computing ahead beat one; more were not measurable there, and each holds a block)
 ANALYSIS_THREADS = 2
 
 

@@ -146,7 +146,7 @@ def attribute(
     host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy, identity)
     first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
-    if threads > 1:  # (threads + 1 blocks at once, each 1 / threads as long: about one's memory)
+    if threads > 1:  # (threads + 1 blocks at once, each 1 / threads as long: 1.5 blocks on 2)
         block = max(1, block // threads)
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
     gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
