@@ -22,6 +22,7 @@ from typing import TypeVar
 
 Block = TypeVar("Block")
 Result = TypeVar("Result")
+Value = TypeVar("Value")
 
 # threads the analysis uses by default (docs/scaling.md, nineteenth pass: on 2 cores two
 # threads computing ahead beat one; more were not measurable there, and each holds a block)
@@ -67,6 +68,19 @@ def ahead(work: Callable[[Block], Result], blocks: Iterable[Block], threads: int
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def once(cache: dict, key, make: Callable[[], Value], lock) -> Value:
+    """``cache[key]``, made by ``make()`` the first time, by one thread holding ``lock``
+    (threads asking meanwhile wait for it; with an RLock a build may need another entry);
+    an entry already made is read without the lock."""
+    try:
+        return cache[key]
+    except KeyError:
+        with lock:
+            if key not in cache:
+                cache[key] = make()
+            return cache[key]
 
 
 def beside(work: Callable[[], Result], threads: int) -> Future[Result]:

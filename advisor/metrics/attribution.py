@@ -50,16 +50,15 @@ order inside one gap is a convention) so that windows can clip them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from advisor.data import load_yaml, name_matches
-from advisor.metrics.ahead import ahead
+from advisor.metrics.ahead import ahead, once
 from advisor.metrics.intervals import Coverage, Segments, grouped_order, union
 from advisor.metrics.keys import (
     TextColumn,
@@ -409,13 +408,13 @@ class _DeviceIdle:
         self._lock = threading.Lock()  # (several threads ask at once: metrics/ahead.py)
 
     def _of(self, dev) -> Coverage | None:
-        with self._lock:
-            if dev not in self._gaps:
-                a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
-                b = int(np.searchsorted(self._device, dev, side="right"))
-                start = self._start[a:b]
-                self._gaps[dev] = Coverage((start - self._gap[a:b], start)) if b > a else None
-            return self._gaps[dev]
+        def make() -> Coverage | None:
+            a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
+            b = int(np.searchsorted(self._device, dev, side="right"))
+            start = self._start[a:b]
+            return Coverage((start - self._gap[a:b], start)) if b > a else None
+
+        return once(self._gaps, dev, make, self._lock)
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
@@ -498,9 +497,6 @@ def _queued_detail(ops, rows, api_row, host: _HostActivity, prev_in_stream) -> n
     return out
 
 
-_Value = TypeVar("_Value")
-
-
 class _HostActivity:
     """The launching threads' activity: blocking calls (synchronize, copies), input-pipeline
     ranges, event waits, and the innermost host range / API call at a time, per thread
@@ -557,24 +553,13 @@ class _HostActivity:
         # per thread: its operator / input ranges and its API calls, each _outermost
         self._cover: dict[int, tuple[Segments, Segments]] = {}
         self._ops = ops
-        self._lock = threading.RLock()  # (held while an index is built: _once)
-        self._built: dict[str, Any] = {}  # (indexes of the whole trace, by name: _once)
-
-    def _once(self, cache: dict, key, make: Callable[[], _Value]) -> _Value:
-        """``cache[key]``, made by ``make()`` the first time, by one thread (the others
-        wait for it; a build that needs another index takes the lock again)."""
-        try:
-            return cache[key]
-        except KeyError:
-            with self._lock:
-                if key not in cache:
-                    cache[key] = make()
-                return cache[key]
+        self._lock = threading.RLock()  # (held while an index is built: ahead.once)
+        self._built: dict[str, Any] = {}  # (indexes of the whole trace, by name)
 
     @property
     def _every_range(self) -> dict[int, np.ndarray]:
         """Per thread key: every row of ``ranges`` on it, by start (found once)."""
-        return self._once(self._built, "every_range", self._every_range_by_thread)
+        return once(self._built, "every_range", self._every_range_by_thread, self._lock)
 
     def _every_range_by_thread(self) -> dict[int, np.ndarray]:
         return self._ranges_by_thread(np.arange(len(self.range_start)))
@@ -599,7 +584,7 @@ class _HostActivity:
         """Per window [lo, hi) on the thread: its longest stretch (ns) outside every
         operator range, API call and input-pipeline range of the thread (time the host spent
         in code that the framework did not record as one of its operators)."""
-        cover = self._once(self._cover, key, lambda: self._cover_of(key))
+        cover = once(self._cover, key, lambda: self._cover_of(key), self._lock)
         out = np.empty(len(lo), dtype=np.int64)
         # the windows in runs of rising starts (a block's windows come by device, then
         # start): each run searched among the segments of its own stretch of time only
@@ -627,7 +612,7 @@ class _HostActivity:
             return _DeviceIdle(ops["device"].to_numpy(), ops["start"].to_numpy(np.int64),
                                ops["gap_ns"].to_numpy(np.int64))  # fmt: skip
 
-        return self._once(self._built, "device_idle", make)
+        return once(self._built, "device_idle", make, self._lock)
 
     def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""
@@ -830,18 +815,18 @@ class _HostActivity:
                 mine &= ~self.api_launch[calls]
             return calls[mine]
 
-        return self._once(self._thread_calls, (key, code), make)
+        return once(self._thread_calls, (key, code), make, self._lock)
 
     def _call_starts(self, key, code: int) -> np.ndarray:
         """The starts (ns) of ``_calls_of(key, code)``, gathered once (a thread's calls are
         searched block after block)."""
-        return self._once(self._thread_call_starts, (key, code),
-                          lambda: self.api_start[self._calls_of(key, code)])  # fmt: skip
+        return once(self._thread_call_starts, (key, code),
+                    lambda: self.api_start[self._calls_of(key, code)], self._lock)  # fmt: skip
 
     def _painted(self, key) -> dict[int, Coverage]:
         """Per category code: disjoint segments on the thread, higher priority (lower code)
         painted over lower (once per thread)."""
-        return self._once(self._thread_painted, key, lambda: self._paint_thread(key))
+        return once(self._thread_painted, key, lambda: self._paint_thread(key), self._lock)
 
     def _paint_thread(self, key) -> dict[int, Coverage]:
         r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
@@ -893,7 +878,7 @@ class _HostActivity:
             rows = self._index_rows().get(key)
             return None if rows is None else _Innermost(self.ranges, rows, self.range_texts)
 
-        return self._once(self._innermost, key, make)
+        return once(self._innermost, key, make, self._lock)
 
     def launching_ops(self, api_row: np.ndarray, block: int = BLOCK_GAPS, threads: int = 1
                       ) -> TextColumn:  # fmt: skip
@@ -939,7 +924,7 @@ class _HostActivity:
             threads = _by_thread(self.api_keys[waits], self.api_start[waits])
             return {key: waits[at] for key, at in threads.items()}
 
-        by_thread = self._once(self._built, "waits_by_thread", make)
+        by_thread = once(self._built, "waits_by_thread", make, self._lock)
         for key in distinct(keys[keys >= 0]):
             mine = by_thread.get(int(key))
             if mine is None:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from advisor.metrics.ahead import ANALYSIS_THREADS, ahead, analysis_threads, beside
+from advisor.metrics.ahead import ANALYSIS_THREADS, ahead, analysis_threads, beside, once
 
 
 def _slow_square(x: int) -> int:
@@ -83,3 +83,23 @@ def test_beside_runs_on_its_own_thread_and_gives_its_result_or_error():
     for threads in (1, 2):
         with pytest.raises(KeyError, match="stage"):
             beside(fails, threads).result()
+
+
+def test_once_makes_an_entry_once_however_many_threads_ask():
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache: dict = {}
+    lock = threading.RLock()
+    made: list[str] = []
+
+    def make(key: str) -> str:
+        made.append(key)
+        time.sleep(0.01)  # (the other threads ask while it is being made)
+        return key.upper()
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: once(cache, "a", lambda: make("a"), lock), range(16)))
+    assert got == ["A"] * 16 and made == ["a"]
+    # a build that needs another entry takes the (reentrant) lock again
+    outer = once(cache, "b", lambda: once(cache, "c", lambda: make("c"), lock) + "!", lock)
+    assert outer == "C!" and cache == {"a": "A", "c": "C", "b": "C!"}
