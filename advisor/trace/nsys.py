@@ -439,8 +439,8 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     return api
 
 
-def _read_api_beside(path: Path, strings: pd.Series, threads: int
-                     ) -> tuple[pd.DataFrame, pd.DataFrame | None]:  # fmt: skip
+def _read_host_beside(path: Path, strings: pd.Series, threads: int
+                      ) -> tuple[pd.DataFrame, pd.DataFrame | None]:  # fmt: skip
     """(_read_api, _read_nvtx) through a reader of its own (connections serve one thread),
     given the export's string table."""
     side = _Reader(path, threads=threads, strings=strings)
@@ -724,7 +724,8 @@ def _read(r: _Reader, path: str) -> Trace:
         # device tables (their own connections) when reads may use several cores: SQLite
         # decodes both sides at once, no core idles between them
         strings = r.string_table()  # (loaded here: a connection serves one thread)
-        api = beside.submit(_read_api_beside, r.path, strings, r.threads) if r.threads > 1 else None
+        host = (beside.submit(_read_host_beside, r.path, strings, r.threads)
+                if r.threads > 1 else None)  # fmt: skip
         kernels = _read_kernels(r) if r.has(KERNEL) else None
         if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
             raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")
@@ -736,7 +737,7 @@ def _read(r: _Reader, path: str) -> Trace:
             kernels=kernels if kernels is not None else empty_table("kernels"),
         )
         memcpy, memset, sync = _read_copies_and_syncs(r)
-        trace.api, nvtx = api.result() if api is not None else (_read_api(r), _read_nvtx(r))
+        trace.api, nvtx = host.result() if host is not None else (_read_api(r), _read_nvtx(r))
     trace.epoch_offset_ns = _session_start(r)
     if trace.api.empty:
         trace.warnings.append(
