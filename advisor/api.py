@@ -8,7 +8,7 @@ by construction (the tables below are built from the same JSON document
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from os import PathLike
@@ -77,16 +77,18 @@ class Result:
         """``to_json`` as UTF-8 bytes (no text copy of a large document)."""
         return b"".join(self.json_parts())
 
-    def json_parts(self) -> list[bytes]:
-        """``to_json_bytes`` in consecutive pieces, what the command line writes one after
-        the other: unless ``document`` was asked for, its long lists (kernel groups, range
-        instances) are made into dicts a part at a time (render/json.document_parts)."""
+    def json_parts(self) -> Iterator[bytes]:
+        """``to_json_bytes`` in consecutive pieces, each made when the next is asked for (what
+        the command line spools and then writes): unless ``document`` was asked for, its long
+        lists (kernel groups, range instances) are made into dicts a part at a time
+        (render/json.document_parts)."""
         from advisor.render import json as json_render
 
         if "document" in self.__dict__:  # (the cached_property, already computed)
-            return [json_render.json_bytes(self.document)]
+            yield json_render.json_bytes(self.document)
+            return
         with paused_gc():
-            return json_render.document_parts(self.analysis, self.finding_list, self.ranks)
+            yield from json_render.document_parts(self.analysis, self.finding_list, self.ranks)
 
     @property
     def summary(self) -> dict:

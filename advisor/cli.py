@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager, suppress
 from enum import Enum
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import typer
 
-from advisor import __version__, api, cli_options
+from advisor import __version__, api, cli_options, staged
 from advisor.errors import AdvisorInputError, NoTraceRead
 from advisor.memory import advise_for_rows
 from advisor.options import AnalysisOptions
@@ -70,21 +71,22 @@ def _out(text: str) -> None:
         silence_stdout()
 
 
-def _out_bytes(parts: list[bytes]) -> None:
-    """``_out`` of UTF-8 bytes in pieces (a JSON document), written one after the other to
-    stdout's binary buffer where it has one (no text copy, no joined copy)."""
+def _out_bytes(parts: Iterable[bytes]) -> None:
+    """``_out`` of UTF-8 bytes made in pieces (a JSON document): spooled whole first
+    (staged.spooled: its bytes are not all held in memory, and a failure making a piece
+    writes nothing), then copied to stdout's binary buffer where it has one (no text copy)."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # (a text-only stream, e.g. a test's capture)
         _out(b"".join(parts).decode())
         return
-    try:
-        sys.stdout.flush()  # (what was written as text comes first)
-        for part in parts:
-            buffer.write(part)
-        buffer.write(b"\n")
-        buffer.flush()
-    except BrokenPipeError:
-        silence_stdout()
+    with staged.spooled(parts) as whole:
+        try:
+            sys.stdout.flush()  # (what was written as text comes first)
+            shutil.copyfileobj(whole, buffer)
+            buffer.write(b"\n")
+            buffer.flush()
+        except BrokenPipeError:
+            silence_stdout()
 
 
 def _console() -> Console:

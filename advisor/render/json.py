@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import orjson
@@ -160,30 +160,31 @@ PART_ROWS = 20_000  # rows of a long list made into dicts at a time by document_
 
 def document_parts(
     a: Analysis, findings: list[Finding], ranks: list[dict] | None = None, part: int = PART_ROWS
-) -> list[bytes]:
+) -> Iterator[bytes]:
     """json_bytes of ``document(a, findings, ranks)`` as consecutive pieces (joined: the same
-    bytes), with the LONG_LISTS made into dicts ``part`` rows at a time (a job of 64 ranks
-    lists 188K range instances) and each part's dicts dropped once written by orjson. A
-    part is written at the top level, then indented one level deeper (JSON text holds no
-    raw newline inside a string, so every newline starts a line of its layout). All pieces
-    are made before any is written: a failure leaves no half document."""
+    bytes), each made when the next is asked for: the LONG_LISTS are made into dicts ``part``
+    rows at a time (a job of 64 ranks lists 188K range instances), each part's dicts dropped
+    once written by orjson. A part is written at the top level, then indented one level
+    deeper (JSON text holds no raw newline inside a string, so every newline starts a line
+    of its layout). The command line spools the pieces (staged.spooled) before it writes
+    any: a failure leaves no half document."""
     head = json_bytes(document(a, findings, ranks, long_lists=False))
-    out, pos = [], 0
+    pos = 0
     for key, (table, rows) in LONG_LISTS.items():
         t = table(a)
         if t.empty:
             continue
         empty = b'\n  "' + key.encode() + b'": []'
         at = head.index(empty, pos)  # (a top-level key: two spaces in, its quote unescaped)
-        out.append(head[pos : at + len(empty) - 1] + b"\n")  # (up to its '[')
+        yield head[pos : at + len(empty) - 1] + b"\n"  # (up to its '[')
         for lo in range(0, len(t), part):
             text = json_bytes(rows(t.iloc[lo : lo + part]))  # b'[\n  {...},\n  {...}\n]'
             sep = b",\n" if lo else b""
-            out.append(sep + b"  " + text[2:-2].replace(b"\n", b"\n  "))
-        out.append(b"\n  ]")
+            yield sep + b"  " + text[2:-2].replace(b"\n", b"\n  ")
+            del text
+        yield b"\n  ]"
         pos = at + len(empty)
-    out.append(head[pos:])
-    return out
+    yield head[pos:]
 
 
 def render(a: Analysis, findings: list[Finding], ranks: list[dict] | None = None) -> str:

@@ -67,7 +67,7 @@ def test_kernel_rows_with_missing_values():
 
 def _joined(*args, part: int) -> bytes:
     """document_parts joined (what the command line writes one piece after another)."""
-    parts = document_parts(*args, part=part)
+    parts = list(document_parts(*args, part=part))
     assert all(isinstance(p, bytes) for p in parts)
     return b"".join(parts)
 
