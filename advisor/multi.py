@@ -28,7 +28,7 @@ from advisor.cluster import Runner
 from advisor.cluster import runner as runner_for
 from advisor.errors import AdvisorInputError, NoTraceRead, error_line
 from advisor.options import AnalysisOptions
-from advisor.parts import RankPart, device_maps, merge_parts, rank_rows
+from advisor.parts import RankPart, device_maps, merged_job, rank_rows, selected
 from advisor.rules.finding import Finding
 from advisor.trace.model import Trace
 
@@ -149,14 +149,16 @@ def merge_and_find(
 ) -> tuple[MergedAnalysis, list[Finding]]:
     """The readable parts merged with the options' selection, and its findings: found on
     every device of the job, then those of the selected device (findings.find_on_device),
-    so a device's findings are the ones the whole job gives it."""
+    so a device's findings are the ones the whole job gives it. The parts' tables are
+    emptied as they are merged (merged_job's ``release``)."""
     from advisor.findings import find_on_device
 
-    whole = merge_parts(parts, options.range_text, None)
+    job = merged_job(parts, release=True)
+    whole = selected(job, options.range_text, None)
     found = find_on_device(whole, options.device, options.rules() if rules is None else rules)
     if options.device is None:
         return whole, found
-    return merge_parts(parts, options.range_text, options.device), found
+    return selected(job, options.range_text, options.device), found
 
 
 def check_one_job(parts: list[RankPart]) -> None:

@@ -35,6 +35,7 @@ from advisor.analysis import (
     check_range,
 )
 from advisor.errors import AdvisorInputError, error_line
+from advisor.memory import release_freed_memory
 from advisor.metrics.attribution import PIECE_COLUMNS
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
@@ -192,37 +193,57 @@ def device_maps(devices: list[list[int]]) -> list[dict[int, int]]:
 
 
 def merge_parts(
-    parts: list[RankPart], range_text: str | None = None, device: int | None = None
+    parts: list[RankPart],
+    range_text: str | None = None,
+    device: int | None = None,
+    release: bool = False,
 ) -> MergedAnalysis:
     """One MergedAnalysis of the readable parts (in rank order), as ``analyze`` of one Trace
-    holding every rank followed by ``select(range_text, device)`` gives it. Raises
-    AdvisorInputError like the pipeline for a device without work or a range that matches
-    nothing."""
+    holding every rank followed by ``select(range_text, device)`` gives it: merged_job,
+    then selected. Raises AdvisorInputError like the pipeline for a device without work or
+    a range that matches nothing. ``release``: as merged_job."""
+    return selected(merged_job(parts, release), range_text, device)
+
+
+def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
+    """The readable parts merged into one MergedAnalysis, nothing selected (``selected``
+    narrows it, any number of times). With ``release``, each part's tables are emptied
+    (rows dropped, columns kept) as soon as they are merged: the parts and the merged job
+    are not held at once (the client's memory in a job of many ranks). Raises
+    AdvisorInputError when none is readable."""
     parts = [p for p in parts if p.error is None]
     if not parts:
         raise AdvisorInputError(None, "no trace could be read")
     maps = device_maps([p.devices for p in parts])
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
-    tables = {k: _concat([_renumber(p.tables[k], m) for p, m in zip(parts, maps, strict=True)])
-              for k in _ORDERS if k != "regions"}  # fmt: skip
-    derived = {
-        k: _concat([_renumber(p.derived[k], m) for p, m in zip(parts, maps, strict=True)])
-        for k in _DERIVED_ORDERS
-    }
-    kernels = _concat([_renumber(p.kernel_groups, m) for p, m in zip(parts, maps, strict=True)])
-    region_kernels = _concat(
-        [_renumber(p.region_kernel_groups, m) for p, m in zip(parts, maps, strict=True)]
-    )
-    comm = _concat(
-        [_renumber(p.comm, m) for p, m in zip(parts, maps, strict=True)], categorical=True
-    )
-    regions = []
-    for p, m, off in zip(parts, maps, offsets, strict=False):
-        r = _renumber(p.tables["regions"], m)
-        regions.append(r.assign(range_id=r["range_id"] + off) if len(r) else r)
-    tables["regions"] = _concat(regions)
+
+    def merged(table: Callable[[RankPart], dict], key: str, categorical: bool = False):
+        frames = [_renumber(table(p)[key], m) for p, m in zip(parts, maps, strict=True)]
+        if release:
+            for p in parts:
+                table(p)[key] = table(p)[key].iloc[:0].copy()
+        return _concat(frames, categorical)
+
+    def merged_regions() -> pd.DataFrame:
+        regions = []
+        for p, m, off in zip(parts, maps, offsets, strict=False):
+            r = _renumber(p.tables["regions"], m)
+            regions.append(r.assign(range_id=r["range_id"] + off) if len(r) else r)
+            if release:
+                p.tables["regions"] = p.tables["regions"].iloc[:0].copy()
+        return _concat(regions)
+
+    comm_rows = [len(p.comm) for p in parts]
+    tables = {k: merged_regions() if k == "regions" else merged(lambda p: p.tables, k)
+              for k in _ORDERS}  # fmt: skip
+    derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
+    kernels = merged(vars, "kernel_groups")
+    region_kernels = merged(vars, "region_kernel_groups")
+    comm = merged(vars, "comm", categorical=True)
+    if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
+        release_freed_memory()
     if len(comm):
-        rank_of_row = np.repeat(np.arange(len(parts)), [len(p.comm) for p in parts])
+        rank_of_row = np.repeat(np.arange(len(parts)), comm_rows)
         comm["range_id"] = np.where(comm["range_id"] >= 0,
                                     comm["range_id"] + offsets[rank_of_row], -1)  # fmt: skip
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
@@ -230,9 +251,8 @@ def merge_parts(
     kernels = order_kernel_groups(kernels) if len(kernels) else kernels
     region_kernels = order_kernel_groups(region_kernels) if len(region_kernels) else region_kernels
     comm, collectives = _cross_rank_waits(comm, tables)
-    trace = _job_trace(parts, maps)
-    a = MergedAnalysis(
-        trace=trace, ops=comm, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
+    return MergedAnalysis(
+        trace=_job_trace(parts, maps), ops=comm, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
         launches=pd.DataFrame({"device": []}), devices=tables["devices"],
         regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
         streams=tables["streams"], collectives=collectives,
@@ -241,8 +261,17 @@ def merge_parts(
         totals=tables["totals"], kernel_groups=kernels, region_kernel_groups=region_kernels,
         precomputed=derived,
     )  # fmt: skip
-    check_device(trace, device)
-    a = a.on_device(device)
+
+
+def selected(
+    job: MergedAnalysis, range_text: str | None = None, device: int | None = None
+) -> MergedAnalysis:
+    """merged_job's ``job`` narrowed to ``device`` (None: all) and the ranges matching
+    ``range_text`` (each rank's parts hold its selected ranges already); ``job`` itself is
+    left as it is. Raises AdvisorInputError like the pipeline for a device without work or
+    a range that matches nothing."""
+    check_device(job.trace, device)
+    a = job.on_device(device)
     a.selection = {"range": range_text, "device": device}
     if not a.regions.empty and len(a.kernel_groups):
         # (as kernel_table: only the rules' per-region table has worst launches then)
@@ -348,7 +377,7 @@ def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, p
     skew = collective_skew(comm, op_class)
     comm = comm.assign(op_class=op_class)
     comm["wait_ns"], comm["last_device"] = _comm_waits(comm, op_class, skew)
-    waits = comm[comm["wait_ns"] != 0]
+    waits = comm.loc[(comm["wait_ns"] != 0).to_numpy(), ["device", "range_id", "wait_ns"]]
     d = tables["devices"]
     per_device = waits.groupby("device")["wait_ns"].sum()
     d["comm_wait_ns"] = d["device"].map(per_device).fillna(0.0).to_numpy(np.float64)

@@ -42,7 +42,7 @@ def place(stage: Path, moves: list[tuple[str, Path]]) -> list[Path]:
 
 
 # bytes a spooled output keeps in memory before it moves to a temporary file
-SPOOL_IN_MEMORY = 16 * 2**20
+SPOOL_IN_MEMORY = 4 * 2**20
 
 
 @contextmanager

@@ -3,9 +3,12 @@ holding every rank (multi.merge_traces): the same JSON document, findings includ
 multi-rank traces with and without a selection, and on a hand-built pipeline job whose
 stage numbers tests/metrics/test_pipeline.py works out by hand."""
 
+import gc
 import pickle
 import sys
+import weakref
 
+import numpy as np
 import pytest
 from builders import two_device_steps
 from conftest import H200_2GPU, PUBLIC, PUBLIC_NSYS, ROOT
@@ -15,7 +18,7 @@ from advisor.analysis import DERIVED_NAMES, Analysis, MergedAnalysis, analyze
 from advisor.findings import find
 from advisor.multi import load_one, merge_and_find, merge_traces
 from advisor.options import AnalysisOptions
-from advisor.parts import merge_parts, rank_part, summarize
+from advisor.parts import merge_parts, merged_job, rank_part, selected, summarize
 from advisor.pipeline import run_trace
 from advisor.render.json import document
 from advisor.trace.model import Trace
@@ -125,6 +128,43 @@ def test_a_merged_job_has_nothing_that_needs_every_op(allreduce_ranks):
         assert not hasattr(b, name)
     assert set(b.precomputed) == set(DERIVED_NAMES)  # (what derived() reads: no compute)
     assert views.top_kernels(b).equals(b.precomputed["top_kernels"])
+
+
+def _frames(part) -> dict:
+    return {**{f"tables.{k}": v for k, v in part.tables.items()},
+            **{f"derived.{k}": v for k, v in part.derived.items()},
+            "kernel_groups": part.kernel_groups,
+            "region_kernel_groups": part.region_kernel_groups, "comm": part.comm}  # fmt: skip
+
+
+def _root(frame, column: str) -> np.ndarray:
+    """The array that owns a column's memory (views followed to their base)."""
+    arr = frame[column].to_numpy()
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def test_released_parts_give_the_same_job_and_hold_none_of_their_rows(allreduce_ranks):
+    # merged_job(release=True) empties each part's tables as it merges them (the client of
+    # a many-rank job then holds the parts or the merged job, not both): the same job, the
+    # parts' tables without rows but with their columns, and none of the parts' old arrays
+    # alive (an empty slice of a table would still hold its rows' memory)
+    parts = [rank_part(p, AnalysisOptions()) for p in allreduce_ranks]
+    kept = merged_job(pickle.loads(pickle.dumps(parts)))
+    before = {k: (list(v.columns), len(v)) for k, v in _frames(parts[0]).items()}
+    assert before["comm"][1] == 17 and before["tables.regions"][1] == 4  # (each rank)
+    old = [weakref.ref(_root(p.comm, "start")) for p in parts]
+    old += [weakref.ref(_root(p.tables["regions"], "start_ns")) for p in parts]
+    released = merged_job(parts, release=True)
+    gc.collect()
+    assert [r() for r in old] == [None] * len(old)
+    for p in parts:
+        assert {k: (list(v.columns), len(v)) for k, v in _frames(p).items()} == {
+            k: (cols, 0) for k, (cols, _) in before.items()
+        }
+    want = document(selected(kept), find(selected(kept)))
+    assert document(selected(released), find(selected(released))) == want
 
 
 def test_a_bad_rank_is_its_error_line(tmp_path):

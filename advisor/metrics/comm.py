@@ -125,27 +125,35 @@ def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
     without a Python string per op.
     """
     sel = np.flatnonzero((op_class.eq("comm") & ops["kind"].eq("kernel")).to_numpy())
-    device = ops["device"].to_numpy()[sel].astype(np.int64)
-    if len(sel) == 0 or len(np.unique(device)) < 2:
+    device_of = ops["device"].to_numpy()
+    if len(sel) == 0 or len(np.unique(device_of[sel])) < 2:
         return pd.DataFrame(columns=SKEW_COLUMNS)
-    start = ops["start"].to_numpy()[sel].astype(np.int64)
-    end = ops["end"].to_numpy()[sel].astype(np.int64)
+    start_of, end_of = ops["start"].to_numpy(), ops["end"].to_numpy()
+    # (each array made when needed and dropped once used: a job of many ranks matches
+    # millions of comm ops on its client, where the temporaries were the merge's peak)
     code, names = sorted_codes(ops["name"], sel)
-    order = np.lexsort((start, code, device))  # (device, name, start); stable on ties
-    device, start, end, code, sel = device[order], start[order], end[order], code[order], sel[order]
+    device = device_of[sel]
+    order = np.lexsort((start_of[sel], code, device))  # (device, name, start); stable on ties
+    sel, code, device = sel[order], code[order], device[order]
+    del order
     # n: the op's rank among its device's launches of that name
     head = np.r_[True, (device[1:] != device[:-1]) | (code[1:] != code[:-1])]
     first = np.flatnonzero(head)
+    del head
     n = np.arange(len(code)) - np.repeat(first, np.diff(np.r_[first, len(code)]))
     instance = code * (int(n.max()) + 1) + n
+    del n
     # an instance counts when every device that runs its name has it
     per_name = np.bincount(code[first], minlength=len(names))  # devices per name
+    del first
     inst_ids, inst = np.unique(instance, return_inverse=True)
-    ranks = np.bincount(inst)
-    keep = ranks[inst] == per_name[code]
+    del instance
+    keep = np.bincount(inst)[inst] == per_name[code]
     if not keep.any():
         return pd.DataFrame(columns=SKEW_COLUMNS)
-    device, start, end, code, sel, inst = (x[keep] for x in (device, start, end, code, sel, inst))
+    sel, code, device, inst = sel[keep], code[keep], device[keep], inst[keep]
+    del keep
+    start = start_of[sel].astype(np.int64, copy=False)
     last_start = np.full(len(inst_ids), np.iinfo(np.int64).min)
     np.maximum.at(last_start, inst, start)
     first_start = np.full(len(inst_ids), np.iinfo(np.int64).max)
@@ -155,13 +163,18 @@ def collective_skew(ops: pd.DataFrame, op_class: pd.Series) -> pd.DataFrame:
     _, pick = np.unique(inst[at_max], return_index=True)
     last_device = np.zeros(len(inst_ids), dtype=np.int64)
     last_device[inst[at_max[pick]]] = device[at_max[pick]]
-    return pd.DataFrame({
-        "device": device, "start": start,
+    del at_max, pick
+    last = last_start[inst]
+    duration = end_of[sel].astype(np.int64, copy=False) - start
+    columns = {
+        "device": device.astype(np.int64, copy=False), "start": start,
         "name": pd.Categorical.from_codes(code, pd.Index(names, dtype=object)),
-        "instance": inst_ids[inst], "skew_ns": last_start[inst] - first_start[inst],
-        "wait_ns": np.minimum(last_start[inst] - start, end - start),
+        "instance": inst_ids[inst], "skew_ns": last - first_start[inst],
+        "wait_ns": np.minimum(last - start, duration),
         "last_device": last_device[inst], "row": sel,
-    })  # fmt: skip
+    }  # fmt: skip
+    del last, duration
+    return pd.DataFrame(columns, copy=False)  # (no copy of the columns into one block)
 
 
 def startup_waits(

@@ -155,7 +155,7 @@ LONG_LISTS = {
     "region_kernels": (lambda a: a.kernel_table(by_region=True), kernel_rows),
     "regions": (lambda a: a.regions, region_rows),
 }
-PART_ROWS = 20_000  # rows of a long list made into dicts at a time by document_parts
+PART_ROWS = 5_000  # rows of a long list made into dicts at a time by document_parts
 
 
 def document_parts(
