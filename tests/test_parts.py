@@ -158,7 +158,7 @@ def test_released_parts_give_the_same_job_and_hold_none_of_their_rows(allreduce_
     old += [weakref.ref(_root(p.tables["regions"], "start_ns")) for p in parts]
     released = merged_job(parts, release=True)
     gc.collect()
-    assert [r() for r in old] == [None] * len(old)
+    assert sum(r() is not None for r in old) == 0  # (none still alive)
     for p in parts:
         assert {k: (list(v.columns), len(v)) for k, v in _frames(p).items()} == {
             k: (cols, 0) for k, (cols, _) in before.items()
