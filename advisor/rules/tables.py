@@ -519,16 +519,19 @@ def _regions(a: Analysis) -> pd.DataFrame:
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
     # waits for other ranks are measured only when the trace holds several ranks' comm
-    comm_devices = ops.loc[ops["op_class"].eq("comm").to_numpy(), "device"].nunique()
+    comm = ops["op_class"].eq("comm").to_numpy()
+    comm_devices = ops.loc[comm, "device"].nunique()
     if comm_devices < 2:
         w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
-    waiting = ops[ops["wait_ns"] > 0]
-    waiting = waiting.assign(region=waiting["region"].astype(object).fillna(""))
-    waiting["startup_wait_ns"] = startup_waits(
+    # (the columns read, not every op column: a job of many ranks has millions of comm ops)
+    waiting = ops.loc[(ops["wait_ns"] > 0).to_numpy(),
+                      ["region", "device", "start", "wait_ns", "last_device"]]  # fmt: skip
+    startup_wait = startup_waits(
         waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
         waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
         a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
-    per = waiting.groupby(["region", "device"])["startup_wait_ns"].sum()
+    per = _per_region_device(waiting, {"startup_wait_ns": startup_wait})["startup_wait_ns"]
+    waiting = waiting.assign(region=waiting["region"].astype(object).fillna(""))
     startup = per.reindex(idx).fillna(0.0).to_numpy() if len(per) else np.zeros(len(w))
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
@@ -543,7 +546,8 @@ def _regions(a: Analysis) -> pd.DataFrame:
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
     # collectives (comm kernels that are not point-to-point) launched per range instance,
     # and the point-to-point kernels' share of the comm kernels' time
-    per = _comm_per_window(ops[ops["op_class"].eq("comm").to_numpy()]).reindex(idx)
+    columns = ["start", "end", "name", "kind", "op_class", "region", "device"]
+    per = _comm_per_window(ops.loc[comm, columns]).reindex(idx)
     counts = per["collectives"].fillna(0).to_numpy()
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
     total = per["comm_ns"]
@@ -559,9 +563,33 @@ def _comm_per_window(comm: pd.DataFrame) -> pd.DataFrame:
     kernels' summed time, ns)."""
     took = (comm["end"] - comm["start"]).to_numpy(np.float64)
     p2p = point_to_point(comm)
-    per = pd.DataFrame({"collectives": (~p2p).astype(np.int64), "comm_ns": took,
-                        "p2p_ns": np.where(p2p, took, 0.0)}, index=comm.index)  # fmt: skip
-    return per.groupby([comm["region"].astype(object).fillna(""), comm["device"]]).sum()
+    return _per_region_device(comm, {"collectives": (~p2p).astype(np.int64), "comm_ns": took,
+                                     "p2p_ns": np.where(p2p, took, 0.0)})  # fmt: skip
+
+
+def _per_region_device(ops: pd.DataFrame, values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The sums of ``values`` (one entry per row of ``ops``) per region text (a missing
+    region is '') and device of the ops, indexed by (region, device): as a groupby on the
+    texts, from the region's integer codes (millions of comm ops in a job of many ranks)."""
+    codes, texts = _region_codes(ops["region"])
+    sums = group_sums({"region": codes, "device": ops["device"].to_numpy()}, values)
+    index = pd.MultiIndex.from_arrays([texts[sums.pop("region").to_numpy()],
+                                       sums.pop("device").to_numpy()])  # fmt: skip
+    return sums.set_axis(index)
+
+
+def _region_codes(region: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(an int64 code per row, the texts by code) of a region column; missing is ''."""
+    if not isinstance(region.dtype, pd.CategoricalDtype):
+        codes, texts = pd.factorize(region.astype(object).fillna("").to_numpy())
+        return codes.astype(np.int64), np.asarray(texts, dtype=object)
+    texts = np.asarray(region.cat.categories, dtype=object)
+    empty = np.flatnonzero(texts == "")
+    if not len(empty):
+        texts, empty = np.append(texts, ""), np.array([len(texts)])
+    codes = region.cat.codes.to_numpy().astype(np.int64)
+    codes[codes < 0] = empty[0]
+    return codes, texts
 
 
 def _rank_wait(wait: float, last: float) -> str:

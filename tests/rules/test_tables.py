@@ -1,8 +1,10 @@
 """The documented columns of each scope are exactly what the tables provide."""
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from advisor.rules.tables import SCOPES, build_tables
+from advisor.rules.tables import SCOPES, _per_region_device, build_tables
 
 
 @pytest.mark.parametrize("fixture", ["single", "two_gpu", "graphlevel"])
@@ -127,3 +129,19 @@ def test_host_busy_steps_by_hand():
     found = {f.rule: f for f in find(a)}
     assert found["host-busy-steps"].est_savings_ns == 903_600
     assert "host-busy" not in found  # (the family is judged per steady step)
+
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_sums_per_region_and_device_count_a_missing_region_as_the_empty_one(categorical):
+    # five comm ops; region NaN and '' are one region (''): by hand, ('', 0): 10 + 40 = 50
+    # ns over 2 ops, ('', 1): 30, ('fwd', 0): 20 + 50 = 70, whatever the region's dtype
+    region = pd.Series(["", "fwd", None, np.nan, "fwd"], dtype=object)
+    ops = pd.DataFrame({"region": region.astype("category") if categorical else region,
+                        "device": [0, 0, 1, 0, 0]})  # fmt: skip
+    took = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
+    per = _per_region_device(ops, {"ns": took, "ops": np.ones(5, dtype=np.int64)})
+    assert per.loc[("", 0)].tolist() == [50.0, 2] and per.loc[("", 1)].tolist() == [30.0, 1]
+    assert per.loc[("fwd", 0)].tolist() == [70.0, 2] and len(per) == 3
+    texts = region.astype(object).fillna("")
+    want = pd.DataFrame({"ns": took}).groupby([texts, ops["device"]]).sum()["ns"]
+    assert per["ns"].reindex(want.index).tolist() == want.tolist()
