@@ -7,9 +7,10 @@ rules, without running the workers again (issue 33's "client flat in the number 
 The two ranks of benchmarks/dask_ranks.py (the 2-GPU sample's ranks repeated to --kernels
 kernels, built once) are each analysed into their part once; then, for each rank count N,
 a fresh process unpickles N parts (rank i a copy of part i % 2, as a worker would send it),
-merges them (parts.merge_parts) and applies the rules (findings.find_on_device), sampling its
-resident size every 2 ms. Prints per N and stage the resident size before and after and the
-peak (MB), and the largest tables of the merged analysis.
+merges them (parts.merge_parts, each part released as it is merged, as the command does)
+and applies the rules (findings.find_on_device), sampling its resident size every 2 ms.
+Prints per N and stage the resident size before and after and the peak (MB), and the
+largest tables of the merged analysis.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def unpickled():
     return parts
 
 parts = stage("parts", unpickled)
-merged = stage("merge", lambda: merge_parts(parts))
+merged = stage("merge", lambda: merge_parts(parts, release=True))  # (as the command merges)
 stage("rules", lambda: find_on_device(merged, None, AnalysisOptions().rules()))
 mb = lambda t: float(t.memory_usage(index=True, deep=True).sum()) / 1e6
 tables = {k: round(mb(v), 1) for k, v in vars(merged).items() if isinstance(v, pd.DataFrame)}
