@@ -218,26 +218,22 @@ def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
 
     def merged(table: Callable[[RankPart], dict], key: str, categorical: bool = False):
-        frames = [_renumber(table(p)[key], m) for p, m in zip(parts, maps, strict=True)]
-        if release:
-            for p in parts:
+        """The parts' ``table(part)[key]`` concatenated (device ids the job's, range ids
+        offset per rank), each part's emptied with ``release``."""
+        frames = []
+        for p, m, off in zip(parts, maps, offsets, strict=False):
+            f = _renumber(table(p)[key], m)
+            if key == "regions" and len(f):
+                f = f.assign(range_id=f["range_id"] + off)
+            frames.append(f)
+            if release:  # (a copy: an empty slice would keep the rows' memory)
                 table(p)[key] = table(p)[key].iloc[:0].copy()
         return _concat(frames, categorical)
 
-    def merged_regions() -> pd.DataFrame:
-        regions = []
-        for p, m, off in zip(parts, maps, offsets, strict=False):
-            r = _renumber(p.tables["regions"], m)
-            regions.append(r.assign(range_id=r["range_id"] + off) if len(r) else r)
-            if release:
-                p.tables["regions"] = p.tables["regions"].iloc[:0].copy()
-        return _concat(regions)
-
     comm_rows = [len(p.comm) for p in parts]
-    tables = {k: merged_regions() if k == "regions" else merged(lambda p: p.tables, k)
-              for k in _ORDERS}  # fmt: skip
+    tables = {k: merged(lambda p: p.tables, k) for k in _ORDERS}
     derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
-    kernels = merged(vars, "kernel_groups")
+    kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
     region_kernels = merged(vars, "region_kernel_groups")
     comm = merged(vars, "comm", categorical=True)
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
