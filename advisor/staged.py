@@ -46,14 +46,15 @@ SPOOL_IN_MEMORY = 4 * 2**20
 
 
 @contextmanager
-def spooled(pieces: Iterable[bytes], in_memory: int = SPOOL_IN_MEMORY) -> Iterator[IO[bytes]]:
+def spooled(pieces: Iterable[bytes], in_memory: int | None = None) -> Iterator[IO[bytes]]:
     """Every piece of an output written, in order, to one temporary file (in memory up to
-    ``in_memory`` bytes, then in the temporary folder, tempfile.gettempdir(), never beside
-    an input), rewound: an output made in pieces is whole before any of it is written
-    elsewhere, without holding all of its bytes. The file is deleted afterwards. An error
-    making a piece is raised as it is; one writing the file (a full disk) names the
-    temporary folder."""
-    spool = tempfile.SpooledTemporaryFile(max_size=in_memory)  # noqa: SIM115 (closed below)
+    ``in_memory`` bytes, default SPOOL_IN_MEMORY, then in the temporary folder,
+    tempfile.gettempdir(), never beside an input), rewound: an output made in pieces is
+    whole before any of it is written elsewhere, without holding all of its bytes. The
+    file is deleted afterwards. An error making a piece is raised as it is; one writing
+    the file (a full disk) names the temporary folder."""
+    limit = SPOOL_IN_MEMORY if in_memory is None else in_memory
+    spool = tempfile.SpooledTemporaryFile(max_size=limit)  # noqa: SIM115 (closed below)
     try:
         try:
             for piece in pieces:

@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from advisor import cli, staged
 from advisor.staged import place, spooled, staging
 
 
@@ -76,3 +77,22 @@ def test_a_full_temporary_folder_names_it(monkeypatch):
         pass
     assert err.value.errno == errno.ENOSPC
     assert err.value.filename == f"{tempfile.gettempdir()} (a temporary copy of the output)"
+
+
+def test_the_cli_writes_a_spooled_document_whole_to_stdout(monkeypatch, capsysbinary):
+    # past SPOOL_IN_MEMORY the command's JSON goes through a temporary file, then stdout
+    made = _made(monkeypatch)
+    monkeypatch.setattr(staged, "SPOOL_IN_MEMORY", 8)
+    cli._out_bytes(iter([b"{", b'\n  "a": [1, 2, 3]', b"\n}"]))
+    assert capsysbinary.readouterr().out == b'{\n  "a": [1, 2, 3]\n}\n'
+    assert len(made) == 1
+
+
+def test_the_cli_writes_nothing_when_a_piece_fails(capsysbinary):
+    def pieces():
+        yield b'{\n  "a": 1,'
+        raise ValueError("a bug making the second piece")
+
+    with pytest.raises(ValueError):
+        cli._out_bytes(pieces())
+    assert capsysbinary.readouterr().out == b""
