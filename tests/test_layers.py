@@ -21,7 +21,8 @@ ALLOWED = {
     "findings": {"analysis", "rules"},
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "memory", "options", "rules", "trace"},  # (paused_gc)
-    "parts": {"analysis", "metrics", "options", "pipeline", "rules", "trace", "views"},
+    "parts": {"analysis", "memory", "metrics", "options", "pipeline", "rules", "trace",
+              "views"},  # (memory: the merged parts' freed heap given back)
     "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
               "trace"},
