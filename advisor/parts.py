@@ -218,19 +218,20 @@ def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
 
     def merged(table: Callable[[RankPart], dict], key: str, categorical: bool = False):
-        """The parts' ``table(part)[key]`` concatenated (device ids the job's, range ids
-        offset per rank), each part's emptied with ``release``."""
+        """The parts' ``table(part)[key]`` concatenated (device ids the job's, the range ids
+        of range instances and comm ops offset per rank, -1 kept), each part's emptied with
+        ``release``."""
         frames = []
         for p, m, off in zip(parts, maps, offsets, strict=False):
             f = _renumber(table(p)[key], m)
-            if key == "regions" and len(f):
-                f = f.assign(range_id=f["range_id"] + off)
+            if key in ("regions", "comm") and len(f):
+                ids = f["range_id"].to_numpy()
+                f = f.assign(range_id=np.where(ids >= 0, ids + off, -1))
             frames.append(f)
             if release:  # (a copy: an empty slice would keep the rows' memory)
                 table(p)[key] = table(p)[key].iloc[:0].copy()
         return _concat(frames, categorical)
 
-    comm_rows = [len(p.comm) for p in parts]
     tables = {k: merged(lambda p: p.tables, k) for k in _ORDERS}
     derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
     kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
@@ -238,10 +239,6 @@ def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
     comm = merged(vars, "comm", categorical=True)
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
         release_freed_memory()
-    if len(comm):
-        rank_of_row = np.repeat(np.arange(len(parts)), comm_rows)
-        comm["range_id"] = np.where(comm["range_id"] >= 0,
-                                    comm["range_id"] + offsets[rank_of_row], -1)  # fmt: skip
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
     derived = {k: _DERIVED_ORDERS[k](v) if len(v) else v for k, v in derived.items()}
     kernels = order_kernel_groups(kernels) if len(kernels) else kernels
