@@ -17,7 +17,7 @@ from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
-from advisor.metrics.keys import group_sums
+from advisor.metrics.keys import group_sums, integer_group_sums
 from advisor.metrics.pipeline import point_to_point
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import Scope
@@ -519,35 +519,32 @@ def _regions(a: Analysis) -> pd.DataFrame:
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
     # waits for other ranks are measured only when the trace holds several ranks' comm
+    # (the comm ops' columns read where they are: a job of many ranks has millions of comm
+    # ops, all its ops; no table of them is copied)
     comm = ops["op_class"].eq("comm").to_numpy()
-    comm_devices = ops.loc[comm, "device"].nunique()
-    if comm_devices < 2:
+    comm_ops = ops if comm.all() else ops.loc[comm, _COMM_OP_COLUMNS]
+    device = comm_ops["device"].to_numpy()
+    if not len(device) or device.min() == device.max():  # (fewer than two devices)
         w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
-    # (the columns read, not every op column: a job of many ranks has millions of comm ops)
-    waiting = ops.loc[(ops["wait_ns"] > 0).to_numpy(),
-                      ["region", "device", "start", "wait_ns", "last_device"]]  # fmt: skip
+    waiting = np.flatnonzero((ops["wait_ns"] > 0).to_numpy())
     startup_wait = startup_waits(
-        waiting["start"].to_numpy(), waiting["wait_ns"].to_numpy(),
-        waiting["device"].to_numpy(), waiting["last_device"].to_numpy(),
+        ops["start"].to_numpy()[waiting], ops["wait_ns"].to_numpy()[waiting],
+        ops["device"].to_numpy()[waiting], ops["last_device"].to_numpy()[waiting],
         a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
-    per = _per_region_device(waiting, {"startup_wait_ns": startup_wait})["startup_wait_ns"]
-    waiting = waiting.assign(region=waiting["region"].astype(object).fillna(""))
-    startup = per.reindex(idx).fillna(0.0).to_numpy() if len(per) else np.zeros(len(w))
+    sums = _per_region_device(ops, {"startup_wait_ns": startup_wait}, waiting)
+    startup = sums["startup_wait_ns"].reindex(idx).fillna(0.0).to_numpy() if len(sums) else 0.0
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
     hidable = (steady_exposed - w["comm_wait_ns"].fillna(0)).clip(lower=0)
     # (compute already alongside comm hides nothing more: only the rest can be moved there)
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"] - w["overlap_ns"])
-    last = waiting.groupby(["region", "device"])["last_device"].agg(
-        lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
-    )
+    last = _most_often_last(ops, waiting)
     w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
     w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
     # collectives (comm kernels that are not point-to-point) launched per range instance,
     # and the point-to-point kernels' share of the comm kernels' time
-    columns = ["start", "end", "name", "kind", "op_class", "region", "device"]
-    per = _comm_per_window(ops.loc[comm, columns]).reindex(idx)
+    per = _comm_per_window(comm_ops).reindex(idx)
     counts = per["collectives"].fillna(0).to_numpy()
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
     total = per["comm_ns"]
@@ -557,37 +554,70 @@ def _regions(a: Analysis) -> pd.DataFrame:
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
 
 
+# the comm ops' columns the range table reads (of a trace's ops: all are read where every
+# op is a comm op, as in a job of many ranks)
+_COMM_OP_COLUMNS = ["start", "end", "name", "kind", "op_class", "region", "device"]
+
+
 def _comm_per_window(comm: pd.DataFrame) -> pd.DataFrame:
     """Per (region, device) of the comm ops ``comm``: ``collectives`` (how many are not
     point-to-point kernels), ``comm_ns`` and ``p2p_ns`` (the ops' and the point-to-point
     kernels' summed time, ns)."""
-    took = (comm["end"] - comm["start"]).to_numpy(np.float64)
+    took = np.subtract(comm["end"].to_numpy(), comm["start"].to_numpy(), dtype=np.float64)
     p2p = point_to_point(comm)
-    return _per_region_device(comm, {"collectives": (~p2p).astype(np.int64), "comm_ns": took,
+    return _per_region_device(comm, {"collectives": ~p2p, "comm_ns": took,
                                      "p2p_ns": np.where(p2p, took, 0.0)})  # fmt: skip
 
 
-def _per_region_device(ops: pd.DataFrame, values: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The sums of ``values`` (one entry per row of ``ops``) per region text (a missing
-    region is '') and device of the ops, indexed by (region, device): as a groupby on the
-    texts, from the region's integer codes (millions of comm ops in a job of many ranks)."""
+def _per_region_device(
+    ops: pd.DataFrame, values: dict[str, np.ndarray], rows: np.ndarray | None = None
+) -> pd.DataFrame:
+    """The sums of integer-valued ``values`` (float64) per region text (a missing region is
+    '') and device of the ops (or of their ``rows``, positions: one value per row then),
+    indexed by (region, device): as a groupby on the texts, from the region's integer codes
+    (millions of comm ops in a job of many ranks)."""
     codes, texts = _region_codes(ops["region"])
-    sums = group_sums({"region": codes, "device": ops["device"].to_numpy()}, values)
+    device = ops["device"].to_numpy()
+    if rows is not None:
+        codes, device = codes[rows], device[rows]
+    sums = integer_group_sums({"region": codes, "device": device}, values)
     index = pd.MultiIndex.from_arrays([texts[sums.pop("region").to_numpy()],
                                        sums.pop("device").to_numpy()])  # fmt: skip
     return sums.set_axis(index)
 
 
+def _most_often_last(ops: pd.DataFrame, rows: np.ndarray) -> pd.Series:
+    """Per (region text, device) of the ops at positions ``rows``: the ``last_device`` most
+    often named (ties: the lowest; a group naming none is left out), in that column's
+    dtype; as each group's ``Series.mode().iloc[0]``, from integer codes."""
+    codes, texts = _region_codes(ops["region"])
+    last = ops["last_device"].to_numpy()
+    named = rows[~np.isnan(last[rows].astype(np.float64))]
+    counts = integer_group_sums(
+        {"region": codes[named], "device": ops["device"].to_numpy()[named],
+         "last": last[named].astype(np.int64)},
+        {"n": np.ones(len(named), dtype=bool)},
+    )  # fmt: skip
+    if counts.empty:
+        return pd.Series(dtype=last.dtype)
+    top = counts.sort_values(["region", "device", "n", "last"],
+                             ascending=[True, True, False, True], kind="stable")  # fmt: skip
+    top = top.drop_duplicates(["region", "device"])
+    index = pd.MultiIndex.from_arrays([texts[top["region"].to_numpy()],
+                                       top["device"].to_numpy()])  # fmt: skip
+    return pd.Series(top["last"].to_numpy().astype(last.dtype), index=index)
+
+
 def _region_codes(region: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(an int64 code per row, the texts by code) of a region column; missing is ''."""
+    """(an int32 code per row, the texts by code) of a region column; missing is ''."""
     if not isinstance(region.dtype, pd.CategoricalDtype):
         codes, texts = pd.factorize(region.astype(object).fillna("").to_numpy())
-        return codes.astype(np.int64), np.asarray(texts, dtype=object)
+        return codes.astype(np.int32), np.asarray(texts, dtype=object)
     texts = np.asarray(region.cat.categories, dtype=object)
     empty = np.flatnonzero(texts == "")
     if not len(empty):
         texts, empty = np.append(texts, ""), np.array([len(texts)])
-    codes = region.cat.codes.to_numpy().astype(np.int64)
+    codes = region.cat.codes.to_numpy().astype(np.int32)
     codes[codes < 0] = empty[0]
     return codes, texts
 
@@ -819,7 +849,8 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
 def _late_start(regions: pd.DataFrame, name: str, device: int) -> float:
     """Median over the range's instances (matched by order) of how much later ``device``'s
     GPU window starts than the earliest other device's (ns)."""
-    r = regions[regions["name"] == name].sort_values("start_ns")
+    r = regions.loc[(regions["name"] == name).to_numpy(), ["device", "start_ns"]]
+    r = r.sort_values("start_ns")
     r = r.assign(k=r.groupby("device").cumcount())
     starts = r.pivot_table(index="k", columns="device", values="start_ns", aggfunc="first")
     if device not in starts or starts.shape[1] < 2:

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from advisor.metrics import gaps
 from advisor.metrics.keys import (
+    DENSE_BINS,
+    integer_group_sums,
     PACK_LIMIT,
     TextColumn,
     group_sums,
@@ -72,6 +74,31 @@ def test_group_sums_are_pandas_groupby_either_way(rows):
     ns = np.arange(len(rows), dtype=np.int64) * 7 + 1
     want = pd.DataFrame({**cols, "ns": ns}).groupby(list("xyz"), sort=False, as_index=False).sum()
     pd.testing.assert_frame_equal(group_sums(cols, {"ns": ns}), want)
+
+
+def test_integer_group_sums_by_hand():
+    # the rows of test_group_sums_by_hand: groups in ascending key order now, (0, 5) 4 ns
+    # over 2 rows, (1, -1) 14 over 2, (2, 5) 7 over 1; sums as float64 (bools count)
+    a, b = np.array([1, 0, 1, 0, 2], np.int8), np.array([-1, 5, -1, 5, 5])
+    got = integer_group_sums({"a": a, "b": b}, {"ns": np.array([10, 3, 4, 1, 7]),
+                                                "n": np.ones(5, dtype=bool)})  # fmt: skip
+    assert got.to_dict("list") == {"a": [0, 1, 2], "b": [5, -1, 5], "ns": [4.0, 14.0, 7.0],
+                                   "n": [2.0, 2.0, 1.0]}  # fmt: skip
+    assert (got.dtypes == [np.int64, np.int64, np.float64, np.float64]).all()
+    empty = integer_group_sums({"a": a[:0], "b": b[:0]}, {"ns": np.zeros(0)})
+    assert empty.empty and list(empty.columns) == ["a", "b", "ns"]
+
+
+@SETTINGS
+@given(ROWS)
+def test_integer_group_sums_are_pandas_groupby_dense_or_not(rows):
+    # whole numbers: the same sums as pandas' sorted groupby, counted into an array (small
+    # key ranges) or through group_sums (the 2**40 values: a range past DENSE_BINS)
+    cols = {k: np.array([r[i] for r in rows], dtype=np.int64) for i, k in enumerate("xyz")}
+    ns = np.arange(len(rows), dtype=np.int64) * 7 + 1
+    want = pd.DataFrame({**cols, "ns": ns.astype(float)}).groupby(list("xyz"), as_index=False)
+    pd.testing.assert_frame_equal(integer_group_sums(cols, {"ns": ns}), want.sum())
+    assert DENSE_BINS < 2**40
 
 
 TEXTS = st.sampled_from(["", "b", "a", "aten::mm", "cudaMalloc (in aten::empty)", None])

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.rules.tables import SCOPES, _per_region_device, build_tables
+from advisor.rules.tables import SCOPES, _most_often_last, _per_region_device, build_tables
 
 
 @pytest.mark.parametrize("fixture", ["single", "two_gpu", "graphlevel"])
@@ -145,3 +145,32 @@ def test_sums_per_region_and_device_count_a_missing_region_as_the_empty_one(cate
     texts = region.astype(object).fillna("")
     want = pd.DataFrame({"ns": took}).groupby([texts, ops["device"]]).sum()["ns"]
     assert per["ns"].reindex(want.index).tolist() == want.tolist()
+
+
+def test_sums_of_some_rows_per_region_and_device():
+    # rows 1, 2 and 4 of the five ops above: ('fwd', 0) 20 + 50 = 70 ns, ('', 1) 30 ns
+    region = pd.Series(["", "fwd", None, np.nan, "fwd"], dtype="category")
+    ops = pd.DataFrame({"region": region, "device": [0, 0, 1, 0, 0]})
+    per = _per_region_device(ops, {"ns": np.array([20, 30, 50])}, np.array([1, 2, 4]))
+    assert per["ns"].to_dict() == {("fwd", 0): 70.0, ("", 1): 30.0}
+
+
+def test_the_device_most_often_last_per_region_and_device():
+    # waiting ops (region, device, last_device), by hand:
+    #   ('fwd', 0): 3, 2, 3, 2, NaN -> 2 and 3 twice each: the lowest, 2
+    #   ('fwd', 1): 0, 0, 5         -> 0
+    #   ('', 0) (region None):  NaN -> names none: left out
+    #   ('bwd', 0): 7 (row 9, not among the rows asked for) -> left out
+    region = ["fwd"] * 5 + ["fwd"] * 3 + [None, "bwd"]
+    device = [0] * 5 + [1] * 3 + [0, 0]
+    last = [3, 2, 3, 2, np.nan, 0, 0, 5, np.nan, 7]
+    ops = pd.DataFrame({"region": pd.Series(region, dtype="category"), "device": device,
+                        "last_device": np.array(last, dtype=np.float32)})  # fmt: skip
+    got = _most_often_last(ops, np.arange(9))
+    assert got.to_dict() == {("fwd", 0): 2.0, ("fwd", 1): 0.0} and got.dtype == np.float32
+    # as the per-group mode it stands for
+    rows = ops.iloc[:9].assign(region=ops["region"].astype(object).fillna(""))
+    mode = rows.groupby(["region", "device"])["last_device"].agg(
+        lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
+    )
+    assert mode.dropna().to_dict() == got.to_dict()
