@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from advisor.metrics import gaps
 from advisor.metrics.keys import (
     DENSE_BINS,
-    integer_group_sums,
     PACK_LIMIT,
     TextColumn,
     group_sums,
+    integer_group_sums,
     pack,
     pack_one,
     sort_runs,
