@@ -21,7 +21,7 @@ import pandas as pd
 
 from advisor.analysis import Analysis, TraceAnalysis
 from advisor.metrics import intervals as iv
-from advisor.metrics.keys import pack
+from advisor.metrics.keys import first_rows, pack
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
 from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
 
@@ -222,9 +222,12 @@ def collectives(a: Analysis) -> pd.DataFrame:
     coll = a.collectives
     if coll.empty:
         return pd.DataFrame(columns=COLLECTIVE_COLUMNS)
-    per = coll.groupby("instance").agg(
-        name=("name", "first"), skew_ns=("skew_ns", "first"), last=("last_device", "first")
-    )
+    # (skew and last device are the instance's, on each of its rows: its first row, in
+    # instance order, without grouping every row of a job of many ranks)
+    rows = first_rows(coll["instance"].to_numpy())
+    per = pd.DataFrame({"name": coll["name"].array.take(rows),
+                        "skew_ns": coll["skew_ns"].to_numpy()[rows],
+                        "last": coll["last_device"].to_numpy()[rows]})  # fmt: skip
     g = per.groupby("name").agg(
         instances=("skew_ns", "size"),
         median_skew_ns=("skew_ns", "median"),
