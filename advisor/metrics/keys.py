@@ -12,6 +12,7 @@ numbers the distinct key tuples in sorted order (exact and ordered, a hash-sort 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -147,12 +148,13 @@ def integer_group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray
     group_sums. Exact while each sum stays below 2**53 (104 days in ns)."""
     names = list(keys)
     packed = pack([keys[k] for k in names], fallback=None)
-    if packed is None or int(np.prod(packed.radices, dtype=object)) > DENSE_BINS:
+    bins = math.prod(packed.radices) if packed is not None and packed.radices else 0
+    if packed is None or not 0 < bins <= DENSE_BINS:
         sums = group_sums(keys, values)
         order = np.lexsort([sums[k].to_numpy() for k in names[::-1]])
         out = sums.take(order).reset_index(drop=True)
         return out.astype({v: np.float64 for v in values})
-    key, bins = packed.keys[0], int(np.prod(packed.radices))
+    key = packed.keys[0]
     present = np.flatnonzero(np.bincount(key, minlength=bins))
     columns = {k: packed.column(i, present).astype(np.int64) for i, k in enumerate(names)}
     for v, weights in values.items():
