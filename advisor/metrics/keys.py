@@ -241,6 +241,19 @@ def first_rows(values: np.ndarray) -> np.ndarray:
     return first[np.argsort(values[first], kind="stable")]
 
 
+def first_appearances(codes: np.ndarray) -> np.ndarray:
+    """Row positions of each code's first occurrence, for codes numbered in order of first
+    appearance (``pd.factorize``'s): a row starts its code where the code exceeds every
+    code before it. One running maximum, no hash table (first_rows for any values)."""
+    codes = np.asarray(codes)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    new = np.empty(len(codes), dtype=bool)
+    new[0] = True
+    np.greater(codes[1:], np.maximum.accumulate(codes)[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
 def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Per group id (0..n-1, each present): the row position of its largest ``score``, the
     first such row on ties (``groupby(group).idxmax()`` over a default index); ``score``

@@ -17,7 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import few_row_groups, row_groups
-from advisor.metrics.keys import first_max_rows, first_rows, pack_one
+from advisor.metrics.keys import first_appearances, first_max_rows, first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_array
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -255,8 +255,17 @@ def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
     per_config[config[one]] = few_row_groups(_keyed(launches, configs, one), GROUP_KEYS)
     key = per_config[config]
-    for col in by:  # (codes: -1 for NaN)
-        key = pd.factorize(pack_one(key, pd.factorize(launches[col])[0]))[0]
+    if by:  # (one key of the group and the columns' codes, hashed once)
+        key = pack_one(key, *(_column_codes(launches[col]) for col in by))
     group = pd.factorize(key)[0]
-    first = np.flatnonzero(~pd.Series(group).duplicated().to_numpy())
-    return group, first
+    return group, first_appearances(group)
+
+
+def _column_codes(column: pd.Series) -> np.ndarray:
+    """Integers equal where the column's values are (NaN: one value of its own): a
+    categorical's codes, an integer column itself, else its values factorized."""
+    values = column.array
+    if isinstance(values, pd.Categorical):
+        return values.codes
+    data = column.to_numpy()
+    return data if data.dtype.kind in "iub" else pd.factorize(data)[0]

@@ -192,3 +192,23 @@ def test_group_text_columns_stay_objects_whatever_pandas_infers(infer_strings):
     assert [str(g[c].dtype) for c in ("name", "region", "limiter")] == ["object"] * 3
     assert sorted(zip(g["name"], g["region"].fillna(""), g["launches"], strict=True)) == [
         ("copy", "", 1), ("gemm", "step", 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("region_dtype", ["category", object])
+def test_groups_split_by_columns_with_missing_values(region_dtype):
+    # six launches of one configuration; (region, shape) per launch: (fwd, 1) (-, 1)
+    # (fwd, 2) (bwd, 1) (-, 1) (fwd, 1), '-' missing. By hand: (fwd, 1) rows 0 and 5,
+    # 2 launches; (-, 1) rows 1 and 4, 2; (fwd, 2) row 2, 1; (bwd, 1) row 3, 1
+    rows = [dict(start=i * 2000, end=i * 2000 + 1000, grid_x=133, name="a", **TAIL_CFG)
+            for i in range(6)]  # fmt: skip
+    k = kernels(rows)
+    ids, configs = wave_configs(k, H200)
+    region = pd.Series(["fwd", None, "fwd", "bwd", None, "fwd"], dtype=region_dtype)
+    shape = np.array([1, 1, 2, 1, 1, 1], dtype=np.int32)
+    launches = k.assign(config=ids, **launch_idle(k, ids, configs), region=region, shape=shape)
+    g = kernel_groups(launches, configs, by=("region", "shape"))
+    named = [r if isinstance(r, str) else "-" for r in g["region"]]
+    got = sorted(zip(named, g["shape"].astype(int), g["launches"].astype(int), strict=True))
+    assert got == [("-", 1, 2), ("bwd", 1, 1), ("fwd", 1, 2), ("fwd", 2, 1)]
+    # each group's worst launch is one of its own (its first row found per group)
+    assert set(g["worst_start_ns"]) <= set(launches["start"])
