@@ -254,6 +254,34 @@ def first_appearances(codes: np.ndarray) -> np.ndarray:
     return np.flatnonzero(new)
 
 
+def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(an int64 code per row, each code's first row) of integer ``values``: the codes of
+    ``pd.factorize`` (numbered in order of first appearance) and first_appearances of
+    them. When the values span at most DENSE_BINS integers, each value's first row is
+    found in an array indexed by value (a running minimum, a block of rows at a time): no
+    hash table, no second pass; else pd.factorize."""
+    values = np.asarray(values)
+    n = len(values)
+    lo = int(values.min()) if n else 0
+    bins = int(values.max()) - lo + 1 if n else 0
+    if not 0 < bins <= DENSE_BINS:
+        codes = pd.factorize(values)[0].astype(np.int64, copy=False)
+        return codes, first_appearances(codes)
+    first = np.full(bins, n, dtype=np.int64)  # per value (from lo): its first row
+    for start in range(0, n, _BLOCK_ROWS):
+        block = values[start : start + _BLOCK_ROWS]
+        rows = np.arange(start, start + len(block), dtype=np.int64)
+        np.minimum.at(first, block - lo if lo else block, rows)
+    present = np.flatnonzero(first < n)
+    firsts = np.sort(first[present])  # (each code's first row, in order of appearance)
+    code_of = np.zeros(bins, dtype=np.int64)
+    code_of[values[firsts] - lo] = np.arange(len(firsts))
+    return code_of[values - lo if lo else values], firsts
+
+
+_BLOCK_ROWS = 1 << 20  # rows of first_appearance_codes' running minimum at a time
+
+
 def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Per group id (0..n-1, each present): the row position of its largest ``score``, the
     first such row on ties (``groupby(group).idxmax()`` over a default index); ``score``

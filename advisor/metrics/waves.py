@@ -17,7 +17,7 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import few_row_groups, row_groups
-from advisor.metrics.keys import first_appearances, first_max_rows, first_rows, pack_one
+from advisor.metrics.keys import first_appearance_codes, first_max_rows, first_rows, pack_one
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_array
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -220,8 +220,11 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray, duration: np.ndarra
     when none idles."""
     idle = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
-    # still resolves 1/4 ns there)
-    score = np.where(idle > 0, 2.0**50 + idle, duration.astype(np.float64))
+    # still resolves 1/4 ns there); written into the durations' copy (one array, not three)
+    score = duration.astype(np.float64)
+    idles = np.flatnonzero(idle > 0)
+    score[idles] = idle[idles] + 2.0**50
+    del idle, idles
     return first_max_rows(group, score)
 
 
@@ -255,14 +258,13 @@ def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
     config = launches["config"].to_numpy()
     if len(config) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    one = np.flatnonzero(~pd.Series(config).duplicated().to_numpy())  # a launch per config
+    one = first_appearance_codes(config)[1]  # a launch per config
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
     per_config[config[one]] = few_row_groups(_keyed(launches, configs, one), GROUP_KEYS)
     key = per_config[config]
-    if by:  # (one key of the group and the columns' codes, hashed once)
+    if by:  # (one key of the group and the columns' codes, numbered once)
         key = pack_one(key, *(_column_codes(launches[col]) for col in by))
-    group = pd.factorize(key)[0]
-    return group, first_appearances(group)
+    return first_appearance_codes(key)
 
 
 def _column_codes(column: pd.Series) -> np.ndarray:

@@ -188,6 +188,38 @@ def test_first_appearances_by_hand():
     assert first_appearances(np.zeros(0, dtype=np.int64)).tolist() == []
 
 
+def test_first_appearance_codes_by_hand():
+    from advisor.metrics.keys import first_appearance_codes
+
+    # values 7 7 -2 7 5 -2: 7 first (code 0, row 0), -2 next (1, row 2), 5 last (2, row 4)
+    codes, first = first_appearance_codes(np.array([7, 7, -2, 7, 5, -2]))
+    assert codes.tolist() == [0, 0, 1, 0, 2, 1] and first.tolist() == [0, 2, 4]
+    # a range too wide for an array per value (2**40): hashed, the same answer
+    codes, first = first_appearance_codes(np.array([2**40, 3, 2**40, 0]))
+    assert codes.tolist() == [0, 1, 0, 2] and first.tolist() == [0, 1, 3]
+    codes, first = first_appearance_codes(np.zeros(0, dtype=np.int64))
+    assert codes.tolist() == [] and first.tolist() == []
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(st.integers(-5, 9), st.integers(-(2**40), 2**40)), min_size=1,
+             max_size=80),
+    st.sampled_from([1, 3, 1 << 20]),
+)  # fmt: skip
+def test_first_appearance_codes_are_pandas_factorize(values, block_rows):
+    from unittest import mock
+
+    from advisor.metrics import keys
+    from advisor.metrics.keys import first_appearance_codes, first_rows
+
+    values = np.array(values, dtype=np.int64)
+    with mock.patch.object(keys, "_BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
+        codes, first = first_appearance_codes(values)
+    want = pd.factorize(values)[0]
+    assert codes.tolist() == want.tolist() and first.tolist() == first_rows(want).tolist()
+
+
 @SETTINGS
 @given(st.lists(st.integers(-3, 6), min_size=1, max_size=60))
 def test_first_appearances_of_factorized_codes_are_their_first_rows(values):
