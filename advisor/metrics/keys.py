@@ -241,32 +241,19 @@ def first_rows(values: np.ndarray) -> np.ndarray:
     return first[np.argsort(values[first], kind="stable")]
 
 
-def first_appearances(codes: np.ndarray) -> np.ndarray:
-    """Row positions of each code's first occurrence, for codes numbered in order of first
-    appearance (``pd.factorize``'s): a row starts its code where the code exceeds every
-    code before it. One running maximum, no hash table (first_rows for any values)."""
-    codes = np.asarray(codes)
-    if not len(codes):
-        return np.zeros(0, dtype=np.int64)
-    new = np.empty(len(codes), dtype=bool)
-    new[0] = True
-    np.greater(codes[1:], np.maximum.accumulate(codes)[:-1], out=new[1:])
-    return np.flatnonzero(new)
-
-
 def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(an int64 code per row, each code's first row) of integer ``values``: the codes of
-    ``pd.factorize`` (numbered in order of first appearance) and first_appearances of
-    them. When the values span at most DENSE_BINS integers, each value's first row is
-    found in an array indexed by value (a running minimum, a block of rows at a time): no
-    hash table, no second pass; else pd.factorize."""
+    ``pd.factorize`` (numbered in order of first appearance) and first_rows of them. When
+    the values span at most DENSE_BINS integers, each value's first row is found in an
+    array indexed by value (a running minimum, a block of rows at a time): no hash table,
+    no second pass; else pd.factorize."""
     values = np.asarray(values)
     n = len(values)
     lo = int(values.min()) if n else 0
     bins = int(values.max()) - lo + 1 if n else 0
     if not 0 < bins <= DENSE_BINS:
         codes = pd.factorize(values)[0].astype(np.int64, copy=False)
-        return codes, first_appearances(codes)
+        return codes, first_rows(codes)  # (by code: in order of appearance)
     first = np.full(bins, n, dtype=np.int64)  # per value (from lo): its first row
     for start in range(0, n, _BLOCK_ROWS):
         block = values[start : start + _BLOCK_ROWS]
