@@ -539,23 +539,28 @@ def test_thread_keys_pack_small_ids_and_mix_large_ones():
 def test_piece_columns_grow_past_their_estimate_and_keep_every_block():
     # block 1: 2 gaps, 2 pieces (1 per gap: capacity int(1.5 * 1 * 4) + 1 = 7 of the 4
     # gaps' estimate); block 2: 2 gaps, 6 pieces: 8 > 7, so the columns grow and keep
-    # block 1's rows. The table is the two blocks' pieces in order, row as int32.
+    # block 1's rows. The table is the two blocks' pieces in order, in the given dtypes.
     from advisor.metrics.attribution import _PieceColumns
 
-    def part(first, k):
+    def write(columns, first, k, gaps):
         v = np.arange(first, first + k)
-        return {"device": v.astype(np.int32), "start": v * 10, "end": v * 10 + 5,
-                "cause": (v % 3).astype(np.int8), "row": v,
-                "text": (v % 2).astype(np.int32)}  # fmt: skip
+        rows = columns.claim(k, gaps)
+        assert all(len(r) == k for r in rows.values())
+        rows["device"][:], rows["start"][:], rows["end"][:] = v, v * 10, v * 10 + 5
+        rows["cause"][:], rows["row"][:], rows["text"][:] = v % 3, v, v % 2
 
-    columns = _PieceColumns(4, np.int32)
-    columns.add(part(0, 2), 2)
+    dtypes = {"device": np.int16, "start": np.int64, "end": np.int64, "cause": np.int8,
+              "row": np.int32, "text": np.int32}  # fmt: skip
+    columns = _PieceColumns(4, dtypes)
+    write(columns, 0, 2, 2)
     assert len(columns._columns["start"]) == 7
-    columns.add(part(2, 6), 2)
+    write(columns, 2, 6, 2)
     assert len(columns._columns["start"]) > 8
     table = columns.table({"": 0, "x": 1})
+    assert list(table.columns) == ["device", "start", "end", "cause", "row", "detail"]
     assert table["start"].tolist() == [10 * i for i in range(8)]
     assert table["end"].tolist() == [10 * i + 5 for i in range(8)]
+    assert table["device"].dtype == np.int16 and table["device"].tolist() == list(range(8))
     assert table["row"].dtype == np.int32 and table["row"].tolist() == list(range(8))
     assert table["detail"].astype(str).tolist() == ["", "x"] * 4
     assert table["cause"].tolist() == [i % 3 for i in range(8)]
