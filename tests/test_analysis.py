@@ -98,3 +98,41 @@ def test_window_wave_idle_is_its_launches(path):
                                        check_names=False, check_index_type=False,
                                        rtol=1e-12)  # fmt: skip
         assert regions.drop(per_range.index).sum() == 0  # (windows without such launches)
+
+
+def test_busy_time_from_the_idle_equals_the_union_of_the_ops():
+    # device 0: A [100, 200), Z [300, 300) (no time), B [400, 500), C [450, 700) (overlaps
+    # B), D [800, 900), G [850, 860) (inside D: the last to start is not the last to end);
+    # device 1: E [1000, 1100), F [1100, 1200) (touching). By hand: the
+    # ops' union is [100, 200), [400, 700), [800, 900) and [1000, 1200); the idle gaps are
+    # [200, 300) before Z, [300, 400) before B, [700, 800) before D; the spans [100, 900)
+    # and [1000, 1200). An unselected analysis holds no busy segments: busy time is the
+    # window's part of the span less its idle, and busy_segments are made from the gaps.
+    from builders import trace
+
+    from advisor.analysis import _segments
+    from advisor.metrics.comm import device_segments
+
+    rows = [(0, 100, 200), (0, 300, 300), (0, 400, 500), (0, 450, 700), (0, 800, 900),
+            (0, 850, 860), (1, 1000, 1100), (1, 1100, 1200)]  # fmt: skip
+    a = analyze(trace([{"device": d, "start": s, "end": e} for d, s, e in rows]))
+    segments, _ = a._busy_and_gaps()
+    assert "busy" not in segments and segments["span"] == {0: (100, 900), 1: (1000, 1200)}
+    busy = a.busy_segments()
+    assert busy[0][0].tolist() == [100, 400, 800] and busy[0][1].tolist() == [200, 700, 900]
+    assert busy[1][0].tolist() == [1000] and busy[1][1].tolist() == [1200]
+    union = device_segments(a.ops, [True] * len(a.ops))
+    assert all((busy[d][0] == union[d][0]).all() and (busy[d][1] == union[d][1]).all()
+               for d in (0, 1))  # fmt: skip
+    # windows: across two ops and the gaps between, the whole device, after its span,
+    # reversed, across a touching pair, inside the gaps only
+    w = pd.DataFrame({"device": [0, 0, 0, 0, 1, 0], "start_ns": [150, 0, 950, 500, 1050, 250],
+                      "end_ns": [450, 1000, 960, 400, 1150, 350]})  # fmt: skip
+    m = a.measure(w)
+    assert m["gpu_busy_ns"].tolist() == [100, 500, 0, 0, 100, 0]
+    assert m["idle_ns"].tolist() == [200, 500, 10, -100, 0, 100]  # (window_ns - busy)
+    # an op ending before its start (no reader keeps one): the union, as before
+    bad = a.ops.copy()
+    bad.loc[bad.index[0], "end"] = 50
+    assert "busy" in _segments(bad, bad["op_class"], every_op=True)
+    assert "busy" in _segments(a.ops, a.ops["op_class"], every_op=False)

@@ -46,15 +46,15 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
     return {int(d): iv.union(start[dev == d], end[dev == d]) for d in devices}
 
 
-def class_segments(ops: pd.DataFrame, op_class: pd.Series) -> dict[str, dict[int, iv.Segments]]:
-    """Merged busy segments per device of all work ('busy'), of comm ops, of compute ops
-    and of either ('either': what the overlap of the two is measured against)."""
+def class_segments(
+    ops: pd.DataFrame, op_class: pd.Series, busy: bool = True
+) -> dict[str, dict[int, iv.Segments]]:
+    """Merged busy segments per device of all work ('busy', unless ``busy`` is False), of
+    comm ops, of compute ops and of either ('either': what the overlap of the two is
+    measured against)."""
     comm, compute = op_class.eq("comm").to_numpy(), op_class.eq("compute").to_numpy()
-    out = {
-        "busy": device_segments(ops, np.ones(len(ops), dtype=bool)),
-        "comm": device_segments(ops, comm),
-        "compute": device_segments(ops, compute),
-    }
+    out = {"busy": device_segments(ops, np.ones(len(ops), dtype=bool))} if busy else {}
+    out.update(comm=device_segments(ops, comm), compute=device_segments(ops, compute))
     # without comm work, either class is just compute (no second union of every kernel)
     out["either"] = device_segments(ops, comm | compute) if comm.any() else out["compute"]
     return out
