@@ -18,7 +18,14 @@ from pandas.api.types import union_categoricals
 from advisor.data import name_matches
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
-from advisor.metrics.keys import distinct, pack, sort_runs, text_categorical, value_codes
+from advisor.metrics.keys import (
+    distinct,
+    middle_rows,
+    pack,
+    sort_runs,
+    text_categorical,
+    value_codes,
+)
 from advisor.metrics.regions import assign_ops, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
@@ -522,10 +529,8 @@ def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> n
         return np.full(len(first), np.nan)
     count = np.add.reduceat(valid, first)
     ordered = _sorted_in_runs(run[valid], values[valid])
-    head = np.cumsum(count) - count  # each run's first row among the valid values
-    last = len(ordered) - 1  # (a run without values may start past the end)
-    lo = np.minimum(head + np.maximum(count - 1, 0) // 2, last)
-    hi = np.minimum(head + count // 2, last)  # the two middle values
+    # (each run's first row among the valid values, then its two middle values)
+    lo, hi = middle_rows(np.cumsum(count) - count, count, len(ordered))
     return np.where(count > 0, (ordered[lo] + ordered[hi]) / 2, np.nan)
 
 

@@ -17,7 +17,13 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.grouping import few_row_groups, row_groups
-from advisor.metrics.keys import first_appearance_codes, first_max_rows, first_rows, pack_one
+from advisor.metrics.keys import (
+    first_appearance_codes,
+    first_max_rows,
+    first_rows,
+    group_medians,
+    pack_one,
+)
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_array
 from advisor.trace.quality import impossible_launches, unrecorded_launches
@@ -170,7 +176,7 @@ def kernel_groups(
     cols: dict = {k: df[k].array for k in keys}
     cols["launches"] = np.bincount(group, minlength=n)
     cols["total_ns"] = np.bincount(group, duration, n).astype(np.int64)  # (exact)
-    cols["median_ns"] = per_group(pd.Series(duration, copy=False)).median().to_numpy()
+    cols["median_ns"] = group_medians(group, duration, n)
     config = df["config"].to_numpy()
     for col in CONFIG_COLUMNS[:7]:
         cols[col] = configs[col].array.take(config)
@@ -218,13 +224,14 @@ def _worst_launch(launches: pd.DataFrame, group: np.ndarray, duration: np.ndarra
     """Per group (ids 0..n-1): the row position of its worst launch, the one with the most
     quantization idle (tail + under-fill), or the longest (``duration``: launch_durations)
     when none idles."""
-    idle = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
-    # still resolves 1/4 ns there); written into the durations' copy (one array, not three)
-    score = duration.astype(np.float64)
-    idles = np.flatnonzero(idle > 0)
-    score[idles] = idle[idles] + 2.0**50
-    del idle, idles
+    # still resolves 1/4 ns there); the others score their duration. One array of the
+    # launches' length and a mask (no row numbers, no copy of the durations)
+    score = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
+    idles = score > 0
+    np.add(score, 2.0**50, out=score, where=idles)
+    np.copyto(score, duration, where=~idles)
+    del idles
     return first_max_rows(group, score)
 
 

@@ -281,3 +281,48 @@ def test_text_column_put_coded_as_put_of_the_words():
     assert list(got) == ["step", "step", "", "aten::mm", "", "aten::mm"]
     assert list(got) == list(want) and list(got.categories) == list(want.categories)
     assert list(got.categories) == ["", "aten::mm", "step"]
+
+
+def test_group_medians_by_hand():
+    # group 0: 5 1 3 (odd: 3); group 1: 4 10 (even: 7.0); group 2: none (NaN); group 3:
+    # -2 2**40 (a wide value, negative: (2**40 - 2) / 2); floats go through pandas: the same
+    from advisor.metrics.keys import group_medians
+
+    group = np.array([0, 1, 0, 3, 1, 0, 3])
+    values = np.array([5, 4, 1, -2, 10, 3, 2**40], dtype=np.int64)
+    got = group_medians(group, values, 4)
+    assert got[[0, 1, 3]].tolist() == [3.0, 7.0, (2**40 - 2) / 2] and np.isnan(got[2])
+    floats = group_medians(group, values.astype(np.float64), 4)
+    np.testing.assert_array_equal(floats, got)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 6), st.one_of(st.integers(-9, 9), VALUES)),
+                min_size=1, max_size=60))  # fmt: skip
+def test_group_medians_are_pandas_groupby_median(rows):
+    from advisor.metrics.keys import group_medians
+
+    group = np.array([g for g, _ in rows])
+    values = np.array([v for _, v in rows], dtype=np.int64)
+    want = pd.Series(values).groupby(group).median().reindex(range(8)).to_numpy()
+    np.testing.assert_array_equal(group_medians(group, values, 8), want)
+
+
+@SETTINGS
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, 1.5, 2.0, -3.0, 2.0**50])),
+             min_size=1, max_size=40),
+    st.sampled_from([1, 3, 1 << 20]),
+)  # fmt: skip
+def test_first_max_rows_is_idxmax_in_blocks_of_any_size(rows, block_rows):
+    from unittest import mock
+
+    from advisor.metrics import keys
+    from advisor.metrics.keys import first_max_rows
+
+    ids = np.unique([g for g, _ in rows], return_inverse=True)[1]  # (each id present)
+    score = np.array([s for _, s in rows])
+    with mock.patch.object(keys, "_BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
+        got = first_max_rows(ids, score)
+    want = pd.Series(score).groupby(ids).idxmax().to_numpy()
+    assert got.tolist() == want.tolist()

@@ -212,3 +212,16 @@ def test_groups_split_by_columns_with_missing_values(region_dtype):
     assert got == [("-", 1, 2), ("bwd", 1, 1), ("fwd", 1, 2), ("fwd", 2, 1)]
     # each group's worst launch is one of its own (its first row found per group)
     assert set(g["worst_start_ns"]) <= set(launches["start"])
+
+
+def test_worst_launch_by_hand():
+    # group 0: durations 100, 50, 300, only the second idles (5 ns): it is the worst;
+    # group 1: none idles, durations 10, 40, 40: the longest, the first of the tie (row 4);
+    # group 2: both idle (2 and 3 ns, tail and under-fill): the most idle (row 7)
+    from advisor.metrics.waves import _worst_launch
+
+    launches = pd.DataFrame({"tail_idle_ns": [0, 5, 0, 0, 0, 0, 2, 0],
+                             "underfill_idle_ns": [0, 0, 0, 0, 0, 0, 0, 3.0]})  # fmt: skip
+    group = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    duration = np.array([100, 50, 300, 10, 40, 40, 5, 1], dtype=np.int64)
+    assert _worst_launch(launches.astype(float), group, duration).tolist() == [1, 4, 7]
