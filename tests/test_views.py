@@ -62,3 +62,28 @@ def test_findings_point_at_their_worst_instance():
     a = analysis_of(PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite")
     seq = next(x for x in find(a) if x.rule == "launch-bound-sequence")
     assert seq.at_ns in set(a.sequences["start_ns"])
+
+
+def test_top_kernels_by_hand():
+    # device 0: a 10, 30, 20 ns (median 20), b 5, 6 (5.5 rounds to 6), c 4, 5 (4.5 rounds
+    # half to even: 4); device 1: a 100. Most time first: a/1 100, a/0 60, b/0 11, c/0 9;
+    # shares of each device's kernel time: 60/80, 11/80, 9/80 and 1
+    from builders import trace
+
+    from advisor.analysis import analyze
+
+    runs = [(0, "a", 10), (0, "b", 5), (0, "a", 30), (0, "c", 4), (0, "b", 6), (0, "a", 20),
+            (0, "c", 5), (1, "a", 100)]  # fmt: skip
+    rows, t = [], 0
+    for device, name, took in runs:
+        rows.append({"device": device, "name": name, "start": t, "end": t + took})
+        t += took + 1000
+    top = views.top_kernels(analyze(trace(rows)))
+    assert top[["name", "device", "launches", "total_ns", "median_ns"]].values.tolist() == [
+        ["a", 1, 1, 100, 100],
+        ["a", 0, 3, 60, 20],
+        ["b", 0, 2, 11, 6],
+        ["c", 0, 2, 9, 4],
+    ]
+    assert top["share"].tolist() == [1.0, 60 / 80, 11 / 80, 9 / 80]
+    assert top["median_ns"].dtype == np.int64 and top["total_ns"].dtype == np.int64

@@ -190,6 +190,26 @@ def integer_group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray
     return pd.DataFrame(columns)
 
 
+def sorted_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, keys) of int64 ``key``: per row the position of its value among the distinct
+    values in ascending order, and those values (as ``pd.factorize(key, sort=True)``), found
+    with an array indexed by value where the values span at most DENSE_BINS integers (no
+    hash table; int32 codes), else by pd.factorize."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=key.dtype)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo >= DENSE_BINS:
+        codes, values = pd.factorize(key, sort=True)
+        return codes, values
+    offset = key - lo if lo else key
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[offset] = True
+    present = np.flatnonzero(seen)
+    number = np.zeros(len(seen), dtype=np.int32)
+    number[present] = np.arange(len(present), dtype=np.int32)
+    return number[offset], (present + lo).astype(key.dtype)
+
+
 def text_categorical(values: np.ndarray) -> pd.Categorical:
     """An object array of texts as a categorical (factorized by hashing: no inference of a
     string dtype over millions of rows), categories sorted."""

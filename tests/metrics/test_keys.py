@@ -326,3 +326,30 @@ def test_first_max_rows_is_idxmax_in_blocks_of_any_size(rows, block_rows):
         got = first_max_rows(ids, score)
     want = pd.Series(score).groupby(ids).idxmax().to_numpy()
     assert got.tolist() == want.tolist()
+
+
+def test_sorted_codes_by_hand():
+    # values 7 -2 7 40: distinct in ascending order -2 7 40, codes 1 0 1 2
+    from advisor.metrics.keys import sorted_codes
+
+    codes, values = sorted_codes(np.array([7, -2, 7, 40], dtype=np.int64))
+    assert codes.tolist() == [1, 0, 1, 2] and values.tolist() == [-2, 7, 40]
+    codes, values = sorted_codes(np.zeros(0, dtype=np.int64))
+    assert codes.tolist() == [] and values.tolist() == []
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(-5, 9), st.integers(-(2**40), 2**40)), min_size=1,
+                max_size=60), st.sampled_from([4, 1 << 22]))  # fmt: skip
+def test_sorted_codes_are_a_sorted_factorize(values, dense_bins):
+    from unittest import mock
+
+    from advisor.metrics import keys
+    from advisor.metrics.keys import sorted_codes
+
+    values = np.array(values, dtype=np.int64)
+    with mock.patch.object(keys, "DENSE_BINS", dense_bins):  # (the array path and the hash)
+        codes, distinct_values = sorted_codes(values)
+    want_codes, want_values = pd.factorize(values, sort=True)
+    assert codes.tolist() == want_codes.tolist()
+    assert distinct_values.tolist() == want_values.tolist()
