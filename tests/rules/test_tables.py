@@ -174,3 +174,49 @@ def test_the_device_most_often_last_per_region_and_device():
         lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
     )
     assert mode.dropna().to_dict() == got.to_dict()
+
+
+# (a slot per combination, pieces in one block or two at a time; group_sums)
+@pytest.mark.parametrize(("dense_bins", "block"), [(1 << 22, 1 << 20), (1 << 22, 2), (1, 1)])
+def test_held_by_by_hand(dense_bins, block, monkeypatch):
+    # ops 0 and 2 in range fwd, op 1 in bwd. Pieces (ns): host_bound before op 0 on device
+    # 0: aten::mm 10, aten::add 4; before op 2: aten::add 6, nothing named 3; a
+    # synchronization before op 1: cudaDeviceSynchronize 5; host_bound on device 1 (op 0):
+    # aten::mm 7; host_bound before op 1 (bwd) on device 0: aten::mm 7. host_bound/fwd/
+    # device 0 is 23 ns: aten::mm and aten::add tie at 10 (the alphabetically first wins:
+    # 10/23); the others are whole. Most time first, then by text, then in order of first
+    # appearance (the two aten::mm of 7 ns: device 1's piece comes first).
+    from types import SimpleNamespace
+
+    from advisor.metrics.attribution import CAUSES
+    from advisor.rules import tables
+
+    monkeypatch.setattr(tables, "DENSE_BINS", dense_bins)
+    monkeypatch.setattr(tables, "_PIECE_BLOCK", block)
+    ops = pd.DataFrame({"region": pd.Categorical(["fwd", "bwd", "fwd"])})
+    cause = ["host_bound", "host_bound", "host_bound", "synchronization", "host_bound",
+             "host_bound", "host_bound"]  # fmt: skip
+    pieces = pd.DataFrame({
+        "device": np.array([0, 0, 0, 0, 1, 0, 0], dtype=np.int32),
+        "start": [0, 10, 20, 30, 0, 40, 50], "end": [10, 14, 26, 35, 7, 43, 57],
+        "cause": pd.Categorical(cause, categories=CAUSES),
+        "row": np.array([0, 0, 2, 1, 0, 2, 1], dtype=np.int32),
+        "detail": pd.Categorical(["aten::mm", "aten::add", "aten::add",
+                                  "cudaDeviceSynchronize", "aten::mm", "", "aten::mm"]),
+    })  # fmt: skip
+    a = SimpleNamespace(pieces=pieces, ops=ops, regions=pd.DataFrame({"name": ["fwd"]}))
+    got = tables._held_by(a)
+    assert got.values.tolist() == [
+        ["host_bound", "fwd", 0, "aten::add", 10 / 23],
+        ["host_bound", "fwd", 1, "aten::mm", 1.0],
+        ["host_bound", "bwd", 0, "aten::mm", 1.0],
+        ["synchronization", "bwd", 0, "cudaDeviceSynchronize", 1.0],
+    ]
+    # without ranges every piece is the whole device's (''): host_bound on device 0 is
+    # 30 ns, aten::mm 17 of it
+    a.regions = pd.DataFrame()
+    assert tables._held_by(a).values.tolist() == [
+        ["host_bound", "", 0, "aten::mm", 17 / 30],
+        ["host_bound", "", 1, "aten::mm", 1.0],
+        ["synchronization", "", 0, "cudaDeviceSynchronize", 1.0],
+    ]
