@@ -2,6 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from hand_trace import hand_trace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown, launch_sequences
 
@@ -175,3 +177,14 @@ def test_gap_breakdown_per_device_and_cause_by_hand():
         {"device": 1, "cause": "launch_latency", "count": 1, "total_ns": 5, "median_ns": 5.0,
          "max_ns": 5},
     ]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(-5, 5), st.integers(-(2**40), 2**40)), min_size=1,
+                max_size=40))  # fmt: skip
+def test_median_in_place_is_numpys_median(values):
+    # odd and even counts, ties, wide and negative values: np.median's float64 exactly
+    from advisor.metrics.gaps import _median_in_place
+
+    values = np.array(values, dtype=np.int64)
+    assert _median_in_place(values.copy()) == float(np.median(values))
