@@ -19,7 +19,6 @@ from advisor.data import name_matches
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.metrics.keys import (
-    distinct,
     middle_rows,
     pack,
     sort_runs,
@@ -379,10 +378,15 @@ def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
                          if len(device) else np.zeros(0, np.int64))  # fmt: skip
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         c, v = codes[lo:hi], gap[lo:hi]
-        for code in distinct(c):
-            mine = v[c == code]
+        for code in range(len(names)):  # (no hash table of every piece's code: a mask each)
+            mask = c == code
+            if not mask.any():
+                continue
+            mine = v[mask]
+            del mask
             rows.append((device[lo], names[code], len(mine), int(mine.sum()),
                          _median_in_place(mine), int(mine.max())))  # fmt: skip
+            del mine  # (before the next cause's lengths are gathered)
     out = pd.DataFrame(rows, columns=["device", "cause", "count", "total_ns", "median_ns",
                                       "max_ns"])  # fmt: skip
     out = out.astype({"device": device.dtype, "cause": object, "count": np.int64,
