@@ -137,6 +137,8 @@ def group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndar
     into one int64 and sorted as such, the only array of their length made (at 10M values
     half of pandas' temporaries and half its time); others go through pandas."""
     count = np.bincount(group, minlength=groups)
+    if len(values) == 0:
+        return np.full(groups, np.nan)
     packed = pack((group, values), fallback=None) if values.dtype.kind in "biu" else None
     if packed is None:
         median = pd.Series(values, copy=False).groupby(group, sort=True).median()

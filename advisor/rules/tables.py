@@ -17,7 +17,7 @@ from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
-from advisor.metrics.keys import DENSE_BINS, group_sums, integer_group_sums
+from advisor.metrics.keys import DENSE_BINS, group_medians, group_sums, integer_group_sums
 from advisor.metrics.pipeline import point_to_point
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import Scope
@@ -791,7 +791,8 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
     group_of_row = np.full(len(r), -1)
     group_of_row[used.index.to_numpy()] = ug
     gap_group = group_of_row[gap_row]
-    own = pd.Series(gap[gap_group >= 0]).groupby(gap_group[gap_group >= 0]).median()
+    steady = gap_group >= 0
+    own = group_medians(gap_group[steady], gap[steady], len(med))  # (NaN: a group without)
     t = pd.DataFrame({
         "name": first["family"].to_numpy(), "device": first["device"].to_numpy().astype(int),
         "steps": np.bincount(group), "steady_steps": np.bincount(group, ~rep["cold"].to_numpy()),
@@ -803,7 +804,7 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
         "host_busy_ns": med["host_busy_idle_ns"].to_numpy(np.float64),
         "host_busy_total_ns": sums["host_busy_idle_ns"].to_numpy(np.float64),
         "launches": med["launches"].to_numpy(), "ops": med["ops"].to_numpy(),
-        "median_gap_ns": own.reindex(range(len(med))).to_numpy(np.float64),
+        "median_gap_ns": own,
         "overhead_share": (med["launch_overhead_ns"] / med["step_ns"].where(med["step_ns"] != 0))
         .to_numpy(),
         "graph_saving_ns": sums["graph_saving_ns"].to_numpy(np.float64),
@@ -817,26 +818,39 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
 def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(region row, launch overhead ns) of every gap with launch overhead that opens inside
     its op's region instance ``r`` (rows 0..n-1; the gap entering a step is the transition,
-    not the step). CUDA-graph node gaps are left out (a graph already runs them)."""
+    not the step). CUDA-graph node gaps are left out (a graph already runs them). The ops
+    are read a block of _PIECE_BLOCK at a time (no temporaries of the ops' length)."""
     ops = a.ops
-    range_id = ops["range_id"].to_numpy()
-    eager = ~ops["cause"].eq("graph_internal").to_numpy()
-    rows = np.flatnonzero((ops["overhead_ns"].to_numpy() > 0) & eager & (range_id >= 0))
+    range_id, device = ops["range_id"].to_numpy(), ops["device"].to_numpy()
+    overhead, cause = ops["overhead_ns"].to_numpy(), ops["cause"].array
+    graph_internal = cause.categories.get_loc("graph_internal")
+    start, gap_ns = ops["start"].to_numpy(), ops["gap_ns"].to_numpy()
     devices = np.unique(r["device"].to_numpy())
     n_dev = len(devices)
     # dense (range_id, device) -> region row lookup
-    lookup = np.full((int(r["range_id"].max()) + 1) * n_dev, -1, dtype=np.int64)
+    row_dtype = np.int32 if len(r) < 2**31 else np.int64
+    lookup = np.full((int(r["range_id"].max()) + 1) * n_dev, -1, dtype=row_dtype)
     lookup[r["range_id"].to_numpy() * n_dev + np.searchsorted(devices, r["device"].to_numpy())] = (
         np.arange(len(r))
     )
-    device = ops["device"].to_numpy()[rows]
-    known = np.isin(device, devices)
-    rows, device = rows[known], device[known]
-    row = lookup[range_id[rows].astype(np.int64) * n_dev + np.searchsorted(devices, device)]
-    gap = ops["gap_ns"].to_numpy()[rows]
-    opens = ops["start"].to_numpy()[rows] - gap
-    inside = (row >= 0) & (opens >= r["start_ns"].to_numpy()[np.maximum(row, 0)])
-    return row[inside], ops["overhead_ns"].to_numpy()[rows][inside]
+    region_start = r["start_ns"].to_numpy()
+    rows_out, overhead_out = [], []
+    for b in range(0, len(ops), _PIECE_BLOCK):
+        at = slice(b, b + _PIECE_BLOCK)
+        rng = range_id[at]
+        rows = np.flatnonzero((overhead[at] > 0) & (cause.codes[at] != graph_internal)
+                              & (rng >= 0))  # fmt: skip
+        dev = device[at][rows]
+        known = np.isin(dev, devices)
+        rows, dev = rows[known], dev[known]
+        row = lookup[rng[rows].astype(np.int64) * n_dev + np.searchsorted(devices, dev)]
+        opens = start[at][rows] - gap_ns[at][rows]
+        inside = (row >= 0) & (opens >= region_start[np.maximum(row, 0)])
+        rows_out.append(row[inside])
+        overhead_out.append(overhead[at][rows][inside])
+    if not rows_out:
+        return np.zeros(0, dtype=row_dtype), overhead[:0]
+    return np.concatenate(rows_out), np.concatenate(overhead_out)
 
 
 def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:

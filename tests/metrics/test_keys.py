@@ -294,6 +294,9 @@ def test_group_medians_by_hand():
     assert got[[0, 1, 3]].tolist() == [3.0, 7.0, (2**40 - 2) / 2] and np.isnan(got[2])
     floats = group_medians(group, values.astype(np.float64), 4)
     np.testing.assert_array_equal(floats, got)
+    # no values at all: every group's is NaN
+    none = group_medians(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 3)
+    assert none.shape == (3,) and np.isnan(none).all()
 
 
 @SETTINGS

@@ -220,3 +220,18 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
         ["host_bound", "", 1, "aten::mm", 1.0],
         ["synchronization", "", 0, "cudaDeviceSynchronize", 1.0],
     ]
+
+
+def test_step_gaps_in_blocks_of_any_size(monkeypatch):
+    # the steps' launch-overhead gaps read a block of ops at a time: blocks of 3 ops give
+    # the table of one block (the H200 training sample: its steps hold overhead gaps)
+    from conftest import SAMPLES, analysis_of
+
+    from advisor.rules import tables
+
+    whole = tables._step_table(analysis_of(SAMPLES / "h200_train_steps.sqlite"))
+    assert len(whole) and (whole["graph_saving_ns"] > 0).any()
+    monkeypatch.setattr(tables, "_PIECE_BLOCK", 3)
+    pd.testing.assert_frame_equal(
+        tables._step_table(analysis_of(SAMPLES / "h200_train_steps.sqlite")), whole
+    )
