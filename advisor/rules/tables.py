@@ -434,7 +434,7 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     })[cols].reset_index(drop=True)  # fmt: skip
 
 
-_PIECE_BLOCK = 1 << 20  # pieces summed at a time (no temporary of the pieces' length)
+_BLOCK_ROWS = 1 << 20  # pieces or ops read at a time (no temporaries of their length)
 
 
 def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
@@ -464,7 +464,7 @@ def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
                           {"ns": np.subtract(end, start)})  # fmt: skip
     first = np.full(bins, n, dtype=np.int64)  # per slot: its first piece
     ns = np.zeros(bins, dtype=np.int64)
-    for at in (slice(b, b + _PIECE_BLOCK) for b in range(0, n, _PIECE_BLOCK)):
+    for at in (slice(b, b + _BLOCK_ROWS) for b in range(0, n, _BLOCK_ROWS)):
         key = cause[at].astype(np.int64) * radix[1] + region_codes(at) + 1  # (int64 from here)
         key = (key * radix[2] + device[at] - low) * radix[3] + detail[at] + 1
         np.minimum.at(first, key, np.arange(at.start, at.start + len(key)))
@@ -819,7 +819,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(region row, launch overhead ns) of every gap with launch overhead that opens inside
     its op's region instance ``r`` (rows 0..n-1; the gap entering a step is the transition,
     not the step). CUDA-graph node gaps are left out (a graph already runs them). The ops
-    are read a block of _PIECE_BLOCK at a time (no temporaries of the ops' length)."""
+    are read _BLOCK_ROWS at a time (no temporaries of the ops' length)."""
     ops = a.ops
     range_id, device = ops["range_id"].to_numpy(), ops["device"].to_numpy()
     overhead, cause = ops["overhead_ns"].to_numpy(), ops["cause"].array
@@ -835,8 +835,8 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     )
     region_start = r["start_ns"].to_numpy()
     rows_out, overhead_out = [], []
-    for b in range(0, len(ops), _PIECE_BLOCK):
-        at = slice(b, b + _PIECE_BLOCK)
+    for b in range(0, len(ops), _BLOCK_ROWS):
+        at = slice(b, b + _BLOCK_ROWS)
         rng = range_id[at]
         rows = np.flatnonzero((overhead[at] > 0) & (cause.codes[at] != graph_internal)
                               & (rng >= 0))  # fmt: skip
