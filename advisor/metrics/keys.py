@@ -305,8 +305,8 @@ def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes = pd.factorize(values)[0].astype(np.int64, copy=False)
         return codes, first_rows(codes)  # (by code: in order of appearance)
     first = np.full(bins, n, dtype=np.int64)  # per value (from lo): its first row
-    for start in range(0, n, _BLOCK_ROWS):
-        block = values[start : start + _BLOCK_ROWS]
+    for start in range(0, n, BLOCK_ROWS):
+        block = values[start : start + BLOCK_ROWS]
         rows = np.arange(start, start + len(block), dtype=np.int64)
         np.minimum.at(first, block - lo if lo else block, rows)
     present = np.flatnonzero(first < n)
@@ -316,7 +316,9 @@ def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return code_of[values - lo if lo else values], firsts
 
 
-_BLOCK_ROWS = 1 << 20  # rows of first_appearance_codes' running minimum at a time
+# rows worked a block at a time where a whole-length temporary would be held otherwise
+# (first_appearance_codes, first_max_rows; the rules' piece and op sums)
+BLOCK_ROWS = 1 << 20
 
 
 def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -328,8 +330,8 @@ def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:
     # each group's maxima, in row order (compared a block of rows at a time: no gathered
     # copy of the scores' length)
     rows = np.concatenate([
-        start + np.flatnonzero(score[start : start + _BLOCK_ROWS]
-                               == best[group[start : start + _BLOCK_ROWS]])
-        for start in range(0, len(group), _BLOCK_ROWS)
+        start + np.flatnonzero(score[start : start + BLOCK_ROWS]
+                               == best[group[start : start + BLOCK_ROWS]])
+        for start in range(0, len(group), BLOCK_ROWS)
     ] or [np.zeros(0, dtype=np.int64)])  # fmt: skip
     return rows[first_rows(group[rows])]

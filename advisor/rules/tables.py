@@ -17,7 +17,13 @@ from advisor.metrics.comm import overlap_ratio, startup_waits
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
-from advisor.metrics.keys import DENSE_BINS, group_medians, group_sums, integer_group_sums
+from advisor.metrics.keys import (
+    BLOCK_ROWS,
+    DENSE_BINS,
+    group_medians,
+    group_sums,
+    integer_group_sums,
+)
 from advisor.metrics.pipeline import point_to_point
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.rules.registry import Scope
@@ -434,9 +440,6 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     })[cols].reset_index(drop=True)  # fmt: skip
 
 
-_BLOCK_ROWS = 1 << 20  # pieces or ops read at a time (no temporaries of their length)
-
-
 def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     """Per distinct (cause code c, region code r: -1 outside every range, device d, detail
     code t) of the pieces, in order of first appearance: ns, their idle time (as
@@ -464,7 +467,7 @@ def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
                           {"ns": np.subtract(end, start)})  # fmt: skip
     first = np.full(bins, n, dtype=np.int64)  # per slot: its first piece
     ns = np.zeros(bins, dtype=np.int64)
-    for at in (slice(b, b + _BLOCK_ROWS) for b in range(0, n, _BLOCK_ROWS)):
+    for at in (slice(b, b + BLOCK_ROWS) for b in range(0, n, BLOCK_ROWS)):
         key = cause[at].astype(np.int64) * radix[1] + region_codes(at) + 1  # (int64 from here)
         key = (key * radix[2] + device[at] - low) * radix[3] + detail[at] + 1
         np.minimum.at(first, key, np.arange(at.start, at.start + len(key)))
@@ -819,7 +822,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(region row, launch overhead ns) of every gap with launch overhead that opens inside
     its op's region instance ``r`` (rows 0..n-1; the gap entering a step is the transition,
     not the step). CUDA-graph node gaps are left out (a graph already runs them). The ops
-    are read _BLOCK_ROWS at a time (no temporaries of the ops' length)."""
+    are read BLOCK_ROWS at a time (no temporaries of the ops' length)."""
     ops = a.ops
     range_id, device = ops["range_id"].to_numpy(), ops["device"].to_numpy()
     overhead, cause = ops["overhead_ns"].to_numpy(), ops["cause"].array
@@ -835,8 +838,8 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     )
     region_start = r["start_ns"].to_numpy()
     rows_out, overhead_out = [], []
-    for b in range(0, len(ops), _BLOCK_ROWS):
-        at = slice(b, b + _BLOCK_ROWS)
+    for b in range(0, len(ops), BLOCK_ROWS):
+        at = slice(b, b + BLOCK_ROWS)
         rng = range_id[at]
         rows = np.flatnonzero((overhead[at] > 0) & (cause.codes[at] != graph_internal)
                               & (rng >= 0))  # fmt: skip

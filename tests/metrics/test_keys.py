@@ -214,7 +214,7 @@ def test_first_appearance_codes_are_pandas_factorize(values, block_rows):
     from advisor.metrics.keys import first_appearance_codes, first_rows
 
     values = np.array(values, dtype=np.int64)
-    with mock.patch.object(keys, "_BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
+    with mock.patch.object(keys, "BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
         codes, first = first_appearance_codes(values)
     want = pd.factorize(values)[0]
     assert codes.tolist() == want.tolist() and first.tolist() == first_rows(want).tolist()
@@ -325,7 +325,7 @@ def test_first_max_rows_is_idxmax_in_blocks_of_any_size(rows, block_rows):
 
     ids = np.unique([g for g, _ in rows], return_inverse=True)[1]  # (each id present)
     score = np.array([s for _, s in rows])
-    with mock.patch.object(keys, "_BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
+    with mock.patch.object(keys, "BLOCK_ROWS", block_rows):  # (blocks of 1 or 3 rows too)
         got = first_max_rows(ids, score)
     want = pd.Series(score).groupby(ids).idxmax().to_numpy()
     assert got.tolist() == want.tolist()

@@ -192,7 +192,7 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
     from advisor.rules import tables
 
     monkeypatch.setattr(tables, "DENSE_BINS", dense_bins)
-    monkeypatch.setattr(tables, "_BLOCK_ROWS", block)
+    monkeypatch.setattr(tables, "BLOCK_ROWS", block)
     ops = pd.DataFrame({"region": pd.Categorical(["fwd", "bwd", "fwd"])})
     cause = ["host_bound", "host_bound", "host_bound", "synchronization", "host_bound",
              "host_bound", "host_bound"]  # fmt: skip
@@ -231,7 +231,7 @@ def test_step_gaps_in_blocks_of_any_size(monkeypatch):
 
     whole = tables._step_table(analysis_of(SAMPLES / "h200_train_steps.sqlite"))
     assert len(whole) and (whole["graph_saving_ns"] > 0).any()
-    monkeypatch.setattr(tables, "_BLOCK_ROWS", 3)
+    monkeypatch.setattr(tables, "BLOCK_ROWS", 3)
     pd.testing.assert_frame_equal(
         tables._step_table(analysis_of(SAMPLES / "h200_train_steps.sqlite")), whole
     )
