@@ -1,11 +1,12 @@
-"""Group ids for rows of many key columns, without pandas' per-column factorization.
+"""Group ids for rows of many key columns, exactly and without hashing whole rows.
 
-Grouping a million launches by a dozen launch-configuration columns with ``groupby``
-factorizes every column into its own int64 codes (memory and time per column:
-docs/scaling.md).
-Hashing the rows gives one uint64 per row instead; the grouping is then checked exactly
-against each group's first row, so a hash collision can never merge two configurations
-(on a mismatch the exact groupby is used).
+Grouping ten million launches by a dozen launch-configuration columns with ``groupby``
+factorizes every column into int64 codes and then the tuples of codes; hashing whole rows
+(pandas' ``hash_pandas_object``) and checking each group against its first row took 1.5-1.7 s
+there. Here each column's values are numbered on their own (few distinct values each: a
+hash table that stays in cache) and the numbers packed into one int64 key per row
+(metrics/keys.pack_one), numbered again whenever the next column would overflow the key:
+0.6 s, exact by construction (docs/scaling.md, "Issue 33, twenty-third pass").
 """
 
 from __future__ import annotations
@@ -13,38 +14,40 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.keys import first_rows, pack_one
+from advisor.metrics.keys import pack_one
 
 
 def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """Group id per row (0.. in order of first appearance) of equal values in ``cols``
-    (NaN equals NaN), as ``groupby(cols, dropna=False, sort=False).ngroup()``."""
+    (NaN equals NaN), as ``groupby(cols, dropna=False, sort=False, observed=True).ngroup()``
+    (int64)."""
     if df.empty:
         return np.zeros(0, dtype=np.int64)
-    cols = [c for c in cols if not _constant(df[c])]  # (they split no group)
-    if not cols:
+    numbers = [_value_numbers(df[c]) for c in cols if not _constant(df[c])]  # (constant:
+    if not numbers:  # it splits no group)
         return np.zeros(len(df), dtype=np.int64)
-    hashed = pd.util.hash_pandas_object(df[cols], index=False).to_numpy()
-    ids, _ = pd.factorize(hashed)
-    first = first_rows(ids)
-    for col in cols:
-        values = _comparable(df[col])
-        rep = values[first][ids]
-        same = values == rep
-        if not same.all() and not (same | (pd.isna(values) & pd.isna(rep))).all():
-            return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().to_numpy()
-    return ids
+    key = pack_one(*numbers, fallback=None)
+    if key is None:  # (the product of the columns' ranges reached the key's limit)
+        key = numbers[0]
+        for more in numbers[1:]:  # (one column at a time, the key numbered again first
+            packed = pack_one(key, more, fallback=None)  # where it would not fit)
+            key = packed if packed is not None else pack_one(pd.factorize(key)[0], more)
+    return pd.factorize(key)[0].astype(np.int64, copy=False)
 
 
-def few_row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    """``row_groups`` for a table of a few rows (a rule's hits): each column's exact codes
-    (NaN one value) packed into one key per row, numbered in order of first appearance;
-    no hashing of whole rows and no check against collisions (a hundred times faster
-    than row_groups on a dozen rows, slower on millions)."""
-    if df.empty:
-        return np.zeros(0, dtype=np.int64)
-    codes = [pd.factorize(_comparable(df[c]), use_na_sentinel=False)[0] for c in cols]
-    return pd.factorize(pack_one(*codes))[0].astype(np.int64)
+def _value_numbers(values: pd.Series) -> np.ndarray:
+    """Integers per row, equal where the values are (a missing value one more): a
+    categorical's codes, else the values numbered by pd.factorize, in the smallest integer
+    type that holds them (ten columns of ten million rows: 10 MB each, not 80)."""
+    numbers = _comparable(values)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return numbers
+    numbers = pd.factorize(numbers, use_na_sentinel=False)[0]
+    top = int(numbers.max()) if len(numbers) else 0
+    for small in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(small).max:
+            return numbers.astype(small)
+    return numbers
 
 
 def rows_by_value(values: np.ndarray) -> dict:
@@ -73,5 +76,5 @@ def _constant(values: pd.Series) -> bool:
         if missing.any():
             return bool(missing.all())
     elif v.dtype.kind not in "iub":
-        return False  # (objects: left to the hash)
+        return False  # (objects: numbered like the others)
     return bool(v.min() == v.max())

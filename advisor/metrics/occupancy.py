@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import gpu_facts
-from advisor.metrics.grouping import few_row_groups
+from advisor.metrics.grouping import row_groups
 from advisor.metrics.keys import first_rows
 
 REG_ALLOC_UNIT = 256  # registers per warp are allocated in units of 256
@@ -122,7 +122,7 @@ def kernel_occupancy(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     a few hundred), then spread to every launch.
     """
     config = kernels[[c for c in LAUNCH_CONFIG if c in kernels]]
-    group = few_row_groups(config, list(config.columns))  # (= groupby(..., dropna=False).ngroup())
+    group = row_groups(config, list(config.columns))  # (= groupby(..., dropna=False).ngroup())
     first = first_rows(group)  # first launch of each configuration
     distinct = _occupancy(kernels.iloc[first], gpus)
     out = distinct.iloc[group]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import names_in
-from advisor.metrics.grouping import few_row_groups, row_groups
+from advisor.metrics.grouping import row_groups
 from advisor.metrics.keys import (
     first_appearance_codes,
     first_max_rows,
@@ -267,7 +267,7 @@ def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     one = first_appearance_codes(config)[1]  # a launch per config
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
-    per_config[config[one]] = few_row_groups(_keyed(launches, configs, one), GROUP_KEYS)
+    per_config[config[one]] = row_groups(_keyed(launches, configs, one), GROUP_KEYS)
     key = per_config[config]
     if by:  # (one key of the group and the columns' codes, numbered once)
         key = pack_one(key, *(_column_codes(launches[col]) for col in by))

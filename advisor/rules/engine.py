@@ -31,7 +31,7 @@ import pandas as pd
 from advisor.data import builtin_rules_dir, gate_metrics, load_yaml
 from advisor.errors import AdvisorInputError
 from advisor.metrics.counters import rules_in_words
-from advisor.metrics.grouping import few_row_groups
+from advisor.metrics.grouping import row_groups
 from advisor.metrics.keys import first_max_rows
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.plain import plain, plain_int
@@ -334,7 +334,7 @@ def evaluate(rules: list[Rule], tables: Mapping[Scope, pd.DataFrame], spans: dic
         # rounded to ns, as reported)
         if rcol:
             hits[rcol] = hits[rcol].astype(object).fillna("")
-        group = few_row_groups(hits, [c for c in (kcol, rcol, "device") if c])
+        group = row_groups(hits, [c for c in (kcol, rcol, "device") if c])
         totals = np.bincount(group, weights=np.round(savings))
         counts = np.bincount(group)
         for pos, total, n in zip(first_max_rows(group, savings), totals, counts, strict=True):

@@ -1,9 +1,16 @@
-"""row_groups (hashed) and few_row_groups (exact codes): both equal pandas' groupby ngroup."""
+"""row_groups (each column numbered, the numbers packed into one key): pandas' groupby ngroup."""
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from advisor.metrics.grouping import few_row_groups, row_groups, rows_by_value
+from advisor.metrics import keys
+from advisor.metrics.grouping import row_groups, rows_by_value
+
+
+def _ngroup(df: pd.DataFrame, cols: list[str]) -> list[int]:
+    return df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().tolist()
 
 
 def test_same_ids_as_groupby_with_nan_and_categoricals():
@@ -20,13 +27,48 @@ def test_same_ids_as_groupby_with_nan_and_categoricals():
     assert row_groups(df, ["a", "b", "name"]).tolist() == expected.tolist()
 
 
-def test_a_hash_collision_falls_back_to_exact_grouping(monkeypatch):
-    df = pd.DataFrame({"a": [1, 2, 1, 3]})
-    # every row hashes alike: only the exact check can tell them apart
-    monkeypatch.setattr(
-        pd.util, "hash_pandas_object", lambda d, index: pd.Series(np.zeros(len(d), np.uint64))
-    )
-    assert row_groups(df, ["a"]).tolist() == [0, 1, 0, 2]
+def test_a_key_that_would_overflow_is_numbered_again(monkeypatch):
+    # each column numbered alone: a and b 4 values each, c 2. With a key limit of 20, a and b
+    # pack into 4 * 4 = 16 keys, but 16 * 2 = 32 would not fit: the (a, b) key is numbered
+    # again first (4 pairs seen: 0..3), then 4 * 2 = 8 keys fit
+    df = pd.DataFrame({"a": [0, 1, 2, 3, 0, 1], "b": [5, 6, 7, 8, 5, 6], "c": [9, 9, 9, 9, 8, 9]})
+    # rows 0 and 4 differ in c; rows 1 and 5 are alike
+    monkeypatch.setattr(keys, "PACK_LIMIT", 20)
+    calls = []
+    real = pd.factorize
+    monkeypatch.setattr(pd, "factorize", lambda v, **k: calls.append(type(v)) or real(v, **k))
+    got = row_groups(df, ["a", "b", "c"]).tolist()
+    # a, b, c numbered, the (a, b) key numbered again, the last key numbered: arrays only
+    # (no tuples of columns numbered through a MultiIndex: keys.number_tuples)
+    assert calls == [np.ndarray] * 5
+    monkeypatch.setattr(pd, "factorize", real)
+    assert got == [0, 1, 2, 3, 4, 1] == _ngroup(df, ["a", "b", "c"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(-3, 3),
+            st.sampled_from([0.5, 2.0, np.nan]),
+            st.sampled_from(["x", "y", None]),
+            st.integers(0, 1 << 40),
+        ),
+        max_size=30,
+    ),
+    limit=st.sampled_from([4, 64, keys.PACK_LIMIT]),
+)
+def test_same_ids_as_groupby_for_any_columns(rows, limit):
+    df = pd.DataFrame(rows, columns=["i", "f", "o", "big"])
+    df["cat"] = pd.Categorical(df["o"])
+    cols = ["i", "f", "cat", "o", "big"]
+    original = keys.PACK_LIMIT
+    keys.PACK_LIMIT = limit  # (small limits force the key to be numbered again)
+    try:
+        got = row_groups(df, cols).tolist()
+    finally:
+        keys.PACK_LIMIT = original
+    assert got == (_ngroup(df, cols) if len(df) else [])
 
 
 def test_empty():
@@ -49,7 +91,7 @@ def test_constant_columns_split_nothing():
     assert row_groups(df, ["one", "all_nan", "cat"]).tolist() == [0, 0, 0, 0]
 
 
-def test_few_row_groups_number_locations_as_groupby_does():
+def test_locations_numbered_as_groupby_does():
     df = pd.DataFrame(
         {
             "name": pd.Categorical(["k", "g", "k", "k", "g", None]),
@@ -61,9 +103,9 @@ def test_few_row_groups_number_locations_as_groupby_does():
     # rows 1 and 4 equal (NaN == NaN), the rest each alone; ids in order of first appearance
     cols = ["name", "region", "device", "waves"]
     expected = df.groupby(cols, dropna=False, sort=False, observed=True).ngroup().tolist()
-    assert few_row_groups(df, cols).tolist() == expected == [0, 1, 2, 3, 1, 4]
-    assert few_row_groups(df, ["region"]).tolist() == [0, 0, 1, 0, 0, 0]
-    assert few_row_groups(df.iloc[:0], cols).tolist() == []
+    assert row_groups(df, cols).tolist() == expected == [0, 1, 2, 3, 1, 4]
+    assert row_groups(df, ["region"]).tolist() == [0, 0, 1, 0, 0, 0]
+    assert row_groups(df.iloc[:0], cols).tolist() == []
 
 
 def test_rows_by_value_as_groupby_indices():
@@ -76,3 +118,11 @@ def test_rows_by_value_as_groupby_indices():
     one = rows_by_value(np.array([2, 2, 2]))  # one value: every row, no hashing
     assert list(one) == [2] and one[2].tolist() == [0, 1, 2]
     assert rows_by_value(np.array([], dtype=np.int64)) == {}
+
+
+def test_many_distinct_values_stay_distinct():
+    # 300 and 70,000 distinct values: numbered in int16 and int32 (an int8 would wrap 256
+    # onto 0, an int16 65,536 onto 0): rows i and i + n are alike, no other two
+    for n in (300, 70_000):
+        df = pd.DataFrame({"x": np.tile(np.arange(n) * 10, 2), "y": np.tile([1.5, 2.5], n)})
+        assert row_groups(df, ["x", "y"]).tolist() == [*range(n), *range(n)]
