@@ -51,14 +51,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from advisor.data import load_yaml, name_matches
-from advisor.metrics.ahead import ahead, once
+from advisor.metrics.ahead import ahead, beside, once
 from advisor.metrics.intervals import Coverage, Segments, grouped_order, union
 from advisor.metrics.keys import (
     TextColumn,
@@ -138,30 +138,35 @@ def attribute(
     threads meanwhile (metrics/ahead.py; the result depends on neither).
     """
     n = len(ops)
+    # the host's activity, and then the indexes of its launching threads that the blocks
+    # read, made on another thread while this one finds the latency bounds and first
+    # launches, then the late windows (a single-core stretch otherwise: 0.9 s at 10M ops)
+    made = beside(partial(_HostActivity, api, host_ranges, ops, api_row, pageable_copy,
+                          identity), threads)  # fmt: skip
     gap = ops["gap_ns"].to_numpy(np.int64)
     at_all = np.flatnonzero(gap > 0).astype(np.int32 if n < 2**31 else np.int64, copy=False)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     latency = _latency_bounds(ops, api_row, api_end, thresholds())
-    host = _HostActivity(api, host_ranges, ops, api_row, pageable_copy, identity)
     first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
+    host = made.result()
+    indexed = beside(partial(host.index_threads, api_row), threads)
     if threads > 1:  # (threads + 1 blocks at once, each 1 / threads as long: 1.5 blocks on 2)
         block = max(1, block // threads)
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
     gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 
     # the times the host's innermost range is asked for: the late windows' middles (split)
-    # and the launch calls' starts (launching_ops). (Each block's windows are computed again
-    # below rather than kept: holding every block's would undo the blocks' bound on memory;
-    # one block's are kept)
-    keys, times = [], []
-    for w in ahead(gaps.windows, blocks, threads):
-        late_at = (w["late"] > 0) & (w["keys"] >= 0)
-        keys.append(w["keys"][late_at])
-        times.append((w["g0"] + w["late"] // 2)[late_at])
+    # and the launch calls' starts (launching_ops). (Of several blocks, only the middles
+    # are found here and each block's windows below: holding every block's windows would
+    # undo the blocks' bound on memory; one block's windows are kept)
+    kept = gaps.windows(blocks[0]) if len(blocks) == 1 else None
+    found = [_late_middles(kept)] if kept is not None else ahead(gaps.late_middles, blocks,
+                                                                  threads)  # fmt: skip
+    keys, times = zip(*found, strict=True)
+    indexed.result()
     host.expect(np.concatenate(keys), np.concatenate(times), calls=api_row[api_row >= 0])
-    kept = w if len(blocks) == 1 else None
-    del keys, times, w
+    del keys, times, found
 
     def host_late(at: np.ndarray) -> tuple[dict, dict]:
         """A block's windows and what the host did while late in them (on any thread)."""
@@ -247,6 +252,29 @@ class _Gaps:
         """Per gap ``at`` (op rows): g0, device, keys (the launching thread), launch_start,
         queued / startup / known, late (the host-late time [g0, enqueue)), latency_part,
         same_graph (a gap between two nodes of one CUDA-graph launch), gap."""
+        w = self._late(at)
+        host, gap, known, safe = self.host, w["gap"], w["known"], w.pop("safe")
+        g1 = self.start[at]
+        has_api = len(host.api_start) > 0
+        w["launch_start"] = np.where(known, host.api_start[safe] if has_api else 0, g1)
+        w["latency_part"] = np.where(w.pop("timed"), gap - w["late"], 0)
+        prev = np.maximum(at - 1, 0)
+        device = w["device"]
+        same_graph = (at > 0) & (self.device[prev] == device) & self.graph[at] & self.graph[prev]
+        same_graph &= self.corr[at] == self.corr[prev]
+        w["same_graph"] = same_graph
+        return w
+
+    def late_middles(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, times): of the gaps ``at`` whose host was late (``windows``' late > 0, its
+        launching thread known), the thread and the late window's middle (ns): the times
+        ``split`` asks for the innermost host range (``_HostActivity.expect``)."""
+        return _late_middles(self._late(at))
+
+    def _late(self, at: np.ndarray) -> dict[str, np.ndarray]:
+        """``windows``' gap, g0, device, keys, known, queued, startup and late, with the
+        launch call's row made safe to index (``safe``) and the gaps judged by their
+        timing (``timed``)."""
         host = self.host
         gap = self.gap[at]
         g1 = self.start[at]
@@ -256,7 +284,6 @@ class _Gaps:
         known = row >= 0
         safe = np.maximum(row, 0)
         has_api = len(host.api_start) > 0
-        launch_start = np.where(known, host.api_start[safe] if has_api else 0, g1)
         enqueue = np.where(known, np.minimum(host.api_end[safe] if has_api else 0, g1), g1)
         bound = (pd.Series(device).map(self.latency).fillna(self.latency_default)
                  .to_numpy(np.int64))  # fmt: skip
@@ -267,20 +294,22 @@ class _Gaps:
         startup = (g1 <= steady) & ~queued
         timed = known & ~startup & ~queued
         late = np.where(timed, np.clip(enqueue - g0, 0, None), 0)
-        prev = np.maximum(at - 1, 0)
-        same_graph = (at > 0) & (self.device[prev] == device) & self.graph[at] & self.graph[prev]
-        same_graph &= self.corr[at] == self.corr[prev]
         keys = np.where(known, host.api_keys[safe] if has_api else -1, -1)
         return {"gap": gap, "g0": g0, "device": device, "keys": keys, "known": known,
-                "launch_start": launch_start, "queued": queued, "startup": startup,
-                "late": late, "latency_part": np.where(timed, gap - late, 0),
-                "same_graph": same_graph}  # fmt: skip
+                "queued": queued, "startup": startup, "late": late, "safe": safe,
+                "timed": timed}  # fmt: skip
 
     def queued_detail(self, rows: np.ndarray) -> np.ndarray:
         """_queued_detail for op ``rows``, the ops' stream predecessors found once."""
         if self._prev_in_stream is None:
             self._prev_in_stream = _prev_in_stream(self.ops)
         return _queued_detail(self.ops, rows, self.api_row, self.host, self._prev_in_stream)
+
+
+def _late_middles(w: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """_Gaps.late_middles of windows ``w`` (_Gaps.windows, or its part _Gaps._late)."""
+    late_at = (w["late"] > 0) & (w["keys"] >= 0)
+    return w["keys"][late_at], (w["g0"] + w["late"] // 2)[late_at]
 
 
 def _amounts(w: dict[str, np.ndarray], split: dict) -> np.ndarray:
@@ -413,6 +442,11 @@ class _DeviceIdle:
             return Coverage((start - self._gap[a:b], start)) if b > a else None
 
         return once(self._gaps, dev, make, self._lock)
+
+    def index_devices(self) -> None:
+        """Build every device's idle gaps now (else each on first use)."""
+        for dev in distinct(self._device) if len(self._device) else ():
+            self._of(dev)
 
     def between(self, device: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Per interval [lo, hi) on ``device``: the ns its device was idle (0 where hi <= lo)."""
@@ -611,6 +645,24 @@ class _HostActivity:
                                ops["gap_ns"].to_numpy(np.int64))  # fmt: skip
 
         return once(self._built, "device_idle", make, self._lock)
+
+    def index_threads(self, api_row: np.ndarray) -> None:
+        """Build what the late windows of the ops launched by the calls ``api_row`` (rows
+        of ``api``, -1: none) will read and that does not wait for ``expect``: every range
+        by thread, the devices' idle gaps (where the trace has blocking calls), and per
+        launching thread its painted blocking / loading / input spans and its calls by kind
+        (each built once, under the lock)."""
+        _ = self._every_range
+        if np.isin(self.api_cat, (_SYNC, _COPY)).any():  # (the idle is asked for their sake)
+            self.device_idle.index_devices()
+        calls = api_row[api_row >= 0]
+        for key in distinct(self.api_keys[calls]) if calls.size else ():
+            key = int(key)
+            if key < 0:
+                continue
+            self._painted(key)
+            for code in (_SYNC, _COPY, 0):
+                self._call_starts(key, code)
 
     def _ranges_by_thread(self, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Rows of ``ranges`` (a subset, in table order) per thread key, each by start."""

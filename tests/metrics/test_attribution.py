@@ -626,3 +626,42 @@ def test_blocks_found_on_threads_give_the_attribution_of_one(path, monkeypatch):
     pd.testing.assert_frame_equal(pieces3, pieces)
     for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
         pd.testing.assert_series_equal(ops3[col], ops[col])
+
+
+def test_the_launching_threads_indexes_are_built_before_the_blocks_ask():
+    # attribute builds the host's activity beside the latency bounds, then its launching
+    # threads' indexes beside the late windows (_HostActivity.index_threads): each thread
+    # that launched an op gets its painted spans and its calls by kind, every device its
+    # idle gaps, and the ranges by thread; a trace without blocking calls gets no idle
+    # gaps (split asks for them only around a blocking call)
+    from pathlib import Path
+
+    from advisor.metrics import attribution
+    from advisor.metrics.gaps import host_ranges, idle_gaps, launch_rows, pageable_copies
+    from advisor.trace.load import load_trace
+
+    trace = load_trace(
+        Path(__file__).resolve().parents[2] / "sample_traces/h200_train_steps.sqlite"
+    )
+    ops = device_ops(trace)
+    ops["gap_ns"] = idle_gaps(ops)
+    rows = launch_rows(ops, trace.api)
+
+    def host():
+        return attribution._HostActivity(trace.api, host_ranges(trace), ops, rows,
+                                         pageable_copies(ops, trace))  # fmt: skip
+
+    built = host()
+    launching = {int(k) for k in built.api_keys[rows[rows >= 0]]}
+    assert len(launching) == 2 and not built._thread_painted and not built._built
+    built.index_threads(rows)
+    assert set(built._thread_painted) == launching
+    assert {key for key, _ in built._thread_call_starts} == launching
+    assert {code for _, code in built._thread_call_starts} == {
+        attribution._SYNC, attribution._COPY, 0}  # fmt: skip
+    assert set(built._built) == {"every_range", "device_idle"}
+    assert set(built.device_idle._gaps) == set(ops["device"].unique())
+    quiet = host()
+    quiet.api_cat[:] = 0  # (as if no call blocked)
+    quiet.index_threads(rows)
+    assert set(quiet._thread_painted) == launching and set(quiet._built) == {"every_range"}
