@@ -7,7 +7,14 @@ from conftest import SAMPLES
 
 import advisor
 from advisor.plain import plain, plain_int
-from advisor.render.json import COUNTER_EVIDENCE, document, document_parts, json_bytes, kernel_rows
+from advisor.render.json import (
+    COUNTER_EVIDENCE,
+    PART_ROWS,
+    document,
+    document_parts,
+    json_bytes,
+    kernel_rows,
+)
 
 COUNTERS = SAMPLES / "counters"
 
@@ -96,3 +103,27 @@ def test_a_jobs_document_written_a_part_at_a_time_is_the_same_bytes():
     assert r.ranks and len(r.document["regions"]) > 2
     want = json_bytes(r.document)
     assert _joined(r.analysis, r.finding_list, r.ranks, part=2) == want
+
+
+def test_the_kernel_groups_are_made_once_beside_the_head(monkeypatch):
+    # document_parts makes the whole kernel groups' table on another thread while the head
+    # is made, and the long list then reads the analysis' kept table: one kernel_groups
+    # call for the whole table (and one per region), on two threads as on one
+    import advisor.analysis as analysis_module
+    from advisor.metrics import ahead
+
+    calls = []
+    real = analysis_module.kernel_groups
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["by"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis_module, "kernel_groups", counted)
+    for threads in (2, 1):
+        monkeypatch.setattr(ahead, "ANALYSIS_THREADS", threads)
+        r = advisor.analyze(SAMPLES / "h200_train_steps.sqlite")  # (its rules: per region)
+        calls.clear()
+        joined = _joined(r.analysis, r.finding_list, r.ranks, part=PART_ROWS)
+        assert calls == [("shape",)]
+        assert joined == json_bytes(document(r.analysis, r.finding_list, r.ranks))
