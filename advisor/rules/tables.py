@@ -503,14 +503,16 @@ def region_graph_savings(a: Analysis) -> pd.DataFrame:
 
 def _region_graph_savings(a: Analysis) -> pd.DataFrame:
     ops = a.ops
-    eager = ~ops["cause"].eq("graph_internal").to_numpy()
-    saving = np.where(eager, graph_saving(ops["overhead_ns"].to_numpy()), 0)
+    saving = graph_saving(ops["overhead_ns"].to_numpy())
+    saving[ops["cause"].eq("graph_internal").to_numpy()] = 0  # (eager launches only)
     region = ops["region"].array  # (categorical: grouped on its codes, -1 = no region)
-    out = group_sums(
+    # (whole numbers: counted into one slot per (region, device), no groupby temporaries;
+    # 10M ops: 0.46 GB -> 0.2 GB over the analysis)
+    out = integer_group_sums(
         {"r": region.codes, "device": ops["device"].to_numpy()},
-        {"graph_saving_ns": saving, "graph_op": ops["graph"].to_numpy(np.float64),
-         "n": np.ones(len(ops), dtype=np.int64)},
-    )  # fmt: skip
+        {"graph_saving_ns": saving, "graph_op": ops["graph"].to_numpy(bool),
+         "n": np.ones(len(ops), dtype=bool)},
+    ).astype({"graph_saving_ns": np.int64, "n": np.int64})  # fmt: skip
     sums = {"graph_saving_ns": ("graph_saving_ns", "sum"), "graph_op": ("graph_op", "sum"),
             "n": ("n", "sum")}  # fmt: skip
     names = np.append(np.asarray(region.categories, dtype=object), "")

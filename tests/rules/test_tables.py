@@ -235,3 +235,28 @@ def test_step_gaps_in_blocks_of_any_size(monkeypatch):
     pd.testing.assert_frame_equal(
         tables._step_table(analysis_of(SAMPLES / "h200_train_steps.sqlite")), whole
     )
+
+
+def test_region_graph_savings_by_hand():
+    # per (region, device): what one CUDA graph saves of each eager gap's launch overhead,
+    # max(0, overhead - 256 ns), and the share of the ops that ran inside a graph; a range
+    # named '' and no range at all are one row
+    from types import SimpleNamespace
+
+    from advisor.rules.tables import _region_graph_savings
+
+    ops = pd.DataFrame({
+        "region": pd.Categorical(["step", "step", "step", "step", None, ""]),
+        "device": np.array([0, 0, 0, 1, 0, 0], dtype=np.int32),
+        "overhead_ns": [10_000, 100, 5_000, 2_256, 1_256, 756],
+        "cause": pd.Categorical(["host_bound", "host_bound", "graph_internal",
+                                 "launch_latency", "host_bound", "host_bound"]),
+        "graph": [False, False, True, True, False, False],
+    })  # fmt: skip
+    got = _region_graph_savings(SimpleNamespace(ops=ops))
+    # step/0: 9,744 + 0 + 0 (inside a graph: not eager); step/1: 2,000; ''/0: 1,000 + 500
+    assert got.to_dict("list") == {
+        "region": ["", "step", "step"], "device": [0, 0, 1],
+        "graph_saving_ns": [1_500, 9_744, 2_000], "graph_op_share": [0.0, 1 / 3, 1.0]}  # fmt: skip
+    assert got["graph_saving_ns"].dtype == np.int64 and got["device"].dtype == np.int64
+    assert ops["overhead_ns"].tolist()[2] == 5_000  # (the ops' column is left as it was)
