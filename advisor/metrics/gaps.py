@@ -541,7 +541,8 @@ def _run_blocks(first: np.ndarray, n: int, rows: int):
 def graph_saving(overhead_ns: np.ndarray) -> np.ndarray:
     """Per gap: what one CUDA graph would save of its launch overhead: max(0, overhead -
     GRAPH_NODE_GAP_NS) (ns)."""
-    return np.maximum(np.asarray(overhead_ns, dtype=np.int64) - GRAPH_NODE_GAP_NS, 0)
+    saving = np.asarray(overhead_ns, dtype=np.int64) - GRAPH_NODE_GAP_NS  # (a new array)
+    return np.maximum(saving, 0, out=saving)
 
 
 def _median_per_run(run: np.ndarray, values: np.ndarray, first: np.ndarray) -> np.ndarray:

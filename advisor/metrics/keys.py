@@ -185,11 +185,26 @@ def integer_group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray
         out = sums.take(order).reset_index(drop=True)
         return out.astype({v: np.float64 for v in values})
     key = packed.keys[0]
-    present = np.flatnonzero(np.bincount(key, minlength=bins))
+    counts = np.bincount(key, minlength=bins)
+    present = np.flatnonzero(counts)
     columns = {k: packed.column(i, present).astype(np.int64) for i, k in enumerate(names)}
     for v, weights in values.items():
-        columns[v] = np.bincount(key, weights, minlength=bins)[present]
+        columns[v] = _slot_sums(key, np.asarray(weights), counts, bins)[present].astype(
+            np.float64, copy=False)  # fmt: skip
     return pd.DataFrame(columns)
+
+
+def _slot_sums(key: np.ndarray, values: np.ndarray, counts: np.ndarray, bins: int) -> np.ndarray:
+    """Per slot of ``key`` (0..bins-1, each slot's rows ``counts``): the sum of ``values``
+    without a float64 copy of them: booleans counted (every one true: the counts), integers
+    added exactly in int64, other numbers as np.bincount's float64 weights."""
+    if values.dtype == bool:
+        return counts if values.all() else np.bincount(key[values], minlength=bins)
+    if values.dtype.kind in "iu":
+        sums = np.zeros(bins, dtype=np.int64)
+        np.add.at(sums, key, values)
+        return sums
+    return np.bincount(key, values, minlength=bins)
 
 
 def sorted_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -89,6 +89,22 @@ def test_integer_group_sums_by_hand():
     assert empty.empty and list(empty.columns) == ["a", "b", "ns"]
 
 
+def test_integer_group_sums_of_each_kind_of_value():
+    # one slot per key 0..2: booleans counted where true (rows 1 and 3 of slot 0, row 4 of
+    # slot 2), integers added in int64 (2**53 + 1 + 1 stays exact: float64 sums would
+    # round each step back to 2**53), whole-number floats as weights
+    k = np.array([0, 0, 1, 0, 2])
+    got = integer_group_sums({"k": k}, {
+        "some": np.array([False, True, True, True, False]),
+        "big": np.array([2**53, 1, 0, 1, 0], dtype=np.int64),
+        "f": np.array([1.0, 2.0, 3.0, 4.0, 5.0]),
+    })  # fmt: skip
+    assert got["some"].tolist() == [2.0, 1.0, 0.0]
+    assert got["big"].tolist() == [float(2**53 + 2), 0.0, 0.0]
+    assert got["f"].tolist() == [7.0, 3.0, 5.0]
+    assert (got.dtypes[1:] == np.float64).all()
+
+
 @SETTINGS
 @given(ROWS)
 def test_integer_group_sums_are_pandas_groupby_dense_or_not(rows):
