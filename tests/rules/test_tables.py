@@ -260,3 +260,34 @@ def test_region_graph_savings_by_hand():
         "graph_saving_ns": [1_500, 9_744, 2_000], "graph_op_share": [0.0, 1 / 3, 1.0]}  # fmt: skip
     assert got["graph_saving_ns"].dtype == np.int64 and got["device"].dtype == np.int64
     assert ops["overhead_ns"].tolist()[2] == 5_000  # (the ops' column is left as it was)
+
+
+def test_the_kernel_table_made_beside_the_range_table_is_the_same(monkeypatch):
+    # build_tables makes the kernel groups on another thread while the range table is made:
+    # every table the same as on one thread, the per-region kernel groups made once
+    from pathlib import Path
+
+    import advisor
+    import advisor.analysis as analysis_module
+    from advisor.metrics import ahead
+
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "h200_train_steps.sqlite"
+    calls = []
+    real = analysis_module.kernel_groups
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["by"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis_module, "kernel_groups", counted)
+    tables = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(ahead, "ANALYSIS_THREADS", threads)
+        a = advisor.analyze(sample).analysis
+        a._kernel_groups.clear()  # (made by the analyze call's rules: made again here)
+        calls.clear()
+        tables[threads] = build_tables(a)
+        assert calls == [("region", "shape")]
+    assert tables[1].keys() == tables[2].keys() and len(tables[2]) == 6
+    for scope, table in tables[1].items():
+        pd.testing.assert_frame_equal(tables[2][scope], table)
