@@ -16,7 +16,7 @@ import pandas as pd
 from advisor.data import names_in
 from advisor.metrics import intervals as iv
 from advisor.metrics.grouping import rows_by_value
-from advisor.metrics.keys import pack_one
+from advisor.metrics.keys import distinct, pack_one
 
 OP_CLASSES = ("comm", "compute", "memory")
 
@@ -103,9 +103,13 @@ def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:
 
     Comm and compute queued on one stream execute in order and can never overlap.
     """
-    key = pack_one(ops["device"].to_numpy(), ops["stream"].to_numpy())
-    compute_streams = np.unique(key[op_class.eq("compute").to_numpy()])
-    return op_class.eq("comm") & np.isin(key, compute_streams)
+    comm = op_class.eq("comm").to_numpy()
+    out = np.zeros(len(comm), dtype=bool)
+    if comm.any():  # (one key per op, looked up for the comm ops only)
+        key = pack_one(ops["device"].to_numpy(), ops["stream"].to_numpy())
+        compute_streams = distinct(key[op_class.eq("compute").to_numpy()])
+        out[comm] = np.isin(key[comm], compute_streams)
+    return pd.Series(out, index=op_class.index)
 
 
 SKEW_COLUMNS = ["device", "start", "name", "instance", "skew_ns", "wait_ns", "last_device",
