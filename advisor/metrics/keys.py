@@ -189,15 +189,18 @@ def integer_group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray
     present = np.flatnonzero(counts)
     columns = {k: packed.column(i, present).astype(np.int64) for i, k in enumerate(names)}
     for v, weights in values.items():
-        columns[v] = _slot_sums(key, np.asarray(weights), counts, bins)[present].astype(
+        columns[v] = slot_sums(key, np.asarray(weights), counts)[present].astype(
             np.float64, copy=False)  # fmt: skip
     return pd.DataFrame(columns)
 
 
-def _slot_sums(key: np.ndarray, values: np.ndarray, counts: np.ndarray, bins: int) -> np.ndarray:
-    """Per slot of ``key`` (0..bins-1, each slot's rows ``counts``): the sum of ``values``
-    without a float64 copy of them: booleans counted (every one true: the counts), integers
-    added exactly in int64, other numbers as np.bincount's float64 weights."""
+def slot_sums(key: np.ndarray, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per slot of ``key`` (integers 0..len(counts)-1; ``counts``: each slot's rows, as
+    ``np.bincount(key, minlength=len(counts))``): the sum of ``values`` without a float64
+    copy of them: booleans counted (int64; every one true: the counts), integers added
+    exactly in int64 (np.add.at: twice as fast as np.bincount's float weights at 10M rows),
+    other numbers as np.bincount's float64 weights."""
+    bins = len(counts)
     if values.dtype == bool:
         return counts if values.all() else np.bincount(key[values], minlength=bins)
     if values.dtype.kind in "iu":

@@ -23,6 +23,7 @@ from advisor.metrics.keys import (
     first_rows,
     group_medians,
     pack_one,
+    slot_sums,
 )
 from advisor.metrics.occupancy import kernel_occupancy
 from advisor.plain import plain_array
@@ -175,7 +176,7 @@ def kernel_groups(
     # inserted, then the whole table sorted and copied again, at a time)
     cols: dict = {k: df[k].array for k in keys}
     cols["launches"] = np.bincount(group, minlength=n)
-    cols["total_ns"] = np.bincount(group, duration, n).astype(np.int64)  # (exact)
+    cols["total_ns"] = slot_sums(group, duration, cols["launches"])  # (int64: exact)
     cols["median_ns"] = group_medians(group, duration, n)
     config = df["config"].to_numpy()
     for col in CONFIG_COLUMNS[:7]:
@@ -192,7 +193,7 @@ def kernel_groups(
     cols["demangled"] = df["demangled"].to_numpy()
     # most of its launches come from CPU ops that are no matrix multiply
     vetoed = launches["op_not_gemm"].to_numpy(bool) if "op_not_gemm" in launches else None
-    cols["op_not_gemm"] = (np.bincount(group, vetoed, n) * 2 > cols["launches"]
+    cols["op_not_gemm"] = (slot_sums(group, vetoed, cols["launches"]) * 2 > cols["launches"]
                            if vetoed is not None else np.zeros(n, dtype=bool))  # fmt: skip
     if extra:
         reduced = launches[list(extra)].groupby(group, sort=True).agg(extra)

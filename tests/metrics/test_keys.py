@@ -16,6 +16,7 @@ from advisor.metrics.keys import (
     integer_group_sums,
     pack,
     pack_one,
+    slot_sums,
     sort_runs,
     text_categorical,
 )
@@ -87,6 +88,21 @@ def test_integer_group_sums_by_hand():
     assert (got.dtypes == [np.int64, np.int64, np.float64, np.float64]).all()
     empty = integer_group_sums({"a": a[:0], "b": b[:0]}, {"ns": np.zeros(0)})
     assert empty.empty and list(empty.columns) == ["a", "b", "ns"]
+
+
+def test_slot_sums_by_hand():
+    # slots 0..3 (slot 2 empty): booleans counted in int64, integers summed in int64, floats
+    # as float64 weights; an empty slot sums to 0
+    key = np.array([3, 0, 3, 1, 0])
+    counts = np.bincount(key, minlength=4)
+    some = slot_sums(key, np.array([True, False, True, True, True]), counts)
+    every = slot_sums(key, np.ones(5, dtype=bool), counts)
+    ints = slot_sums(key, np.array([5, 1, 7, 2, 3], dtype=np.int32), counts)
+    floats = slot_sums(key, np.array([0.5, 1.0, 0.25, 2.0, 3.0]), counts)
+    assert some.tolist() == [1, 1, 0, 2] and some.dtype == np.int64
+    assert every.tolist() == [2, 1, 0, 2] == counts.tolist()
+    assert ints.tolist() == [4, 2, 0, 12] and ints.dtype == np.int64
+    assert floats.tolist() == [4.0, 2.0, 0.0, 0.75] and floats.dtype == np.float64
 
 
 def test_integer_group_sums_of_each_kind_of_value():
