@@ -84,3 +84,20 @@ def two_gpu():
 @pytest.fixture(scope="session")
 def graphlevel():
     return analysis_of(H200_GRAPHLEVEL)
+
+
+@pytest.fixture
+def kernel_group_calls(monkeypatch) -> list:
+    """The ``by`` of each kernel_groups call the analysis makes while the test runs (the
+    kernel tables made on another thread are counted too)."""
+    import advisor.analysis as analysis_module
+
+    calls: list = []
+    real = analysis_module.kernel_groups
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["by"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis_module, "kernel_groups", counted)
+    return calls

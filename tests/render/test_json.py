@@ -105,21 +105,13 @@ def test_a_jobs_document_written_a_part_at_a_time_is_the_same_bytes():
     assert _joined(r.analysis, r.finding_list, r.ranks, part=2) == want
 
 
-def test_the_kernel_groups_are_made_once_beside_the_head(monkeypatch):
+def test_the_kernel_groups_are_made_once_beside_the_head(monkeypatch, kernel_group_calls):
     # document_parts makes the whole kernel groups' table on another thread while the head
     # is made, and the long list then reads the analysis' kept table: one kernel_groups
     # call for the whole table (and one per region), on two threads as on one
-    import advisor.analysis as analysis_module
     from advisor.metrics import ahead
 
-    calls = []
-    real = analysis_module.kernel_groups
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["by"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(analysis_module, "kernel_groups", counted)
+    calls = kernel_group_calls
     for threads in (2, 1):
         monkeypatch.setattr(ahead, "ANALYSIS_THREADS", threads)
         r = advisor.analyze(SAMPLES / "h200_train_steps.sqlite")  # (its rules: per region)

@@ -262,24 +262,16 @@ def test_region_graph_savings_by_hand():
     assert ops["overhead_ns"].tolist()[2] == 5_000  # (the ops' column is left as it was)
 
 
-def test_the_kernel_table_made_beside_the_range_table_is_the_same(monkeypatch):
+def test_the_kernel_table_made_beside_the_range_table_is_the_same(monkeypatch, kernel_group_calls):
     # build_tables makes the kernel groups on another thread while the range table is made:
     # every table the same as on one thread, the per-region kernel groups made once
     from pathlib import Path
 
     import advisor
-    import advisor.analysis as analysis_module
     from advisor.metrics import ahead
 
     sample = Path(__file__).resolve().parents[2] / "sample_traces" / "h200_train_steps.sqlite"
-    calls = []
-    real = analysis_module.kernel_groups
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["by"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(analysis_module, "kernel_groups", counted)
+    calls = kernel_group_calls
     tables = {}
     for threads in (1, 2):
         monkeypatch.setattr(ahead, "ANALYSIS_THREADS", threads)
