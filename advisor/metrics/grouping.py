@@ -23,8 +23,9 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     (int64)."""
     if df.empty:
         return np.zeros(0, dtype=np.int64)
-    numbers = [_value_numbers(df[c]) for c in cols if not _constant(df[c])]  # (constant:
-    if not numbers:  # it splits no group)
+    # (a constant column splits no group)
+    numbers = [_value_numbers(df[c]) for c in cols if not _constant(df[c])]
+    if not numbers:
         return np.zeros(len(df), dtype=np.int64)
     key = pack_one(*numbers, fallback=None)
     if key is None:  # (the product of the columns' ranges reached the key's limit)
