@@ -925,7 +925,7 @@ def _stages(a: Analysis) -> pd.DataFrame:
 
 def build_tables(a: Analysis) -> dict[Scope, pd.DataFrame]:
     """One table per scope for the rule engine (the kernel groups made on another thread
-    meanwhile the range table is: 10M launches, 0.8 and 0.5 s; not beside the step table
+    while the range table is made: 10M launches, 0.8 and 0.5 s; not beside the step table
     too, whose temporaries would come on top of both: 0.6 GB at 10M ops)."""
     kernels = beside(partial(_kernels, a), analysis_threads())
     stages = _stages(a)
