@@ -31,6 +31,7 @@ from advisor.metrics.comm import (
     sorted_codes,
     window_comm,
 )
+from advisor.metrics.comm_regions import RegionCommSums, region_comm_sums
 from advisor.metrics.counters import GROUP_AGGREGATES, add_group_counters, launch_counters
 from advisor.metrics.gaps import (
     OVERHEAD_CAUSES,
@@ -167,6 +168,10 @@ class Analysis(ABC):
     def region_totals(self) -> pd.DataFrame:
         """Per (top-level range name, device) of the selection (range_totals)."""
         return self.totals.copy()
+
+    def comm_by_region(self) -> RegionCommSums:
+        """Per (region, device) sums of the selection's comm ops (metrics/comm_regions.py)."""
+        return region_comm_sums(self.ops, self.devices.set_index("device")["steady_start_ns"])
 
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""

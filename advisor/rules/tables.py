@@ -16,7 +16,7 @@ from advisor.analysis import WINDOW_COLUMNS, Analysis, TraceAnalysis
 from advisor.data import load_yaml, names_in
 from advisor.instances import range_instances
 from advisor.metrics.ahead import analysis_threads, beside
-from advisor.metrics.comm import overlap_ratio, startup_waits
+from advisor.metrics.comm import overlap_ratio
 from advisor.metrics.counters import rule_results, rules_in_words
 from advisor.metrics.gaps import graph_saving
 from advisor.metrics.gemm import add_tile_columns
@@ -527,7 +527,6 @@ def _region_graph_savings(a: Analysis) -> pd.DataFrame:
 
 
 def _regions(a: Analysis) -> pd.DataFrame:
-    ops = a.ops  # (only its communication ops are read here)
     savings = region_graph_savings(a)
     if a.regions.empty:
         w = a.devices.assign(name="", instances=1)
@@ -559,108 +558,30 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w[col] = np.array([said.get((cause, *k)) or NOTHING_RECORDED for k in at], dtype=object)
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
-    # waits for other ranks are measured only when the trace holds several ranks' comm
-    # (the comm ops' columns read where they are: a job of many ranks has millions of comm
-    # ops, all its ops; no table of them is copied)
-    comm = ops["op_class"].eq("comm").to_numpy()
-    comm_ops = ops if comm.all() else ops.loc[comm, _COMM_OP_COLUMNS]
-    device = comm_ops["device"].to_numpy()
-    if not len(device) or device.min() == device.max():  # (fewer than two devices)
+    # waits for other ranks are measured only when the trace holds several ranks' comm (the
+    # comm ops' sums per (region, device): a job of many ranks adds up its ranks')
+    comm = a.comm_by_region()
+    if not comm.several_devices():
         w["comm_wait_ns"] = np.where(w["comm_ns"] > 0, np.nan, 0.0)
-    waiting = np.flatnonzero((ops["wait_ns"] > 0).to_numpy())
-    startup_wait = startup_waits(
-        ops["start"].to_numpy()[waiting], ops["wait_ns"].to_numpy()[waiting],
-        ops["device"].to_numpy()[waiting], ops["last_device"].to_numpy()[waiting],
-        a.devices.set_index("device")["steady_start_ns"])  # fmt: skip
-    sums = _per_region_device(ops, {"startup_wait_ns": startup_wait}, waiting)
-    startup = sums["startup_wait_ns"].reindex(idx).fillna(0.0).to_numpy() if len(sums) else 0.0
+    startup = comm.per_region("startup_wait_ns", idx).fillna(0.0).to_numpy()
     w["steady_comm_wait_ns"] = w["comm_wait_ns"] - startup  # (NaN stays NaN)
     steady_exposed = w["exposed_comm_ns"] - w["startup_exposed_comm_ns"]
     hidable = (steady_exposed - w["comm_wait_ns"].fillna(0)).clip(lower=0)
     # (compute already alongside comm hides nothing more: only the rest can be moved there)
     w["hidable_comm_ns"] = np.fmin(hidable, w["compute_ns"] - w["overlap_ns"])
-    last = _most_often_last(ops, waiting)
-    w["last_device"] = last.reindex(idx).to_numpy() if len(last) else np.nan
+    w["last_device"] = comm.most_often_last(idx).to_numpy()
     w["rank_wait"] = [_rank_wait(wait, last) for wait, last in
                       zip(w["comm_wait_ns"], w["last_device"], strict=True)]  # fmt: skip
     # collectives (comm kernels that are not point-to-point) launched per range instance,
     # and the point-to-point kernels' share of the comm kernels' time
-    per = _comm_per_window(comm_ops).reindex(idx)
-    counts = per["collectives"].fillna(0).to_numpy()
+    counts = comm.per_region("collectives", idx).fillna(0).to_numpy()
     w["collectives_per_instance"] = counts / w["instances"].clip(lower=1).to_numpy()
-    total = per["comm_ns"]
-    w["p2p_comm_share"] = (per["p2p_ns"] / total.where(total > 0)).to_numpy(np.float64)
+    total = comm.per_region("comm_ns", idx)
+    p2p = comm.per_region("p2p_ns", idx)
+    w["p2p_comm_share"] = (p2p / total.where(total > 0)).to_numpy(np.float64)
     share = interleaving(a).set_index(["name", "device"])["interleaved_share"]
     w["interleaved_share"] = share.reindex(idx).to_numpy() if len(share) else np.nan
     return _at(w, w.pop("worst_start_ns"), a.origin_ns)
-
-
-# the comm ops' columns the range table reads (of a trace's ops: all are read where every
-# op is a comm op, as in a job of many ranks)
-_COMM_OP_COLUMNS = ["start", "end", "name", "kind", "op_class", "region", "device"]
-
-
-def _comm_per_window(comm: pd.DataFrame) -> pd.DataFrame:
-    """Per (region, device) of the comm ops ``comm``: ``collectives`` (how many are not
-    point-to-point kernels), ``comm_ns`` and ``p2p_ns`` (the ops' and the point-to-point
-    kernels' summed time, ns)."""
-    took = np.subtract(comm["end"].to_numpy(), comm["start"].to_numpy(), dtype=np.float64)
-    p2p = point_to_point(comm)
-    return _per_region_device(comm, {"collectives": ~p2p, "comm_ns": took,
-                                     "p2p_ns": np.where(p2p, took, 0.0)})  # fmt: skip
-
-
-def _per_region_device(
-    ops: pd.DataFrame, values: dict[str, np.ndarray], rows: np.ndarray | None = None
-) -> pd.DataFrame:
-    """The sums of integer-valued ``values`` (float64) per region text (a missing region is
-    '') and device of the ops (or of their ``rows``, positions: one value per row then),
-    indexed by (region, device): as a groupby on the texts, from the region's integer codes
-    (millions of comm ops in a job of many ranks)."""
-    codes, texts = _region_codes(ops["region"])
-    device = ops["device"].to_numpy()
-    if rows is not None:
-        codes, device = codes[rows], device[rows]
-    sums = integer_group_sums({"region": codes, "device": device}, values)
-    index = pd.MultiIndex.from_arrays([texts[sums.pop("region").to_numpy()],
-                                       sums.pop("device").to_numpy()])  # fmt: skip
-    return sums.set_axis(index)
-
-
-def _most_often_last(ops: pd.DataFrame, rows: np.ndarray) -> pd.Series:
-    """Per (region text, device) of the ops at positions ``rows``: the ``last_device`` most
-    often named (ties: the lowest; a group naming none is left out), in that column's
-    dtype; as each group's ``Series.mode().iloc[0]``, from integer codes."""
-    codes, texts = _region_codes(ops["region"])
-    last = ops["last_device"].to_numpy()
-    named = rows[~np.isnan(last[rows].astype(np.float64))]
-    counts = integer_group_sums(
-        {"region": codes[named], "device": ops["device"].to_numpy()[named],
-         "last": last[named].astype(np.int64)},
-        {"n": np.ones(len(named), dtype=bool)},
-    )  # fmt: skip
-    if counts.empty:
-        return pd.Series(dtype=last.dtype)
-    top = counts.sort_values(["region", "device", "n", "last"],
-                             ascending=[True, True, False, True], kind="stable")  # fmt: skip
-    top = top.drop_duplicates(["region", "device"])
-    index = pd.MultiIndex.from_arrays([texts[top["region"].to_numpy()],
-                                       top["device"].to_numpy()])  # fmt: skip
-    return pd.Series(top["last"].to_numpy().astype(last.dtype), index=index)
-
-
-def _region_codes(region: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(an int32 code per row, the texts by code) of a region column; missing is ''."""
-    if not isinstance(region.dtype, pd.CategoricalDtype):
-        codes, texts = pd.factorize(region.astype(object).fillna("").to_numpy())
-        return codes.astype(np.int32), np.asarray(texts, dtype=object)
-    texts = np.asarray(region.cat.categories, dtype=object)
-    empty = np.flatnonzero(texts == "")
-    if not len(empty):
-        texts, empty = np.append(texts, ""), np.array([len(texts)])
-    codes = region.cat.codes.to_numpy().astype(np.int32)
-    codes[codes < 0] = empty[0]
-    return codes, texts
 
 
 def _rank_wait(wait: float, last: float) -> str:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.rules.tables import SCOPES, _most_often_last, _per_region_device, build_tables
+from advisor.rules.tables import SCOPES, build_tables
 
 
 @pytest.mark.parametrize("fixture", ["single", "two_gpu", "graphlevel"])
@@ -129,51 +129,6 @@ def test_host_busy_steps_by_hand():
     found = {f.rule: f for f in find(a)}
     assert found["host-busy-steps"].est_savings_ns == 903_600
     assert "host-busy" not in found  # (the family is judged per steady step)
-
-
-@pytest.mark.parametrize("categorical", [True, False])
-def test_sums_per_region_and_device_count_a_missing_region_as_the_empty_one(categorical):
-    # five comm ops; region NaN and '' are one region (''): by hand, ('', 0): 10 + 40 = 50
-    # ns over 2 ops, ('', 1): 30, ('fwd', 0): 20 + 50 = 70, whatever the region's dtype
-    region = pd.Series(["", "fwd", None, np.nan, "fwd"], dtype=object)
-    ops = pd.DataFrame({"region": region.astype("category") if categorical else region,
-                        "device": [0, 0, 1, 0, 0]})  # fmt: skip
-    took = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
-    per = _per_region_device(ops, {"ns": took, "ops": np.ones(5, dtype=np.int64)})
-    assert per.loc[("", 0)].tolist() == [50.0, 2] and per.loc[("", 1)].tolist() == [30.0, 1]
-    assert per.loc[("fwd", 0)].tolist() == [70.0, 2] and len(per) == 3
-    texts = region.astype(object).fillna("")
-    want = pd.DataFrame({"ns": took}).groupby([texts, ops["device"]]).sum()["ns"]
-    assert per["ns"].reindex(want.index).tolist() == want.tolist()
-
-
-def test_sums_of_some_rows_per_region_and_device():
-    # rows 1, 2 and 4 of the five ops above: ('fwd', 0) 20 + 50 = 70 ns, ('', 1) 30 ns
-    region = pd.Series(["", "fwd", None, np.nan, "fwd"], dtype="category")
-    ops = pd.DataFrame({"region": region, "device": [0, 0, 1, 0, 0]})
-    per = _per_region_device(ops, {"ns": np.array([20, 30, 50])}, np.array([1, 2, 4]))
-    assert per["ns"].to_dict() == {("fwd", 0): 70.0, ("", 1): 30.0}
-
-
-def test_the_device_most_often_last_per_region_and_device():
-    # waiting ops (region, device, last_device), by hand:
-    #   ('fwd', 0): 3, 2, 3, 2, NaN -> 2 and 3 twice each: the lowest, 2
-    #   ('fwd', 1): 0, 0, 5         -> 0
-    #   ('', 0) (region None):  NaN -> names none: left out
-    #   ('bwd', 0): 7 (row 9, not among the rows asked for) -> left out
-    region = ["fwd"] * 5 + ["fwd"] * 3 + [None, "bwd"]
-    device = [0] * 5 + [1] * 3 + [0, 0]
-    last = [3, 2, 3, 2, np.nan, 0, 0, 5, np.nan, 7]
-    ops = pd.DataFrame({"region": pd.Series(region, dtype="category"), "device": device,
-                        "last_device": np.array(last, dtype=np.float32)})  # fmt: skip
-    got = _most_often_last(ops, np.arange(9))
-    assert got.to_dict() == {("fwd", 0): 2.0, ("fwd", 1): 0.0} and got.dtype == np.float32
-    # as the per-group mode it stands for
-    rows = ops.iloc[:9].assign(region=ops["region"].astype(object).fillna(""))
-    mode = rows.groupby(["region", "device"])["last_device"].agg(
-        lambda s: s.mode().iloc[0] if len(s.mode()) else np.nan
-    )
-    assert mode.dropna().to_dict() == got.to_dict()
 
 
 # (a slot per combination, pieces in one block or two at a time; group_sums)
