@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ from advisor.metrics.gaps import (
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
 from advisor.metrics.grouping import rows_by_value
-from advisor.metrics.keys import distinct, pack
+from advisor.metrics.keys import distinct, first_rows, pack
 from advisor.metrics.regions import (
     OUTSIDE_RANGES,
     measured_start,
@@ -173,6 +173,18 @@ class Analysis(ABC):
         """Per (region, device) sums of the selection's comm ops (metrics/comm_regions.py)."""
         return region_comm_sums(self.ops, self.devices.set_index("device")["steady_start_ns"])
 
+    def collective_instances(self) -> pd.DataFrame:
+        """One row per collective instance (metrics/comm.collective_skew's name#n) of the
+        selection: name, skew_ns (its last arrival's start - the first's) and last (the
+        device last to arrive), in order of first appearance."""
+        coll = self.collectives
+        # (skew and last device are the instance's, on each of its rows: its first row, in
+        # instance order, without grouping every row of a job of many ranks)
+        rows = first_rows(coll["instance"].to_numpy()) if len(coll) else np.zeros(0, np.int64)
+        return pd.DataFrame({"name": coll["name"].array.take(rows),
+                             "skew_ns": coll["skew_ns"].to_numpy()[rows],
+                             "last": coll["last_device"].to_numpy()[rows]})  # fmt: skip
+
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""
         windows = self.regions if self.selection.get("range") else self.devices
@@ -293,6 +305,21 @@ class TraceAnalysis(Analysis):
                        _segments=self._segments if whole else None)  # fmt: skip
 
 
+class CommSource(Protocol):
+    """Where a MergedAnalysis reads its job's comm ops from (commstore.CommView: kept on
+    disk), as a selection sees them."""
+
+    def ops(self) -> pd.DataFrame: ...  # the comm ops, with wait_ns and last_device
+
+    def collectives(self) -> pd.DataFrame: ...  # the matched collectives (collective_skew)
+
+    def instances(self) -> pd.DataFrame: ...  # Analysis.collective_instances
+
+    def comm_by_region(self) -> RegionCommSums: ...  # Analysis.comm_by_region
+
+    def narrowed(self, **selection) -> CommSource: ...  # with a device, ranges, span set
+
+
 @dataclass
 class MergedAnalysis(Analysis):
     """A job whose ranks were analysed apart, merged (parts.merge_parts): the per-device
@@ -300,11 +327,15 @@ class MergedAnalysis(Analysis):
     over their communication ops, which are all ``ops`` holds (``pieces`` and ``launches``
     are empty). The tables that need every GPU op come as the ranks computed them (kernel
     groups, DERIVED_NAMES); nothing else can be measured, and the ranges were selected on
-    the ranks (on_device selects a device)."""
+    the ranks (on_device selects a device). With ``comm`` (a CommSource: the job's comm
+    ops kept on disk, as parts.merged_job makes it), ``ops`` and ``collectives`` are read
+    back from it each time they are asked for, and what the rules and the document read of
+    them comes from its sums instead."""
 
     kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     precomputed: dict[DerivedName, pd.DataFrame] = field(default_factory=dict, repr=False)
+    comm: CommSource | None = field(default=None, repr=False)
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
         """The ranks' kernel groups (``by_region``: per region name), merged."""
@@ -315,6 +346,15 @@ class MergedAnalysis(Analysis):
     ) -> pd.DataFrame:
         """The ranks' table ``key``, merged (``compute`` is for a TraceAnalysis)."""
         return self.precomputed[key].copy()
+
+    def comm_by_region(self) -> RegionCommSums:
+        """Per (region, device) sums of the selection's comm ops (summed rank by rank)."""
+        return self.comm.comm_by_region() if self.comm is not None else super().comm_by_region()
+
+    def collective_instances(self) -> pd.DataFrame:
+        """One row per collective instance of the selection (Analysis.collective_instances;
+        from the comm store's instances without reading the matched ops back)."""
+        return self.comm.instances() if self.comm is not None else super().collective_instances()
 
     def on_device(self, device: int | None) -> MergedAnalysis:
         """The job narrowed to one device (None: all), its tables and precomputed ones."""
@@ -328,6 +368,40 @@ class MergedAnalysis(Analysis):
             region_kernel_groups=narrowed(self.region_kernel_groups),
             precomputed={k: narrowed(v) for k, v in self.precomputed.items()},
         )  # fmt: skip
+
+    def _device_tables(self, device: int | None) -> dict:
+        """Analysis._device_tables; the comm ops and collectives as the comm store's view
+        narrowed to ``device`` (``ops`` and ``collectives`` left to be read back)."""
+        if self.comm is None:
+            return super()._device_tables(device)
+        t = {name: getattr(self, name) for name in _DEVICE_TABLES if name not in _READ_BACK}
+        if device is not None:
+            t = {name: df[df["device"] == device] for name, df in t.items()}
+        t.update(dict.fromkeys(_READ_BACK), comm=self.comm.narrowed(device=device))
+        return t
+
+
+# the tables a MergedAnalysis with a comm store reads back from it when asked for (None held)
+_READ_BACK = ("ops", "collectives")
+
+
+def _read_back(name: str) -> property:
+    """A MergedAnalysis table held as given, or (None) read from its comm store's view."""
+
+    def get(self: MergedAnalysis) -> pd.DataFrame:
+        held = self.__dict__.get(f"_held_{name}")
+        if held is None and self.comm is not None:
+            return getattr(self.comm, name)()
+        return held
+
+    def put(self: MergedAnalysis, value: pd.DataFrame | None) -> None:
+        self.__dict__[f"_held_{name}"] = value
+
+    return property(get, put, doc=f"The job's {name} (held, or read back from ``comm``).")
+
+
+for _name in _READ_BACK:
+    setattr(MergedAnalysis, _name, _read_back(_name))
 
 
 def check_device(trace: Trace, device: int | None) -> None:
@@ -813,11 +887,11 @@ def _comm_waits(ops: pd.DataFrame, op_class: pd.Series, skew: pd.DataFrame):
         rows = skew["row"].to_numpy()
         wait[rows] = skew["wait_ns"].to_numpy()
         last_device[rows] = skew["last_device"].to_numpy(dtype="float32")
-        _share_with_duplicates(ops, op_class, wait, last_device)
+        share_with_duplicates(ops, op_class, wait, last_device)
     return wait, last_device
 
 
-def _share_with_duplicates(ops, op_class, wait: np.ndarray, last_device: np.ndarray) -> None:
+def share_with_duplicates(ops, op_class, wait: np.ndarray, last_device: np.ndarray) -> None:
     """Give comm ops equal in (device, start, name) the values of the first of them that
     has a match (in place)."""
     rows = np.flatnonzero(op_class.eq("comm").to_numpy())

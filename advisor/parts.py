@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from advisor import views
 from advisor.analysis import (
@@ -30,14 +29,14 @@ from advisor.analysis import (
     DerivedName,
     MergedAnalysis,
     TraceAnalysis,
-    _comm_waits,
     check_device,
     check_range,
 )
+from advisor.commstore import CommJob, CommStore, CommView
 from advisor.errors import AdvisorInputError, error_line
+from advisor.frames import compact, concatenated
 from advisor.memory import release_freed_memory
 from advisor.metrics.attribution import PIECE_COLUMNS
-from advisor.metrics.comm import collective_skew
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.metrics.waves import order_kernel_groups
@@ -138,10 +137,10 @@ def summarize(
         gpus={d: g for d, g in t.gpus.items() if d in t.devices}, devices=t.devices,
         warnings=list(t.warnings), sources=list(t.sources), coverage=dict(a0.coverage),
         shape_notes=a0.notes[len(coverage_notes(a0.coverage)):], origin_ns=a0.origin_ns,
-        tables={k: _compact(v) for k, v in tables.items()}, kernel_groups=_compact(kernels),
-        region_kernel_groups=_compact(region_kernels),
-        derived={k: _compact(v) for k, v in derived.items()},
-        comm=_compact(comm), rank=t.rank, world_size=t.world_size, utc_window=utc_window(a0),
+        tables={k: compact(v) for k, v in tables.items()}, kernel_groups=compact(kernels),
+        region_kernel_groups=compact(region_kernels),
+        derived={k: compact(v) for k, v in derived.items()},
+        comm=compact(comm), rank=t.rank, world_size=t.world_size, utc_window=utc_window(a0),
     )  # fmt: skip
 
 
@@ -217,42 +216,45 @@ def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
     maps = device_maps([p.devices for p in parts])
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
 
-    def merged(table: Callable[[RankPart], dict], key: str, categorical: bool = False):
+    def merged(table: Callable[[RankPart], dict], key: str):
         """The parts' ``table(part)[key]`` concatenated (device ids the job's, the range ids
-        of range instances and comm ops offset per rank, -1 kept), each part's emptied with
-        ``release``."""
+        of range instances offset per rank), each part's emptied with ``release``."""
         frames = []
         for p, m, off in zip(parts, maps, offsets, strict=False):
             f = _renumber(table(p)[key], m)
-            if key in ("regions", "comm") and len(f):
-                ids = f["range_id"].to_numpy()
-                f = f.assign(range_id=np.where(ids >= 0, ids + off, -1))
+            if key == "regions" and len(f):
+                f = _job_ids(f, {}, off)
             frames.append(f)
             if release:  # (a copy: an empty slice would keep the rows' memory)
                 table(p)[key] = table(p)[key].iloc[:0].copy()
-        return _concat(frames, categorical)
+        return concatenated(frames)
 
     tables = {k: merged(lambda p: p.tables, k) for k in _ORDERS}
     derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
     kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
     region_kernels = merged(vars, "region_kernel_groups")
-    comm = merged(vars, "comm", categorical=True)
+    store = CommStore()  # (the comm ops on disk, a rank at a time: millions in a large job)
+    for p, m, off in zip(parts, maps, offsets, strict=False):
+        store.add(_job_ids(p.comm, m, off))
+        if release:
+            p.comm = p.comm.iloc[:0].copy()
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
         release_freed_memory()
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
     derived = {k: _DERIVED_ORDERS[k](v) if len(v) else v for k, v in derived.items()}
     kernels = order_kernel_groups(kernels) if len(kernels) else kernels
     region_kernels = order_kernel_groups(region_kernels) if len(region_kernels) else region_kernels
-    comm, collectives = _cross_rank_waits(comm, tables)
+    comm = store.match(tables["devices"].set_index("device")["steady_start_ns"])
+    _fill_waits(comm, tables)
     return MergedAnalysis(
-        trace=_job_trace(parts, maps), ops=comm, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
+        trace=_job_trace(parts, maps), ops=None, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
         launches=pd.DataFrame({"device": []}), devices=tables["devices"],
         regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
-        streams=tables["streams"], collectives=collectives,
+        streams=tables["streams"], collectives=None,
         notes=[*coverage_notes(_coverage(parts)), *_shape_notes(parts)],
         coverage=_coverage(parts), origin_ns=min(p.origin_ns for p in parts),
         totals=tables["totals"], kernel_groups=kernels, region_kernel_groups=region_kernels,
-        precomputed=derived,
+        precomputed=derived, comm=CommView(comm),
     )  # fmt: skip
 
 
@@ -271,10 +273,13 @@ def selected(
         a.kernel_groups = a.kernel_groups.assign(worst_start_ns=np.nan)
     if range_text:  # (each rank's sequences are in its devices' selected spans already)
         check_range(a, range_text)
-        ids = set(a.regions["range_id"])
+        ids = frozenset(a.regions["range_id"])
         lo, hi = a.regions["start_ns"].min(), a.regions["end_ns"].max()
-        a.ops = a.ops[a.ops["range_id"].isin(ids)]
-        a.collectives = a.collectives[a.collectives["start"].between(lo, hi)]
+        if a.comm is not None:  # (read back from the comm store as selected)
+            a.comm = a.comm.narrowed(range_text=range_text, range_ids=ids, span=(lo, hi))
+        else:
+            a.ops = a.ops[a.ops["range_id"].isin(ids)]
+            a.collectives = a.collectives[a.collectives["start"].between(lo, hi)]
     return a
 
 
@@ -303,29 +308,6 @@ def _sequences_that_matter(a: TraceAnalysis, rules: list | None) -> pd.DataFrame
     return seq[keep]
 
 
-def _compact(t: pd.DataFrame) -> pd.DataFrame:
-    """``t`` (index reset) with its text columns as categoricals: each distinct name is
-    sent once, not once per row (_expand restores the columns' types after the merge)."""
-    t = t.reset_index(drop=True)
-    text = {c: str(d) for c, d in t.dtypes.items()
-            if d is np.dtype(object) or isinstance(d, pd.StringDtype)}  # fmt: skip
-    if not text or t.empty:
-        return t
-    out = t.astype({c: "category" for c in text})
-    out.attrs["text_columns"] = text
-    return out
-
-
-def _expand(t: pd.DataFrame) -> pd.DataFrame:
-    """The text columns that _compact made categoricals, back in their own types."""
-    text = t.attrs.get("text_columns")
-    if not text:
-        return t
-    out = t.astype({c: (object if d == "object" else d) for c, d in text.items() if c in t})
-    out.attrs = {}
-    return out
-
-
 def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
     """``t`` with its device column mapped to the job's ids."""
     if t.empty or "device" not in t or all(k == v for k, v in device_map.items()):
@@ -333,52 +315,28 @@ def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
     return t.assign(device=t["device"].map(device_map).astype(t["device"].dtype))
 
 
-def _concat(frames: list[pd.DataFrame], categorical: bool = False) -> pd.DataFrame:
-    """The frames one after another (the empty ones only give their columns), text
-    columns in their own types again (_expand), or with ``categorical`` as categoricals
-    of all the frames' categories (the comm ops: millions of rows in a large job)."""
-    if categorical:
-        return _concat_categorical(frames)
-    frames = [_expand(f) for f in frames]
-    full = [f for f in frames if len(f)]
-    if not full:
-        return frames[0] if frames else pd.DataFrame()
-    return pd.concat(full, ignore_index=True) if len(full) > 1 else full[0].reset_index(drop=True)
+def _job_ids(t: pd.DataFrame, device_map: dict[int, int], offset: int) -> pd.DataFrame:
+    """A part's table with the job's device ids and its range ids offset by the ranks'
+    before it (-1, outside every range, kept)."""
+    t = _renumber(t, device_map)
+    if not len(t) or "range_id" not in t:
+        return t
+    ids = t["range_id"].to_numpy()
+    return t.assign(range_id=np.where(ids >= 0, ids + offset, -1))
 
 
-def _concat_categorical(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    full = [f for f in frames if len(f)]
-    if len(full) < 2:
-        return _concat(frames)
-    cats = [c for c in full[0] if isinstance(full[0][c].dtype, pd.CategoricalDtype)]
-    out = pd.concat([f.drop(columns=cats) for f in full], ignore_index=True)
-    for c in cats:
-        out[c] = union_categoricals([f[c] for f in full])
-    out.attrs = {}
-    return out[list(full[0].columns)]
-
-
-def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the comm ops with wait_ns and last_device, the collectives table), with the
-    windows' comm_wait_ns filled in ``tables`` (devices, regions and range totals): as
-    analyze computes them over one Trace holding every rank."""
-    if comm.empty:
-        comm = comm.assign(wait_ns=pd.Series(dtype=float), last_device=pd.Series(dtype=float))
-        op_class = comm["op_class"]
-    else:
-        op_class = comm["op_class"].astype(pd.CategoricalDtype(["comm", "compute", "memory"]))
-    skew = collective_skew(comm, op_class)
-    comm = comm.assign(op_class=op_class)
-    comm["wait_ns"], comm["last_device"] = _comm_waits(comm, op_class, skew)
-    waits = comm.loc[(comm["wait_ns"] != 0).to_numpy(), ["device", "range_id", "wait_ns"]]
+def _fill_waits(comm: CommJob, tables: dict) -> None:
+    """The windows' comm_wait_ns in ``tables`` (devices, regions and range totals) from the
+    comm ops' waits for the last rank, summed rank by rank (commstore.CommJob): as analyze
+    computes them over one Trace holding every rank."""
     d = tables["devices"]
-    per_device = waits.groupby("device")["wait_ns"].sum()
-    d["comm_wait_ns"] = d["device"].map(per_device).fillna(0.0).to_numpy(np.float64)
+    d["comm_wait_ns"] = d["device"].map(comm.device_waits).fillna(0.0).to_numpy(np.float64)
     r = tables["regions"]
     if len(r):
-        per_window = waits[waits["range_id"] >= 0].groupby(["range_id", "device"])["wait_ns"].sum()
         key = pd.MultiIndex.from_frame(r[["range_id", "device"]])
-        r["comm_wait_ns"] = per_window.reindex(key).fillna(0.0).to_numpy(np.float64)
+        per_window = comm.window_waits
+        r["comm_wait_ns"] = (per_window.reindex(key).fillna(0.0).to_numpy(np.float64)
+                             if len(per_window) else np.zeros(len(r)))  # fmt: skip
         t = tables["totals"]
         per_name = r.groupby(["name", "device"])["comm_wait_ns"].sum()
         key = pd.MultiIndex.from_frame(t[["name", "device"]])
@@ -386,11 +344,9 @@ def _cross_rank_waits(comm: pd.DataFrame, tables: dict) -> tuple[pd.DataFrame, p
         # (the time outside every range: the waits of the ops launched outside them)
         outside = t["name"].eq(OUTSIDE_RANGES).to_numpy()
         if outside.any():
-            per_device = waits[waits["range_id"] < 0].groupby("device")["wait_ns"].sum()
             t.loc[outside, "comm_wait_ns"] = (
-                t.loc[outside, "device"].map(per_device).fillna(0.0).to_numpy(np.float64)
+                t.loc[outside, "device"].map(comm.outside_waits).fillna(0.0).to_numpy(np.float64)
             )
-    return comm, skew
 
 
 def _job_trace(parts: list[RankPart], maps: list[dict[int, int]]) -> Trace:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from advisor.analysis import Analysis, TraceAnalysis
 from advisor.metrics import intervals as iv
-from advisor.metrics.keys import first_rows, group_medians, pack, sorted_codes
+from advisor.metrics.keys import group_medians, pack, sorted_codes
 from advisor.metrics.pipeline import pipeline_stages as _pipeline
 from advisor.metrics.pipeline import point_to_point, stage_steps, step_windows
 
@@ -225,15 +225,9 @@ def collectives(a: Analysis) -> pd.DataFrame:
     """Per collective kernel name (metrics/comm.collective_skew's instances): instances,
     median_skew_ns, max_skew_ns (last arrival - first, per instance) and the device most
     often last; integers, largest max_skew_ns first."""
-    coll = a.collectives
-    if coll.empty:
+    per = a.collective_instances()
+    if per.empty:
         return pd.DataFrame(columns=COLLECTIVE_COLUMNS)
-    # (skew and last device are the instance's, on each of its rows: its first row, in
-    # instance order, without grouping every row of a job of many ranks)
-    rows = first_rows(coll["instance"].to_numpy())
-    per = pd.DataFrame({"name": coll["name"].array.take(rows),
-                        "skew_ns": coll["skew_ns"].to_numpy()[rows],
-                        "last": coll["last_device"].to_numpy()[rows]})  # fmt: skip
     g = per.groupby("name").agg(
         instances=("skew_ns", "size"),
         median_skew_ns=("skew_ns", "median"),

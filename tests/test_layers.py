@@ -21,8 +21,10 @@ ALLOWED = {
     "findings": {"analysis", "rules"},
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "memory", "options", "rules", "trace"},  # (paused_gc)
-    "parts": {"analysis", "memory", "metrics", "options", "pipeline", "rules", "trace",
-              "views"},  # (memory: the merged parts' freed heap given back)
+    "frames": set(),
+    "commstore": {"analysis", "frames", "metrics"},
+    "parts": {"analysis", "commstore", "frames", "memory", "metrics", "options", "pipeline",
+              "rules", "trace", "views"},  # (memory: the merged parts' freed heap given back)
     "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
               "trace"},

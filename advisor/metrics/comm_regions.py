@@ -23,8 +23,9 @@ from advisor.metrics.keys import integer_group_sums
 from advisor.metrics.pipeline import point_to_point
 
 # per (region, device): comm ops, collectives, their time and the point-to-point kernels'
-# (ns), the waits' start-up part (ns)
-SUM_COLUMNS = ["n", "collectives", "comm_ns", "p2p_ns", "startup_wait_ns"]
+# (ns), the waits' start-up part (ns), and that part as an analysis of the op's device alone
+# measures it (it knows no other device's steady state: before its own steady start only)
+SUM_COLUMNS = ["n", "collectives", "comm_ns", "p2p_ns", "startup_wait_ns", "own_startup_wait_ns"]
 _KEYS = ["region", "device"]
 
 
@@ -61,7 +62,8 @@ class RegionCommSums:
     def narrowed(self, device: int | None = None, range_text: str | None = None) -> RegionCommSums:
         """The sums of the ops on ``device`` (None: every device) launched in a range whose
         text contains ``range_text`` (None: every op, outside ranges too): the ops an
-        analysis keeps when that range and device are selected."""
+        analysis keeps when that range and device are selected (with a device, the waits'
+        start-up part as that device's analysis measures it: own_startup_wait_ns)."""
 
         def keep(t: pd.DataFrame) -> pd.DataFrame:
             mask = np.ones(len(t), dtype=bool)
@@ -71,7 +73,10 @@ class RegionCommSums:
                 mask &= t["region"].str.contains(range_text, regex=False).to_numpy(bool)
             return t[mask].reset_index(drop=True)
 
-        return RegionCommSums(keep(self.sums), keep(self.last))
+        sums = keep(self.sums)
+        if device is not None:
+            sums["startup_wait_ns"] = sums["own_startup_wait_ns"]
+        return RegionCommSums(sums, keep(self.last))
 
     @staticmethod
     def added(parts: list[RegionCommSums]) -> RegionCommSums:
@@ -113,13 +118,15 @@ def region_comm_sums(ops: pd.DataFrame, steady_start: pd.Series) -> RegionCommSu
     wait = c["wait_ns"].to_numpy()
     waiting = np.flatnonzero(wait > 0)
     last = c["last_device"].to_numpy()
-    startup = np.zeros(len(c))
-    startup[waiting] = startup_waits(start[waiting], wait[waiting], device[waiting],
-                                     last[waiting], steady_start)  # fmt: skip
+    startup, own = np.zeros(len(c)), np.zeros(len(c))
+    at = (start[waiting], wait[waiting], device[waiting])
+    startup[waiting] = startup_waits(*at, last[waiting], steady_start)
+    own[waiting] = startup_waits(*at, np.full(len(waiting), np.nan), steady_start)
     sums = integer_group_sums(
         {"region": codes, "device": device},
         {"n": np.ones(len(c), dtype=bool), "collectives": ~p2p, "comm_ns": took,
-         "p2p_ns": np.where(p2p, took, 0.0), "startup_wait_ns": startup},
+         "p2p_ns": np.where(p2p, took, 0.0), "startup_wait_ns": startup,
+         "own_startup_wait_ns": own},
     )  # fmt: skip
     sums["region"] = texts[sums["region"].to_numpy()]
     named = waiting[~np.isnan(last[waiting].astype(np.float64))]
