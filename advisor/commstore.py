@@ -79,6 +79,25 @@ class CommStore:
         self.folder = Path(tempfile.mkdtemp(prefix="advisor-comm-"))
         self._removal = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
         self._ranks: list[_Rank] = []
+        self._held = 0  # (parts' comm ops held as they arrived)
+
+    def hold(self, comm: pd.DataFrame) -> Path:
+        """Write a part's comm ops as it arrives (before the job's ids are known: ``add``
+        takes them in rank order once every part is in); the file to ``take`` them from."""
+        held = self.folder / "arrived"
+        held.mkdir(exist_ok=True)
+        self._held += 1
+        path = held / f"{self._held}.pkl"
+        comm.to_pickle(path)
+        return path
+
+    @staticmethod
+    def take(path: str | Path, remove: bool = True) -> pd.DataFrame:
+        """The comm ops ``hold`` wrote (the file removed, with ``remove``)."""
+        comm = pd.read_pickle(path)
+        if remove:
+            Path(path).unlink()
+        return comm
 
     def add(self, comm: pd.DataFrame) -> None:
         """The next rank's comm ops (COMM_COLUMNS with the job's device and range ids)."""

@@ -26,9 +26,10 @@ import pandas as pd
 from advisor.analysis import MergedAnalysis
 from advisor.cluster import Runner
 from advisor.cluster import runner as runner_for
+from advisor.commstore import CommStore
 from advisor.errors import AdvisorInputError, NoTraceRead, error_line
 from advisor.options import AnalysisOptions
-from advisor.parts import RankPart, device_maps, merged_job, rank_rows, selected
+from advisor.parts import RankPart, device_maps, hold_comm, merged_job, rank_rows, selected
 from advisor.rules.finding import Finding
 from advisor.trace.model import Trace
 
@@ -130,13 +131,20 @@ def analyze_ranks(
     parts with the options' selection and apply ``rules`` (default: the options').
     NoTraceRead when none could be read; the errors of the others are in the result, the
     rest is analysed."""
+    store = CommStore()  # (each part's comm ops held on disk as it arrives)
+
+    def arrived(part: RankPart) -> None:
+        hold_comm(part, store)
+        if on_read is not None:
+            on_read(part)
+
     with runner or runner_for(options) as run:
-        parts = run.map(paths, options, on_done=on_read)
+        parts = run.map(paths, options, on_done=arrived)
     errors = [p.error for p in parts if p.error]
     if len(errors) == len(parts):
         raise NoTraceRead(errors)
     check_one_job(parts)
-    analysis, findings = merge_and_find(parts, options, rules)
+    analysis, findings = merge_and_find(parts, options, rules, store)
     rows = rank_rows(parts)
     if len(parts) > 1:  # (one trace, on Dask: as analysed here, no ranks)
         rank_of = {d: r["rank"] for r in rows for d in r["devices"]}
@@ -145,15 +153,16 @@ def analyze_ranks(
 
 
 def merge_and_find(
-    parts: list[RankPart], options: AnalysisOptions, rules=None
+    parts: list[RankPart], options: AnalysisOptions, rules=None, store: CommStore | None = None
 ) -> tuple[MergedAnalysis, list[Finding]]:
     """The readable parts merged with the options' selection, and its findings: found on
     every device of the job, then those of the selected device (findings.find_on_device),
     so a device's findings are the ones the whole job gives it. The parts' tables are
-    emptied as they are merged (merged_job's ``release``)."""
+    emptied as they are merged (merged_job's ``release``; ``store``: where their comm ops
+    were held as they arrived)."""
     from advisor.findings import find_on_device
 
-    job = merged_job(parts, release=True)
+    job = merged_job(parts, release=True, store=store)
     whole = selected(job, options.range_text, None)
     found = find_on_device(whole, options.device, options.rules() if rules is None else rules)
     if options.device is None:

@@ -91,6 +91,10 @@ class RankPart:
     region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     derived: dict[DerivedName, pd.DataFrame] = field(default_factory=dict)  # _DERIVED_ORDERS'
     comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
+    # where the client holds ``comm`` while the other parts arrive (held: comm emptied), and
+    # how many range ids it uses (its comm ops' largest + 1)
+    comm_file: str | None = None
+    comm_ranges: int = 0
     extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked
     rank: int | None = None  # what the trace says (Trace.rank, world_size)
     world_size: int | None = None
@@ -204,12 +208,24 @@ def merge_parts(
     return selected(merged_job(parts, release), range_text, device)
 
 
-def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
+def hold_comm(part: RankPart, store: CommStore) -> None:
+    """Move an arriving part's comm ops into ``store`` (the client holds none of them while
+    the other parts arrive); merged_job with that store takes them back."""
+    if part.error is None and part.comm_file is None:
+        part.comm_ranges = _range_count(part)
+        part.comm_file = str(store.hold(part.comm))
+        part.comm = part.comm.iloc[:0].copy()
+
+
+def merged_job(
+    parts: list[RankPart], release: bool = False, store: CommStore | None = None
+) -> MergedAnalysis:
     """The readable parts merged into one MergedAnalysis, nothing selected (``selected``
     narrows it, any number of times). With ``release``, each part's tables are emptied
     (rows dropped, columns kept) as soon as they are merged: the parts and the merged job
-    are not held at once (the client's memory in a job of many ranks). Raises
-    AdvisorInputError when none is readable."""
+    are not held at once (the client's memory in a job of many ranks). ``store``: the
+    CommStore the parts' comm ops were held in as they arrived (hold_comm), else a new one.
+    Raises AdvisorInputError when none is readable."""
     parts = [p for p in parts if p.error is None]
     if not parts:
         raise AdvisorInputError(None, "no trace could be read")
@@ -233,11 +249,17 @@ def merged_job(parts: list[RankPart], release: bool = False) -> MergedAnalysis:
     derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
     kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
     region_kernels = merged(vars, "region_kernel_groups")
-    store = CommStore()  # (the comm ops on disk, a rank at a time: millions in a large job)
+    store = store or CommStore()  # (the comm ops on disk, a rank at a time: millions of them)
     for p, m, off in zip(parts, maps, offsets, strict=False):
-        store.add(_job_ids(p.comm, m, off))
-        if release:
-            p.comm = p.comm.iloc[:0].copy()
+        if p.comm_file is not None:  # (held as it arrived: hold_comm)
+            comm = store.take(p.comm_file, remove=release)
+            p.comm_file = None if release else p.comm_file
+        else:
+            comm = p.comm
+            if release:
+                p.comm = p.comm.iloc[:0].copy()
+        store.add(_job_ids(comm, m, off))
+        del comm
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
         release_freed_memory()
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
@@ -284,9 +306,10 @@ def selected(
 
 
 def _range_count(p: RankPart) -> int:
-    """How many range ids the part uses (its region and comm ids are below it)."""
+    """How many range ids the part uses (its region and comm ids are below it; comm_ranges
+    where its comm ops are held apart)."""
     ids = [p.tables["regions"]["range_id"].max() if len(p.tables["regions"]) else -1,
-           p.comm["range_id"].max() if len(p.comm) else -1]  # fmt: skip
+           p.comm["range_id"].max() if len(p.comm) else -1, p.comm_ranges - 1]  # fmt: skip
     return int(max(ids)) + 1
 
 

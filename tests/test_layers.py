@@ -26,8 +26,8 @@ ALLOWED = {
     "parts": {"analysis", "commstore", "frames", "memory", "metrics", "options", "pipeline",
               "rules", "trace", "views"},  # (memory: the merged parts' freed heap given back)
     "cluster": {"memory", "options", "parts"},
-    "multi": {"analysis", "cluster", "findings", "options", "parts", "pipeline", "rules",
-              "trace"},
+    "multi": {"analysis", "cluster", "commstore", "findings", "options", "parts", "pipeline",
+              "rules", "trace"},
     "configs": {"rules", "trace"},
     "baselines": set(),
     "gating": {"analysis", "baselines", "cluster", "findings", "instances", "metrics", "options",

@@ -9,6 +9,7 @@ import sys
 import weakref
 
 import numpy as np
+import pandas as pd
 import pytest
 from builders import two_device_steps
 from conftest import H200_2GPU, PUBLIC, PUBLIC_NSYS, ROOT
@@ -203,3 +204,56 @@ def test_a_job_of_a_whole_rank_and_a_thinned_one():
     assert "cuda_graph" in by_device[0] and "cuda_graph" not in by_device[1]
     kernel_advice = by_device[0] & {"split_k", "stream_k", "persistent", "tile_reshape"}
     assert kernel_advice and kernel_advice <= by_device[1]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_comm_ops_held_apart_as_the_parts_arrive(allreduce_ranks, jobs):
+    # analyze_ranks moves each part's comm ops into the job's comm store as the part
+    # arrives (the client holds none of them while the others come): each part arrives
+    # with 17 comm ops and is left without them, and the job is the same as merging the
+    # parts as they were sent
+    from advisor.cluster import LocalRunner
+    from advisor.multi import analyze_ranks
+
+    options = AnalysisOptions()
+    sent = [rank_part(p, options) for p in allreduce_ranks]
+    assert [len(p.comm) for p in sent] == [17, 17]
+    want, found = merge_and_find(sent, options)
+    seen = []
+    job = analyze_ranks(allreduce_ranks, options, runner=LocalRunner(jobs),
+                        on_read=lambda p: seen.append((len(p.comm), p.comm_file)))  # fmt: skip
+    assert [n for n, _ in seen] == [0, 0] and all(f is not None for _, f in seen)
+    assert document(job.analysis, []) == document(want, [])
+    assert [(f.rule, f.device, f.est_savings_ns) for f in job.findings] == [
+        (f.rule, f.device, f.est_savings_ns) for f in found
+    ]
+    pd.testing.assert_frame_equal(job.analysis.ops, want.ops)
+    pd.testing.assert_frame_equal(job.analysis.collectives, want.collectives)
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_the_jobs_comm_ops_and_collectives_read_back_as_the_whole_trace_has_them(name):
+    # the merged job's comm ops and matched collectives are read back from its comm store:
+    # the whole trace's comm ops and collectives (their rows renumbered: the merged job's
+    # ops are its comm ops only; range ids are numbered per rank, the names the same)
+    options = AnalysisOptions()
+    a, _ = run_trace(merge_traces([load_one(p, None) for p in SETS[name]]), options)
+    b, _ = merge_and_find([rank_part(p, options) for p in SETS[name]], options)
+    comm = a.ops[a.ops["op_class"].eq("comm").to_numpy()]
+    cols = ["device", "start", "end", "name", "kind", "region", "wait_ns", "last_device"]
+    got, want = b.ops[cols].reset_index(drop=True), comm[cols].reset_index(drop=True)
+    key = ["device", "start", "end"]
+    got = got.sort_values(key, kind="stable", ignore_index=True)
+    want = want.sort_values(key, kind="stable", ignore_index=True)
+    for c in cols:
+        assert (
+            got[c].astype(object).fillna(-1).tolist() == want[c].astype(object).fillna(-1).tolist()
+        ), c
+    skew = ["device", "start", "instance", "skew_ns", "wait_ns", "last_device"]
+    assert len(b.collectives) == len(a.collectives)
+    assert (
+        b.collectives[skew]
+        .reset_index(drop=True)
+        .equals(a.collectives[skew].reset_index(drop=True))
+    )
+    assert b.collectives["name"].astype(str).tolist() == a.collectives["name"].astype(str).tolist()
