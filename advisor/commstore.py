@@ -81,23 +81,24 @@ class CommStore:
         self._ranks: list[_Rank] = []
         self._held = 0  # (parts' comm ops held as they arrived)
 
-    def hold(self, comm: pd.DataFrame) -> Path:
-        """Write a part's comm ops as it arrives (before the job's ids are known: ``add``
-        takes them in rank order once every part is in); the file to ``take`` them from."""
+    def hold(self, table: pd.DataFrame) -> Path:
+        """Write a table of a part as the part arrives (its comm ops, before the job's ids
+        are known: ``add`` takes them in rank order once every part is in; its range
+        instances); the file to ``take`` it from."""
         held = self.folder / "arrived"
         held.mkdir(exist_ok=True)
         self._held += 1
         path = held / f"{self._held}.pkl"
-        comm.to_pickle(path)
+        table.to_pickle(path)
         return path
 
     @staticmethod
     def take(path: str | Path, remove: bool = True) -> pd.DataFrame:
-        """The comm ops ``hold`` wrote (the file removed, with ``remove``)."""
-        comm = pd.read_pickle(path)
+        """The table ``hold`` wrote (the file removed, with ``remove``)."""
+        table = pd.read_pickle(path)
         if remove:
             Path(path).unlink()
-        return comm
+        return table
 
     def add(self, comm: pd.DataFrame) -> None:
         """The next rank's comm ops (COMM_COLUMNS with the job's device and range ids)."""

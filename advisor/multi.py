@@ -29,7 +29,7 @@ from advisor.cluster import runner as runner_for
 from advisor.commstore import CommStore
 from advisor.errors import AdvisorInputError, NoTraceRead, error_line
 from advisor.options import AnalysisOptions
-from advisor.parts import RankPart, device_maps, hold_comm, merged_job, rank_rows, selected
+from advisor.parts import RankPart, device_maps, hold_tables, merged_job, rank_rows, selected
 from advisor.rules.finding import Finding
 from advisor.trace.model import Trace
 
@@ -131,10 +131,10 @@ def analyze_ranks(
     parts with the options' selection and apply ``rules`` (default: the options').
     NoTraceRead when none could be read; the errors of the others are in the result, the
     rest is analysed."""
-    store = CommStore()  # (each part's comm ops held on disk as it arrives)
+    store = CommStore()  # (each part's comm ops and range instances held on disk as it arrives)
 
     def arrived(part: RankPart) -> None:
-        hold_comm(part, store)
+        hold_tables(part, store)
         if on_read is not None:
             on_read(part)
 

@@ -91,10 +91,10 @@ class RankPart:
     region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame)
     derived: dict[DerivedName, pd.DataFrame] = field(default_factory=dict)  # _DERIVED_ORDERS'
     comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
-    # where the client holds ``comm`` while the other parts arrive (held: comm emptied), and
-    # how many range ids it uses (its comm ops' largest + 1)
-    comm_file: str | None = None
-    comm_ranges: int = 0
+    # the tables the client holds on disk while the other parts arrive (hold_tables: "comm",
+    # "regions" -> their file; the part's own emptied), and how many range ids it uses then
+    held: dict[str, str] = field(default_factory=dict)
+    range_count: int = 0
     extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked
     rank: int | None = None  # what the trace says (Trace.rank, world_size)
     world_size: int | None = None
@@ -208,13 +208,47 @@ def merge_parts(
     return selected(merged_job(parts, release), range_text, device)
 
 
-def hold_comm(part: RankPart, store: CommStore) -> None:
-    """Move an arriving part's comm ops into ``store`` (the client holds none of them while
-    the other parts arrive); merged_job with that store takes them back."""
-    if part.error is None and part.comm_file is None:
-        part.comm_ranges = _range_count(part)
-        part.comm_file = str(store.hold(part.comm))
-        part.comm = part.comm.iloc[:0].copy()
+# the tables of a part that grow with its trace (its comm ops and range instances): held on
+# disk as the part arrives (hold_tables)
+HELD = ("comm", "regions")
+
+
+def hold_tables(part: RankPart, store: CommStore) -> None:
+    """Move an arriving part's comm ops and range instances into ``store``'s folder (the
+    client holds none of them while the other parts arrive); merged_job with that store
+    takes them back."""
+    if part.error is not None or part.held:
+        return
+    part.range_count = _range_count(part)
+    for key in HELD:
+        part.held[key] = str(store.hold(_held_table(part, key)))
+        _set_held_table(part, key, _held_table(part, key).iloc[:0].copy())
+
+
+def _held_table(part: RankPart, key: str) -> pd.DataFrame:
+    return part.comm if key == "comm" else part.tables[key]
+
+
+def _set_held_table(part: RankPart, key: str, table: pd.DataFrame) -> None:
+    if key == "comm":
+        part.comm = table
+    else:
+        part.tables[key] = table
+
+
+def _taken(part: RankPart, key: str, store: CommStore, release: bool) -> pd.DataFrame:
+    """A part's table ``key``: from the store where it is held (the file removed with
+    ``release``), else the part's own (emptied with ``release``: a copy, as an empty slice
+    would keep the rows' memory)."""
+    if key in part.held:
+        table = store.take(part.held[key], remove=release)
+        if release:
+            del part.held[key]
+        return table
+    table = _held_table(part, key)
+    if release:
+        _set_held_table(part, key, table.iloc[:0].copy())
+    return table
 
 
 def merged_job(
@@ -224,23 +258,24 @@ def merged_job(
     narrows it, any number of times). With ``release``, each part's tables are emptied
     (rows dropped, columns kept) as soon as they are merged: the parts and the merged job
     are not held at once (the client's memory in a job of many ranks). ``store``: the
-    CommStore the parts' comm ops were held in as they arrived (hold_comm), else a new one.
-    Raises AdvisorInputError when none is readable."""
+    CommStore the parts' comm ops and range instances were held in as they arrived
+    (hold_tables), else a new one. Raises AdvisorInputError when none is readable."""
     parts = [p for p in parts if p.error is None]
     if not parts:
         raise AdvisorInputError(None, "no trace could be read")
     maps = device_maps([p.devices for p in parts])
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
+    store = store or CommStore()  # (the comm ops on disk, a rank at a time: millions of them)
 
     def merged(table: Callable[[RankPart], dict], key: str):
         """The parts' ``table(part)[key]`` concatenated (device ids the job's, the range ids
         of range instances offset per rank), each part's emptied with ``release``."""
         frames = []
         for p, m, off in zip(parts, maps, offsets, strict=False):
-            f = _renumber(table(p)[key], m)
-            if key == "regions" and len(f):
-                f = _job_ids(f, {}, off)
-            frames.append(f)
+            if key == "regions":
+                frames.append(_job_ids(_taken(p, key, store, release), m, off))
+                continue
+            frames.append(_renumber(table(p)[key], m))
             if release:  # (a copy: an empty slice would keep the rows' memory)
                 table(p)[key] = table(p)[key].iloc[:0].copy()
         return concatenated(frames)
@@ -249,17 +284,8 @@ def merged_job(
     derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
     kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
     region_kernels = merged(vars, "region_kernel_groups")
-    store = store or CommStore()  # (the comm ops on disk, a rank at a time: millions of them)
     for p, m, off in zip(parts, maps, offsets, strict=False):
-        if p.comm_file is not None:  # (held as it arrived: hold_comm)
-            comm = store.take(p.comm_file, remove=release)
-            p.comm_file = None if release else p.comm_file
-        else:
-            comm = p.comm
-            if release:
-                p.comm = p.comm.iloc[:0].copy()
-        store.add(_job_ids(comm, m, off))
-        del comm
+        store.add(_job_ids(_taken(p, "comm", store, release), m, off))
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
         release_freed_memory()
     tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
@@ -306,10 +332,10 @@ def selected(
 
 
 def _range_count(p: RankPart) -> int:
-    """How many range ids the part uses (its region and comm ids are below it; comm_ranges
-    where its comm ops are held apart)."""
+    """How many range ids the part uses (its region and comm ids are below it; range_count
+    where those tables are held apart)."""
     ids = [p.tables["regions"]["range_id"].max() if len(p.tables["regions"]) else -1,
-           p.comm["range_id"].max() if len(p.comm) else -1, p.comm_ranges - 1]  # fmt: skip
+           p.comm["range_id"].max() if len(p.comm) else -1, p.range_count - 1]  # fmt: skip
     return int(max(ids)) + 1
 
 

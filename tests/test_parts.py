@@ -208,21 +208,22 @@ def test_a_job_of_a_whole_rank_and_a_thinned_one():
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_comm_ops_held_apart_as_the_parts_arrive(allreduce_ranks, jobs):
-    # analyze_ranks moves each part's comm ops into the job's comm store as the part
-    # arrives (the client holds none of them while the others come): each part arrives
-    # with 17 comm ops and is left without them, and the job is the same as merging the
-    # parts as they were sent
+    # analyze_ranks moves each part's comm ops and range instances into the job's comm
+    # store as the part arrives (the client holds none of them while the others come): each
+    # part arrives with 17 comm ops and 4 range instances and is left without them, and the
+    # job is the same as merging the parts as they were sent
     from advisor.cluster import LocalRunner
     from advisor.multi import analyze_ranks
 
     options = AnalysisOptions()
     sent = [rank_part(p, options) for p in allreduce_ranks]
-    assert [len(p.comm) for p in sent] == [17, 17]
+    assert [(len(p.comm), len(p.tables["regions"])) for p in sent] == [(17, 4), (17, 4)]
     want, found = merge_and_find(sent, options)
     seen = []
     job = analyze_ranks(allreduce_ranks, options, runner=LocalRunner(jobs),
-                        on_read=lambda p: seen.append((len(p.comm), p.comm_file)))  # fmt: skip
-    assert [n for n, _ in seen] == [0, 0] and all(f is not None for _, f in seen)
+                        on_read=lambda p: seen.append((len(p.comm), len(p.tables["regions"]),
+                                                       sorted(p.held))))  # fmt: skip
+    assert seen == [(0, 0, ["comm", "regions"])] * 2
     assert document(job.analysis, []) == document(want, [])
     assert [(f.rule, f.device, f.est_savings_ns) for f in job.findings] == [
         (f.rule, f.device, f.est_savings_ns) for f in found
