@@ -32,7 +32,7 @@ from advisor.frames import concatenated
 from advisor.metrics.comm import SKEW_COLUMNS
 from advisor.metrics.comm_regions import RegionCommSums, empty_sums, region_comm_sums
 
-MATCH_ROWS = 1 << 20  # comm ops matched at once: a chunk of one name's instances, all devices
+MATCH_ROWS = 1 << 18  # comm ops matched at once: a chunk of one name's instances, all devices
 OP_CLASSES = pd.CategoricalDtype(["comm", "compute", "memory"])
 _TIMES = np.dtype([("start", "<i8"), ("end", "<i8")])  # a comm kernel's
 _MATCH = np.dtype([("wait", "<i8"), ("last", "<i8")])  # its wait, the last device (-1: none)
@@ -294,7 +294,7 @@ class CommView:
         last (the device last to arrive), streamed from the matched ops' files."""
         job = self.job
         kept = []
-        for path in job.matched:
+        for path in job.matched if self.device is not None or self.span is not None else ():
             ops = np.load(path)
             mask = np.ones(len(ops), dtype=bool)
             if self.device is not None:

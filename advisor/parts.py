@@ -34,7 +34,7 @@ from advisor.analysis import (
 )
 from advisor.commstore import CommJob, CommStore, CommView
 from advisor.errors import AdvisorInputError, error_line
-from advisor.frames import compact, concatenated
+from advisor.frames import compact, concatenated, expand
 from advisor.memory import release_freed_memory
 from advisor.metrics.attribution import PIECE_COLUMNS
 from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
@@ -272,8 +272,8 @@ def merged_job(
         of range instances offset per rank), each part's emptied with ``release``."""
         frames = []
         for p, m, off in zip(parts, maps, offsets, strict=False):
-            if key == "regions":
-                frames.append(_job_ids(_taken(p, key, store, release), m, off))
+            if key == "regions":  # (its texts in their own types as it is read: one copy)
+                frames.append(expand(_job_ids(_taken(p, key, store, release), m, off)))
                 continue
             frames.append(_renumber(table(p)[key], m))
             if release:  # (a copy: an empty slice would keep the rows' memory)
