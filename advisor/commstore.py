@@ -21,6 +21,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -81,6 +83,17 @@ class CommStore:
         self._ranks: list[_Rank] = []
         self._held = 0  # (parts' comm ops held as they arrived)
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Writes into the folder; an OSError that names no file (a full disk) names it, as
+        the command line reports it (exit 2)."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = f"{self.folder} (the job's comm ops, kept while it is merged)"
+            raise
+
     def hold(self, table: pd.DataFrame) -> Path:
         """Write a table of a part as the part arrives (its comm ops, before the job's ids
         are known: ``add`` takes them in rank order once every part is in; its range
@@ -89,7 +102,8 @@ class CommStore:
         held.mkdir(exist_ok=True)
         self._held += 1
         path = held / f"{self._held}.pkl"
-        table.to_pickle(path)
+        with self._writing():
+            table.to_pickle(path)
         return path
 
     @staticmethod
@@ -102,6 +116,10 @@ class CommStore:
 
     def add(self, comm: pd.DataFrame) -> None:
         """The next rank's comm ops (COMM_COLUMNS with the job's device and range ids)."""
+        with self._writing():
+            self._add(comm)
+
+    def _add(self, comm: pd.DataFrame) -> None:
         folder = self.folder / f"rank{len(self._ranks)}"
         folder.mkdir()
         comm.to_pickle(folder / "ops.pkl")
@@ -137,11 +155,13 @@ class CommStore:
         job = CommJob(self, *_no_waits(), empty_sums(), _no_instances(), names)
         if matching:
             job.width = int(index["count"].max())
-            job.instances, job.matched = self._match(index, job.width, chunk or MATCH_ROWS)
+            with self._writing():
+                job.instances, job.matched = self._match(index, job.width, chunk or MATCH_ROWS)
         device_waits, window_waits, outside_waits, sums = [], [], [], []
         for r in self._ranks:
             comm = pd.read_pickle(r.path("ops.pkl"))
-            wait, last = self._waits(r, comm, matching)
+            with self._writing():
+                wait, last = self._waits(r, comm, matching)
             comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASSES), wait_ns=wait,
                                last_device=last)  # fmt: skip
             sums.append(region_comm_sums(comm, steady_start))

@@ -170,3 +170,22 @@ def test_the_folder_goes_with_the_store(tmp_path, monkeypatch):
     del view
     gc.collect()
     assert ref() is None and not folder.exists()
+
+
+def test_a_full_disk_names_the_folder(monkeypatch):
+    # a write that fails for want of room (no file named by the OS) names the store's
+    # folder, which the command line reports in one line (exit 2) as it does a full stdout
+    import errno
+
+    store = CommStore()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_pickle", full)
+    frames, _ = random_ranks(1)
+    for write in (lambda: store.hold(frames[0]), lambda: store.add(frames[0])):
+        with pytest.raises(OSError) as err:
+            write()
+        assert err.value.errno == errno.ENOSPC
+        assert err.value.filename.startswith(str(store.folder))
