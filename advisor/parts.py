@@ -270,11 +270,10 @@ def merged_job(
     def merged(table: Callable[[RankPart], dict], key: str):
         """The parts' ``table(part)[key]`` concatenated (device ids the job's, the range ids
         of range instances offset per rank), each part's emptied with ``release``."""
+        if key == "regions":  # (in their order as they are merged)
+            return _merged_regions(parts, maps, offsets, store, release)
         frames = []
-        for p, m, off in zip(parts, maps, offsets, strict=False):
-            if key == "regions":  # (its texts in their own types as it is read: one copy)
-                frames.append(expand(_job_ids(_taken(p, key, store, release), m, off)))
-                continue
+        for p, m in zip(parts, maps, strict=False):
             frames.append(_renumber(table(p)[key], m))
             if release:  # (a copy: an empty slice would keep the rows' memory)
                 table(p)[key] = table(p)[key].iloc[:0].copy()
@@ -288,7 +287,7 @@ def merged_job(
         store.add(_job_ids(_taken(p, "comm", store, release), m, off))
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
         release_freed_memory()
-    tables = {k: _ORDERS[k](v) if len(v) else v for k, v in tables.items()}
+    tables = {k: _ORDERS[k](v) if len(v) and k != "regions" else v for k, v in tables.items()}
     derived = {k: _DERIVED_ORDERS[k](v) if len(v) else v for k, v in derived.items()}
     kernels = order_kernel_groups(kernels) if len(kernels) else kernels
     region_kernels = order_kernel_groups(region_kernels) if len(region_kernels) else region_kernels
@@ -362,6 +361,58 @@ def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
     if t.empty or "device" not in t or all(k == v for k, v in device_map.items()):
         return t
     return t.assign(device=t["device"].map(device_map).astype(t["device"].dtype))
+
+
+def _merged_regions(
+    parts: list[RankPart],
+    maps: list[dict[int, int]],
+    offsets: np.ndarray,
+    store: CommStore,
+    release: bool,
+) -> pd.DataFrame:
+    """The parts' range instances with the job's ids, in _ORDERS' (start_ns, device) order:
+    each part's rows written straight into their places in columns made once (concatenated
+    and then sorted, every instance of the job was copied twice: 0.73 MB a rank each time).
+    A held part's instances are read twice, for the sort keys and for the rows."""
+
+    def read(i: int, last: bool) -> pd.DataFrame:
+        p = parts[i]
+        t = _taken(p, "regions", store, release and last)
+        return expand(_job_ids(t, maps[i], offsets[i]))
+
+    sizes, starts, devices, heads = [], [], [], []
+    for i in range(len(parts)):
+        t = read(i, last=False)
+        sizes.append(len(t))
+        if len(t):
+            starts.append(t["start_ns"].to_numpy(np.int64))
+            devices.append(t["device"].to_numpy(np.int64))
+            heads.append(t.iloc[:1])
+    if not heads or len({tuple(h.columns) for h in heads}) > 1:
+        # (no instance, or tables of other columns: concatenated and sorted as they come)
+        frames = [read(i, last=True) for i in range(len(parts))]
+        out = concatenated(frames)
+        return _ORDERS["regions"](out) if len(out) else out
+    dtypes = pd.concat(heads, ignore_index=True).dtypes
+    order = np.lexsort((np.concatenate(devices), np.concatenate(starts)))
+    del starts, devices
+    at = np.empty(len(order), dtype=np.int64)
+    at[order] = np.arange(len(order))
+    del order
+    numpy = {c: isinstance(d, np.dtype) for c, d in dtypes.items()}
+    cols = {c: np.empty(len(at), dtype=d if numpy[c] else object) for c, d in dtypes.items()}
+    lo = 0
+    for i, n in enumerate(sizes):
+        t = read(i, last=True)
+        if n:
+            rows = at[lo : lo + n]
+            for c, col in cols.items():
+                col[rows] = t[c].to_numpy(dtype=col.dtype)
+            lo += n
+        del t
+    # (each column in its dtype as given: an object column of texts is not inferred as str)
+    return pd.DataFrame({c: pd.Series(col, dtype=dtypes[c], copy=False)
+                         for c, col in cols.items()}, copy=False)  # fmt: skip
 
 
 def _job_ids(t: pd.DataFrame, device_map: dict[int, int], offset: int) -> pd.DataFrame:

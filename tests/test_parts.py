@@ -258,3 +258,58 @@ def test_the_jobs_comm_ops_and_collectives_read_back_as_the_whole_trace_has_them
         .equals(a.collectives[skew].reset_index(drop=True))
     )
     assert b.collectives["name"].astype(str).tolist() == a.collectives["name"].astype(str).tolist()
+
+
+def _concatenated_then_sorted(parts):
+    """The range instances as merged_job made them before: concatenated, then sorted."""
+    from advisor.frames import concatenated, expand
+    from advisor.parts import _ORDERS, _job_ids, _range_count, device_maps
+
+    maps = device_maps([p.devices for p in parts])
+    offsets = np.cumsum([0] + [_range_count(p) for p in parts])
+    frames = [expand(_job_ids(p.tables["regions"], m, o))
+              for p, m, o in zip(parts, maps, offsets[:-1], strict=True)]  # fmt: skip
+    out = concatenated(frames)
+    return (_ORDERS["regions"](out) if len(out) else out), maps, offsets
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_range_instances_written_into_their_places_as_if_concatenated_and_sorted(name):
+    from advisor.commstore import CommStore
+    from advisor.parts import _merged_regions
+
+    parts = [rank_part(p, AnalysisOptions()) for p in SETS[name]]
+    want, maps, offsets = _concatenated_then_sorted(parts)
+    got = _merged_regions(parts, maps, offsets, CommStore(), release=False)
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_range_instances_by_hand_ties_dtypes_and_held():
+    # three ranks: starts tied across ranks (5 on devices 0 and 1: device order; 5 twice on
+    # device 0: rank order), a column whole on one rank and with a gap on another (int64
+    # and float64: float64, as a concatenation gives), a rank without instances, a rank held
+    # on disk (read twice, removed with release): the same table as concatenated + sorted
+    from advisor.commstore import CommStore
+    from advisor.frames import compact
+    from advisor.parts import RankPart, _merged_regions
+
+    def part(device, start, lead, name):
+        t = pd.DataFrame({"range_id": np.arange(len(start)), "device": device,
+                          "start_ns": np.asarray(start, np.int64), "lead_ns": lead,
+                          "name": pd.Series(name, dtype=object)})  # fmt: skip
+        return RankPart(path=f"r{device}", devices=[device], tables={"regions": compact(t)})
+
+    parts = [part(0, [5, 1, 5], np.array([1, 2, 3], np.int64), ["a", "b", "a"]),
+             part(1, [5, 0], np.array([np.nan, 4.0]), ["a", "c"]),
+             part(2, [], np.array([], np.int64), [])]  # fmt: skip
+    want, maps, offsets = _concatenated_then_sorted(parts)
+    assert want["start_ns"].tolist() == [0, 1, 5, 5, 5] and want["lead_ns"].dtype == np.float64
+    assert want["device"].tolist() == [1, 0, 0, 0, 1]
+    assert want["name"].tolist() == ["c", "b", "a", "a", "a"]
+    store = CommStore()
+    path = store.hold(parts[1].tables["regions"])
+    parts[1].held["regions"] = str(path)
+    parts[1].tables["regions"] = parts[1].tables["regions"].iloc[:0]
+    got = _merged_regions(parts, maps, offsets, store, release=True)
+    pd.testing.assert_frame_equal(got, want)
+    assert not path.exists() and "regions" not in parts[1].held
