@@ -384,10 +384,10 @@ def _merged_regions(
     for i in range(len(parts)):
         t = read(i, last=False)
         sizes.append(len(t))
-        if len(t):
-            starts.append(t["start_ns"].to_numpy(np.int64))
-            devices.append(t["device"].to_numpy(np.int64))
-            heads.append(t.iloc[:1])
+        if len(t):  # (copies: a view would keep the part's whole table alive)
+            starts.append(np.array(t["start_ns"].to_numpy(np.int64)))
+            devices.append(np.array(t["device"].to_numpy(np.int64)))
+            heads.append(t.iloc[:1].copy())
     if not heads or len({tuple(h.columns) for h in heads}) > 1:
         # (no instance, or tables of other columns: concatenated and sorted as they come)
         frames = [read(i, last=True) for i in range(len(parts))]
