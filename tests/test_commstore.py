@@ -189,3 +189,22 @@ def test_a_full_disk_names_the_folder(monkeypatch):
             write()
         assert err.value.errno == errno.ENOSPC
         assert err.value.filename.startswith(str(store.folder))
+
+
+def test_the_command_leaves_no_folder_behind(tmp_path):
+    # the command line ends with os._exit (no teardown): the store's folder must be gone by
+    # then, removed when the analysis is dropped at the end of the command
+    import os
+    import subprocess
+    import sys
+
+    from conftest import PUBLIC
+
+    ranks = [str(PUBLIC / "kineto" / f"hta_sampled_rank-{r}.json.gz") for r in (0, 1)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "analyze", *ranks, "--jobs", "1", "--format", "json"],
+        env=dict(os.environ, TMPDIR=str(tmp_path)), capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert b'"collectives"' in proc.stdout
+    assert not list(tmp_path.iterdir())
