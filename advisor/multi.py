@@ -134,9 +134,9 @@ def analyze_ranks(
     store = CommStore()  # (each part's comm ops and range instances held on disk as it arrives)
 
     def arrived(part: RankPart) -> None:
-        hold_tables(part, store)
-        if on_read is not None:
+        if on_read is not None:  # (the part as it was sent)
             on_read(part)
+        hold_tables(part, store)
 
     with runner or runner_for(options) as run:
         parts = run.map(paths, options, on_done=arrived)

@@ -219,11 +219,16 @@ def test_comm_ops_held_apart_as_the_parts_arrive(allreduce_ranks, jobs):
     sent = [rank_part(p, options) for p in allreduce_ranks]
     assert [(len(p.comm), len(p.tables["regions"])) for p in sent] == [(17, 4), (17, 4)]
     want, found = merge_and_find(sent, options)
-    seen = []
-    job = analyze_ranks(allreduce_ranks, options, runner=LocalRunner(jobs),
-                        on_read=lambda p: seen.append((len(p.comm), len(p.tables["regions"]),
-                                                       sorted(p.held))))  # fmt: skip
-    assert seen == [(0, 0, ["comm", "regions"])] * 2
+    arrived, earlier = [], []
+
+    def on_read(part):  # (called with each part as sent; the earlier ones are held by then)
+        arrived.append((len(part.comm), len(part.tables["regions"])))
+        earlier.extend((len(p.comm), len(p.tables["regions"]), sorted(p.held)) for p in seen)
+        seen.append(part)
+
+    seen: list = []
+    job = analyze_ranks(allreduce_ranks, options, runner=LocalRunner(jobs), on_read=on_read)
+    assert arrived == [(17, 4), (17, 4)] and earlier == [(0, 0, ["comm", "regions"])]
     assert document(job.analysis, []) == document(want, [])
     assert [(f.rule, f.device, f.est_savings_ns) for f in job.findings] == [
         (f.rule, f.device, f.est_savings_ns) for f in found
