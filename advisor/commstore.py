@@ -2,8 +2,9 @@
 the job is merged (parts.merged_job), not in the client's memory (issue 33: the client's
 memory flat in the number of ranks).
 
-Each rank's comm ops are written as its part is merged (``CommStore.add``), with its comm
-kernels' times in (name, device, start) order. ``CommStore.match`` then matches the
+Each rank's comm ops are written as its part is merged (``CommStore.add``; held in the folder
+from the part's arrival on: ``hold``), with its comm kernels' times in (device, name, start)
+order and an index of each (name, device)'s run. ``CommStore.match`` then matches the
 collectives across the ranks as metrics/comm.collective_skew does over all of them at once
 (the n-th launch of a kernel name on every device that runs it is one instance; the last
 device to start it, each op's wait for it), a bounded number of ops at a time (MATCH_ROWS:
