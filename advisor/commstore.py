@@ -32,11 +32,11 @@ import pandas as pd
 
 from advisor.analysis import share_with_duplicates
 from advisor.frames import concatenated
-from advisor.metrics.comm import SKEW_COLUMNS
+from advisor.metrics.comm import OP_CLASSES, SKEW_COLUMNS
 from advisor.metrics.comm_regions import RegionCommSums, empty_sums, region_comm_sums
 
 MATCH_ROWS = 1 << 18  # comm ops matched at once: a chunk of one name's instances, all devices
-OP_CLASSES = pd.CategoricalDtype(["comm", "compute", "memory"])
+OP_CLASS_DTYPE = pd.CategoricalDtype(list(OP_CLASSES))  # (classify_ops' categories)
 _TIMES = np.dtype([("start", "<i8"), ("end", "<i8")])  # a comm kernel's
 _MATCH = np.dtype([("wait", "<i8"), ("last", "<i8")])  # its wait, the last device (-1: none)
 # a matched op: device, start, instance, its wait, its rank and row among the rank's comm ops
@@ -163,7 +163,7 @@ class CommStore:
             comm = pd.read_pickle(r.path("ops.pkl"))
             with self._writing():
                 wait, last = self._waits(r, comm, matching)
-            comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASSES), wait_ns=wait,
+            comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASS_DTYPE), wait_ns=wait,
                                last_device=last)  # fmt: skip
             sums.append(region_comm_sums(comm, steady_start))
             waits = comm.loc[wait != 0, ["device", "range_id", "wait_ns"]]
@@ -253,7 +253,7 @@ class CommStore:
             last = np.concatenate([np.load(r.path("last.npy")) for r in self._ranks])
         else:
             wait, last = np.zeros(len(comm)), np.full(len(comm), np.nan, np.float32)
-        comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASSES))
+        comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASS_DTYPE))
         comm["wait_ns"], comm["last_device"] = wait, last
         return comm
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from advisor.analysis import _comm_waits
-from advisor.commstore import OP_CLASSES, CommStore, CommView
+from advisor.commstore import OP_CLASS_DTYPE, CommStore, CommView
 from advisor.frames import compact, concatenated
 from advisor.metrics.comm import collective_skew
 from advisor.metrics.comm_regions import region_comm_sums
@@ -60,7 +60,7 @@ def in_memory(frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     if comm.empty:
         comm = comm.assign(wait_ns=pd.Series(dtype=float), last_device=pd.Series(dtype=float))
         return comm, collective_skew(comm, comm["op_class"])
-    op_class = comm["op_class"].astype(OP_CLASSES)
+    op_class = comm["op_class"].astype(OP_CLASS_DTYPE)
     skew = collective_skew(comm, op_class)
     comm = comm.assign(op_class=op_class)
     comm["wait_ns"], comm["last_device"] = _comm_waits(comm, op_class, skew)
