@@ -10,7 +10,7 @@ read. All times are ns; every column is defined in docs/metrics.md.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal, Protocol, get_args
@@ -83,6 +83,9 @@ WINDOW_COLUMNS = [
     "comm_wait_ns",
     "same_stream_comm_ns",
 ]
+
+# what a summary reads of each window (Analysis.summary)
+_SUMMARY_COLUMNS = ["device", "start_ns", "end_ns", "lead_ns", *WINDOW_COLUMNS]
 
 
 # per-op columns that only the analysis's own windows (window_metrics) and launch sequences
@@ -185,21 +188,41 @@ class Analysis(ABC):
                              "skew_ns": coll["skew_ns"].to_numpy()[rows],
                              "last": coll["last_device"].to_numpy()[rows]})  # fmt: skip
 
+    def region_count(self) -> int:
+        """How many range instances the selection has."""
+        return len(self.regions)
+
+    def region_chunks(
+        self, columns: list[str] | None = None, names: list[str] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """The selection's range instances (``columns`` of them; ``names``: of these names
+        only) in the regions' order, a stretch of rows at a time (none empty)."""
+        r = self.regions
+        if names is not None:
+            r = r[r["name"].isin(names).to_numpy()]
+        if len(r):
+            yield r if columns is None else r[columns]
+
+    def region_span(self) -> tuple[int, int]:
+        """The selection's first range instance's start and last one's end (ns)."""
+        return self.regions["start_ns"].min(), self.regions["end_ns"].max()
+
+    def region_table(
+        self, columns: list[str] | None = None, names: list[str] | None = None
+    ) -> pd.DataFrame:
+        """region_chunks as one table."""
+        parts = list(self.region_chunks(columns, names))
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return self.regions.iloc[:0] if columns is None else self.regions[columns].iloc[:0]
+        return pd.concat(parts, ignore_index=True)
+
     def summary(self) -> dict:
         """Totals over the selected windows (regions when a range is selected, else devices)."""
-        windows = self.regions if self.selection.get("range") else self.devices
-        if windows.empty:
-            return {"span_ns": 0, "window_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
-        start = measured_start(windows)
-        out = {
-            "span_ns": int(windows["end_ns"].max() - start.min()),
-            "window_ns": int((windows["end_ns"].to_numpy() - start).sum()),
-        }
-        for col in WINDOW_COLUMNS:
-            out[col] = int(round(float(windows[col].sum())))
-        out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
-        out["devices"] = int(windows["device"].nunique())
-        return out
+        if self.selection.get("range"):
+            return window_summary(self.region_chunks(_SUMMARY_COLUMNS))
+        return window_summary([self.devices] if len(self.devices) else [])
 
     def _device_tables(self, device: int | None) -> dict[str, pd.DataFrame]:
         """The per-device tables (_DEVICE_TABLES), and ``pieces`` when a device is given,
@@ -305,6 +328,25 @@ class TraceAnalysis(Analysis):
                        _segments=self._segments if whole else None)  # fmt: skip
 
 
+class RegionSource(Protocol):
+    """Where a MergedAnalysis reads its job's range instances from (regionstore.RegionView:
+    kept on disk), as a selection sees them."""
+
+    def __len__(self) -> int: ...
+
+    def span(self) -> tuple[int, int]: ...  # the first start and the last end (ns)
+
+    def chunks(
+        self, columns: list[str] | None = None, names: list[str] | None = None
+    ) -> Iterator[pd.DataFrame]: ...  # Analysis.region_chunks
+
+    def frame(
+        self, columns: list[str] | None = None, names: list[str] | None = None
+    ) -> pd.DataFrame: ...  # Analysis.region_table
+
+    def narrowed(self, device: int | None) -> RegionSource: ...  # on one device
+
+
 class CommSource(Protocol):
     """Where a MergedAnalysis reads its job's comm ops from (commstore.CommView: kept on
     disk), as a selection sees them."""
@@ -336,6 +378,25 @@ class MergedAnalysis(Analysis):
     region_kernel_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     precomputed: dict[DerivedName, pd.DataFrame] = field(default_factory=dict, repr=False)
     comm: CommSource | None = field(default=None, repr=False)
+    region_source: RegionSource | None = field(default=None, repr=False)
+
+    def region_count(self) -> int:
+        """How many range instances the selection has."""
+        return super().region_count() if self.region_source is None else len(self.region_source)
+
+    def region_chunks(
+        self, columns: list[str] | None = None, names: list[str] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """Analysis.region_chunks (read back from ``region_source`` where held there)."""
+        if self.region_source is None:
+            return super().region_chunks(columns, names)
+        return self.region_source.chunks(columns, names)
+
+    def region_span(self) -> tuple[int, int]:
+        """The selection's first range instance's start and last one's end (ns)."""
+        if self.region_source is None:
+            return super().region_span()
+        return self.region_source.span()
 
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
         """The ranks' kernel groups (``by_region``: per region name), merged."""
@@ -370,38 +431,72 @@ class MergedAnalysis(Analysis):
         )  # fmt: skip
 
     def _device_tables(self, device: int | None) -> dict:
-        """Analysis._device_tables; the comm ops and collectives as the comm store's view
-        narrowed to ``device`` (``ops`` and ``collectives`` left to be read back)."""
-        if self.comm is None:
+        """Analysis._device_tables; the tables read back from a store (_READ_BACK) left to
+        be read back, from its view narrowed to ``device``."""
+        back = {name for name, (source, _) in _READ_BACK.items()
+                if getattr(self, source) is not None}  # fmt: skip
+        if not back:
             return super()._device_tables(device)
-        t = {name: getattr(self, name) for name in _DEVICE_TABLES if name not in _READ_BACK}
+        t = {name: getattr(self, name) for name in _DEVICE_TABLES if name not in back}
         if device is not None:
             t = {name: df[df["device"] == device] for name, df in t.items()}
-        t.update(dict.fromkeys(_READ_BACK), comm=self.comm.narrowed(device=device))
+        t.update(dict.fromkeys(back))
+        if self.comm is not None:
+            t["comm"] = self.comm.narrowed(device=device)
+        if self.region_source is not None:
+            t["region_source"] = self.region_source.narrowed(device)
         return t
 
 
-# the tables a MergedAnalysis with a comm store reads back from it when asked for (None held)
-_READ_BACK = ("ops", "collectives")
+# the tables a MergedAnalysis reads back from a store when asked for (None held): table ->
+# (the attribute holding its source, the source's method that reads it)
+_READ_BACK = {"ops": ("comm", "ops"), "collectives": ("comm", "collectives"),
+              "regions": ("region_source", "frame")}  # fmt: skip
 
 
 def _read_back(name: str) -> property:
-    """A MergedAnalysis table held as given, or (None) read from its comm store's view."""
+    """A MergedAnalysis table held as given, or (None) read back from its source's view."""
+    source, method = _READ_BACK[name]
 
     def get(self: MergedAnalysis) -> pd.DataFrame:
         held = self.__dict__.get(f"_held_{name}")
-        if held is None and self.comm is not None:
-            return getattr(self.comm, name)()
+        if held is None and getattr(self, source) is not None:
+            return getattr(getattr(self, source), method)()
         return held
 
     def put(self: MergedAnalysis, value: pd.DataFrame | None) -> None:
         self.__dict__[f"_held_{name}"] = value
 
-    return property(get, put, doc=f"The job's {name} (held, or read back from ``comm``).")
+    return property(get, put, doc=f"The job's {name} (held, or read back from ``{source}``).")
 
 
 for _name in _READ_BACK:
     setattr(MergedAnalysis, _name, _read_back(_name))
+
+
+def window_summary(chunks: Iterable[pd.DataFrame]) -> dict:
+    """Analysis.summary's totals over windows given a stretch of rows at a time (device,
+    start_ns, end_ns, lead_ns where known, WINDOW_COLUMNS): span_ns (the last end - the
+    first measured start), window_ns (their sum), each column's sum (rounded to ns),
+    overlap_ratio and the devices (how many)."""
+    sums = dict.fromkeys(WINDOW_COLUMNS, 0.0)
+    lo, hi, window, devices = None, None, 0, set()
+    for w in chunks:
+        start = measured_start(w)
+        end = w["end_ns"].to_numpy()
+        lo = start.min() if lo is None else min(lo, start.min())
+        hi = end.max() if hi is None else max(hi, end.max())
+        window += int((end - start).sum())
+        for col in WINDOW_COLUMNS:
+            sums[col] += float(w[col].sum())
+        devices.update(w["device"].unique().tolist())
+    if lo is None or hi is None:
+        return {"span_ns": 0, "window_ns": 0, **{c: 0 for c in WINDOW_COLUMNS}, "devices": 0}
+    out = {"span_ns": int(hi - lo), "window_ns": window,
+           **{c: int(round(sums[c])) for c in WINDOW_COLUMNS}}  # fmt: skip
+    out["overlap_ratio"] = overlap_ratio(out["overlap_ns"], out["comm_ns"])
+    out["devices"] = len(devices)
+    return out
 
 
 def check_device(trace: Trace, device: int | None) -> None:
@@ -416,7 +511,7 @@ def check_device(trace: Trace, device: int | None) -> None:
 
 def check_range(a: Analysis, range_text: str | None) -> None:
     """AdvisorInputError when --range selected no top-level range of ``a``."""
-    if range_text and a.regions.empty:
+    if range_text and not a.region_count():
         raise AdvisorInputError(
             a.trace.path, f"--range {range_text!r}: no top-level NVTX range matches"
         )

@@ -34,6 +34,7 @@ from advisor.analysis import share_with_duplicates
 from advisor.frames import concatenated
 from advisor.metrics.comm import OP_CLASSES, SKEW_COLUMNS
 from advisor.metrics.comm_regions import RegionCommSums, empty_sums, region_comm_sums
+from advisor.regionstore import RegionFiles
 
 MATCH_ROWS = 1 << 18  # comm ops matched at once: a chunk of one name's instances, all devices
 OP_CLASS_DTYPE = pd.CategoricalDtype(list(OP_CLASSES))  # (classify_ops' categories)
@@ -85,7 +86,7 @@ class CommStore:
         self._held = 0  # (parts' comm ops held as they arrived)
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[None]:
         """Writes into the folder; an OSError that names no file (a full disk) names it, as
         the command line reports it (exit 2)."""
         try:
@@ -103,9 +104,14 @@ class CommStore:
         held.mkdir(exist_ok=True)
         self._held += 1
         path = held / f"{self._held}.pkl"
-        with self._writing():
+        with self.writing():
             table.to_pickle(path)
         return path
+
+    def region_files(self, dtypes: pd.Series) -> RegionFiles:
+        """New files for the job's range instances (regionstore.py), in the folder."""
+        with self.writing():
+            return RegionFiles(self.folder / "regions", dtypes, owner=self)
 
     @staticmethod
     def take(path: str | Path, remove: bool = True) -> pd.DataFrame:
@@ -117,7 +123,7 @@ class CommStore:
 
     def add(self, comm: pd.DataFrame) -> None:
         """The next rank's comm ops (COMM_COLUMNS with the job's device and range ids)."""
-        with self._writing():
+        with self.writing():
             self._add(comm)
 
     def _add(self, comm: pd.DataFrame) -> None:
@@ -156,12 +162,12 @@ class CommStore:
         job = CommJob(self, *_no_waits(), empty_sums(), _no_instances(), names)
         if matching:
             job.width = int(index["count"].max())
-            with self._writing():
+            with self.writing():
                 job.instances, job.matched = self._match(index, job.width, chunk or MATCH_ROWS)
         device_waits, window_waits, outside_waits, sums = [], [], [], []
         for r in self._ranks:
             comm = pd.read_pickle(r.path("ops.pkl"))
-            with self._writing():
+            with self.writing():
                 wait, last = self._waits(r, comm, matching)
             comm = comm.assign(op_class=comm["op_class"].astype(OP_CLASS_DTYPE), wait_ns=wait,
                                last_device=last)  # fmt: skip
@@ -271,7 +277,7 @@ class CommView:
     job: CommJob
     device: int | None = None
     range_text: str | None = None
-    range_ids: frozenset[int] | None = None
+    range_ids: np.ndarray | None = None
     span: tuple[float, float] | None = None
 
     def narrowed(self, **selection) -> CommView:

@@ -41,6 +41,7 @@ from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.metrics.waves import order_kernel_groups
 from advisor.options import AnalysisOptions
+from advisor.regionstore import RegionFiles, RegionView
 from advisor.rules import tables as rule_tables
 from advisor.trace.model import Trace
 from advisor.trace.quality import coverage_notes
@@ -293,15 +294,18 @@ def merged_job(
     region_kernels = order_kernel_groups(region_kernels) if len(region_kernels) else region_kernels
     comm = store.match(tables["devices"].set_index("device")["steady_start_ns"])
     _fill_waits(comm, tables)
+    regions = tables["regions"]
+    held = isinstance(regions, RegionFiles)  # (read back from its files when asked for)
     return MergedAnalysis(
         trace=_job_trace(parts, maps), ops=None, pieces=pd.DataFrame(columns=PIECE_COLUMNS),
         launches=pd.DataFrame({"device": []}), devices=tables["devices"],
-        regions=tables["regions"], sequences=tables["sequences"], gaps=tables["gaps"],
+        regions=None if held else regions, sequences=tables["sequences"], gaps=tables["gaps"],
         streams=tables["streams"], collectives=None,
         notes=[*coverage_notes(_coverage(parts)), *_shape_notes(parts)],
         coverage=_coverage(parts), origin_ns=min(p.origin_ns for p in parts),
         totals=tables["totals"], kernel_groups=kernels, region_kernel_groups=region_kernels,
         precomputed=derived, comm=CommView(comm),
+        region_source=RegionView(regions) if held else None,
     )  # fmt: skip
 
 
@@ -315,13 +319,13 @@ def selected(
     check_device(job.trace, device)
     a = job.on_device(device)
     a.selection = {"range": range_text, "device": device}
-    if not a.regions.empty and len(a.kernel_groups):
+    if a.region_count() and len(a.kernel_groups):
         # (as kernel_table: only the rules' per-region table has worst launches then)
         a.kernel_groups = a.kernel_groups.assign(worst_start_ns=np.nan)
     if range_text:  # (each rank's sequences are in its devices' selected spans already)
         check_range(a, range_text)
-        ids = frozenset(a.regions["range_id"])
-        lo, hi = a.regions["start_ns"].min(), a.regions["end_ns"].max()
+        ids = np.unique(a.region_table(["range_id"])["range_id"].to_numpy())
+        lo, hi = a.region_span()
         if a.comm is not None:  # (read back from the comm store as selected)
             a.comm = a.comm.narrowed(range_text=range_text, range_ids=ids, span=(lo, hi))
         else:
@@ -363,56 +367,46 @@ def _renumber(t: pd.DataFrame, device_map: dict[int, int]) -> pd.DataFrame:
     return t.assign(device=t["device"].map(device_map).astype(t["device"].dtype))
 
 
+# the columns range instances need to be held in files (regionstore.RegionFiles)
+_REGION_FILE_KEYS = ("range_id", "name", "device", "start_ns", "end_ns")
+
+
 def _merged_regions(
     parts: list[RankPart],
     maps: list[dict[int, int]],
     offsets: np.ndarray,
     store: CommStore,
     release: bool,
-) -> pd.DataFrame:
+) -> pd.DataFrame | RegionFiles:
     """The parts' range instances with the job's ids, in _ORDERS' (start_ns, device) order:
-    each part's rows written straight into their places in columns made once (concatenated
-    and then sorted, every instance of the job was copied twice: 0.73 MB a rank each time).
-    A held part's instances are read twice, for the sort keys and for the rows."""
+    written rank by rank to the store's region files (regionstore.py: the client holds 2
+    bytes a row of them, not 0.75 MB a rank). Parts of other columns (or none with an
+    instance, or without _REGION_FILE_KEYS) are concatenated and sorted as they come, a
+    table in memory. A held part's
+    instances are read twice: for its columns, then for its rows."""
 
     def read(i: int, last: bool) -> pd.DataFrame:
         p = parts[i]
         t = _taken(p, "regions", store, release and last)
         return expand(_job_ids(t, maps[i], offsets[i]))
 
-    sizes, starts, devices, heads = [], [], [], []
+    heads = []
     for i in range(len(parts)):
         t = read(i, last=False)
-        sizes.append(len(t))
-        if len(t):  # (copies: a view would keep the part's whole table alive)
-            starts.append(np.array(t["start_ns"].to_numpy(np.int64)))
-            devices.append(np.array(t["device"].to_numpy(np.int64)))
+        if len(t):
             heads.append(t.iloc[:1].copy())
-    if not heads or len({tuple(h.columns) for h in heads}) > 1:
-        # (no instance, or tables of other columns: concatenated and sorted as they come)
+        del t
+    columns = {tuple(h.columns) for h in heads}
+    if len(columns) != 1 or not set(_REGION_FILE_KEYS) <= set(next(iter(columns))):
         frames = [read(i, last=True) for i in range(len(parts))]
         out = concatenated(frames)
         return _ORDERS["regions"](out) if len(out) else out
-    dtypes = pd.concat(heads, ignore_index=True).dtypes
-    order = np.lexsort((np.concatenate(devices), np.concatenate(starts)))
-    del starts, devices
-    at = np.empty(len(order), dtype=np.int64)
-    at[order] = np.arange(len(order))
-    del order
-    numpy = {c: isinstance(d, np.dtype) for c, d in dtypes.items()}
-    cols = {c: np.empty(len(at), dtype=d if numpy[c] else object) for c, d in dtypes.items()}
-    lo = 0
-    for i, n in enumerate(sizes):
-        t = read(i, last=True)
-        if n:
-            rows = at[lo : lo + n]
-            for c, col in cols.items():
-                col[rows] = t[c].to_numpy(dtype=col.dtype)
-            lo += n
-        del t
-    # (each column in its dtype as given: an object column of texts is not inferred as str)
-    return pd.DataFrame({c: pd.Series(col, dtype=dtypes[c], copy=False)
-                         for c, col in cols.items()}, copy=False)  # fmt: skip
+    files = store.region_files(pd.concat(heads, ignore_index=True).dtypes)
+    with store.writing():
+        for i in range(len(parts)):
+            files.add(read(i, last=True))
+    files.close()
+    return files
 
 
 def _job_ids(t: pd.DataFrame, device_map: dict[int, int], offset: int) -> pd.DataFrame:
@@ -426,27 +420,33 @@ def _job_ids(t: pd.DataFrame, device_map: dict[int, int], offset: int) -> pd.Dat
 
 
 def _fill_waits(comm: CommJob, tables: dict) -> None:
-    """The windows' comm_wait_ns in ``tables`` (devices, regions and range totals) from the
-    comm ops' waits for the last rank, summed rank by rank (commstore.CommJob): as analyze
-    computes them over one Trace holding every rank."""
+    """The windows' comm_wait_ns in ``tables`` (devices, regions, in memory or in their
+    files, and range totals) from the comm ops' waits for the last rank, summed rank by rank
+    (commstore.CommJob): as analyze computes them over one Trace holding every rank."""
     d = tables["devices"]
     d["comm_wait_ns"] = d["device"].map(comm.device_waits).fillna(0.0).to_numpy(np.float64)
     r = tables["regions"]
-    if len(r):
+    if not len(r):
+        return
+    if isinstance(r, RegionFiles):
+        with comm.store.writing():
+            per_name = r.fill_waits(comm.window_waits)
+    else:
         key = pd.MultiIndex.from_frame(r[["range_id", "device"]])
         per_window = comm.window_waits
         r["comm_wait_ns"] = (per_window.reindex(key).fillna(0.0).to_numpy(np.float64)
                              if len(per_window) else np.zeros(len(r)))  # fmt: skip
-        t = tables["totals"]
         per_name = r.groupby(["name", "device"])["comm_wait_ns"].sum()
-        key = pd.MultiIndex.from_frame(t[["name", "device"]])
-        t["comm_wait_ns"] = per_name.reindex(key).fillna(0.0).to_numpy(np.float64)
-        # (the time outside every range: the waits of the ops launched outside them)
-        outside = t["name"].eq(OUTSIDE_RANGES).to_numpy()
-        if outside.any():
-            t.loc[outside, "comm_wait_ns"] = (
-                t.loc[outside, "device"].map(comm.outside_waits).fillna(0.0).to_numpy(np.float64)
-            )
+    t = tables["totals"]
+    key = pd.MultiIndex.from_frame(t[["name", "device"]])
+    t["comm_wait_ns"] = (per_name.reindex(key).fillna(0.0).to_numpy(np.float64)
+                         if len(per_name) else np.zeros(len(t)))  # fmt: skip
+    # (the time outside every range: the waits of the ops launched outside them)
+    outside = t["name"].eq(OUTSIDE_RANGES).to_numpy()
+    if outside.any():
+        t.loc[outside, "comm_wait_ns"] = (
+            t.loc[outside, "device"].map(comm.outside_waits).fillna(0.0).to_numpy(np.float64)
+        )
 
 
 def _job_trace(parts: list[RankPart], maps: list[dict[int, int]]) -> Trace:

@@ -209,7 +209,8 @@ def _stages(a: Analysis) -> pd.DataFrame:
     p2p = point_to_point(ops)
     if not p2p.any():
         return pd.DataFrame(columns=PIPELINE_COLUMNS)
-    family, windows = step_windows(a.regions, int(s["first_ns"].min()), int(s["last_ns"].max()))
+    family, windows = step_windows(a.region_table(["name", "device", "start_ns", "end_ns"]),
+                                   int(s["first_ns"].min()), int(s["last_ns"].max()))  # fmt: skip
     t = _pipeline(stage_steps(ops, p2p, windows))
     if t.empty:
         return pd.DataFrame(columns=PIPELINE_COLUMNS)

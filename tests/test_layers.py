@@ -22,9 +22,11 @@ ALLOWED = {
     "options": {"metrics", "rules", "trace"},
     "pipeline": {"analysis", "findings", "memory", "options", "rules", "trace"},  # (paused_gc)
     "frames": set(),
-    "commstore": {"analysis", "frames", "metrics"},
+    "regionstore": set(),
+    "commstore": {"analysis", "frames", "metrics", "regionstore"},
+    # (memory: the merged parts' freed heap given back)
     "parts": {"analysis", "commstore", "frames", "memory", "metrics", "options", "pipeline",
-              "rules", "trace", "views"},  # (memory: the merged parts' freed heap given back)
+              "regionstore", "rules", "trace", "views"},
     "cluster": {"memory", "options", "parts"},
     "multi": {"analysis", "cluster", "commstore", "findings", "options", "parts", "pipeline",
               "rules", "trace"},

@@ -63,7 +63,8 @@ def idle_by_cause(a: Analysis) -> IdleByCause:
     """The terminal summary's "idle by cause" rows (Analysis.summary, the same numbers as the
     JSON document's summary), split per device over the same windows."""
     s = a.summary()
-    windows = a.regions if a.selection.get("range") else a.devices
+    windows = (a.region_table(["device", *IDLE_LABELS]) if a.selection.get("range")
+               else a.devices)  # fmt: skip
     per = (windows.groupby("device")[list(IDLE_LABELS)].sum() if len(windows)
            else pd.DataFrame(columns=list(IDLE_LABELS)))  # fmt: skip
     per = per.T.round().astype(np.int64)
@@ -440,7 +441,7 @@ def timeline_data(a: Analysis, bins: int = BINS) -> Timeline | None:
     edges = np.round(np.interp(drawn, xs_a, ts_a)).astype(np.int64)
     edges[0], edges[-1] = t0, t1
     bands = [Band(b, e, float(to_x(b)), float(to_x(e)), m) for b, e, m in raw]
-    r = a.regions
+    r = a.region_table(["device", "name", "start_ns", "end_ns"])
     names = r.sort_values("start_ns", kind="stable")["name"].astype(str).drop_duplicates()
     legend = names.tolist()[:RANGE_COLOURS]
     colour = {n: i for i, n in enumerate(legend)}

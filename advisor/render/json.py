@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import orjson
@@ -141,20 +141,23 @@ def document(
             "findings": [finding_dict(f) for f in findings],
         }
     )
-    for key, (table, rows) in LONG_LISTS.items():
-        doc[key] = rows(table(a)) if long_lists else []
+    for key, (tables, rows) in LONG_LISTS.items():
+        doc[key] = [row for t in tables(a) for row in rows(t)] if long_lists else []
     if ranks is not None:
         doc["ranks"] = plain(ranks)
     return doc
 
 
 # the document's lists with a row per kernel group or range instance (as many as a trace of
-# many distinct kernels or a job of many ranks has): key -> (its table, its rows)
-LONG_LISTS: dict[str, tuple[Callable[[Analysis], pd.DataFrame], Callable[[pd.DataFrame], list]]]
+# many distinct kernels or a job of many ranks has): key -> (its table, as consecutive
+# stretches of rows: a job's range instances are read back from their files a stretch at a
+# time; the rows of one)
+LONG_LISTS: dict[str, tuple[Callable[[Analysis], Iterable[pd.DataFrame]],
+                            Callable[[pd.DataFrame], list]]]  # fmt: skip
 LONG_LISTS = {
-    "kernels": (lambda a: a.kernel_table(), kernel_rows),
-    "region_kernels": (lambda a: a.kernel_table(by_region=True), kernel_rows),
-    "regions": (lambda a: a.regions, region_rows),
+    "kernels": (lambda a: [a.kernel_table()], kernel_rows),
+    "region_kernels": (lambda a: [a.kernel_table(by_region=True)], kernel_rows),
+    "regions": (lambda a: a.region_chunks(REGION_KEYS), region_rows),
 }
 PART_ROWS = 5_000  # rows of a long list made into dicts at a time by document_parts
 
@@ -175,20 +178,20 @@ def document_parts(
     head = json_bytes(document(a, findings, ranks, long_lists=False))
     groups.result()
     pos = 0
-    for key, (table, rows) in LONG_LISTS.items():
-        t = table(a)
-        if t.empty:
-            continue
-        empty = b'\n  "' + key.encode() + b'": []'
-        at = head.index(empty, pos)  # (a top-level key: two spaces in, its quote unescaped)
-        yield head[pos : at + len(empty) - 1] + b"\n"  # (up to its '[')
-        for lo in range(0, len(t), part):
-            text = json_bytes(rows(t.iloc[lo : lo + part]))  # b'[\n  {...},\n  {...}\n]'
-            sep = b",\n" if lo else b""
-            yield sep + b"  " + text[2:-2].replace(b"\n", b"\n  ")
-            del text
-        yield b"\n  ]"
-        pos = at + len(empty)
+    for key, (tables, rows) in LONG_LISTS.items():
+        at, empty = None, b'\n  "' + key.encode() + b'": []'
+        for t in tables(a):
+            for lo in range(0, len(t), part):
+                sep = b",\n"
+                if at is None:  # (a top-level key: two spaces in, its quote unescaped)
+                    at, sep = head.index(empty, pos), b""
+                    yield head[pos : at + len(empty) - 1] + b"\n"  # (up to its '[')
+                text = json_bytes(rows(t.iloc[lo : lo + part]))  # b'[\n  {...},\n  {...}\n]'
+                yield sep + b"  " + text[2:-2].replace(b"\n", b"\n  ")
+                del text
+        if at is not None:
+            yield b"\n  ]"
+            pos = at + len(empty)
     yield head[pos:]
 
 

@@ -246,7 +246,7 @@ def regions(a: Analysis, top: int) -> Section:
             Col("dev", drop=7, identifies=True), Col("n", drop=8), Col("busy"), Col("idle"),
             Col("tail idle", drop=9), Col("under-fill", drop=10), Col("launch ovh.", drop=3),
             Col("sync", drop=4), Col("exposed comm", drop=5), Col("overlap", drop=6)]  # fmt: skip
-    if a.regions.empty:
+    if not a.region_count():
         return Section("Top-level NVTX ranges on the GPU (worst first)", cols, [])
     g = a.region_totals().sort_values("recoverable_ns", ascending=False)
     rows = [[x.name, str(x.device), _count(x.instances), fmt_ns(x.gpu_busy_ns),

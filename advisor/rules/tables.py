@@ -334,7 +334,7 @@ SCOPES: dict[Scope, dict[str, str]] = {
 
 
 def _kernels(a: Analysis) -> pd.DataFrame:
-    by_region = not a.regions.empty
+    by_region = a.region_count() > 0
     k = a.kernel_table(by_region=by_region)
     if k.empty:
         return pd.DataFrame(columns=list(SCOPES[Scope.KERNELS]))
@@ -456,7 +456,7 @@ def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     device = p["device"].to_numpy()
 
     def region_codes(at: slice) -> np.ndarray:
-        if a.regions.empty:
+        if a.regions.empty:  # (pieces: a TraceAnalysis's, its regions in memory)
             return np.full(len(rows[at]), -1, dtype=np.int8)
         return _codes_at(region.codes, a.ops.index, rows[at])
 
@@ -528,7 +528,7 @@ def _region_graph_savings(a: Analysis) -> pd.DataFrame:
 
 def _regions(a: Analysis) -> pd.DataFrame:
     savings = region_graph_savings(a)
-    if a.regions.empty:
+    if not a.region_count():
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
         w["worst_start_ns"] = w["start_ns"]
@@ -786,7 +786,7 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
     """Per range whose collectives wait for one device (the one most often last): why that
     device is late, from its own timeline against the other devices' (SCOPES['stragglers'])."""
     empty = pd.DataFrame(columns=list(SCOPES[Scope.STRAGGLERS]))
-    if a.regions.empty or regions.empty or regions["steady_comm_wait_ns"].isna().all():
+    if not a.region_count() or regions.empty or regions["steady_comm_wait_ns"].isna().all():
         return empty
     out = []
     for name, g in regions.groupby("name", sort=False):
@@ -805,7 +805,9 @@ def _stragglers(a: Analysis, regions: pd.DataFrame) -> pd.DataFrame:
             for key, col in (("by_work", "compute_ns"), ("by_host", "launch_overhead_ns"),
                              ("by_sync", "sync_idle_ns"))
         }  # fmt: skip
-        extras["by_input"] = _late_start(a.regions, name, device)
+        extras["by_input"] = _late_start(
+            a.region_table(["name", "device", "start_ns"], names=[name]), name, device
+        )
         best = max(extras, key=lambda k: extras[k])
         out.append({
             "name": name, "device": device, "devices": len(g), "instances": int(me["instances"]),
