@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,16 +97,16 @@ class CommStore:
                 exc.filename = f"{self.folder} (the job's comm ops, kept while it is merged)"
             raise
 
-    def hold(self, table: pd.DataFrame) -> Path:
+    def hold(self, table: pd.DataFrame | dict[str, pd.DataFrame]) -> Path:
         """Write a table of a part as the part arrives (its comm ops, before the job's ids
         are known: ``add`` takes them in rank order once every part is in; its range
-        instances); the file to ``take`` it from."""
+        instances; its small tables by key); the file to ``take`` it from."""
         held = self.folder / "arrived"
         held.mkdir(exist_ok=True)
         self._held += 1
         path = held / f"{self._held}.pkl"
         with self.writing():
-            table.to_pickle(path)
+            pd.to_pickle(table, path)
         return path
 
     def region_files(self, dtypes: pd.Series) -> RegionFiles:
@@ -114,8 +115,8 @@ class CommStore:
             return RegionFiles(self.folder / "regions", dtypes, owner=self)
 
     @staticmethod
-    def take(path: str | Path, remove: bool = True) -> pd.DataFrame:
-        """The table ``hold`` wrote (the file removed, with ``remove``)."""
+    def take(path: str | Path, remove: bool = True) -> Any:
+        """The table (or tables) ``hold`` wrote (the file removed, with ``remove``)."""
         table = pd.read_pickle(path)
         if remove:
             Path(path).unlink()

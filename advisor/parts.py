@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -210,20 +211,76 @@ def merge_parts(
 
 
 # the tables of a part that grow with its trace (its comm ops and range instances): held on
-# disk as the part arrives (hold_tables)
+# disk as the part arrives (hold_tables), each in a file
 HELD = ("comm", "regions")
+# the part's other tables (_ORDERS' but regions, _DERIVED_ORDERS', the kernel groups), held
+# together in one file: ~20 small DataFrames, 0.37 MB a part in memory, 50 KB pickled
+SMALL = "small"
+FOLD_PARTS = 16  # the parts' small tables concatenated every this many parts as merged
 
 
 def hold_tables(part: RankPart, store: CommStore) -> None:
-    """Move an arriving part's comm ops and range instances into ``store``'s folder (the
-    client holds none of them while the other parts arrive); merged_job with that store
-    takes them back."""
+    """Move an arriving part's tables into ``store``'s folder (the client holds none of
+    them while the other parts arrive, only what the part says of its trace); merged_job
+    with that store takes them back."""
     if part.error is not None or part.held:
         return
     part.range_count = _range_count(part)
     for key in HELD:
         part.held[key] = str(store.hold(_held_table(part, key)))
         _set_held_table(part, key, _held_table(part, key).iloc[:0].copy())
+    part.held[SMALL] = str(store.hold(_small_tables(part)))
+    _set_small_tables(part, None)
+
+
+def _small_tables(part: RankPart) -> dict[str, pd.DataFrame]:
+    """The part's small tables by key: ``tables.K``, ``derived.K``, ``kernel_groups`` and
+    ``region_kernel_groups``."""
+    out = {f"tables.{k}": v for k, v in part.tables.items() if k != "regions"}
+    out.update({f"derived.{k}": v for k, v in part.derived.items()})
+    out.update(kernel_groups=part.kernel_groups, region_kernel_groups=part.region_kernel_groups)
+    return out
+
+
+def _set_small_tables(part: RankPart, tables: dict[str, pd.DataFrame] | None) -> None:
+    """Put ``tables`` (_small_tables' keys) into the part; None: drop them (the part holds
+    its range instances' table only, if any)."""
+    t = tables or {}
+    regions = {"regions": part.tables["regions"]} if "regions" in part.tables else {}
+    part.tables = {**{k[7:]: v for k, v in t.items() if k.startswith("tables.")}, **regions}
+    part.derived = {cast(DerivedName, k[8:]): v for k, v in t.items() if k.startswith("derived.")}
+    part.kernel_groups = t.get("kernel_groups", pd.DataFrame())
+    part.region_kernel_groups = t.get("region_kernel_groups", pd.DataFrame())
+
+
+def _taken_small(part: RankPart, store: CommStore, release: bool) -> dict[str, pd.DataFrame]:
+    """A part's small tables (_small_tables): from the store where they are held (the file
+    removed with ``release``), else the part's own (emptied with ``release``)."""
+    if SMALL in part.held:
+        tables = store.take(part.held[SMALL], remove=release)
+        if release:
+            del part.held[SMALL]
+        return tables
+    tables = _small_tables(part)
+    if release:  # (copies: an empty slice would keep the rows' memory)
+        _set_small_tables(part, {k: v.iloc[:0].copy() for k, v in tables.items()})
+    return tables
+
+
+def _merged_small(
+    parts: list[RankPart], maps: list[dict[int, int]], store: CommStore, release: bool
+) -> dict[str, pd.DataFrame]:
+    """The parts' small tables by key, concatenated in rank order with the job's device
+    ids, a part's taken at a time (every FOLD_PARTS parts, what is taken is concatenated:
+    the client never holds every part's small DataFrames)."""
+    folds: dict[str, list[pd.DataFrame]] = {}
+    for p, m in zip(parts, maps, strict=True):
+        for key, t in _taken_small(p, store, release).items():
+            fold = folds.setdefault(key, [])
+            fold.append(_renumber(t, m))
+            if len(fold) >= FOLD_PARTS:
+                folds[key] = [concatenated(fold)]
+    return {key: concatenated(fold) for key, fold in folds.items()}
 
 
 def _held_table(part: RankPart, key: str) -> pd.DataFrame:
@@ -268,22 +325,13 @@ def merged_job(
     offsets = np.cumsum([0] + [_range_count(p) for p in parts])
     store = store or CommStore()  # (the comm ops on disk, a rank at a time: millions of them)
 
-    def merged(table: Callable[[RankPart], dict], key: str):
-        """The parts' ``table(part)[key]`` concatenated (device ids the job's, the range ids
-        of range instances offset per rank), each part's emptied with ``release``."""
-        if key == "regions":  # (in their order as they are merged)
-            return _merged_regions(parts, maps, offsets, store, release)
-        frames = []
-        for p, m in zip(parts, maps, strict=False):
-            frames.append(_renumber(table(p)[key], m))
-            if release:  # (a copy: an empty slice would keep the rows' memory)
-                table(p)[key] = table(p)[key].iloc[:0].copy()
-        return concatenated(frames)
-
-    tables = {k: merged(lambda p: p.tables, k) for k in _ORDERS}
-    derived = {k: merged(lambda p: p.derived, k) for k in _DERIVED_ORDERS}
-    kernels = merged(vars, "kernel_groups")  # (vars: the part's attributes)
-    region_kernels = merged(vars, "region_kernel_groups")
+    small = _merged_small(parts, maps, store, release)
+    tables = {k: small[f"tables.{k}"] for k in _ORDERS if k != "regions"}
+    # (range instances in their order as they are merged, the range ids offset per rank)
+    tables["regions"] = _merged_regions(parts, maps, offsets, store, release)
+    derived = {k: small[f"derived.{k}"] for k in _DERIVED_ORDERS}
+    kernels, region_kernels = small["kernel_groups"], small["region_kernel_groups"]
+    del small
     for p, m, off in zip(parts, maps, offsets, strict=False):
         store.add(_job_ids(_taken(p, "comm", store, release), m, off))
     if release:  # (the parts' tables, freed in between the merged ones: holes in the heap)
@@ -337,7 +385,8 @@ def selected(
 def _range_count(p: RankPart) -> int:
     """How many range ids the part uses (its region and comm ids are below it; range_count
     where those tables are held apart)."""
-    ids = [p.tables["regions"]["range_id"].max() if len(p.tables["regions"]) else -1,
+    regions = p.tables.get("regions", ())
+    ids = [regions["range_id"].max() if len(regions) else -1,
            p.comm["range_id"].max() if len(p.comm) else -1, p.range_count - 1]  # fmt: skip
     return int(max(ids)) + 1
 

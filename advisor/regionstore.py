@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CHUNK_ROWS = 1 << 16  # range instances read back at a time
+CHUNK_ROWS = 1 << 13  # range instances read back at a time (8K: 2 MB of records)
 _NONE = -1  # the code of a missing value in a coded column
 
 

@@ -183,6 +183,7 @@ def test_a_full_disk_names_the_folder(monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_pickle", full)
+    monkeypatch.setattr(pd, "to_pickle", full)
     frames, _ = random_ranks(1)
     for write in (lambda: store.hold(frames[0]), lambda: store.add(frames[0])):
         with pytest.raises(OSError) as err:

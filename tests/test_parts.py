@@ -224,12 +224,14 @@ def test_comm_ops_held_apart_as_the_parts_arrive(allreduce_ranks, jobs):
 
     def on_read(part):  # (called with each part as sent; the earlier ones are held by then)
         arrived.append((len(part.comm), len(part.tables["regions"])))
-        earlier.extend((len(p.comm), len(p.tables["regions"]), sorted(p.held)) for p in seen)
+        earlier.extend((len(p.comm), {k: len(v) for k, v in p.tables.items()}, p.derived,
+                        len(p.kernel_groups), sorted(p.held)) for p in seen)  # fmt: skip
         seen.append(part)
 
     seen: list = []
     job = analyze_ranks(allreduce_ranks, options, runner=LocalRunner(jobs), on_read=on_read)
-    assert arrived == [(17, 4), (17, 4)] and earlier == [(0, 0, ["comm", "regions"])]
+    assert arrived == [(17, 4), (17, 4)]
+    assert earlier == [(0, {"regions": 0}, {}, 0, ["comm", "regions", "small"])]
     assert document(job.analysis, []) == document(want, [])
     assert [(f.rule, f.device, f.est_savings_ns) for f in job.findings] == [
         (f.rule, f.device, f.est_savings_ns) for f in found
@@ -343,3 +345,25 @@ def test_range_instances_by_hand_ties_dtypes_and_held():
     # (files have a comm_wait_ns, filled by the merge: 0 until then)
     pd.testing.assert_frame_equal(_read_back(got), want.assign(comm_wait_ns=0.0))
     assert not path.exists() and "regions" not in parts[1].held
+
+
+def test_small_tables_folded_every_k_parts_as_all_at_once(monkeypatch):
+    # five ranks (the four traces of two sets, one twice: device ids renumbered), their
+    # small tables concatenated every 1, 2 or 3 parts as merged, or all at once: the same
+    # job (document and every table merged), held as they arrived or not
+    import advisor.parts as parts_module
+    from advisor.commstore import CommStore
+    from advisor.parts import hold_tables
+
+    paths = [*SETS["two ranks of other jobs"], *SETS["a 2-GPU export and a 2-rank one"]]
+    sent = [rank_part(p, AnalysisOptions()) for p in [*paths, paths[0]]]
+    blobs = [pickle.dumps(p) for p in sent]
+    want = document(merged_job([pickle.loads(b) for b in blobs]), [])
+    for k in (1, 2, 3):
+        monkeypatch.setattr(parts_module, "FOLD_PARTS", k)
+        store = CommStore()
+        parts = [pickle.loads(b) for b in blobs]
+        for p in parts[::2]:  # (some held as they arrived, the others not)
+            hold_tables(p, store)
+        assert document(merged_job(parts, release=True, store=store), []) == want, k
+        assert not [p for p in parts if p.held or len(p.kernel_groups)]
