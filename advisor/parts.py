@@ -94,7 +94,8 @@ class RankPart:
     derived: dict[DerivedName, pd.DataFrame] = field(default_factory=dict)  # _DERIVED_ORDERS'
     comm: pd.DataFrame = field(default_factory=pd.DataFrame)  # every comm op (COMM_COLUMNS)
     # the tables the client holds on disk while the other parts arrive (hold_tables: "comm",
-    # "regions" -> their file; the part's own emptied), and how many range ids it uses then
+    # "regions", "small" -> their file; the part's own emptied or dropped), and how many
+    # range ids it uses then
     held: dict[str, str] = field(default_factory=dict)
     range_count: int = 0
     extra: dict | None = None  # rank_part's ``extra`` (the gate's digest), when asked

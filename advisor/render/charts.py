@@ -167,7 +167,8 @@ def wave_rows(a: Analysis, top: int = WAVE_TOP) -> WaveRows:
     )
     rows["grid"] = [f"{x}x{y}x{z}" for x, y, z in
                     zip(rows["grid_x"], rows["grid_y"], rows["grid_z"], strict=True)]  # fmt: skip
-    rows["label"] = row_labels(rows, several_devices=a.ops["device"].nunique() > 1)
+    # (the selection's devices: a merged job's ops are its comm ops only, read back from disk)
+    rows["label"] = row_labels(rows, several_devices=a.devices["device"].nunique() > 1)
     return WaveRows(rows[WAVE_COLUMNS].reset_index(drop=True), left_out, floor, top)
 
 
