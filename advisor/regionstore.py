@@ -49,6 +49,7 @@ class RegionFiles:
         self.stats = pd.DataFrame(columns=["rows", "start_ns", "end_ns"])
         self._keys: list[tuple[np.ndarray, np.ndarray]] = []
         self.order = np.zeros(0, np.int16)  # (set by close: the rank of each job row)
+        self._known: dict[str, np.ndarray] = {}  # (values' cache: a coded column's, as array)
 
     def path(self, rank: int) -> Path:
         return self.folder / f"rank{rank}.rec"
@@ -119,8 +120,11 @@ class RegionFiles:
 
     def values(self, column: str, codes: np.ndarray) -> np.ndarray:
         """A coded column's values (object; None where missing) for ``codes``."""
-        known = np.empty(len(self.coded[column]) + 1, dtype=object)
-        known[: len(known) - 1] = list(self.coded[column])
+        known = self._known.get(column)
+        if known is None or len(known) != len(self.coded[column]) + 1:  # (made once a size)
+            known = np.empty(len(self.coded[column]) + 1, dtype=object)
+            known[: len(known) - 1] = list(self.coded[column])
+            self._known[column] = known
         return known[codes]  # (code -1: the None at the end)
 
     def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[np.ndarray]:
