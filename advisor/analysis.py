@@ -214,8 +214,9 @@ class Analysis(ABC):
         parts = list(self.region_chunks(columns, names))
         if len(parts) == 1:
             return parts[0]
-        if not parts:
-            return self.regions.iloc[:0] if columns is None else self.regions[columns].iloc[:0]
+        if not parts:  # (the columns asked for, even where a table has none)
+            r = self.regions if self.regions is not None else pd.DataFrame()
+            return r.iloc[:0] if columns is None else r.reindex(columns=columns).iloc[:0]
         return pd.concat(parts, ignore_index=True)
 
     def summary(self) -> dict:

@@ -136,3 +136,21 @@ def test_busy_time_from_the_idle_equals_the_union_of_the_ops():
     bad.loc[bad.index[0], "end"] = 50
     assert "busy" in _segments(bad, bad["op_class"], every_op=True)
     assert "busy" in _segments(a.ops, a.ops["op_class"], every_op=False)
+
+
+def test_region_accessors_on_a_trace_with_and_without_ranges():
+    # the 2-GPU sample has top-level ranges: region_chunks/table/count/span give the regions
+    # table (some columns, some names); a table without any (no columns at all, as a
+    # library caller may build one) gives the columns asked for, empty
+    a = analyze(load_trace(str(H200_2GPU)))
+    r = a.regions
+    assert a.region_count() == len(r) > 0
+    assert a.region_span() == (r["start_ns"].min(), r["end_ns"].max())
+    name = str(r["name"].iloc[0])
+    got = a.region_table(["device", "start_ns"], names=[name, "no such range"])
+    pd.testing.assert_frame_equal(got, r.loc[r["name"] == name, ["device", "start_ns"]])
+    assert a.region_table(names=["no such range"]).columns.tolist() == r.columns.tolist()
+    bare = a.select()  # (a copy)
+    bare.regions = pd.DataFrame()
+    assert bare.region_count() == 0 and not list(bare.region_chunks())
+    assert bare.region_table(["name", "end_ns"]).columns.tolist() == ["name", "end_ns"]
