@@ -42,7 +42,7 @@ from advisor.metrics.gaps import SEQUENCE_ORDER, order_rows
 from advisor.metrics.regions import OUTSIDE_RANGES
 from advisor.metrics.waves import order_kernel_groups
 from advisor.options import AnalysisOptions
-from advisor.regionstore import RegionFiles, RegionView
+from advisor.regionstore import JOB_ORDER, RegionFiles, RegionView, waits_of_windows
 from advisor.rules import tables as rule_tables
 from advisor.trace.model import Trace
 from advisor.trace.quality import coverage_notes
@@ -52,7 +52,7 @@ COMM_COLUMNS = ["device", "start", "end", "name", "kind", "op_class", "range_id"
 # the rank's tables as the selection leaves them, merged by concatenation and one row order
 _ORDERS = {
     "devices": lambda t: t.sort_values("device", ignore_index=True, kind="stable"),
-    "regions": lambda t: t.sort_values(["start_ns", "device"], ignore_index=True, kind="stable"),
+    "regions": lambda t: t.sort_values(JOB_ORDER, ignore_index=True, kind="stable"),
     "totals": lambda t: t.sort_values(["name", "device"], ignore_index=True, kind="stable"),
     "gaps": lambda t: order_rows(t, "total_ns", ["device", "cause"]),
     "streams": lambda t: order_rows(t, "gap_ns", ["device", "stream"]),
@@ -482,10 +482,8 @@ def _fill_waits(comm: CommJob, tables: dict) -> None:
         with comm.store.writing():
             per_name = r.fill_waits(comm.window_waits)
     else:
-        key = pd.MultiIndex.from_frame(r[["range_id", "device"]])
-        per_window = comm.window_waits
-        r["comm_wait_ns"] = (per_window.reindex(key).fillna(0.0).to_numpy(np.float64)
-                             if len(per_window) else np.zeros(len(r)))  # fmt: skip
+        r["comm_wait_ns"] = waits_of_windows(comm.window_waits, r["range_id"].to_numpy(),
+                                             r["device"].to_numpy())  # fmt: skip
         per_name = r.groupby(["name", "device"])["comm_wait_ns"].sum()
     t = tables["totals"]
     key = pd.MultiIndex.from_frame(t[["name", "device"]])

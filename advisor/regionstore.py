@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+JOB_ORDER = ["start_ns", "device"]  # the order of a job's range instances (parts._ORDERS)
 CHUNK_ROWS = 1 << 13  # range instances read back at a time (8K: 2 MB of records)
 _NONE = -1  # the code of a missing value in a coded column
 
@@ -56,7 +57,7 @@ class RegionFiles:
 
     def add(self, t: pd.DataFrame) -> None:
         """The next rank's range instances (the job's columns, device and range ids)."""
-        t = t.sort_values(["start_ns", "device"], ignore_index=True, kind="stable")
+        t = t.sort_values(JOB_ORDER, ignore_index=True, kind="stable")
         rec = np.zeros(len(t), self.record)
         for c in self.dtypes.index:
             if c not in t:
@@ -99,19 +100,10 @@ class RegionFiles:
         """Every instance's comm_wait_ns from ``window_waits`` (summed waits, ns, indexed by
         (range_id, device); 0 where none), written to the files; the sums per (name,
         device) (the range totals' comm_wait_ns)."""
-        ids, dev = (
-            (window_waits.index.get_level_values(i).to_numpy(np.int64) for i in (0, 1))
-            if len(window_waits) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        )  # fmt: skip
-        # ((range id, device) packed into one int64: a device id below width)
-        width = 1 + max(int(dev.max()) if len(dev) else 0,
-                        int(self.stats.index.max()) if len(self.stats) else 0)  # fmt: skip
-        waits = pd.Series(window_waits.to_numpy(np.float64), index=ids * width + dev)
         sums = []
         for rank in range(len(self.sizes)):
             rec = np.fromfile(self.path(rank), self.record)
-            key = rec["range_id"].astype(np.int64) * width + rec["device"]
-            rec["comm_wait_ns"] = waits.reindex(key).fillna(0.0).to_numpy(np.float64)
+            rec["comm_wait_ns"] = waits_of_windows(window_waits, rec["range_id"], rec["device"])
             rec.tofile(self.path(rank))
             sums.append(pd.Series(rec["comm_wait_ns"]).groupby(
                 [self.values("name", rec["name"]), rec["device"]]).sum())  # fmt: skip
@@ -154,6 +146,23 @@ class RegionFiles:
             else:
                 out[c] = pd.Series(np.ascontiguousarray(rec[c]), dtype=self.dtypes[c], copy=False)
         return pd.DataFrame(out, copy=False)
+
+
+def waits_of_windows(
+    window_waits: pd.Series, range_id: np.ndarray, device: np.ndarray
+) -> np.ndarray:
+    """Per window (its range id and device): its summed waits from ``window_waits`` (ns,
+    indexed by (range_id, device)), 0 where none."""
+    ids, dev = (
+        (window_waits.index.get_level_values(i).to_numpy(np.int64) for i in (0, 1))
+        if len(window_waits) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    )  # fmt: skip
+    # ((range id, device) packed into one int64: a device id below width)
+    width = max(int(dev.max()) + 1 if len(dev) else 0,
+                int(device.max()) + 1 if len(device) else 0)  # fmt: skip
+    waits = pd.Series(window_waits.to_numpy(np.float64), index=ids * width + dev)
+    key = np.asarray(range_id, np.int64) * width + np.asarray(device, np.int64)
+    return waits.reindex(key).fillna(0.0).to_numpy(np.float64)
 
 
 @dataclass
