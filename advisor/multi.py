@@ -72,8 +72,9 @@ def merge_traces(loads: list[RankLoad]) -> Trace:
         t: [] for t in ("kernels", "api", "memcpy", "memset", "graphs", "sync", "nvtx", "cpu_ops")
     }
     merged = Trace(
-        path=", ".join(x.path for x, _ in ok), format=first.format,
-        producer_version=first.producer_version, kernels=first.kernels.iloc[:0],
+        path=", ".join(x.path for x, _ in ok), paths=[x.path for x, _ in ok],
+        format=first.format, producer_version=first.producer_version,
+        kernels=first.kernels.iloc[:0],
     )  # fmt: skip
     for rank, ((x, t), device_map) in enumerate(zip(ok, maps, strict=True)):
         x.devices = device_map

@@ -502,8 +502,8 @@ def _job_trace(parts: list[RankPart], maps: list[dict[int, int]]) -> Trace:
     when there are several), no GPU ops."""
     first = parts[0]
     t = Trace(
-        path=", ".join(p.path for p in parts), format=first.format,
-        producer_version=first.producer_version, kernels=pd.DataFrame(),
+        path=", ".join(p.path for p in parts), paths=[p.path for p in parts],
+        format=first.format, producer_version=first.producer_version, kernels=pd.DataFrame(),
         device_ids=sorted(d for m in maps for d in m.values()),
     )  # fmt: skip
     for rank, (p, m) in enumerate(zip(parts, maps, strict=True)):

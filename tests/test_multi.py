@@ -3,8 +3,10 @@ separately profiled processes would write them) gives the same analysis as the w
 export; colliding device ids are renumbered; a bad trace is reported, the rest analysed."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, ROOT, analysis_of
@@ -151,3 +153,26 @@ def test_public_two_gpu_exports_split_per_rank_agree(name, tmp_path):
     assert {k: v for k, v in whole.items() if k != "trace"} == {
         k: v for k, v in per_rank.items() if k not in ("trace", "ranks")
     }
+
+
+def test_a_jobs_reports_name_its_traces_once(ranks, tmp_path):
+    # the terminal's title: the count and the shared folder (the Ranks table lists each)
+    proc = subprocess.run([sys.executable, "-m", "advisor", "analyze", *ranks],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "120"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    folder, names = Path(ranks[0]).parent, [Path(r).name for r in ranks]
+    assert proc.stdout.splitlines()[0] == (
+        f"advisor analyze 2 traces in {folder} ({names[0]}, {names[1]})"
+    )
+    assert all(proc.stdout.count(r) == 1 for r in ranks)  # (the Ranks table's rows)
+    # the markdown report of the folder: titled by it, every trace listed in rank order
+    out = tmp_path / "job.md"
+    proc = subprocess.run([sys.executable, "-m", "advisor", "report", str(folder), "-o",
+                           str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == f"# advisor tuning report: {folder.name}, 2 traces"
+    assert lines[4].startswith(f"Traces (2, one per rank, in rank order): `{ranks[0]}`, "
+                               f"`{ranks[1]}` (nsys-sqlite, ")  # fmt: skip

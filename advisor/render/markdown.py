@@ -28,8 +28,10 @@ def _summary(a: Analysis) -> list[str]:
     t = a.trace
     gpus = sorted({f"{g.name} ({g.sm_count} {'CUs' if g.vendor == 'amd' else 'SMs'}, facts "
                    f"from {g.source})" for d, g in t.gpus.items() if d in t.devices})  # fmt: skip
+    paths = t.paths or [t.path]
+    what = "Trace" if len(paths) == 1 else f"Traces ({len(paths)}, one per rank, in rank order)"
     lines = [
-        f"Trace: `{t.path}` ({t.format}, {t.producer_version}); devices "
+        f"{what}: {', '.join(f'`{p}`' for p in paths)} ({t.format}, {t.producer_version}); devices "
         f"{', '.join(map(str, t.devices))}; GPU: {'; '.join(gpus) or 'no facts'}.",
         "",
     ]
@@ -100,8 +102,8 @@ def _section(section: sections.Section, empty: str = "") -> list[str]:
 
 def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: int = 10) -> str:
     """The whole report; ``charts`` maps chart name -> image path relative to the report."""
-    name = Path(a.trace.path).name
-    lines = [f"# advisor tuning report: {name}", "", "## Summary", ""] + _summary(a)
+    title = f"# advisor tuning report: {sections.trace_name(a.trace)}"
+    lines = [title, "", "## Summary", ""] + _summary(a)
     if "gaps" in charts:  # (it plots the summary's idle rows)
         lines += [f"![Why was the GPU idle? Steady-state idle time by cause]({charts['gaps']})",
                   ""]  # fmt: skip
@@ -151,8 +153,8 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
 
 def diff_report(result: GateResult, base: Analysis, cand: Analysis) -> str:
     """Comparison report of two traces: the gate verdict and both summaries."""
-    lines = [f"# advisor comparison: {Path(base.trace.path).name} -> "
-             f"{Path(cand.trace.path).name}", ""]  # fmt: skip
+    lines = [f"# advisor comparison: {sections.trace_name(base.trace)} -> "
+             f"{sections.trace_name(cand.trace)}", ""]  # fmt: skip
     lines += gate_render.markdown(result).replace("### ", "## ", 1).splitlines() + [""]
     lines += ["## Baseline summary", ""] + _summary(base)
     lines += ["## Candidate summary", ""] + _summary(cand)

@@ -173,6 +173,9 @@ class Trace:
     sources: list[str] = field(default_factory=list)  # companion files read with the trace
     rank: int | None = None  # the job rank the trace says it is (Kineto distributedInfo)
     world_size: int | None = None  # the job's rank count, where the trace says it
+    # a job read as one (several traces, one per rank): each trace's path, in rank order
+    # (``path`` then joins them); empty for a single trace
+    paths: list[str] = field(default_factory=list)
     # what added to a timestamp gives UTC ns since the epoch (the session start for nsys,
     # baseTimeNanoseconds for Kineto, 0 for epoch clocks); None: the trace does not say
     epoch_offset_ns: int | None = None
