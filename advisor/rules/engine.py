@@ -85,6 +85,9 @@ class RuleSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # gate metrics (docs/gate.md) whose regression this rule's findings explain: a failing
     # gate row names the candidate's finding of such a rule at the same range or kernel
     explains: list[str] = []
+    # the column (ns, the trace's own clock) saying where a finding points in a timeline
+    # (where it is NaN: at_ns, the scope's worst instance)
+    at: str = "at_ns"
 
     def __post_init__(self) -> None:
         known = {m for group in gate_metrics().values() for m in group}
@@ -199,6 +202,9 @@ def _parse_specs(specs: list[dict], source: str) -> list[Rule]:
             when = compile_expr(" and ".join(f"({c})" for c in conds), known)
             fld = "savings"
             savings = compile_expr(spec.savings, known)
+            fld = "at"
+            if spec.at not in known:
+                raise ExprError(f"unknown metric {spec.at!r}")
             fld = "evidence"
             unknown = [c for c in spec.evidence if c not in known]
             if unknown:
@@ -385,8 +391,7 @@ def _finding(
         region=values.get(rcol) or None,
         device=device,
         est_savings_ns=est,
-        at_ns=plain_int(values.get("at_ns")),
-        at_rel_ns=plain_int(values.get("at_rel_ns")),
+        **_at(rule, values),
         summary=summary,
         **identity,
         evidence=evidence,
@@ -396,6 +401,18 @@ def _finding(
         emit=EmitRequest(emit.kind, dict(emit.params), values) if emit else None,
         counters=counters,
     )
+
+
+def _at(rule: Rule, values: dict) -> dict:
+    """at_ns and at_rel_ns of a finding: its rule's ``at`` column where that has a value,
+    else the scope's at_ns (the relative time counted from the same first GPU op)."""
+    at, rel = values.get("at_ns"), values.get("at_rel_ns")
+    mine = values.get(rule.spec.at)
+    if rule.spec.at != "at_ns" and mine is not None:  # (_plain: None where missing)
+        origin = None if at is None or rel is None else at - rel
+        at = mine
+        rel = None if origin is None else mine - origin
+    return {"at_ns": plain_int(at), "at_rel_ns": plain_int(rel)}
 
 
 def counters_say(rule: Rule, values: dict) -> dict | None:

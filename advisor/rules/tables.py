@@ -42,6 +42,15 @@ _DETAIL_COLUMNS = {
     "launch_in": ("host_bound", "the innermost host range (or API call) the host was in"),
     "queued_on": ("queued_wait", "the dependency (event wait, CUDA graph, not in the trace)"),
 }
+# per idle cause, the column saying where its longest piece starts (a rule's ``at``)
+_WORST_AT_COLUMNS = {
+    "sync_at_ns": "synchronization",
+    "copy_at_ns": "blocking_copy",
+    "input_at_ns": "input_pipeline",
+    "busy_at_ns": "host_busy",
+    "launch_at_ns": "host_bound",
+    "queued_at_ns": "queued_wait",
+}
 
 NOTHING_RECORDED = "nothing recorded on the launching thread"
 SHARE_SHOWN_BELOW = 0.995  # a detail holding less of its cause's idle than this says its share
@@ -290,6 +299,11 @@ SCOPES: dict[Scope, dict[str, str]] = {
             f"when it is not all of it ('{NOTHING_RECORDED}' when the trace names nothing)"
             for col, (cause, what) in _DETAIL_COLUMNS.items()
         },
+        **{
+            col: f"start of its longest piece of {cause} idle, on the trace's own clock (ns; "
+            "ties: the earliest; missing: none)"
+            for col, cause in _WORST_AT_COLUMNS.items()
+        },
         "steady_comm_wait_ns": "comm_wait_ns of the collectives launched in the device's "
         "steady state (ns; NaN: unknown): the first collectives' waits, while the other "
         "ranks still start up (communicator set-up, first kernel loads), are start-up, as "
@@ -416,19 +430,21 @@ def _at(table: pd.DataFrame, start: pd.Series, origin: int) -> pd.DataFrame:
 def held_by(a: Analysis) -> pd.DataFrame:
     """Per (cause, region name, device) of the selection's idle pieces: the detail of the
     pieces with the most time (ties: the alphabetically first) and its share of that
-    cause's idle there (0..1); columns cause, name, device, detail ('' for the whole device
-    when the trace has no ranges), share."""
+    cause's idle there (0..1), and where its longest piece starts (ns, the trace's clock;
+    ties: the earliest); columns cause, name, device, detail ('' for the whole device when
+    the trace has no ranges), share, worst_start_ns."""
     return a.derived("held_by", _held_by)
 
 
 def _held_by(a: Analysis) -> pd.DataFrame:
     p = a.pieces
-    cols = ["cause", "name", "device", "detail", "share"]
+    cols = ["cause", "name", "device", "detail", "share", "worst_start_ns"]
     if p.empty or "detail" not in p:
         return pd.DataFrame(columns=cols)
     # grouped on integer codes; only the winners are turned into text
     region = a.ops["region"].array
     total = _piece_sums(a, region)
+    worst = _longest_pieces(a, region)
     whole = total.groupby(["c", "r", "d"], sort=False)["ns"].transform("sum").to_numpy()
     total["share"] = total["ns"].to_numpy() / np.maximum(whole, 1)
     details = np.asarray(p["detail"].array.categories, dtype=object)
@@ -436,10 +452,12 @@ def _held_by(a: Analysis) -> pd.DataFrame:
     total = total.sort_values(["ns", "text"], ascending=[False, True], kind="stable")
     best = total.drop_duplicates(["c", "r", "d"])
     names = np.append(np.asarray(region.categories, dtype=object), "")
+    at = worst.set_index(["c", "r", "d"])["start"]
     return pd.DataFrame({
         "cause": np.asarray(p["cause"].array.categories, dtype=object)[best["c"].to_numpy()],
         "name": names[best["r"].to_numpy()], "device": best["d"].to_numpy(),
         "detail": best["text"].to_numpy(), "share": best["share"].to_numpy(),
+        "worst_start_ns": at.reindex(pd.MultiIndex.from_frame(best[["c", "r", "d"]])).to_numpy(),
     })[cols].reset_index(drop=True)  # fmt: skip
 
 
@@ -481,6 +499,47 @@ def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     d, rest = rest % radix[2] + low, rest // radix[2]
     return pd.DataFrame({"c": rest // radix[1], "r": rest % radix[1] - 1, "d": d, "t": t,
                          "ns": ns[present]})  # fmt: skip
+
+
+def _longest_pieces(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
+    """Per distinct (cause code c, region code r: -1 outside every range, device d) of the
+    pieces: ``start``, where its longest piece starts (ns; ties: the earliest). Two passes a
+    block of pieces at a time: each group's longest length, then the earliest start of a
+    piece that long (no sort of the pieces)."""
+    p = a.pieces
+    rows = p["row"].to_numpy()
+    start, end = p["start"].to_numpy(), p["end"].to_numpy()
+    cause, device = p["cause"].array.codes, p["device"].to_numpy()
+    low = int(device.min())
+    radix = (len(p["cause"].array.categories), len(region.categories) + 1,
+             int(device.max()) - low + 1)  # fmt: skip
+    n = len(p)
+    blocks = [slice(b, b + BLOCK_ROWS) for b in range(0, n, BLOCK_ROWS)]
+
+    def keys(at: slice) -> np.ndarray:
+        r = (np.full(len(rows[at]), -1, dtype=np.int8) if a.regions.empty
+             else _codes_at(region.codes, a.ops.index, rows[at]))  # fmt: skip
+        return (cause[at].astype(np.int64) * radix[1] + r + 1) * radix[2] + device[at] - low
+
+    bins = int(np.prod(radix, dtype=np.int64))
+    if bins > DENSE_BINS:  # (numbered in order of first appearance instead)
+        codes, uniques = pd.factorize(np.concatenate([keys(at) for at in blocks]))
+        slot, bins = (lambda at: codes[at]), len(uniques)
+    else:
+        slot, uniques = keys, None
+    longest = np.full(bins, -1, dtype=np.int64)
+    for at in blocks:
+        np.maximum.at(longest, slot(at), end[at] - start[at])
+    first = np.full(bins, np.iinfo(np.int64).max, dtype=np.int64)
+    for at in blocks:
+        k = slot(at)
+        hit = (end[at] - start[at]) == longest[k]
+        np.minimum.at(first, k[hit], start[at][hit])
+    present = np.flatnonzero(longest >= 0)
+    key = present if uniques is None else uniques[present]
+    d, rest = key % radix[2] + low, key // radix[2]
+    return pd.DataFrame({"c": rest // radix[1], "r": rest % radix[1] - 1, "d": d,
+                         "start": first[present]})  # fmt: skip
 
 
 def _codes_at(codes: np.ndarray, index: pd.Index, rows: np.ndarray) -> np.ndarray:
@@ -556,6 +615,10 @@ def _regions(a: Analysis) -> pd.DataFrame:
     at = list(zip(keys["name"], keys["device"], strict=True))
     for col, (cause, _) in _DETAIL_COLUMNS.items():
         w[col] = np.array([said.get((cause, *k)) or NOTHING_RECORDED for k in at], dtype=object)
+    where = zip(held["cause"], held["name"], held["device"], strict=True)
+    worst = dict(zip(where, held["worst_start_ns"].tolist(), strict=True))
+    for col, cause in _WORST_AT_COLUMNS.items():  # (exact: epoch ns do not fit a float64)
+        w[col] = pd.array([worst.get((cause, *k)) for k in at], dtype="Int64")
     w["overlap_ratio"] = overlap_ratio(w["overlap_ns"], w["comm_ns"])
     w["steady_window_ns"] = w["window_ns"] - w["startup_idle_ns"]
     # waits for other ranks are measured only when the trace holds several ranks' comm (the

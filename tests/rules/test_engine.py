@@ -83,6 +83,9 @@ def test_unknown_metric_in_savings_evidence_and_message():
         GOOD.replace("[waves, tail_fraction]", "[wavez]")
     )
     assert "field 'message': unknown metric 'nope'" in bad(GOOD.replace("{waves:.3f}", "{nope}"))
+    assert "field 'at': unknown metric 'worst_ns'" in bad(
+        GOOD.replace("savings: tail_idle_ns", "savings: tail_idle_ns\n    at: worst_ns")
+    )
 
 
 def test_wrong_types_and_values():

@@ -161,20 +161,50 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
     })  # fmt: skip
     a = SimpleNamespace(pieces=pieces, ops=ops, regions=pd.DataFrame({"name": ["fwd"]}))
     got = tables._held_by(a)
+    # (the last column: where the group's longest piece starts; fwd on device 0: the 10 ns
+    # aten::mm piece at 0)
     assert got.values.tolist() == [
-        ["host_bound", "fwd", 0, "aten::add", 10 / 23],
-        ["host_bound", "fwd", 1, "aten::mm", 1.0],
-        ["host_bound", "bwd", 0, "aten::mm", 1.0],
-        ["synchronization", "bwd", 0, "cudaDeviceSynchronize", 1.0],
+        ["host_bound", "fwd", 0, "aten::add", 10 / 23, 0],
+        ["host_bound", "fwd", 1, "aten::mm", 1.0, 0],
+        ["host_bound", "bwd", 0, "aten::mm", 1.0, 50],
+        ["synchronization", "bwd", 0, "cudaDeviceSynchronize", 1.0, 30],
     ]
     # without ranges every piece is the whole device's (''): host_bound on device 0 is
     # 30 ns, aten::mm 17 of it
     a.regions = pd.DataFrame()
     assert tables._held_by(a).values.tolist() == [
-        ["host_bound", "", 0, "aten::mm", 17 / 30],
-        ["host_bound", "", 1, "aten::mm", 1.0],
-        ["synchronization", "", 0, "cudaDeviceSynchronize", 1.0],
+        ["host_bound", "", 0, "aten::mm", 17 / 30, 0],
+        ["host_bound", "", 1, "aten::mm", 1.0, 0],
+        ["synchronization", "", 0, "cudaDeviceSynchronize", 1.0, 30],
     ]
+
+
+@pytest.mark.parametrize(("dense_bins", "block"), [(1 << 22, 1 << 20), (1 << 22, 2), (1, 1)])
+def test_the_longest_piece_by_hand(dense_bins, block, monkeypatch):
+    # host_busy on device 0 in range r (ops 0, 1): pieces of 5, 9, 9 and 2 ns starting at
+    # 100, 300, 200, 400 (not in time order: the earliest of the two 9 ns, 200, wins);
+    # synchronization on device 0 in r: 4 ns at 50; host_busy on device 2 outside ranges
+    # (op 2): 1 ns at 7. Device ids from 0 to 2 (a radix of 3, device 1 absent).
+    from types import SimpleNamespace
+
+    from advisor.metrics.attribution import CAUSES
+    from advisor.rules import tables
+
+    monkeypatch.setattr(tables, "DENSE_BINS", dense_bins)
+    monkeypatch.setattr(tables, "BLOCK_ROWS", block)
+    ops = pd.DataFrame({"region": pd.Categorical(["r", "r", None])})
+    cause = ["host_busy"] * 4 + ["synchronization", "host_busy"]
+    pieces = pd.DataFrame({
+        "device": np.array([0, 0, 0, 0, 0, 2], dtype=np.int32),
+        "start": [100, 300, 200, 400, 50, 7], "end": [105, 309, 209, 402, 54, 8],
+        "cause": pd.Categorical(cause, categories=CAUSES),
+        "row": np.array([0, 1, 0, 1, 0, 2], dtype=np.int32),
+        "detail": pd.Categorical(["a", "b", "c", "a", "s", ""]),
+    })  # fmt: skip
+    a = SimpleNamespace(pieces=pieces, ops=ops, regions=pd.DataFrame({"name": ["r"]}))
+    got = tables._held_by(a).set_index(["cause", "name", "device"])["worst_start_ns"]
+    assert got.to_dict() == {("host_busy", "r", 0): 200, ("synchronization", "r", 0): 50,
+                             ("host_busy", "", 2): 7}  # fmt: skip
 
 
 def test_step_gaps_in_blocks_of_any_size(monkeypatch):
@@ -238,3 +268,36 @@ def test_the_kernel_table_made_beside_the_range_table_is_the_same(monkeypatch, k
     assert tables[1].keys() == tables[2].keys() and len(tables[2]) == 6
     for scope, table in tables[1].items():
         pd.testing.assert_frame_equal(tables[2][scope], table)
+
+
+# findings about one cause of idle point at its longest piece in their range and device
+_AT_RULES = {"sync-stall": "synchronization", "sync-copy": "blocking_copy",
+             "input-stall": "input_pipeline", "host-busy": "host_busy",
+             "queued-wait": "queued_wait"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [
+    "nsys/pipit_cloverleaf_a100_nsys2024.5.sqlite",
+    "kineto/kineto_resnet50_dataloader_pytorch1.8.json.gz",
+    "kineto/hta_alexnet_cuda_sync.json.gz",
+    "kineto/tracelens_owlv2_mi300x.json.gz",
+    "kineto/hta_negative_queue_rank0.json.gz",
+    "nsys/nsysai_2gpu_sendrecv_before_nsys2026.2.sqlite",
+])  # fmt: skip
+def test_cause_findings_point_at_their_longest_piece(name):
+    # worked out here from the pieces with pandas (a sort, not the rules' two passes)
+    from conftest import PUBLIC, analysis_of
+
+    from advisor.findings import find
+
+    a = analysis_of(PUBLIC / name)
+    found = [f for f in find(a) if f.rule in _AT_RULES]
+    assert found, name  # (each trace has at least one such finding)
+    p = a.pieces.assign(region=a.ops["region"].astype(object).fillna("").to_numpy()[
+        a.pieces["row"].to_numpy()], length=a.pieces["end"] - a.pieces["start"])  # fmt: skip
+    for f in found:
+        mine = p[(p["cause"] == _AT_RULES[f.rule]).to_numpy()
+                 & (p["device"] == f.device).to_numpy()
+                 & (p["region"] == (f.region or "")).to_numpy()]  # fmt: skip
+        worst = mine.sort_values(["length", "start"], ascending=[False, True]).iloc[0]
+        assert (f.at_ns, f.at_rel_ns) == (worst["start"], worst["start"] - a.origin_ns), f.rule
