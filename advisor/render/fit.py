@@ -167,6 +167,10 @@ class Col:
     min: int = MIN_TEXT  # (text columns) the narrowest it may become
     identifies: bool = False
     fold: bool = False
+    # (wrapped columns) the cells' first line is a name (a kernel's): shortened in the middle
+    # to fill at most this many lines, names that would then read the same kept apart
+    # (shorten_distinct), instead of wrapped on words (0: prose throughout)
+    name_lines: int = 0
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,8 @@ def _name_column(cols: Sequence[Col], keep: list[int]) -> int | None:
 def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int) -> list[str]:
     """A column's cells as shown in ``width`` characters; ``told``: the name column's
     values that tell its rows apart."""
+    if col.wrap and col.name_lines:
+        return _named_lines(cells, told or [[] for _ in cells], width, col.name_lines)
     if col.wrap:  # (a long word: broken over lines where it says what the row is about)
         told = told or [[] for _ in cells]
         return ["\n".join(wrap(f"{c} {_bracketed(t)}".rstrip(), width,
@@ -271,6 +277,26 @@ def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int)
     if told is None:
         return shown
     return [_with_told(c, t, width) for c, t in zip(shown, told, strict=True)]
+
+
+def _named_lines(cells: list[str], told: list[list[str]], width: int, lines: int) -> list[str]:
+    """Wrapped cells whose first line is a name: the names shortened in the middle to
+    ``lines`` lines of ``width`` (kept apart where they would read the same) and wrapped on
+    their spaces, breaking a longer word; the rest wrapped as prose."""
+    heads = [c.split("\n", 1)[0] for c in cells]
+    names = shorten_distinct(heads, width * lines - (lines - 1))  # (a space lost per break)
+    out = []
+    for name, cell, t in zip(names, cells, told, strict=True):
+        shown = [
+            line
+            for part in name.split("\n")
+            for line in textwrap.wrap(part, width, break_on_hyphens=False) or [""]
+        ]
+        rest = f"{cell.partition(chr(10))[2]} {_bracketed(t)}".strip()
+        if rest:
+            shown += wrap(rest, width, shorten_words=True)
+        out.append("\n".join(shown))
+    return out
 
 
 def _with_told(cell: str, told: list[str], width: int) -> str:

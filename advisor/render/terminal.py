@@ -88,7 +88,7 @@ FINDING_COLUMNS = (
     Col("#", identifies=True),
     Col("strategy", text=True, min=20),
     Col("sev.", text=True, min=6, drop=1),
-    Col("where", text=True, wrap=True, min=16),
+    Col("where", text=True, wrap=True, min=16, name_lines=2),
     Col("est. savings"),
     Col("what was measured", text=True, wrap=True, min=24),
 )

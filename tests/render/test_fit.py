@@ -86,6 +86,31 @@ def test_names_alike_once_shortened_show_where_they_differ():
     assert shorten_distinct(["same", "same"], 2) == ["s…", "s…"]  # equal names stay equal
 
 
+def test_a_wrapped_cell_led_by_a_name_gives_it_a_few_lines():
+    # a finding's "where": a 420-character kernel name, its range, device and time. Wrapped
+    # on words it took 20 lines of a 30-character column; as a name, 2 (and where a word
+    # runs past a line, one more), its ends kept, the two kernels told apart
+    long = ("void at::native::elementwise_kernel_manual_unroll<128, 8, "
+            + ", ".join(f"at::native::functor_{i}<c10::BFloat16>" for i in range(10))
+            + ">(int, {n})")  # fmt: skip
+    cells = [f"{long.format(n=n)}\nrange ProfilerStep\ndevice 2\nat +846.49 ms"
+             for n in ("a", "b")]  # fmt: skip
+    col = Col("where", text=True, wrap=True, name_lines=2)
+    fitted = fit([col], [[c] for c in cells], 34)
+    assert fitted is not None and fitted.widths == [30]
+    shown, width = fitted.rows, 30
+    for (cell,), n in zip(shown, ("a", "b"), strict=True):
+        lines = cell.split("\n")
+        assert lines[-3:] == ["range ProfilerStep", "device 2", "at +846.49 ms"]
+        assert 2 <= len(lines) - 3 <= 3 and max(map(len, lines)) <= width, lines
+        name = " ".join(lines[:-3])
+        assert name.startswith("void at::native::") and "…" in name and f"{n})" in name
+    assert shown[0] != shown[1]
+    # a short first line (a range finding) is as it was
+    ((cell,),) = fit([col], [["range step\ndevice 0\nat +1.00 ms"]], 34).rows
+    assert cell == "range step\ndevice 0\nat +1.00 ms"
+
+
 def test_a_table_that_cannot_fit_is_printed_as_blocks():
     cols = [Col("metric", text=True, wrap=True), Col("time"), Col("share of steady time")]
     rows = [["start-up idle (module load)", "1.47 s", "(97.5 % of the window)"]]
