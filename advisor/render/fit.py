@@ -281,22 +281,41 @@ def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int)
 
 def _named_lines(cells: list[str], told: list[list[str]], width: int, lines: int) -> list[str]:
     """Wrapped cells whose first line is a name: the names shortened in the middle to
-    ``lines`` lines of ``width`` (kept apart where they would read the same) and wrapped on
-    their spaces, breaking a longer word; the rest wrapped as prose."""
+    ``lines`` lines of ``width`` (kept apart where they would read the same) and folded
+    (_folded_name); the rest wrapped as prose."""
     heads = [c.split("\n", 1)[0] for c in cells]
-    names = shorten_distinct(heads, width * lines - (lines - 1))  # (a space lost per break)
+    names = shorten_distinct(heads, (width - 1) * lines)  # (a character a line to fold)
     out = []
     for name, cell, t in zip(names, cells, told, strict=True):
-        shown = [
-            line
-            for part in name.split("\n")
-            for line in textwrap.wrap(part, width, break_on_hyphens=False) or [""]
-        ]
+        shown = [line for part in name.split("\n") for line in _folded_name(part, width)]
         rest = f"{cell.partition(chr(10))[2]} {_bracketed(t)}".strip()
         if rest:
             shown += wrap(rest, width, shorten_words=True)
         out.append("\n".join(shown))
     return out
+
+
+def _folded_name(text: str, width: int) -> list[str]:
+    """``text`` over lines of ``width``: broken at a space in the line's second half where
+    there is one, else at the width; never where a line would end or start with the
+    ellipsis (a line ending ``f3…`` reads as a number cut short)."""
+    lines = []
+    while len(text) > width:
+        spaces = [
+            i
+            for i in range(width, width // 2, -1)
+            if text[i] == " " and ELLIPSIS not in (text[i - 1], text[i + 1 : i + 2])
+        ]
+        if spaces:
+            lines.append(text[: spaces[0]])
+            text = text[spaces[0] + 1 :]
+            continue
+        cut = width
+        while cut > 1 and ELLIPSIS in (text[cut - 1], text[cut]):
+            cut -= 1
+        lines.append(text[:cut])
+        text = text[cut:]
+    return [*lines, text]
 
 
 def _with_told(cell: str, told: list[str], width: int) -> str:

@@ -91,7 +91,10 @@ def _section(section: sections.Section, empty: str = "") -> list[str]:
     """A shared table definition as a markdown table (``empty``: what to say without rows;
     the section's note, what it left out, in either case)."""
     if section.empty:
-        said = [text for text in (empty, section.note) if text]
+        note = section.note
+        if empty and note:  # (a sentence of its own after ``empty``'s)
+            note = note[0].upper() + note[1:]
+        said = [text for text in (empty, note) if text]
         return [" ".join(said), ""] if said else []
     rows = [[shorten_middle(c, MARKDOWN_TEXT) if col.text else c
              for c, col in zip(row, section.cols, strict=True)]

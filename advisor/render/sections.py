@@ -208,23 +208,29 @@ def quantization(a: Analysis, top: int) -> Section:
             Col("block", drop=8, identifies=True), Col("launches", drop=7), Col("total", drop=1),
             Col("CTAs/SM (limit)", drop=9), Col("waves", drop=3), Col("idle share", drop=2),
             Col("quant. idle"), Col("kind", text=True, drop=4, min=10)]  # fmt: skip
+    title = "Kernels by quantization idle (tail + under-fill)"
+    if not a.trace.gpus:  # (every row would read "-": nothing was computed)
+        return Section(title, cols, [], "not computed without GPU facts (--gpu NAME gives "
+                       "them; `advisor gpus` lists the known GPUs)")  # fmt: skip
     rows = []
     k = k.head(top)
     for r, name in zip(k.itertuples(), kernel_names(k), strict=True):
         kind = "underfill" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
         kind = "comm" if r.comm else "persistent" if r.persistent else kind
-        if pd.isna(r.waves):
+        # (without waves, e.g. no valid grid in the trace, no idle was computed: not 0)
+        unknown = pd.isna(r.waves)
+        if unknown:
             kind = "no facts"
         rows.append([
             name, str(r.device), f"{r.grid_x}x{r.grid_y}x{r.grid_z}", str(r.block_threads),
             _count(r.launches), fmt_ns(r.total_ns),
             "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
-            "-" if pd.isna(r.waves) else f"{r.waves:.3f}",
+            "-" if unknown else f"{r.waves:.3f}",
             # comm and persistent kernels do not quantize by grid: no idle share for them
-            "-" if (r.comm or r.persistent) else fmt_pct(r.tail_fraction),
-            fmt_ns(r.tail_idle_ns + r.underfill_idle_ns), kind,
+            "-" if (r.comm or r.persistent or unknown) else fmt_pct(r.tail_fraction),
+            "-" if unknown else fmt_ns(r.tail_idle_ns + r.underfill_idle_ns), kind,
         ])  # fmt: skip
-    return Section("Kernels by quantization idle (tail + under-fill)", cols, rows, note)
+    return Section(title, cols, rows, note)
 
 
 def top_kernels(a: Analysis, top: int) -> Section:

@@ -106,6 +106,16 @@ def test_a_wrapped_cell_led_by_a_name_gives_it_a_few_lines():
         name = " ".join(lines[:-3])
         assert name.startswith("void at::native::") and "…" in name and f"{n})" in name
     assert shown[0] != shown[1]
+    # no line of a folded name ends or starts with the ellipsis (it would read as a cut
+    # number, "f3…"); broken at a space in a line's second half where there is one
+    from advisor.render.fit import _folded_name
+
+    assert _folded_name("sm80_xmma_gemm_f32f32_f3…ecute_kernel__5x", 24) == [
+        "sm80_xmma_gemm_f32f32_f", "3…ecute_kernel__5x"]  # fmt: skip
+    assert _folded_name("void at::native::(anonymous …t16 const*)", 30) == [
+        "void at::native::(anonymous …t", "16 const*)"]  # fmt: skip
+    assert _folded_name("void at::native::(anonymous namespace)::k", 30) == [
+        "void at::native::(anonymous", "namespace)::k"]  # fmt: skip
     # a short first line (a range finding) is as it was
     ((cell,),) = fit([col], [["range step\ndevice 0\nat +1.00 ms"]], 34).rows
     assert cell == "range step\ndevice 0\nat +1.00 ms"

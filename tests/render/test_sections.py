@@ -35,3 +35,27 @@ def test_a_job_across_folders_keeps_whole_paths():
     assert trace_title(job(paths)) == "4 traces (/a/r0.json ... /d/r3.json)"
     assert trace_name(job(paths)) == "4 traces"
     assert trace_title(job(paths[:2])) == "2 traces (/a/r0.json, /b/r1.json)"
+
+
+def test_quantization_says_what_was_not_computed():
+    # kernel a: 1 CTA of 128 threads on an H200, 10 us; kernel b: a grid of 0 (no valid
+    # number in the trace), 20 us: no waves, so no idle computed for it ("-", not 0 ns)
+    from builders import trace as hand_trace
+
+    from advisor.analysis import analyze
+    from advisor.render.sections import quantization
+
+    rows = [dict(name="a", start=0, end=10_000), dict(name="b", start=20_000, end=40_000,
+                                                     grid_x=0)]  # fmt: skip
+    section = quantization(analyze(hand_trace(rows)), top=10)
+    shown = {r[0]: r for r in section.rows}
+    headers = [c.header for c in section.cols]
+    waves, share, idle, kind = (headers.index(h) for h in ("waves", "idle share",
+                                                           "quant. idle", "kind"))  # fmt: skip
+    assert [shown["b"][i] for i in (waves, share, idle, kind)] == ["-", "-", "-", "no facts"]
+    assert shown["a"][waves] != "-" and shown["a"][idle].endswith("us")
+    # without GPU facts nothing is computed: no rows, and the note says why
+    t = hand_trace(rows)
+    t.gpus = {}
+    section = quantization(analyze(t), top=10)
+    assert section.empty and section.note.startswith("not computed without GPU facts")
