@@ -255,13 +255,10 @@ def rules_list(
     """List the rules in force: id, scope, strategy, title, file."""
     with _input_errors():
         rule_set = load_rules(rules or [])
-    from advisor.render.tables import titled_table
+    from advisor.render.tables import rule_listing
 
-    cols = ("id", "scope", "strategy", "title", "file")
-    tab = titled_table(f"{len(rule_set)} rules", cols, text=cols)
-    for r in rule_set:
-        tab.add_row(r.id, r.spec.scope, r.spec.strategy, r.spec.title, r.source)
-    _console().print(tab)
+    console = _console()
+    console.print(rule_listing(rule_set, console.width))
 
 
 @rules_app.command("validate")
@@ -278,21 +275,10 @@ def rules_validate(
 @app.command()
 def gpus() -> None:
     """List the built-in GPU spec table (values for --gpu)."""
-    from advisor.render.tables import titled_table
+    from advisor.render.tables import gpu_listing
 
-    cols = ("name", "SMs/CUs", "cc/arch", "warps/SM", "blocks/SM", "regs/SM", "smem/SM (B)")
-    tab = titled_table("Built-in GPU facts (used when a trace has none)", cols, text=cols)
-    for g in builtin_gpus():
-        tab.add_row(
-            g.name,
-            str(g.sm_count),
-            g.compute_capability,
-            str(g.max_warps_per_sm),
-            str(g.max_blocks_per_sm),
-            str(g.registers_per_sm),
-            str(g.shared_mem_per_sm),
-        )
-    _console().print(tab)
+    console = _console()
+    console.print(gpu_listing([g.to_dict() for g in builtin_gpus()], console.width))
 
 
 @app.command()
@@ -429,13 +415,11 @@ def baseline_list(
 
     with _input_errors():
         rows = baselines.listing(Path(store) if store else None)
-    from advisor.render.tables import titled_table
+    from advisor.render.tables import baseline_listing
 
-    cols = ("name", "traces", "saved (UTC)")
-    tab = titled_table(f"baselines in {store or baselines.default_store()}", cols, text=cols)
-    for r in rows:
-        tab.add_row(r["name"], str(r["traces"]), r["saved"])
-    _console().print(tab)
+    console = _console()
+    title = f"baselines in {store or baselines.default_store()}"
+    console.print(baseline_listing(rows, title, console.width))
 
 
 @app.command()

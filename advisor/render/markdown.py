@@ -105,7 +105,7 @@ def _section(section: sections.Section, empty: str = "") -> list[str]:
 
 def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: int = 10) -> str:
     """The whole report; ``charts`` maps chart name -> image path relative to the report."""
-    title = f"# advisor tuning report: {sections.trace_name(a.trace)}"
+    title = f"# advisor tuning report: {a.trace.short_name()}"
     lines = [title, "", "## Summary", ""] + _summary(a)
     if "gaps" in charts:  # (it plots the summary's idle rows)
         lines += [f"![Why was the GPU idle? Steady-state idle time by cause]({charts['gaps']})",
@@ -156,8 +156,8 @@ def report(a: Analysis, findings: list[Finding], charts: dict[str, str], top: in
 
 def diff_report(result: GateResult, base: Analysis, cand: Analysis) -> str:
     """Comparison report of two traces: the gate verdict and both summaries."""
-    lines = [f"# advisor comparison: {sections.trace_name(base.trace)} -> "
-             f"{sections.trace_name(cand.trace)}", ""]  # fmt: skip
+    lines = [f"# advisor comparison: {base.trace.short_name()} -> "
+             f"{cand.trace.short_name()}", ""]  # fmt: skip
     lines += gate_render.markdown(result).replace("### ", "## ", 1).splitlines() + [""]
     lines += ["## Baseline summary", ""] + _summary(base)
     lines += ["## Candidate summary", ""] + _summary(cand)

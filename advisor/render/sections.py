@@ -5,7 +5,6 @@ same definitions, so they always show the same numbers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,6 @@ from advisor import views
 from advisor.analysis import Analysis
 from advisor.data import load_yaml
 from advisor.render.fit import Col
-from advisor.trace.model import Trace
 from advisor.units import fmt_ns, fmt_pct
 
 
@@ -28,30 +26,6 @@ class Section:
     @property
     def empty(self) -> bool:
         return not self.rows
-
-
-def trace_title(t: Trace) -> str:
-    """What a report is of: the trace's path; for a job of several traces their count, the
-    folder they share (if one) and the first and last (every one where three or fewer: the
-    Ranks table lists them all)."""
-    if len(t.paths) < 2:
-        return t.path
-    folders = {str(Path(p).parent) for p in t.paths}
-    one_folder = len(folders) == 1
-    names = [Path(p).name for p in t.paths] if one_folder else t.paths
-    listed = ", ".join(names) if len(names) <= 3 else f"{names[0]} ... {names[-1]}"
-    where = f" in {folders.pop()}" if one_folder else ""
-    return f"{len(names)} traces{where} ({listed})"
-
-
-def trace_name(t: Trace) -> str:
-    """A short name for a report's title: the trace's file name; for a job of several
-    traces the folder they share (if one) and their count."""
-    if len(t.paths) < 2:
-        return Path(t.path).name
-    folders = {Path(p).parent for p in t.paths}
-    folder = f"{folders.pop().name}, " if len(folders) == 1 else ""
-    return f"{folder}{len(t.paths)} traces"
 
 
 def _count(n) -> str:

@@ -22,7 +22,7 @@ NARROW = 100  # below this many columns findings are listed as blocks, not a tab
 
 def _header(a: Analysis, console: Console) -> None:
     t = a.trace
-    print_wrapped(console, f"advisor analyze {sections.trace_title(t)}", "bold")
+    print_wrapped(console, f"advisor analyze {t.title()}", "bold")
     lines = [f"{t.format}, {t.producer_version}"]
     seen: dict[tuple[str, int, str, str], list[int]] = {}
     active = set(t.devices)

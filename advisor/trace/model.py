@@ -8,6 +8,7 @@ are NaN/None). Nothing downstream of a reader knows which profiler wrote the tra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -199,6 +200,28 @@ class Trace:
     # (host events found, the span of their numbering, the share of neighbours with numbers
     # missing between them); idle causes are then not attributed (metrics/gaps.py)
     host_sample: tuple[int, int, float] | None = None
+
+    def title(self) -> str:
+        """What a report is of: the trace's path; for a job of several traces their count,
+        the folder they share (if one) and the first and last (every one where three or
+        fewer: the job's Ranks table lists them all)."""
+        if len(self.paths) < 2:
+            return self.path
+        folders = {str(Path(p).parent) for p in self.paths}
+        one_folder = len(folders) == 1
+        names = [Path(p).name for p in self.paths] if one_folder else self.paths
+        listed = ", ".join(names) if len(names) <= 3 else f"{names[0]} ... {names[-1]}"
+        where = f" in {folders.pop()}" if one_folder else ""
+        return f"{len(names)} traces{where} ({listed})"
+
+    def short_name(self) -> str:
+        """A short name for a report's heading: the trace's file name; for a job of several
+        traces the folder they share (if one) and their count."""
+        if len(self.paths) < 2:
+            return Path(self.path).name
+        folders = {Path(p).parent for p in self.paths}
+        folder = f"{folders.pop().name}, " if len(folders) == 1 else ""
+        return f"{folder}{len(self.paths)} traces"
 
     @property
     def devices(self) -> list[int]:

@@ -1,40 +1,4 @@
-"""The report's shared names for what it is of (render.sections.trace_title/trace_name),
-on hand-built traces: one trace, a job in one folder, a job across folders."""
-
-import pandas as pd
-
-from advisor.render.sections import trace_name, trace_title
-from advisor.trace.model import Trace
-
-
-def job(paths: list[str]) -> Trace:
-    return Trace(path=", ".join(paths), paths=paths, format="nsys-sqlite",
-                 producer_version="x", kernels=pd.DataFrame())  # fmt: skip
-
-
-def test_one_trace_is_its_path():
-    t = Trace(path="/runs/a b/trace.sqlite", format="f", producer_version="x",
-              kernels=pd.DataFrame())  # fmt: skip
-    assert trace_title(t) == "/runs/a b/trace.sqlite" and trace_name(t) == "trace.sqlite"
-    assert trace_title(job(["/r/x.json"])) == "/r/x.json"  # a job of one trace
-
-
-def test_a_job_in_one_folder_names_the_folder_and_the_ends():
-    paths = [f"/runs/job_16/rank{i:04d}.sqlite" for i in range(16)]
-    assert trace_title(job(paths)) == (
-        "16 traces in /runs/job_16 (rank0000.sqlite ... rank0015.sqlite)"
-    )
-    assert trace_name(job(paths)) == "job_16, 16 traces"
-    assert trace_title(job(paths[:3])) == (
-        "3 traces in /runs/job_16 (rank0000.sqlite, rank0001.sqlite, rank0002.sqlite)"
-    )
-
-
-def test_a_job_across_folders_keeps_whole_paths():
-    paths = ["/a/r0.json", "/b/r1.json", "/c/r2.json", "/d/r3.json"]
-    assert trace_title(job(paths)) == "4 traces (/a/r0.json ... /d/r3.json)"
-    assert trace_name(job(paths)) == "4 traces"
-    assert trace_title(job(paths[:2])) == "2 traces (/a/r0.json, /b/r1.json)"
+"""The report's shared table definitions (render.sections), on hand-built traces."""
 
 
 def test_quantization_says_what_was_not_computed():
