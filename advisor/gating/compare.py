@@ -270,7 +270,8 @@ def _name_causes(rows: list[Row], base: list[MetricSet], cand: list[MetricSet]) 
             moved = [(abs(x.delta), p, x) for p, x in parts if x is not None and x.delta]
             if moved:
                 _, part, x = max(moved, key=lambda m: m[0])
-                r.cause += f"; mostly {LABELS[part]} ({x.delta:+,.0f} ns)"
+                sign = "+" if x.delta > 0 else "-"
+                r.cause += f"; mostly {LABELS[part]} ({sign}{fmt_ns(abs(x.delta))})"
         name = r.kernel.name if r.kernel else None
         for f in findings:
             here = f.kernel == name if r.scope == "kernel" else f.region == r.key

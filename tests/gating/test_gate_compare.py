@@ -60,6 +60,17 @@ def test_span_tolerance_from_its_parts():
         regions={"step": {"span_ns": np.full(20, 1000e3), "gpu_busy_ns": np.full(20, 100e3)}}
     )
     assert row(compare([base], [worse], CFG), "range", "step", "span_ns").status == "regression"
+    # what moved most is named with its unit: launch overhead 300 -> 800 us (+500 us), the
+    # busy time 100 -> 90 us (-10 us)
+    parts = {"span_ns": np.full(20, 500e3), "gpu_busy_ns": np.full(20, 100e3),
+             "launch_overhead_ns": np.full(20, 300e3)}  # fmt: skip
+    later = {"span_ns": np.full(20, 990e3), "gpu_busy_ns": np.full(20, 90e3),
+             "launch_overhead_ns": np.full(20, 800e3)}  # fmt: skip
+    r = row(compare([mset(regions={"step": parts})], [mset(regions={"step": later})], CFG),
+            "range", "step", "span_ns")  # fmt: skip
+    assert r.cause.endswith(
+        "(+98.0%); mostly launch overhead (GPU idle between host launches) (+500.00 us)"
+    ), r.cause
 
 
 def test_added_sync_is_named_by_count_and_linked_to_its_finding():
