@@ -236,14 +236,25 @@ def _ranks(paths: list[str], opts: AnalysisOptions, rule_set, progress) -> Resul
 
 
 def expand_paths(traces: TracePaths) -> list[str]:
-    """Trace paths as strings; a folder holding ``*.sqlite`` exports stands for those."""
+    """Trace paths as strings; a folder stands for the traces it holds (folder_traces)."""
     given = [traces] if isinstance(traces, str | PathLike) else list(traces)
     out: list[str] = []
     for t in given:
         p = Path(t)
-        found = sorted(p.glob("*.sqlite")) if p.is_dir() else []
+        found = folder_traces(p) if p.is_dir() else []
         out += [str(f) for f in found] or [str(t)]
     return out
+
+
+def folder_traces(folder: Path) -> list[Path]:
+    """The traces of one job that ``folder`` holds, by name: its Nsight exports
+    (``*.sqlite``); else, unless it is a rocprof output folder (CSVs, read as one trace),
+    its PyTorch profiler or rocprofv3 JSON traces (``*.json``, ``*.json.gz``: one per rank,
+    as each rank's profiler writes them). Empty: the folder is read as one trace."""
+    found = sorted(folder.glob("*.sqlite"))
+    if found or any(folder.glob("*.csv")) or any(folder.glob("*.csv.gz")):
+        return found
+    return sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])
 
 
 def gate(

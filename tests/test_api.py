@@ -111,6 +111,30 @@ def test_ranks_of_one_job_as_the_cli_gives_them(tmp_path):
     assert json.loads(result.to_json()) == _cli_json(*map(str, ranks), "--jobs", "1")
 
 
+def test_a_folder_stands_for_the_traces_of_one_job(tmp_path):
+    from advisor.api import folder_traces
+
+    public = ROOT / "tests" / "data" / "public" / "kineto"
+    ranks = ["hta_sampled_rank-0.json.gz", "hta_sampled_rank-1.json.gz"]
+    kineto = tmp_path / "kineto"
+    kineto.mkdir()
+    for name in ranks:  # (each rank's profiler writes its own trace)
+        (kineto / name).write_bytes((public / name).read_bytes())
+    assert folder_traces(kineto) == [kineto / n for n in ranks]
+    by_folder = advisor.analyze(str(kineto), jobs=1)
+    by_files = advisor.analyze([str(kineto / n) for n in ranks], jobs=1)
+    assert by_folder.ranks is not None and len(by_folder.ranks) == 2
+    assert by_folder.to_json() == by_files.to_json()
+    # Nsight exports win over JSON; a rocprof output folder (CSVs) is one trace; so is a
+    # folder holding none of these (its reader says what is missing)
+    (kineto / "r0.sqlite").write_bytes(b"")
+    assert folder_traces(kineto) == [kineto / "r0.sqlite"]
+    (rocprof := tmp_path / "rocprof").mkdir()
+    (rocprof / "a_kernel_trace.csv").write_text("")
+    (rocprof / "a_results.json").write_text("")
+    assert folder_traces(rocprof) == [] and folder_traces(tmp_path) == []
+
+
 def test_options_are_the_clis_and_bad_ones_say_which(tmp_path):
     with pytest.raises(AdvisorInputError, match="--shape"):
         advisor.analyze(str(TRAIN), shapes=["no-shape-here"])

@@ -348,7 +348,8 @@ def read_rocprof(path: str | Path) -> Trace:
             why = (f" ({len(counts)} counter_collection file(s): counters, read one alone or "
                    "join it to a kernel trace with --counters)") if counts else ""  # fmt: skip
             raise AdvisorInputError(
-                str(p), f"folder holds no rocprof kernel trace (*kernel_trace.csv, "
+                str(p), "folder holds no trace: no Nsight export (*.sqlite), PyTorch profiler "
+                "trace (*.json, *.json.gz) or rocprof kernel trace (*kernel_trace.csv, "
                 f"results*.csv){why}",
             )  # fmt: skip
         traces = [read_rocprof(m) for m in mains]

@@ -43,7 +43,9 @@ def test_missing_file(tmp_path):
 
 def test_directory(tmp_path):
     # a folder is read as a rocprof run; an empty one says what it lacks
-    assert_clean_failure(run_cli("analyze", str(tmp_path)), tmp_path, "holds no rocprof kernel")
+    assert_clean_failure(
+        run_cli("analyze", str(tmp_path)), tmp_path, "folder holds no trace: no Nsight"
+    )
 
 
 def test_empty_file(tmp_path):
