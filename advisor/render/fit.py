@@ -171,6 +171,9 @@ class Col:
     # to fill at most this many lines, names that would then read the same kept apart
     # (shorten_distinct), instead of wrapped on words (0: prose throughout)
     name_lines: int = 0
+    # (wrapped columns) a word longer than a line is broken over lines, never shortened (a
+    # config's path, a flag to pass); by default only where the column identifies the row
+    break_words: bool = False
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,7 @@ def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int)
     if col.wrap:  # (a long word: broken over lines where it says what the row is about)
         told = told or [[] for _ in cells]
         return ["\n".join(wrap(f"{c} {_bracketed(t)}".rstrip(), width,
-                                shorten_words=not col.identifies))
+                                shorten_words=not (col.identifies or col.break_words)))
                 for c, t in zip(cells, told, strict=True)]  # fmt: skip
     if not col.text:
         return list(cells)
@@ -280,14 +283,17 @@ def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int)
 
 
 def _named_lines(cells: list[str], told: list[list[str]], width: int, lines: int) -> list[str]:
-    """Wrapped cells whose first line is a name: the names shortened in the middle to
-    ``lines`` lines of ``width`` (kept apart where they would read the same) and folded
+    """Wrapped cells whose first line is a name: wrapped on its spaces where that takes at
+    most ``lines`` lines without breaking a word, else shortened in the middle to ``lines``
+    lines of ``width`` (kept apart where they would read the same) and folded
     (_folded_name); the rest wrapped as prose."""
     heads = [c.split("\n", 1)[0] for c in cells]
     names = shorten_distinct(heads, (width - 1) * lines)  # (a character a line to fold)
     out = []
-    for name, cell, t in zip(names, cells, told, strict=True):
-        shown = [line for part in name.split("\n") for line in _folded_name(part, width)]
+    for head, name, cell, t in zip(heads, names, cells, told, strict=True):
+        shown = textwrap.wrap(head, width, break_long_words=False, break_on_hyphens=False)
+        if len(shown) > lines or any(len(line) > width for line in shown):
+            shown = [line for part in name.split("\n") for line in _folded_name(part, width)]
         rest = f"{cell.partition(chr(10))[2]} {_bracketed(t)}".strip()
         if rest:
             shown += wrap(rest, width, shorten_words=True)

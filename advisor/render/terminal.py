@@ -90,7 +90,7 @@ FINDING_COLUMNS = (
     Col("sev.", text=True, min=6, drop=1),
     Col("where", text=True, wrap=True, min=16, name_lines=2),
     Col("est. savings"),
-    Col("what was measured", text=True, wrap=True, min=24),
+    Col("what was measured", text=True, wrap=True, min=24, break_words=True),
 )
 
 

@@ -116,9 +116,24 @@ def test_a_wrapped_cell_led_by_a_name_gives_it_a_few_lines():
         "void at::native::(anonymous …t", "16 const*)"]  # fmt: skip
     assert _folded_name("void at::native::(anonymous namespace)::k", 30) == [
         "void at::native::(anonymous", "namespace)::k"]  # fmt: skip
+    # a first line that wraps on its words into two lines is wrapped, not cut in a word
+    ((cell,),) = fit([col], [["range tiny_kernels_eager\ndevice 0"]], 27).rows
+    assert cell == "range\ntiny_kernels_eager\ndevice 0"
     # a short first line (a range finding) is as it was
     ((cell,),) = fit([col], [["range step\ndevice 0\nat +1.00 ms"]], 34).rows
     assert cell == "range step\ndevice 0\nat +1.00 ms"
+
+
+def test_a_prose_column_may_break_long_words_instead_of_shortening_them():
+    # a finding's config path and a flag to pass: whole, over lines (shortened, they could
+    # be neither opened nor typed)
+    text = "config: /tmp/out/01_host_work_sync_in_loop_dev0.md or record_shapes=True"
+    for col, whole in ((Col("m", text=True, wrap=True, break_words=True), True),
+                       (Col("m", text=True, wrap=True), False)):  # fmt: skip
+        fitted = fit([col], [[text]], 24)
+        assert fitted is not None and fitted.widths == [20]
+        joined = "".join(fitted.rows[0][0].split("\n"))
+        assert ("/tmp/out/01_host_work_sync_in_loop_dev0.md" in joined) is whole, joined
 
 
 def test_a_table_that_cannot_fit_is_printed_as_blocks():
