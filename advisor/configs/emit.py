@@ -169,11 +169,17 @@ def _gemm_files(f: Finding, gpu: GpuSpec, stem: str) -> Made:
 
 def _launch_files(f: Finding, stem: str) -> Made:
     row = _row(f)
+    # what the traced numbers are of: a chain (sequences), a steady step's medians (steps)
+    # or a range's instances together (regions: their launch overhead, launches not counted)
+    per_step = "step_ns" in row
+    overhead = row["overhead_ns"] if "overhead_ns" in row else row.get("launch_overhead_ns")
+    launches = row.get("launches")
     cfg = {
         "CHAIN_OPS": max(2, int(row.get("ops") or 2)),
         "CHAIN_ELEMENTS": 4096,
-        "TRACE_LAUNCHES": int(row.get("launches") or 0),
-        "TRACE_OVERHEAD_NS": int(row.get("overhead_ns") or 0),
+        "TRACE_LAUNCHES": None if launches is None else int(launches),
+        "TRACE_OVERHEAD_NS": None if overhead is None else int(overhead),
+        "TRACE_PER": "steady step (medians)" if per_step else "finding (summed)",
         "TRACE_SAVING_NS": int(f.est_savings_ns),
     }
     head = _docstring(

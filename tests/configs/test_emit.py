@@ -76,6 +76,34 @@ def test_sample_findings_get_configs(sample_emit):
     assert by[("cuda_graph", "tiny_kernels_eager")].config[0].endswith(".py")
     assert by[("remove_sync", "sync_in_loop")].config[0].endswith(".md")
     assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
+    # a range's launch script carries the range's launch overhead (its instances summed) and
+    # no launch count (the regions table has none): it printed "0 launches, 0.0 us" before
+    graph = by[("cuda_graph", "tiny_kernels_eager")]
+    config = _script_config(Path(graph.config[0]))
+    assert config["TRACE_OVERHEAD_NS"] == graph.emit.row["launch_overhead_ns"] > 0
+    assert config["TRACE_LAUNCHES"] is None and config["TRACE_PER"] == "finding (summed)"
+
+
+def test_a_steps_launch_script_carries_a_steady_steps_medians(tmp_path):
+    from conftest import SAMPLES
+
+    a = analyze(load_trace(SAMPLES / "h200_train_steps.sqlite"))
+    (graph,) = [f for f in emit_into(find(a), a.trace.gpus, tmp_path)
+                if f.rule == "host-bound-steps"]  # fmt: skip
+    config, row = _script_config(Path(graph.config[0])), graph.emit.row
+    assert (config["TRACE_LAUNCHES"], config["TRACE_OVERHEAD_NS"]) == (
+        row["launches"], row["overhead_ns"])  # fmt: skip
+    assert config["TRACE_PER"] == "steady step (medians)" and config["TRACE_LAUNCHES"] > 0
+
+
+def _script_config(script: Path) -> dict:
+    """The CONFIG literal an emitted script starts with."""
+    import ast
+
+    tree = ast.parse(script.read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", "") == "CONFIG")  # fmt: skip
+    return ast.literal_eval(node.value)
 
 
 def _lint(folder: Path) -> subprocess.CompletedProcess:

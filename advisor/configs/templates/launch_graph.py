@@ -60,8 +60,11 @@ def main() -> None:
             compiled(x)
         comp_us = _time(lambda: compiled(x), args.reps)
         print(f"torch.compile(mode='reduce-overhead'): {comp_us:.1f} us per chain")
-    print(f"trace: {CONFIG['TRACE_LAUNCHES']} launches, {CONFIG['TRACE_OVERHEAD_NS'] / 1e3:.1f} us "
-          f"of launch gaps, est. saving {CONFIG['TRACE_SAVING_NS'] / 1e3:.1f} us")
+    launches, gaps = CONFIG["TRACE_LAUNCHES"], CONFIG["TRACE_OVERHEAD_NS"]
+    traced = [f"{launches} launches" if launches is not None else "",
+              f"{gaps / 1e3:.1f} us of launch gaps" if gaps is not None else ""]
+    print(f"trace, per {CONFIG['TRACE_PER']}: {', '.join(t for t in traced if t) or '-'}; "
+          f"est. saving {CONFIG['TRACE_SAVING_NS'] / 1e3:.1f} us")
 
 
 if __name__ == "__main__":
