@@ -65,6 +65,18 @@ def rounded_int_list(values) -> list:
     return np.round(np.asarray(values, dtype=np.float64)).astype(np.int64).tolist()
 
 
+def integer_times(value):
+    """``value`` (plain: dicts, lists, numbers) with the float value of every ``*_ns`` key
+    as an int, rounded half to even like ``round`` (a median of an even count lies half a
+    nanosecond between two; docs/json.md promises integer times); the rest as it is."""
+    if isinstance(value, dict):
+        return {k: round(v) if k.endswith("_ns") and isinstance(v, float) else integer_times(v)
+                for k, v in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        return [integer_times(v) for v in value]
+    return value
+
+
 def _none_where(values: list, missing: np.ndarray) -> list:
     for i in np.flatnonzero(missing).tolist():
         values[i] = None

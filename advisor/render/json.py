@@ -13,7 +13,7 @@ from advisor.analysis import WINDOW_COLUMNS, Analysis
 from advisor.data import load_yaml
 from advisor.metrics.ahead import analysis_threads, beside
 from advisor.metrics.regions import WINDOW_KEYS
-from advisor.plain import plain, plain_int_list, plain_list, rounded_int_list
+from advisor.plain import integer_times, plain, plain_int_list, plain_list, rounded_int_list
 from advisor.rules.finding import Finding, finding_dict
 from advisor.rules.tables import step_table
 
@@ -112,34 +112,38 @@ def document(
     t = a.trace
     gpus = [{"device": d, **spec.to_dict()} for d, spec in sorted(t.gpus.items())]
     seq = a.sequences.head(views.SEQUENCES_SHOWN)
-    doc = plain(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "trace": {
-                "path": t.path,
-                "format": t.format,
-                "producer_version": t.producer_version,
-                "gpus": gpus,
-                "devices": t.devices,
-                "warnings": a.warnings,
-            },
-            "selection": a.selection,
-            "summary": a.summary(),
-            # (filled below: these give plain values already, row by row of long tables)
-            "kernels": None,
-            "region_kernels": None,
-            "regions": None,
-            "launch_gaps": a.gaps.to_dict("records"),
-            "streams": a.streams.to_dict("records"),
-            "sequences": seq.to_dict("records"),
-            "collectives": views.collectives(a).to_dict("records"),
-            "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
-            "copies": views.copies(a).to_dict("records"),
-            "sync_stalls": views.sync_stalls(a).to_dict("records"),
-            "steps": step_rows(a),
-            "pipeline_stages": views.pipeline_stages(a)[views.PIPELINE_COLUMNS].to_dict("records"),
-            "findings": [finding_dict(f) for f in findings],
-        }
+    doc = integer_times(
+        plain(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "trace": {
+                    "path": t.path,
+                    "format": t.format,
+                    "producer_version": t.producer_version,
+                    "gpus": gpus,
+                    "devices": t.devices,
+                    "warnings": a.warnings,
+                },
+                "selection": a.selection,
+                "summary": a.summary(),
+                # (filled below: these give plain values already, row by row of long tables)
+                "kernels": None,
+                "region_kernels": None,
+                "regions": None,
+                "launch_gaps": a.gaps.to_dict("records"),
+                "streams": a.streams.to_dict("records"),
+                "sequences": seq.to_dict("records"),
+                "collectives": views.collectives(a).to_dict("records"),
+                "top_kernels": views.top_kernels(a).head(TOP_KERNELS).to_dict("records"),
+                "copies": views.copies(a).to_dict("records"),
+                "sync_stalls": views.sync_stalls(a).to_dict("records"),
+                "steps": step_rows(a),
+                "pipeline_stages": views.pipeline_stages(a)[views.PIPELINE_COLUMNS].to_dict(
+                    "records"
+                ),
+                "findings": [finding_dict(f) for f in findings],
+            }
+        )
     )
     for key, (tables, rows) in LONG_LISTS.items():
         doc[key] = [row for t in tables(a) for row in rows(t)] if long_lists else []

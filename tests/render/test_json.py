@@ -1,6 +1,8 @@
 """The JSON document's kernel rows (built a column at a time) against each group's own
 values, field by field, on a real trace with hardware counters and on missing values."""
 
+import json
+
 import numpy as np
 import pytest
 from conftest import SAMPLES
@@ -119,3 +121,33 @@ def test_the_kernel_groups_are_made_once_beside_the_head(monkeypatch, kernel_gro
         joined = _joined(r.analysis, r.finding_list, r.ranks, part=PART_ROWS)
         assert calls == [("shape",)]
         assert joined == json_bytes(document(r.analysis, r.finding_list, r.ranks))
+
+
+def _float_times(value, path: str = "") -> list[str]:
+    """The paths of float values under *_ns keys (docs/json.md: times are integer ns)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _float_times(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for v in value for p in _float_times(v, f"{path}[]")]
+    return [path] if isinstance(value, float) and path.endswith("_ns") else []
+
+
+@pytest.mark.parametrize("name", ["hta_alexnet_cuda_sync.json.gz",
+                                  "tracelens_normalization_mi300x.json.gz"])  # fmt: skip
+def test_every_time_in_the_document_is_an_integer(name):
+    # (their medians, and the evidence of their kernel and step findings, were floats)
+    from conftest import PUBLIC
+
+    doc = json.loads(advisor.analyze(str(PUBLIC / "kineto" / name)).to_json())
+    assert doc["launch_gaps"] and doc["findings"]
+    assert _float_times(doc) == []
+
+
+def test_integer_times_round_half_to_even():
+    from advisor.plain import integer_times
+
+    doc = {"median_ns": 1000.5, "max_ns": 1001.5, "share": 0.5, "rows": [{"gap_ns": 2.5}],
+           "name_ns": "text", "none_ns": None}  # fmt: skip
+    assert integer_times(doc) == {"median_ns": 1000, "max_ns": 1002, "share": 0.5,
+                                  "rows": [{"gap_ns": 2}], "name_ns": "text",
+                                  "none_ns": None}  # fmt: skip
