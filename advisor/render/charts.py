@@ -36,6 +36,7 @@ from advisor.metrics import intervals as iv  # noqa: E402
 from advisor.render.fit import ELLIPSIS, common_prefix, shorten_middle  # noqa: E402
 from advisor.render.sections import (  # noqa: E402
     IDLE_LABELS,
+    dims,
     group_details,
     idle_labels,
     widen_duplicates,
@@ -165,7 +166,7 @@ def wave_rows(a: Analysis, top: int = WAVE_TOP) -> WaveRows:
     rows = rows.assign(_defined=defined).sort_values(
         ["_defined", "idle_ns", "total_ns"], ascending=False, kind="stable"
     )
-    rows["grid"] = [f"{x}x{y}x{z}" for x, y, z in
+    rows["grid"] = [dims(x, y, z) for x, y, z in
                     zip(rows["grid_x"], rows["grid_y"], rows["grid_z"], strict=True)]  # fmt: skip
     # (the selection's devices: a merged job's ops are its comm ops only, read back from disk)
     rows["label"] = row_labels(rows, several_devices=a.devices["device"].nunique() > 1)

@@ -80,6 +80,11 @@ def _whole(v) -> str:
     return "?" if pd.isna(v) else str(int(v))
 
 
+def dims(*values) -> str:
+    """A grid or block as ``XxYxZ`` ('-' where the trace holds no valid number for it)."""
+    return "-" if any(pd.isna(v) for v in values) else "x".join(str(int(v)) for v in values)
+
+
 def kernel_names(k: pd.DataFrame) -> list[str]:
     """Kernel group names as the tables show them: where groups of one name, device, grid
     and block would read the same, what tells them apart (registers, shared memory, GEMM
@@ -193,10 +198,12 @@ def quantization(a: Analysis, top: int) -> Section:
         kind = "comm" if r.comm else "persistent" if r.persistent else kind
         # (without waves, e.g. no valid grid in the trace, no idle was computed: not 0)
         unknown = pd.isna(r.waves)
-        if unknown:
-            kind = "no facts"
+        if unknown:  # (the trace holds no valid grid or block for it, or its GPU no facts)
+            shape = (r.grid_x, r.grid_y, r.grid_z, r.block_x)
+            kind = "no grid" if any(pd.isna(v) or v <= 0 for v in shape) else "no facts"
         rows.append([
-            name, str(r.device), f"{r.grid_x}x{r.grid_y}x{r.grid_z}", str(r.block_threads),
+            name, str(r.device), dims(r.grid_x, r.grid_y, r.grid_z),
+            "-" if pd.isna(r.block_x) else str(r.block_threads),
             _count(r.launches), fmt_ns(r.total_ns),
             "-" if pd.isna(r.ctas_per_sm) else f"{int(r.ctas_per_sm)} ({r.limiter})",
             "-" if unknown else f"{r.waves:.3f}",
