@@ -98,6 +98,7 @@ WAVE_COLUMNS = ["label", "name", "device", "grid", "launches", "total_ns", "wave
                 "dominant_gemm"]  # fmt: skip
 # why kernel groups are left out of the waves chart, in the order the rules apply
 LEFT_OUT = {
+    "no_grid": "without a valid grid or block in the trace (waves unknown)",
     "no_facts": "without GPU facts (waves unknown)",
     "comm": "communication (grids sized to channels)",
     "persistent": "persistent (they loop over their tiles: no tail)",
@@ -136,7 +137,10 @@ def wave_rows(a: Analysis, top: int = WAVE_TOP) -> WaveRows:
     k["idle_ns"] = k["tail_idle_ns"] + k["underfill_idle_ns"]
     dominant = _dominant_gemms(k)
     reason = pd.Series("", index=k.index, dtype=object)
+    shape = k[["grid_x", "grid_y", "grid_z", "block_x"]]
+    no_grid = (shape.isna() | (shape <= 0)).any(axis=1)  # (no valid number in the trace)
     rules = [
+        ("no_grid", k["waves"].isna() & no_grid),
         ("no_facts", k["waves"].isna()),
         ("comm", k["comm"].astype(bool)),
         ("persistent", k["persistent"].astype(bool)),
@@ -156,9 +160,11 @@ def wave_rows(a: Analysis, top: int = WAVE_TOP) -> WaveRows:
     rows = k[shown].copy()
     rows["dominant_gemm"] = dominant[shown]
     rows["status"] = np.select(
-        [rows["waves"].isna(), rows["comm"].astype(bool), rows["persistent"].astype(bool),
+        [rows["waves"].isna() & no_grid[shown], rows["waves"].isna(),
+         rows["comm"].astype(bool), rows["persistent"].astype(bool),
          rows["underfilled"].astype(bool), rows["tail_idle_ns"] > 0],
-        ["no GPU facts: waves unknown", "communication: grid sized to channels",
+        ["no grid in the trace: waves unknown", "no GPU facts: waves unknown",
+         "communication: grid sized to channels",
          "persistent: loops over its tiles, no wave tail", "under-fill", "tail"],
         default="full waves: no tail",
     )  # fmt: skip

@@ -141,6 +141,13 @@ def test_wave_rows_by_hand():
     assert w2.rows["name"].tolist() == ["underfill_kernel", "gemm_tail_kernel",
                                         "nvjet_sm90_tst_128x128_gemm"]  # fmt: skip
     assert w2.left_out["below_top"] == 1
+    # a launch whose grid the trace did not record is left out for that, not for facts the
+    # GPU has (an H200's are here)
+    nan = float("nan")
+    rows = [dict(name="a", grid_x=265, block_x=1024, start=0, end=10_000),
+            dict(name="b", grid_x=nan, block_x=1024, start=20_000, end=40_000)]  # fmt: skip
+    w3 = charts.wave_rows(analyze(trace(rows)))
+    assert {k: n for k, n in w3.left_out.items() if n} == {"no_grid": 1}
 
 
 def test_wave_rows_on_the_two_gpu_sample(two_gpu_json):
