@@ -267,11 +267,11 @@ def _name_causes(rows: list[Row], base: list[MetricSet], cand: list[MetricSet]) 
                    f"{fmt_value(r.metric, r.candidate)}{change}")  # fmt: skip
         if r.metric == "span_ns":
             parts = [(p, by_key.get((r.scope, r.key, p))) for p in SPAN_PARTS]
-            moved = [(abs(x.delta), p, x) for p, x in parts if x is not None and x.delta]
+            moved = [(x.delta, p) for p, x in parts if x is not None and x.delta]
             if moved:
-                _, part, x = max(moved, key=lambda m: m[0])
-                sign = "+" if x.delta > 0 else "-"
-                r.cause += f"; mostly {LABELS[part]} ({sign}{fmt_ns(abs(x.delta))})"
+                delta, part = max(moved, key=lambda m: abs(m[0]))
+                sign = "+" if delta > 0 else "-"
+                r.cause += f"; mostly {LABELS[part]} ({sign}{fmt_ns(abs(delta))})"
         name = r.kernel.name if r.kernel else None
         for f in findings:
             here = f.kernel == name if r.scope == "kernel" else f.region == r.key

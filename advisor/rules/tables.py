@@ -472,24 +472,18 @@ def _piece_sums(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     start, end = p["start"].to_numpy(), p["end"].to_numpy()
     cause, detail = p["cause"].array.codes, p["detail"].array.codes
     device = p["device"].to_numpy()
-
-    def region_codes(at: slice) -> np.ndarray:
-        if a.regions.empty:  # (pieces: a TraceAnalysis's, its regions in memory)
-            return np.full(len(rows[at]), -1, dtype=np.int8)
-        return _codes_at(region.codes, a.ops.index, rows[at])
-
     low = int(device.min())
     radix = (len(p["cause"].array.categories), len(region.categories) + 1,
              int(device.max()) - low + 1, len(p["detail"].array.categories) + 1)  # fmt: skip
     bins = int(np.prod(radix, dtype=np.int64))
     n = len(p)
     if bins > DENSE_BINS:
-        return group_sums({"c": cause, "r": region_codes(slice(None)), "d": device, "t": detail},
-                          {"ns": np.subtract(end, start)})  # fmt: skip
+        keys = {"c": cause, "r": _piece_regions(a, region, rows), "d": device, "t": detail}
+        return group_sums(keys, {"ns": np.subtract(end, start)})
     first = np.full(bins, n, dtype=np.int64)  # per slot: its first piece
     ns = np.zeros(bins, dtype=np.int64)
     for at in (slice(b, b + BLOCK_ROWS) for b in range(0, n, BLOCK_ROWS)):
-        key = cause[at].astype(np.int64) * radix[1] + region_codes(at) + 1  # (int64 from here)
+        key = cause[at].astype(np.int64) * radix[1] + _piece_regions(a, region, rows[at]) + 1
         key = (key * radix[2] + device[at] - low) * radix[3] + detail[at] + 1
         np.minimum.at(first, key, np.arange(at.start, at.start + len(key)))
         np.add.at(ns, key, end[at] - start[at])
@@ -517,8 +511,7 @@ def _longest_pieces(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     blocks = [slice(b, b + BLOCK_ROWS) for b in range(0, n, BLOCK_ROWS)]
 
     def keys(at: slice) -> np.ndarray:
-        r = (np.full(len(rows[at]), -1, dtype=np.int8) if a.regions.empty
-             else _codes_at(region.codes, a.ops.index, rows[at]))  # fmt: skip
+        r = _piece_regions(a, region, rows[at])
         return (cause[at].astype(np.int64) * radix[1] + r + 1) * radix[2] + device[at] - low
 
     bins = int(np.prod(radix, dtype=np.int64))
@@ -540,6 +533,13 @@ def _longest_pieces(a: Analysis, region: pd.Categorical) -> pd.DataFrame:
     d, rest = key % radix[2] + low, key // radix[2]
     return pd.DataFrame({"c": rest // radix[1], "r": rest % radix[1] - 1, "d": d,
                          "start": first[present]})  # fmt: skip
+
+
+def _piece_regions(a: Analysis, region: pd.Categorical, rows: np.ndarray) -> np.ndarray:
+    """The region code (-1: outside every range) of the ops at ``rows`` (pieces' op rows)."""
+    if a.regions.empty:  # (pieces: a TraceAnalysis's, its regions in memory)
+        return np.full(len(rows), -1, dtype=np.int8)
+    return _codes_at(region.codes, a.ops.index, rows)
 
 
 def _codes_at(codes: np.ndarray, index: pd.Index, rows: np.ndarray) -> np.ndarray:
