@@ -167,9 +167,9 @@ class Col:
     min: int = MIN_TEXT  # (text columns) the narrowest it may become
     identifies: bool = False
     fold: bool = False
-    # (wrapped columns) the cells' first line is a name (a kernel's): shortened in the middle
-    # to fill at most this many lines, names that would then read the same kept apart
-    # (shorten_distinct), instead of wrapped on words (0: prose throughout)
+    # (wrapped columns) the cells' first line is a name (a kernel's) given at most this many
+    # lines: wrapped on its words where that fits, else shortened in the middle (names that
+    # would then read the same kept apart: shorten_distinct) and folded (0: prose throughout)
     name_lines: int = 0
     # (wrapped columns) a word longer than a line is broken over lines, never shortened (a
     # config's path, a flag to pass); by default only where the column identifies the row

@@ -86,7 +86,7 @@ class RuleSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # gate row names the candidate's finding of such a rule at the same range or kernel
     explains: list[str] = []
     # the column (ns, the trace's own clock) saying where a finding points in a timeline
-    # (where it is NaN: at_ns, the scope's worst instance)
+    # (where it has no value: at_ns, the scope's worst instance)
     at: str = "at_ns"
 
     def __post_init__(self) -> None:
