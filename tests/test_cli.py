@@ -157,7 +157,7 @@ def test_terminal_report_reads_like_a_report():
 
 def test_terminal_report_two_gpu():
     out = cli("analyze", str(H200_2GPU), "--top", "3")
-    assert "GPU 0,1: NVIDIA H200" in out
+    assert "GPU 0, 1: NVIDIA H200" in out
     assert "load_balance" in out and "comm_overlap" in out
     assert "overlap ratio" in out
 

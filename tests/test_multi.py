@@ -166,6 +166,7 @@ def test_a_jobs_reports_name_its_traces_once(ranks, tmp_path):
         f"advisor analyze 2 traces in {folder} ({names[0]}, {names[1]})"
     )
     assert all(proc.stdout.count(r) == 1 for r in ranks)  # (the Ranks table's rows)
+    assert proc.stdout.splitlines()[2].startswith("GPU 0, 1: NVIDIA H200")
     # the markdown report of the folder: titled by it, every trace listed in rank order
     out = tmp_path / "job.md"
     proc = subprocess.run([sys.executable, "-m", "advisor", "report", str(folder), "-o",

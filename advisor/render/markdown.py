@@ -32,7 +32,7 @@ def _summary(a: Analysis) -> list[str]:
     what = "Trace" if len(paths) == 1 else f"Traces ({len(paths)}, one per rank, in rank order)"
     lines = [
         f"{what}: {', '.join(f'`{p}`' for p in paths)} ({t.format}, {t.producer_version}); devices "
-        f"{', '.join(map(str, t.devices))}; GPU: {'; '.join(gpus) or 'no facts'}.",
+        f"{device_list(t.devices) if t.devices else 'none'}; GPU: {'; '.join(gpus) or 'no facts'}.",
         "",
     ]
     lines += [f"> warning: {w}" for w in a.warnings] + ([""] if a.warnings else [])

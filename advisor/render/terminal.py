@@ -11,7 +11,7 @@ from rich.console import Console, RenderableType
 from advisor.analysis import Analysis
 from advisor.render import sections
 from advisor.render.fit import Col, fitted_table, print_wrapped
-from advisor.rules.finding import Finding, FindingGroup, group_across_devices
+from advisor.rules.finding import Finding, FindingGroup, device_list, group_across_devices
 from advisor.units import fmt_ns
 
 # Piped or redirected output has no terminal to measure: it is this wide (COLUMNS, when set,
@@ -31,7 +31,7 @@ def _header(a: Analysis, console: Console) -> None:
             unit = "CUs" if spec.vendor == "amd" else "SMs"
             seen.setdefault((spec.name, spec.sm_count, unit, spec.source), []).append(device)
     for (name, sms, unit, source), devs in seen.items():
-        ids = ",".join(map(str, devs))
+        ids = device_list(devs) + (f" ({len(devs)})" if len(devs) > 2 else "")
         lines.append(f"GPU {ids}: {name}, {sms} {unit} (facts from {source})")
     if t.sources:
         lines.append(f"also read: {', '.join(t.sources)}")
