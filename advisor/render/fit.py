@@ -283,25 +283,32 @@ def _shown(col: Col, cells: list[str], told: list[list[str]] | None, width: int)
 
 
 def _named_lines(cells: list[str], told: list[list[str]], width: int, lines: int) -> list[str]:
-    """Wrapped cells whose first line is a name: wrapped on its spaces where that takes at
-    most ``lines`` lines without breaking a word, else shortened in the middle to ``lines``
-    lines of ``width`` (kept apart where they would read the same) and folded
-    (_folded_name); the rest wrapped as prose."""
-    heads = [c.split("\n", 1)[0] for c in cells]
-    names = shorten_distinct(heads, (width - 1) * lines)  # (a character a line to fold)
+    """Wrapped cells whose first line is a name (name_lines), the rest wrapped as prose."""
+    heads = name_lines([c.split("\n", 1)[0] for c in cells], width, lines)
     out = []
-    for head, name, cell, t in zip(heads, names, cells, told, strict=True):
-        shown = textwrap.wrap(head, width, break_long_words=False, break_on_hyphens=False)
-        if len(shown) > lines or any(len(line) > width for line in shown):
-            shown = [line for part in name.split("\n") for line in _folded_name(part, width)]
+    for shown, cell, t in zip(heads, cells, told, strict=True):
         rest = f"{cell.partition(chr(10))[2]} {_bracketed(t)}".strip()
         if rest:
-            shown += wrap(rest, width, shorten_words=True)
+            shown = [*shown, *wrap(rest, width, shorten_words=True)]
         out.append("\n".join(shown))
     return out
 
 
-def _folded_name(text: str, width: int) -> list[str]:
+def name_lines(names: Sequence[str], width: int, lines: int) -> list[list[str]]:
+    """Each name in at most ``lines`` lines of ``width``: wrapped on its spaces where that
+    fits without breaking a word, else shortened in the middle (names that would then read
+    the same kept apart: shorten_distinct) and folded (fold_name)."""
+    short = shorten_distinct(names, (width - 1) * lines)  # (a character a line to fold)
+    out = []
+    for name, cut in zip(names, short, strict=True):
+        shown = textwrap.wrap(name, width, break_long_words=False, break_on_hyphens=False)
+        if len(shown) > lines or any(len(line) > width for line in shown):
+            shown = [line for part in cut.split("\n") for line in fold_name(part, width)]
+        out.append(shown)
+    return out
+
+
+def fold_name(text: str, width: int) -> list[str]:
     """``text`` over lines of ``width``: broken at a space in the line's second half where
     there is one, else at the width; never where a line would end or start with the
     ellipsis (a line ending ``f3…`` reads as a number cut short)."""

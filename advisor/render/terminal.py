@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, RenderableType
+from rich.text import Text
 
 from advisor.analysis import Analysis
 from advisor.render import sections
-from advisor.render.fit import Col, fitted_table, print_wrapped
+from advisor.render.fit import Col, fitted_table, name_lines, print_wrapped
 from advisor.rules.finding import Finding, FindingGroup, device_list, group_across_devices
 from advisor.units import fmt_ns
 
@@ -67,11 +68,17 @@ def _at(f: Finding, origin: int) -> list[str]:
 def _findings_list(groups: list[FindingGroup], top: int, origin: int, console: Console) -> None:
     """Findings as numbered blocks (narrow terminals): nothing squeezed into columns."""
     print_wrapped(console, "Findings, ranked by estimated savings (estimates)", "italic")
-    for i, g in enumerate(groups[:top], 1):
+    shown = groups[:top]
+    # a kernel's name on lines of its own, at most two (as in the table's "where")
+    kernels = name_lines([g.first.kernel or "" for g in shown], console.width - 3, 2)
+    for i, (g, kernel) in enumerate(zip(shown, kernels, strict=True), 1):
         head = f"{i}. {g.first.strategy} ({g.severity}): est. savings {fmt_ns(g.est_savings_ns)}"
         print_wrapped(console, head, "bold", hanging="   ")
-        where = ", ".join([*g.location(), *_at(g.first, origin)])
-        print_wrapped(console, where, indent="   ", hanging="   ")
+        where = [*g.location(), *_at(g.first, origin)]
+        if g.first.kernel:
+            console.print(Text("\n".join("   " + line for line in kernel)))
+            where = where[1:]
+        print_wrapped(console, ", ".join(where), indent="   ", hanging="   ")
         print_wrapped(console, _measured(g), indent="   ", hanging="   ")
     if not groups:
         print_wrapped(console, "none: no rule fired")

@@ -108,13 +108,13 @@ def test_a_wrapped_cell_led_by_a_name_gives_it_a_few_lines():
     assert shown[0] != shown[1]
     # no line of a folded name ends or starts with the ellipsis (it would read as a cut
     # number, "f3…"); broken at a space in a line's second half where there is one
-    from advisor.render.fit import _folded_name
+    from advisor.render.fit import fold_name
 
-    assert _folded_name("sm80_xmma_gemm_f32f32_f3…ecute_kernel__5x", 24) == [
+    assert fold_name("sm80_xmma_gemm_f32f32_f3…ecute_kernel__5x", 24) == [
         "sm80_xmma_gemm_f32f32_f", "3…ecute_kernel__5x"]  # fmt: skip
-    assert _folded_name("void at::native::(anonymous …t16 const*)", 30) == [
+    assert fold_name("void at::native::(anonymous …t16 const*)", 30) == [
         "void at::native::(anonymous …t", "16 const*)"]  # fmt: skip
-    assert _folded_name("void at::native::(anonymous namespace)::k", 30) == [
+    assert fold_name("void at::native::(anonymous namespace)::k", 30) == [
         "void at::native::(anonymous", "namespace)::k"]  # fmt: skip
     # a first line that wraps on its words into two lines is wrapped, not cut in a word
     ((cell,),) = fit([col], [["range tiny_kernels_eager\ndevice 0"]], 27).rows

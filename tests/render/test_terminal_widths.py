@@ -378,3 +378,17 @@ def test_docs_state_the_order_columns_are_left_out():
     )
     for title, cols in tables.items():
         assert f"- {title}: {_drop_order(cols)}" in doc, title
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_long_kernel_name_takes_a_few_lines_in_a_finding(width):
+    # tracelens' OWLv2 trace (MI300X): its persistent finding's kernel is a templated name of
+    # 600+ characters; wrapped on words it took 13 lines of the list (80 columns) and 20 of
+    # the table's "where" (120): now at most three, its start and end kept
+    from conftest import PUBLIC
+
+    out = _rendered(PUBLIC / "kineto" / "tracelens_owlv2_mi300x.json.gz", width).splitlines()
+    start = next(i for i, line in enumerate(out) if "void at::native::elementwise" in line)
+    end = next(i for i in range(start, len(out)) if "bool)#1})" in out[i])
+    assert 1 <= end - start <= 2, out[start : end + 1]
+    assert "range ProfilerStep" in out[end + 1] and "…" in "".join(out[start : end + 1])
