@@ -91,6 +91,8 @@ _SUMMARY_COLUMNS = ["device", "start_ns", "end_ns", "lead_ns", *WINDOW_COLUMNS]
 # per-op columns that only the analysis's own windows (window_metrics) and launch sequences
 # read: dropped from the ops once those are measured (10M ops: 17 bytes each, 0.18 GB)
 WINDOW_ONLY_OP_COLUMNS = ("same_stream_comm", "correlation", "api_start")
+# a range's counts that its totals sum over its instances (region_windows' ops, launches)
+OP_COUNTS = ("ops", "launches")
 # per-launch idle (waves.launch_idle) the windows sum over their kernel ops
 LAUNCH_IDLE_COLUMNS = ("tail_idle_ns", "underfill_idle_ns")
 # kernel columns that only device_ops reads (it makes the ops' ``graph``, ``correlation``),
@@ -539,7 +541,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     r["window_ns"] = r["end_ns"] - r["start_ns"]
     r["recoverable_ns"] = r[RECOVERABLE].sum(axis=1)
     groups = r.groupby(["name", "device"], as_index=False)
-    g = groups[[*WINDOW_COLUMNS, "window_ns"]].sum()  # (not a named aggregation per column)
+    counts = [c for c in OP_COUNTS if c in r]  # (the instances' ops and launches, summed)
+    g = groups[[*WINDOW_COLUMNS, "window_ns", *counts]].sum()  # (not one aggregation a column)
     g.insert(2, "instances", groups.size()["size"].to_numpy())
     if g.empty:
         return g.assign(
@@ -595,10 +598,30 @@ def with_outside_ranges(
     whole = rows[["device"]].merge(devices[["device", "start_ns", "end_ns"]]).assign(range_id=-1)
     for col, values in _op_sums(ops, whole, ["range_id", "device"], launches).items():
         rows[col] = values
+    for col, values in _outside_counts(ops, rows["device"].to_numpy()).items():
+        rows[col] = values
     rows["recoverable_ns"] = rows[RECOVERABLE].sum(axis=1)
     rows["overlap_ratio"] = overlap_ratio(rows["overlap_ns"], rows["comm_ns"])
     rows = rows[[c for c in totals.columns if c in rows.columns]]
     return pd.concat([totals, rows], ignore_index=True)
+
+
+def _outside_counts(ops: pd.DataFrame, devices: np.ndarray) -> dict[str, np.ndarray]:
+    """Per device of ``devices``: its ops launched outside every range (range_id -1) and
+    their launch calls (distinct correlation ids: a CUDA-graph replay is one launch, as
+    region_windows counts a range's)."""
+    rows = np.flatnonzero(ops["range_id"].to_numpy() < 0)
+    device = ops["device"].to_numpy()[rows]
+    corr = ops["correlation"].to_numpy(np.float64)[rows]
+    order = np.lexsort((corr, device))
+    device, corr = device[order], corr[order]
+    first = iv.run_heads(device)
+    per = pd.DataFrame(
+        {"ops": np.diff(np.append(first, len(device))),
+         "launches": iv.distinct_in_runs(corr, first) if len(first) else first},
+        index=device[first],
+    )  # fmt: skip
+    return {c: per[c].reindex(devices).fillna(0).to_numpy(np.int64) for c in OP_COUNTS}
 
 
 def _outside_windows(regions: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame:

@@ -154,3 +154,27 @@ def test_region_accessors_on_a_trace_with_and_without_ranges():
     bare.regions = pd.DataFrame()
     assert bare.region_count() == 0 and not list(bare.region_chunks())
     assert bare.region_table(["name", "end_ns"]).columns.tolist() == ["name", "end_ns"]
+
+
+def test_range_totals_count_ops_and_launches_by_hand():
+    # range "step" twice: instance 1 launches kernels 1 and 2 (one call each); instance 2
+    # kernel 3 and a CUDA-graph launch (correlation 4) that runs two kernels; outside every
+    # range, kernels 5 and 6 (a call each). Totals: step 5 ops from 4 launch calls over 2
+    # instances; outside 2 ops, 2 calls
+    from builders import trace as hand_trace
+
+    from advisor.analysis import analyze
+
+    launch = "cudaLaunchKernel"
+    api = [(launch, 100, 150, 1), (launch, 200, 250, 2), (launch, 20_100, 20_150, 3),
+           ("cudaGraphLaunch", 20_200, 20_250, 4), (launch, 40_000, 40_050, 5),
+           (launch, 40_100, 40_150, 6)]  # fmt: skip
+    spans = [(1_000, 2_000, 1, None), (2_500, 3_000, 2, None), (21_000, 22_000, 3, None),
+             (23_000, 24_000, 4, 1), (24_500, 25_000, 4, 2), (41_000, 42_000, 5, None),
+             (43_000, 44_000, 6, None)]  # fmt: skip
+    kernels = [dict(start=s, end=e, correlation=c, **({} if n is None else {"graph_node": n}))
+               for s, e, c, n in spans]  # fmt: skip
+    nvtx = [("step", 0, 10_000), ("step", 20_000, 30_000)]
+    totals = analyze(hand_trace(kernels, api, nvtx)).region_totals().set_index("name")
+    assert totals.loc["step", ["instances", "ops", "launches"]].tolist() == [2, 5, 4]
+    assert totals.loc["(outside ranges)", ["ops", "launches"]].tolist() == [2, 2]

@@ -174,8 +174,10 @@ def _launch_files(f: Finding, stem: str) -> Made:
     per_step = "step_ns" in row
     overhead = row["overhead_ns"] if "overhead_ns" in row else row.get("launch_overhead_ns")
     launches = row.get("launches")
+    # the stand-in chain: a chain's or a step's ops, a range's per instance
+    chain = (row.get("ops") or 0) / max(int(row.get("instances") or 1), 1)
     cfg = {
-        "CHAIN_OPS": max(2, int(row.get("ops") or 2)),
+        "CHAIN_OPS": max(2, round(chain)),
         "CHAIN_ELEMENTS": 4096,
         "TRACE_LAUNCHES": None if launches is None else int(launches),
         "TRACE_OVERHEAD_NS": None if overhead is None else int(overhead),

@@ -304,6 +304,10 @@ SCOPES: dict[Scope, dict[str, str]] = {
             "ties: the earliest; missing: none)"
             for col, cause in _WORST_AT_COLUMNS.items()
         },
+        "ops": "GPU operations of its instances, summed (ops launched outside every range for "
+        "the outside-ranges row; a whole device's without ranges)",
+        "launches": "host launch calls of its instances, summed (a CUDA-graph replay counts "
+        "once; NaN for a whole device without ranges: not counted)",
         "steady_comm_wait_ns": "comm_wait_ns of the collectives launched in the device's "
         "steady state (ns; NaN: unknown): the first collectives' waits, while the other "
         "ranks still start up (communicator set-up, first kernel loads), are start-up, as "
@@ -591,6 +595,11 @@ def _regions(a: Analysis) -> pd.DataFrame:
         w = a.devices.assign(name="", instances=1)
         w["window_ns"] = w["end_ns"] - w["start_ns"]
         w["worst_start_ns"] = w["start_ns"]
+        # (a whole device's ops from its streams' counts; its launch calls are not counted)
+        per_device = a.streams.groupby("device")["ops"].sum() if len(a.streams) else None
+        w["ops"] = (per_device.reindex(w["device"]).fillna(0).to_numpy(np.float64)
+                    if per_device is not None else np.nan)  # fmt: skip
+        w["launches"] = np.nan
     else:
         w = a.region_totals().drop(columns="recoverable_ns")
     # (without ranges the ops' region is '': the whole device; with ranges, the ops launched

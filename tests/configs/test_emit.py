@@ -76,12 +76,17 @@ def test_sample_findings_get_configs(sample_emit):
     assert by[("cuda_graph", "tiny_kernels_eager")].config[0].endswith(".py")
     assert by[("remove_sync", "sync_in_loop")].config[0].endswith(".md")
     assert not list(out.glob(".advisor-emit-*"))  # staging folder gone
-    # a range's launch script carries the range's launch overhead (its instances summed) and
-    # no launch count (the regions table has none): it printed "0 launches, 0.0 us" before
+    # a range's launch script carries the range's launch overhead and launch calls (its
+    # instances summed) and a stand-in chain of its ops per instance: it printed "0 launches,
+    # 0.0 us" and ran a chain of 2 before. tiny_kernels_eager: 500 kernels, one instance;
+    # warmup: 246 ops over 2 instances
     graph = by[("cuda_graph", "tiny_kernels_eager")]
     config = _script_config(Path(graph.config[0]))
     assert config["TRACE_OVERHEAD_NS"] == graph.emit.row["launch_overhead_ns"] > 0
-    assert config["TRACE_LAUNCHES"] is None and config["TRACE_PER"] == "finding (summed)"
+    assert (config["TRACE_LAUNCHES"], config["CHAIN_OPS"]) == (500, 500)
+    assert config["TRACE_PER"] == "finding (summed)"
+    warmup = _script_config(Path(by[("cuda_graph", "warmup")].config[0]))
+    assert (warmup["TRACE_LAUNCHES"], warmup["CHAIN_OPS"]) == (246, 123)
 
 
 def test_a_steps_launch_script_carries_a_steady_steps_medians(tmp_path):
