@@ -533,7 +533,8 @@ def range_totals(regions: pd.DataFrame, segments: dict, gaps: dict) -> pd.DataFr
     """Per (top-level range name, device), in group order: ``instances``; the time columns
     of WINDOW_COLUMNS measured once over the *union* of its instances' GPU windows (async
     work of one instance can overlap the next: nothing is counted twice); the per-op columns
-    (tail, under-fill, comm waits, same-stream comm, sync gap count) summed over instances;
+    (tail, under-fill, comm waits, same-stream comm, sync gap count) and the OP_COUNTS (ops,
+    launch calls) summed over instances;
     ``window_ns`` (the union's length); ``recoverable_ns`` (the sum of RECOVERABLE: the idle
     time the strategies address), ``worst_start_ns`` (the start of the instance with the
     most of it) and ``overlap_ratio`` (overlap_ns / comm_ns, NaN without communication)."""
