@@ -277,3 +277,26 @@ def test_bad_values_are_missing_and_counted_not_fatal(tmp_path, monkeypatch, mod
                  "1 memory copies have a non-numeric 'bytes'",
                  f"1 of {kernels:,} kernel launches dropped"):  # fmt: skip
         assert sum(line in w for w in t.warnings) == 1, (line, t.warnings)
+
+
+@pytest.mark.parametrize("mode", ["scanner", "msgspec"])
+def test_times_no_int64_can_hold_are_dropped_quietly(tmp_path, monkeypatch, mode):
+    # a kernel whose dur is 1e300 us and one whose ts is -1e300 us (damaged numbers): dropped
+    # and counted like a ts that is not a number, without numpy's "invalid value encountered
+    # in cast" on stderr (it printed one, with decode.py's path, before)
+    import warnings
+
+    from advisor.trace import kineto
+
+    doc = json.loads(gzip.decompress((KINETO / "h200_train_steps.pt.trace.json.gz").read_bytes()))
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[2]["dur"], kernels[5]["ts"] = 1e300, -1e300
+    path = tmp_path / "huge.pt.trace.json"
+    path.write_text(json.dumps(doc))
+    if mode != "scanner":
+        monkeypatch.setenv(kineto.SCANNER_ENV, "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = load_trace(path)
+    assert len(t.kernels) == len(kernels) - 2
+    assert any(w.startswith(f"2 of {len(kernels):,} kernel launches dropped") for w in t.warnings)

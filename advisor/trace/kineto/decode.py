@@ -120,13 +120,18 @@ def _ns(ts: np.ndarray) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.round((ts - whole) * 1000).astype(np.int64)
 
 
+# microseconds past which a time is no time a trace holds (2^62 ns, the quality check's
+# bound): cast to int64 ns it would overflow
+_MAX_US = 2.0**62 / 1000
+
+
 def _times(events: list[Event]) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) ns; -1 for an event whose ts or dur is not a number (a missing dur is
-    0), which the reader's quality check drops and counts."""
+    """(start, end) ns; -1 for an event whose ts or dur is not a number or beyond 2^62 ns (a
+    missing dur is 0), which the reader's quality check drops and counts."""
     n = len(events)
     ts = _num([e.ts for e in events], n)
     dur = _num([0.0 if e.dur is None else e.dur for e in events], n)
-    ok = np.isfinite(ts) & np.isfinite(dur)
+    ok = (np.abs(ts) < _MAX_US) & (np.abs(dur) < _MAX_US)  # (False for NaN)
     if ok.all():
         start = _ns(ts)
         return start, start + np.round(dur * 1000).astype(np.int64)
