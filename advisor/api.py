@@ -148,9 +148,7 @@ class Result:
     def emit(self, folder: str | PathLike) -> Result:
         """Write a reference configuration per finding into ``folder``; returns the result
         whose findings name their configs."""
-        check_output_dir(
-            str(folder), self.analysis.trace.paths or [self.analysis.trace.path], "emit folder"
-        )
+        check_output_dir(str(folder), self.analysis.trace.inputs, "emit folder")
         from advisor.configs.emit import emit_into  # (only when scripts are written)
 
         found = emit_into(self.finding_list, self.analysis.trace.gpus, str(folder))

@@ -40,6 +40,7 @@ from advisor.render.sections import (  # noqa: E402
     group_details,
     idle_labels,
     widen_duplicates,
+    without_grid,
 )
 from advisor.units import fmt_ns, fmt_pct  # noqa: E402
 
@@ -137,8 +138,7 @@ def wave_rows(a: Analysis, top: int = WAVE_TOP) -> WaveRows:
     k["idle_ns"] = k["tail_idle_ns"] + k["underfill_idle_ns"]
     dominant = _dominant_gemms(k)
     reason = pd.Series("", index=k.index, dtype=object)
-    shape = k[["grid_x", "grid_y", "grid_z", "block_x"]]
-    no_grid = (shape.isna() | (shape <= 0)).any(axis=1)  # (no valid number in the trace)
+    no_grid = pd.Series(without_grid(k), index=k.index)
     rules = [
         ("no_grid", k["waves"].isna() & no_grid),
         ("no_facts", k["waves"].isna()),

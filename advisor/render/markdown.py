@@ -28,7 +28,7 @@ def _summary(a: Analysis) -> list[str]:
     t = a.trace
     gpus = sorted({f"{g.name} ({g.sm_count} {'CUs' if g.vendor == 'amd' else 'SMs'}, facts "
                    f"from {g.source})" for d, g in t.gpus.items() if d in t.devices})  # fmt: skip
-    paths = t.paths or [t.path]
+    paths = t.inputs
     what = "Trace" if len(paths) == 1 else f"Traces ({len(paths)}, one per rank, in rank order)"
     lines = [
         f"{what}: {', '.join(f'`{p}`' for p in paths)} ({t.format}, {t.producer_version}); devices "

@@ -80,6 +80,13 @@ def _whole(v) -> str:
     return "?" if pd.isna(v) else str(int(v))
 
 
+def without_grid(k: pd.DataFrame) -> np.ndarray:
+    """Per kernel group of ``k``: the trace holds no valid grid or block for it (a number
+    missing or not positive), so no waves could be computed."""
+    shape = k[["grid_x", "grid_y", "grid_z", "block_x"]]
+    return (shape.isna() | (shape <= 0)).any(axis=1).to_numpy()
+
+
 def dims(*values) -> str:
     """A grid or block as ``XxYxZ`` ('-' where the trace holds no valid number for it)."""
     return "-" if any(pd.isna(v) for v in values) else "x".join(str(int(v)) for v in values)
@@ -193,14 +200,14 @@ def quantization(a: Analysis, top: int) -> Section:
                        "them; `advisor gpus` lists the known GPUs)")  # fmt: skip
     rows = []
     k = k.head(top)
-    for r, name in zip(k.itertuples(), kernel_names(k), strict=True):
+    no_grid = without_grid(k)
+    for r, name, gridless in zip(k.itertuples(), kernel_names(k), no_grid, strict=True):
         kind = "underfill" if r.underfilled else "tail" if r.tail_fraction > 0 else "full waves"
         kind = "comm" if r.comm else "persistent" if r.persistent else kind
         # (without waves, e.g. no valid grid in the trace, no idle was computed: not 0)
         unknown = pd.isna(r.waves)
         if unknown:  # (the trace holds no valid grid or block for it, or its GPU no facts)
-            shape = (r.grid_x, r.grid_y, r.grid_z, r.block_x)
-            kind = "no grid" if any(pd.isna(v) or v <= 0 for v in shape) else "no facts"
+            kind = "no grid" if gridless else "no facts"
         rows.append([
             name, str(r.device), dims(r.grid_x, r.grid_y, r.grid_z),
             "-" if pd.isna(r.block_x) else str(r.block_threads),

@@ -32,7 +32,7 @@ def _header(a: Analysis, console: Console) -> None:
             unit = "CUs" if spec.vendor == "amd" else "SMs"
             seen.setdefault((spec.name, spec.sm_count, unit, spec.source), []).append(device)
     for (name, sms, unit, source), devs in seen.items():
-        ids = device_list(devs) + (f" ({len(devs)})" if len(devs) > 2 else "")
+        ids = device_list(devs, counted=True)
         lines.append(f"GPU {ids}: {name}, {sms} {unit} (facts from {source})")
     if t.sources:
         lines.append(f"also read: {', '.join(t.sources)}")

@@ -147,8 +147,7 @@ class FindingGroup:
         where = self.first.location()
         if len(self.members) == 1:
             return where
-        count = f" ({len(self.members)})" if len(self.members) > 2 else ""
-        return [*where[:-1], f"devices {device_list(self.devices)}{count}"]
+        return [*where[:-1], f"devices {device_list(self.devices, counted=True)}"]
 
     def others(self) -> str:
         """The other members in words ('' for one): which device the text is, and the
@@ -182,8 +181,9 @@ def group_across_devices(findings: list[Finding]) -> list[FindingGroup]:
     return sorted(out, key=lambda g: -g.est_savings_ns)  # (stable: ties keep their order)
 
 
-def device_list(devices: list[int]) -> str:
-    """Sorted device ids in words, runs of three or more joined: ``0-3, 5, 7, 8``."""
+def device_list(devices: list[int], counted: bool = False) -> str:
+    """Sorted device ids in words, runs of three or more joined: ``0-3, 5, 7, 8``; with
+    ``counted``, how many after them where more than two (``0-63 (64)``)."""
     parts: list[str] = []
     start = prev = devices[0]
     for d in [*devices[1:], None]:
@@ -196,7 +196,8 @@ def device_list(devices: list[int]) -> str:
             parts += [str(x) for x in range(start, prev + 1)]
         if d is not None:
             start = prev = d
-    return ", ".join(parts)
+    count = f" ({len(devices)})" if counted and len(devices) > 2 else ""
+    return ", ".join(parts) + count
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:

@@ -619,12 +619,11 @@ def _regions(a: Analysis) -> pd.DataFrame:
     text = detail.copy()
     percent = np.rint(100 * share[part]).astype(np.int64).astype(str).astype(object)
     text[part] = detail[part] + " (" + percent + " % of it)"
-    where = zip(held["cause"], held["name"], held["device"], strict=True)
+    where = list(zip(held["cause"], held["name"], held["device"], strict=True))
     said = dict(zip(where, text, strict=True))
     at = list(zip(keys["name"], keys["device"], strict=True))
     for col, (cause, _) in _DETAIL_COLUMNS.items():
         w[col] = np.array([said.get((cause, *k)) or NOTHING_RECORDED for k in at], dtype=object)
-    where = zip(held["cause"], held["name"], held["device"], strict=True)
     worst = dict(zip(where, held["worst_start_ns"].tolist(), strict=True))
     for col, cause in _WORST_AT_COLUMNS.items():  # (exact: epoch ns do not fit a float64)
         w[col] = pd.array([worst.get((cause, *k)) for k in at], dtype="Int64")

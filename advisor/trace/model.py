@@ -201,6 +201,11 @@ class Trace:
     # missing between them); idle causes are then not attributed (metrics/gaps.py)
     host_sample: tuple[int, int, float] | None = None
 
+    @property
+    def inputs(self) -> list[str]:
+        """The paths of the traces read: a job's, else the one trace's."""
+        return self.paths or [self.path]
+
     def title(self) -> str:
         """What a report is of: the trace's path; for a job of several traces their count,
         the folder they share (if one) and the first and last (every one where three or
