@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Literal, Protocol, get_args
+from typing import Literal, NamedTuple, Protocol, get_args
 
 import numpy as np
 import pandas as pd
@@ -101,6 +101,11 @@ OPS_ONLY_KERNEL_COLUMNS = ("correlation", "graph_node", "cluster_x", "cluster_y"
 # kernel columns device_ops copies into the ops: the launch table's, gathered back from the
 # ops where the trace's kernels are released (analyze's release_api)
 OP_KERNEL_COLUMNS = ("device", "stream", "start", "end", "pid")
+# a launch's columns that its kernel op holds: read through the launch table's ``op``
+# (launch_columns), not held by it
+LAUNCH_OP_COLUMNS = (*OP_KERNEL_COLUMNS, "range_id", "region")
+# what launch_columns adds to the launch table's own columns
+LAUNCH_DERIVED_COLUMNS = (*LAUNCH_OP_COLUMNS, *LAUNCH_IDLE_COLUMNS)
 # idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
 # copies, the input pipeline, exposed comm)
 RECOVERABLE = ["tail_idle_ns", "underfill_idle_ns", "launch_overhead_ns", "sync_idle_ns",
@@ -144,6 +149,11 @@ class Analysis(ABC):
     totals: pd.DataFrame = field(default_factory=pd.DataFrame)
     # the pipeline stages (views.pipeline_stages), once computed: see stages()
     _stages: pd.DataFrame | None = field(default=None, init=False, repr=False)
+
+    def launch_table(self, columns: Sequence[str] = LAUNCH_DERIVED_COLUMNS) -> pd.DataFrame:
+        """The selection's kernel launches with ``columns`` of LAUNCH_DERIVED_COLUMNS besides
+        their own (launch_columns)."""
+        return launch_columns(self.launches, self.ops, self.configs, columns)
 
     @abstractmethod
     def kernel_table(self, by_region: bool = False) -> pd.DataFrame:
@@ -232,7 +242,9 @@ class Analysis(ABC):
         narrowed to ``device`` (None: all, as they are)."""
         t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
-            t = {name: df[df["device"] == device] for name, df in t.items()}
+            t = {name: df[df["device"] == device] for name, df in t.items() if name != "launches"}
+            on = self.launch_table(["device"])["device"].to_numpy() == device
+            t["launches"] = self.launches[on]
             t["pieces"] = self.pieces[self.pieces["device"] == device]
         return t
 
@@ -263,7 +275,10 @@ class TraceAnalysis(Analysis):
         explicit = worst is not None
         worst = (by_region or self.regions.empty) if worst is None else worst
         extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
-        groups = kernel_groups(self.launches, self.configs, by=by, worst=worst, extra=extra)
+        launches = self.launch_table(["device", "start", "end", *LAUNCH_IDLE_COLUMNS,
+                                      *(["region"] if by_region else [])])  # fmt: skip
+        groups = kernel_groups(launches, self.configs, by=by, worst=worst, extra=extra)
+        del launches
         add_group_counters(groups)
         at = groups.columns.get_loc("shape")
         shape = self.shapes.reindex(groups.pop("shape").to_numpy()).reset_index(drop=True)
@@ -319,7 +334,11 @@ class TraceAnalysis(Analysis):
                 regions=regions,
                 totals=totals[totals["name"].isin(set(regions["name"]))],
                 ops=ops,
-                launches=t["launches"][t["launches"]["range_id"].isin(ids)],
+                launches=t["launches"][
+                    launch_columns(t["launches"], self.ops, self.configs, ["range_id"])[
+                        "range_id"
+                    ].isin(ids)
+                ],
                 sequences=within_device_windows(seq, regions),
                 pieces=pieces,
                 gaps=gap_breakdown(pieces),
@@ -571,7 +590,7 @@ def with_outside_ranges(
     regions: pd.DataFrame,
     segments: dict,
     gaps: dict,
-    launches: pd.DataFrame,
+    idle: KernelOpIdle,
 ) -> pd.DataFrame:
     """``totals`` (range_totals) with, when the trace has ranges, one OUTSIDE_RANGES row per
     device: its window's time outside every range's window (measured from each range's lead
@@ -597,7 +616,7 @@ def with_outside_ranges(
     # the per-op columns, over the ops launched outside every range (range_id -1): as
     # window_metrics sums them for a range, over one window per device that holds them all
     whole = rows[["device"]].merge(devices[["device", "start_ns", "end_ns"]]).assign(range_id=-1)
-    for col, values in _op_sums(ops, whole, ["range_id", "device"], launches).items():
+    for col, values in _op_sums(ops, whole, ["range_id", "device"], idle).items():
         rows[col] = values
     for col, values in _outside_counts(ops, rows["device"].to_numpy()).items():
         rows[col] = values
@@ -786,7 +805,7 @@ def window_metrics(
     keys: list[str],
     segments: dict,
     gaps: dict,
-    launches: pd.DataFrame,
+    idle: KernelOpIdle,
 ) -> pd.DataFrame:
     """Fill WINDOW_COLUMNS for windows (device, start_ns, end_ns + ``keys``).
 
@@ -794,7 +813,7 @@ def window_metrics(
     window (clipped_metrics); tail idle, comm waits, same-stream comm and the number of
     synchronization gaps (gaps a blocking synchronize held in part) from the window's own
     ops (those whose keys match; a sync gap counts when it opens inside the window), the
-    tail and under-fill idle of a kernel op from its launch's row in ``launches``.
+    tail and under-fill idle of a kernel op from ``idle`` (kernel_op_idle).
     """
     out = windows.copy()
     if out.empty:
@@ -806,13 +825,36 @@ def window_metrics(
     clipped = clipped_metrics(out.assign(start_ns=lo), segments, gaps)
     # the columns made at once (one table built, not a column inserted at a time)
     cols = {col: clipped[col].to_numpy() for col in CLIPPED_COLUMNS}
-    cols.update(_op_sums(ops, out, keys, launches))
+    cols.update(_op_sums(ops, out, keys, idle))
     cols["overlap_ratio"] = overlap_ratio(cols["overlap_ns"], cols["comm_ns"])
     return with_columns(out, cols)
 
 
+class KernelOpIdle(NamedTuple):
+    """The kernel ops' launch idle (waves.launch_idle), in op order: ``rows``, their row
+    positions in the ops, and per LAUNCH_IDLE_COLUMNS their ``values`` (ns, float64)."""
+
+    rows: np.ndarray
+    values: dict[str, np.ndarray]
+
+
+def kernel_op_idle(
+    ops: pd.DataFrame, launches: pd.DataFrame, configs: pd.DataFrame
+) -> KernelOpIdle:
+    """KernelOpIdle of the launches (_launch_table) of ``ops`` on ``configs``."""
+    if "op" not in launches or launches.empty:
+        return KernelOpIdle(np.zeros(0, np.int64), {c: np.zeros(0) for c in LAUNCH_IDLE_COLUMNS})
+    rows = op_positions(ops, launches["op"].to_numpy())
+    config = launches["config"].to_numpy()
+    if not (rows[1:] > rows[:-1]).all():  # (the launches come in op order on most traces)
+        order = np.argsort(rows, kind="stable")
+        rows, config = rows[order], config[order]
+    took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
+    return KernelOpIdle(rows, launch_idle(took, config, configs))
+
+
 def _op_sums(
-    ops: pd.DataFrame, out: pd.DataFrame, keys: list[str], launches: pd.DataFrame
+    ops: pd.DataFrame, out: pd.DataFrame, keys: list[str], idle: KernelOpIdle
 ) -> dict[str, np.ndarray]:
     """The columns of windows ``out`` summed over the ops whose ``keys`` match a window's
     (window_metrics): tail_idle_ns, underfill_idle_ns, comm_wait_ns, same_stream_comm_ns,
@@ -827,19 +869,13 @@ def _op_sums(
         """Sum of ``values`` (a count without) over ``rows`` of ops, per window."""
         return np.bincount(window[rows], values, n).astype(np.float64)
 
-    # each kernel op's launch idle, summed over the kernel ops in op order (the ops outside
-    # every window into one more bin: adding their values, or a zero, to no window's sum)
-    kernel = ops["kind"].eq("kernel").to_numpy() if len(launches) else np.zeros(len(ops), bool)
-    bins = window[kernel]
+    # each kernel op's launch idle, summed in op order (the ops outside every window into
+    # one more bin: adding their values to no window's sum)
+    bins = window[idle.rows]
     bins[bins < 0] = n
-    launch = ops["src"].to_numpy()[kernel]
-    del kernel
-    in_order = bool((launch[1:] > launch[:-1]).all())  # (the launches come in op order)
     for col in LAUNCH_IDLE_COLUMNS:
-        values = launches[col].to_numpy() if len(launch) else np.zeros(0)
-        cols[col] = np.bincount(bins, values if in_order else values[launch],
-                                n + 1)[:n].astype(np.float64)  # fmt: skip
-    del bins, launch
+        cols[col] = np.bincount(bins, idle.values[col], n + 1)[:n].astype(np.float64)
+    del bins
     values = ops["wait_ns"].to_numpy()
     rows = np.flatnonzero(inside & (values != 0))
     cols["comm_wait_ns"] = per_window(rows, values[rows])
@@ -949,14 +985,16 @@ def analyze(
     segments = _segments(ops, op_class, every_op=True)
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
-    devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps, launches)
+    idle = kernel_op_idle(ops, launches, configs)
+    devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps, idle)
     devices["steady_start_ns"] = devices["device"].map(segments["steady_start"]).astype(np.int64)
     regions = window_metrics(
-        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps, launches
+        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps, idle
     )
     totals = with_outside_ranges(
-        range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps, launches
+        range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps, idle
     )
+    del idle
     for col in WINDOW_ONLY_OP_COLUMNS:  # (read by the windows and sequences above alone)
         del ops[col]
     return TraceAnalysis(
@@ -1075,6 +1113,45 @@ def _configurations(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.D
     return config, configs, int(unknown_resources(kernels).sum())
 
 
+def launch_columns(
+    launches: pd.DataFrame,
+    ops: pd.DataFrame,
+    configs: pd.DataFrame,
+    columns: Sequence[str] = LAUNCH_DERIVED_COLUMNS,
+) -> pd.DataFrame:
+    """``launches`` (a launch table: _launch_table) with its own columns and ``columns`` of
+    LAUNCH_DERIVED_COLUMNS: those its kernel op in ``ops`` holds (LAUNCH_OP_COLUMNS, read
+    through ``op``) and its launch idle (LAUNCH_IDLE_COLUMNS: waves.launch_idle of its
+    configuration in ``configs`` and its duration, ns). Made at each call: the table holds
+    each launch's own columns only (at 10M launches, 0.45 GB less held). A table without
+    ``op`` (a job's: its ranks hold the launches) is returned as it is."""
+    if "op" not in launches:
+        return launches
+    at = op_positions(ops, launches["op"].to_numpy())
+    out = {}
+    for col in columns:
+        if col in LAUNCH_OP_COLUMNS:
+            values = ops[col].array
+            out[col] = (values.take(at) if isinstance(values, pd.Categorical)
+                        else ops[col].to_numpy()[at])  # fmt: skip
+    if any(col in LAUNCH_IDLE_COLUMNS for col in columns):
+        took = ops["end"].to_numpy()[at] - ops["start"].to_numpy()[at]
+        idle = launch_idle(took, launches["config"].to_numpy(), configs)
+        out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
+    return launches.assign(**{col: out[col] for col in columns})
+
+
+def op_positions(ops: pd.DataFrame, labels: np.ndarray) -> np.ndarray:
+    """The row positions in ``ops`` of the ops with index ``labels`` (each one present): the
+    labels themselves in a whole analysis' ops (0..n-1), found in a selection's."""
+    index = ops.index
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return labels
+    if index.is_monotonic_increasing:  # (a selection keeps the whole's order)
+        return np.searchsorted(index.to_numpy(), labels)
+    return index.get_indexer(labels)
+
+
 def _launch_table(
     trace: Trace,
     kernels: pd.DataFrame,
@@ -1085,11 +1162,12 @@ def _launch_table(
     shapes: Sequence[ShapeOption],
     gemms: Sequence[GemmOption],
 ):
-    """(launches, shapes, notes): the kernel launches, ``columns`` of the trace's kernels
-    (without their configuration's columns: those of ``kernels`` shared, the others
-    gathered from the ops' kernel rows), with their ``config`` id
-    (into ``configs``), launch_idle columns, range_id, region and shape id; the distinct
-    shapes (launch_shapes), and the --shape warnings."""
+    """(launches, shapes, notes): the kernel launches (in the trace's kernel order) with
+    their own ``columns`` of the trace's kernels (shared, no copy; not their
+    configuration's, nor LAUNCH_OP_COLUMNS), ``op`` (their kernel op's row in ``ops``),
+    ``config`` (into ``configs``), the hardware counters' columns, ``op_not_gemm`` and the
+    ``shape`` id (launch_columns gives the rest); the distinct shapes (launch_shapes), and
+    the --shape warnings."""
     if kernels.empty:
         return pd.DataFrame(), pd.DataFrame(), []
     kernel_ops = np.flatnonzero(ops["kind"].eq("kernel").to_numpy())
@@ -1103,25 +1181,24 @@ def _launch_table(
     def per_launch(values) -> np.ndarray:
         return np.asarray(values)[op_of_launch]
 
-    # shares the kernel columns (no copy); those the ops took are gathered back from them
-    launches = pd.DataFrame({
-        c: kernels[c] if c in kernels else per_launch(ops[c].to_numpy()) for c in columns
-    }, copy=False)  # fmt: skip
+    # the launches' own columns (shared with the kernels, no copy) and their op; what the
+    # op holds is read through it where needed (launch_columns), never held twice
+    launches = pd.DataFrame({c: kernels[c] for c in columns if c not in LAUNCH_OP_COLUMNS},
+                            copy=False)  # fmt: skip
+    launches["op"] = op_of_launch
     launches["config"] = config
-    for col, values in launch_idle(launches, config, configs).items():
-        launches[col] = values
     if not trace.counters.empty:  # hardware counters of the launches profiled
         for col, values in launch_counters(trace.counters, len(kernels)).items():
             launches[col] = values
-    launches["range_id"] = per_launch(ops["range_id"].to_numpy())
     # the CPU op that launched it says it is no matrix multiply (classify.yaml not_gemm_ops)
     launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)
     launches["op_not_gemm"] = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
     region = ops["region"].array
-    launches["region"] = pd.Categorical.from_codes(per_launch(region.codes), region.categories)
-    # (the grids only where a --shape option asks which launches it fits)
-    calls = with_configuration(launches[["name", "region", "config"]], configs) if shapes else (
-        launches[["name", "region"]])  # fmt: skip
+    calls = launches[["name"]].assign(
+        region=pd.Categorical.from_codes(per_launch(region.codes), region.categories)
+    )
+    if shapes:  # (the grids only where a --shape option asks which launches it fits)
+        calls = with_configuration(calls.assign(config=config), configs)
     launch_calls = calls.assign(
         comm=configs["comm"].to_numpy(bool)[config],
         persistent=configs["persistent"].to_numpy(bool)[config],

@@ -6,7 +6,12 @@ import pandas as pd
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, PUBLIC_ROCPROF, SAMPLES
 
-from advisor.analysis import OP_KERNEL_COLUMNS, OPS_ONLY_KERNEL_COLUMNS, analyze
+from advisor.analysis import (
+    LAUNCH_OP_COLUMNS,
+    OP_KERNEL_COLUMNS,
+    OPS_ONLY_KERNEL_COLUMNS,
+    analyze,
+)
 from advisor.metrics.waves import LAUNCH_CONFIG_COLUMNS
 from advisor.trace.load import load_trace
 
@@ -45,14 +50,36 @@ def test_release_api_only_when_asked():
     assert not set(OPS_ONLY_KERNEL_COLUMNS) & set(trace.kernels.columns)
     assert len(trace.kernels) == rows and {"name", "demangled"} <= set(trace.kernels)
     assert trace.devices == devices == [0]
-    # the launch table has them back, row for row, in the trace's dtypes and column order
-    columns = [c for c in kept if c in a.launches]
-    assert columns == [c for c in kept if c not in LAUNCH_CONFIG_COLUMNS
-                       and c not in OPS_ONLY_KERNEL_COLUMNS]  # fmt: skip
-    pd.testing.assert_frame_equal(a.launches[columns], kept[columns])
-    # the same table as an analysis that keeps the trace as it is
+    # the launch table holds its own columns only, and gives the others back through its
+    # ops (launch_table), row for row, in the trace's dtypes
+    assert not set(LAUNCH_OP_COLUMNS) & set(a.launches)
+    assert "name" in a.launches and "op" in a.launches
+    columns = [c for c in kept if c not in LAUNCH_CONFIG_COLUMNS
+               and c not in OPS_ONLY_KERNEL_COLUMNS]  # fmt: skip
+    assert set(OP_KERNEL_COLUMNS) <= set(columns)
+    pd.testing.assert_frame_equal(a.launch_table()[columns], kept[columns])
+    # the same tables as an analysis that keeps the trace as it is
     other = analyze(load_trace(H200_SINGLE))
     pd.testing.assert_frame_equal(a.launches, other.launches)
+    pd.testing.assert_frame_equal(a.launch_table(), other.launch_table())
+
+
+@pytest.mark.parametrize("path", [H200_SINGLE, H200_2GPU], ids=lambda p: p.name)
+def test_a_selections_launches_read_their_ops_columns_from_its_ops(path):
+    # a selection's ops keep the whole's row labels (the second device's do not start at
+    # 0): its launches' op columns and idle are those of the same launches in the whole
+    a = analyze(load_trace(path))
+    whole = a.launch_table()
+    for device in a.trace.devices:
+        one = a.select(device=device)
+        assert (one.ops.index[0] > 0) == (device > 0)
+        pd.testing.assert_frame_equal(one.launch_table(), whole[whole["device"] == device])
+    name = a.regions["name"].iloc[0]
+    ranged = a.select(range_text=name)
+    ids = set(a.regions.loc[a.regions["name"].str.contains(name, regex=False), "range_id"])
+    expected = whole[whole["range_id"].isin(ids)]
+    assert 0 < len(expected) < len(whole)
+    pd.testing.assert_frame_equal(ranged.launch_table(), expected)
 
 
 ANALYSIS_TABLES = ("ops", "pieces", "launches", "configs", "shapes", "devices", "regions",
@@ -82,7 +109,7 @@ def test_window_wave_idle_is_its_launches(path):
     """The devices' and the range windows' tail and under-fill idle are their launches'
     (each kernel op's launch, summed per window), in all and per window."""
     a = analyze(load_trace(path))
-    launches = a.launches
+    launches = a.launch_table()
     for col in ("tail_idle_ns", "underfill_idle_ns"):
         per_device = launches.groupby("device")[col].sum()
         got = a.devices.set_index("device")[col]

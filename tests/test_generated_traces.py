@@ -95,7 +95,7 @@ def test_generated_traces_analyse_consistently(launches, nvtx_rows, sync_at):
     assert (p.loc[p["cause"].eq("launch_latency"), "ns"] <= 100_000).all()
     assert (k["gap_ns"].eq(0) == k["cause"].isna()).all()
     durations = (k["end"] - k["start"]).sum()
-    launches = a.launches
+    launches = a.launch_table()
     assert (launches["tail_idle_ns"] + launches["underfill_idle_ns"]).sum() <= durations
     spans = (a.devices["end_ns"] - a.devices["start_ns"]).groupby(a.devices["device"]).sum()
     for f in findings:

@@ -52,7 +52,7 @@ def test_sync_stalls_name_the_blocking_call():
 def test_findings_point_at_their_worst_instance():
     a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
     f = next(x for x in find(a) if x.rule == "wave-tail-gemm" and x.region == "tail_gemm")
-    launches = with_configuration(a.launches, a.configs)  # (grids: the configurations')
+    launches = with_configuration(a.launch_table(), a.configs)  # (grids: the configurations')
     launches = launches[(launches["region"] == "tail_gemm") & (launches["grid_y"] == 19)]
     worst = launches.loc[launches["tail_idle_ns"].idxmax()]
     assert f.at_ns == worst["start"]

@@ -55,7 +55,8 @@ def _steady_overall(a: TraceAnalysis, holes: pd.DataFrame) -> dict:
     out = {"span_ns": float(per_device.max()) if len(per_device) else 0.0}
     for col in ("gpu_busy_ns", "launch_overhead_ns", "sync_idle_ns", "exposed_comm_ns"):
         out[col] = float(m[col].sum()) if len(m) else 0.0
-    k = a.launches  # (the wave-quantization idle is per kernel launch)
+    # (the wave-quantization idle is per kernel launch)
+    k = a.launch_table(["device", "start", "tail_idle_ns", "underfill_idle_ns"])
     steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0 if len(k) else None
     for col in ("tail_idle_ns", "underfill_idle_ns"):
         out[col] = 0.0 if steady is None else float(k[col].to_numpy()[steady].sum())
@@ -76,7 +77,7 @@ def _kernels(a: TraceAnalysis, holes: pd.DataFrame) -> list[KernelEntry]:
     steady launches' GPU time (ns), in the order of the kernels' texts. A launch whose name,
     grid or block the trace did not record (ROCm's Kineto traces) has no kernel to be
     compared with: it is left out here (its time still counts in its range and the trace)."""
-    k = a.launches
+    k = a.launch_table(["device", "start", "end"])
     if k.empty:
         return []
     steady = window_at(holes, k["device"].to_numpy(), k["start"].to_numpy()) < 0

@@ -120,10 +120,11 @@ def launch_durations(launches: pd.DataFrame) -> np.ndarray:
     return launches["end"].to_numpy(np.int64) - launches["start"].to_numpy(np.int64)
 
 
-def launch_idle(kernels: pd.DataFrame, ids: np.ndarray, configs: pd.DataFrame) -> dict:
-    """Per launch: tail_idle_ns (tail share x duration, launches with at least one full
-    wave) and underfill_idle_ns (the same for under-filled single waves), ns."""
-    idle = configs["tail_fraction"].to_numpy(np.float64)[ids] * launch_durations(kernels)
+def launch_idle(duration: np.ndarray, ids: np.ndarray, configs: pd.DataFrame) -> dict:
+    """Per launch (``duration``: its GPU time, ns; ``ids``: its configuration's row in
+    ``configs``): tail_idle_ns (tail share x duration, launches with at least one full wave)
+    and underfill_idle_ns (the same for under-filled single waves), ns (float64)."""
+    idle = configs["tail_fraction"].to_numpy(np.float64)[ids] * duration
     under = configs["underfilled"].to_numpy(bool)[ids]
     return {"tail_idle_ns": np.where(under, 0.0, idle),
             "underfill_idle_ns": np.where(under, idle, 0.0)}  # fmt: skip
@@ -136,7 +137,7 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
     ids, configs = wave_configs(kernels, gpus)
     out = configs[CONFIG_FACTS].iloc[ids].set_axis(kernels.index)
     out["duration"] = launch_durations(kernels)
-    for col, values in launch_idle(kernels, ids, configs).items():
+    for col, values in launch_idle(out["duration"].to_numpy(), ids, configs).items():
         out[col] = values
     return out
 

@@ -10,6 +10,7 @@ from builders import kernels
 from advisor.metrics.waves import (
     LAUNCH_CONFIG_COLUMNS,
     kernel_groups,
+    launch_durations,
     launch_idle,
     launch_waves,
     order_kernel_groups,
@@ -93,7 +94,9 @@ def test_groups_sum_launches():
     ]
     k = kernels(rows)
     ids, configs = wave_configs(k, H200)
-    g = kernel_groups(k.assign(config=ids, **launch_idle(k, ids, configs)), configs)
+    g = kernel_groups(
+        k.assign(config=ids, **launch_idle(launch_durations(k), ids, configs)), configs
+    )
     assert len(g) == 1
     row = g.iloc[0]
     assert row.launches == 3 and row.total_ns == 3000
@@ -125,7 +128,7 @@ def test_groups_are_the_same_from_the_configurations_as_from_the_launch_columns(
     ]
     k = kernels(rows)
     ids, configs = wave_configs(k, H200)
-    idle = launch_idle(k, ids, configs)
+    idle = launch_idle(launch_durations(k), ids, configs)
     whole = kernel_groups(k.assign(config=ids, **idle), configs)
     lean = kernel_groups(without_configuration(k).assign(config=ids, **idle), configs)
     pd.testing.assert_frame_equal(whole, lean)
@@ -187,7 +190,7 @@ def test_group_text_columns_stay_objects_whatever_pandas_infers(infer_strings):
             k = kernels(rows).astype({"name": "category"})  # (names as the readers give them)
             ids, configs = wave_configs(k, H200)
             k = k.assign(config=ids, region=pd.Categorical(["step", None, "step"]),
-                         **launch_idle(k, ids, configs))  # fmt: skip
+                         **launch_idle(launch_durations(k), ids, configs))  # fmt: skip
             g = kernel_groups(k, configs, by=("region",))
     assert [str(g[c].dtype) for c in ("name", "region", "limiter")] == ["object"] * 3
     assert sorted(zip(g["name"], g["region"].fillna(""), g["launches"], strict=True)) == [
@@ -205,7 +208,9 @@ def test_groups_split_by_columns_with_missing_values(region_dtype):
     ids, configs = wave_configs(k, H200)
     region = pd.Series(["fwd", None, "fwd", "bwd", None, "fwd"], dtype=region_dtype)
     shape = np.array([1, 1, 2, 1, 1, 1], dtype=np.int32)
-    launches = k.assign(config=ids, **launch_idle(k, ids, configs), region=region, shape=shape)
+    launches = k.assign(
+        config=ids, **launch_idle(launch_durations(k), ids, configs), region=region, shape=shape
+    )
     g = kernel_groups(launches, configs, by=("region", "shape"))
     named = [r if isinstance(r, str) else "-" for r in g["region"]]
     got = sorted(zip(named, g["shape"].astype(int), g["launches"].astype(int), strict=True))
