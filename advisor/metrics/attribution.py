@@ -59,7 +59,7 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.ahead import ahead, beside, once
-from advisor.metrics.intervals import Coverage, Segments, grouped_order, union
+from advisor.metrics.intervals import Coverage, GapCoverage, Segments, grouped_order, union
 from advisor.metrics.keys import (
     TextColumn,
     distinct,
@@ -428,18 +428,17 @@ class _DeviceIdle:
         """``device``, ``start``, ``gap``: per op of a device_ops table sorted by device and
         start, its device, start (ns) and the idle before it (ns, gaps.idle_gaps). A
         device's gaps are its ops' [start - gap, start): sorted and disjoint, an op without
-        a gap giving an empty one (which covers nothing), so each device's Coverage is
+        a gap giving an empty one (which covers nothing), so each device's GapCoverage is
         built on first use from its ops' own rows (no selection of the gaps)."""
         self._device, self._start, self._gap = device, start, gap
-        self._gaps: dict[Any, Coverage | None] = {}
+        self._gaps: dict[Any, GapCoverage | None] = {}
         self._lock = threading.Lock()  # (several threads ask at once: metrics/ahead.py)
 
-    def _of(self, dev) -> Coverage | None:
-        def make() -> Coverage | None:
+    def _of(self, dev) -> GapCoverage | None:
+        def make() -> GapCoverage | None:
             a = int(np.searchsorted(self._device, dev, side="left"))  # (ops by device)
             b = int(np.searchsorted(self._device, dev, side="right"))
-            start = self._start[a:b]
-            return Coverage((start - self._gap[a:b], start)) if b > a else None
+            return GapCoverage(self._start[a:b], self._gap[a:b]) if b > a else None
 
         return once(self._gaps, dev, make, self._lock)
 

@@ -76,3 +76,31 @@ def test_distinct_in_runs_counts_each_nan_alone():
     # runs [1, 1, 2] and [nan, nan, 5]: 2 distinct, then 3 (two NaNs and a 5)
     values = np.array([1.0, 1.0, 2.0, np.nan, np.nan, 5.0])
     assert iv.distinct_in_runs(values, np.array([0, 3])).tolist() == [2, 3]
+
+
+def test_gap_coverage_hand_cases():
+    # gaps [2, 5), [5, 5) (none), [8, 10) given by their ends 5, 5, 10 and lengths 3, 0, 2
+    c = iv.GapCoverage(np.array([5, 5, 10]), np.array([3, 0, 2]))
+    lo = np.array([0, 3, 4, 5, 6, 9, 0, 11, 7])
+    hi = np.array([20, 4, 9, 8, 9, 12, 3, 15, 6])
+    # [0,20): 3+2; [3,4): 1; [4,9): 1 (4..5) + 1 (8..9); [5,8): 0; [6,9): 1; [9,12): 1;
+    # [0,3): 1; [11,15): 0 (past every gap); [7,6): 0 (reversed)
+    assert c.within(lo, hi).tolist() == [5, 1, 2, 0, 1, 1, 1, 0, 0]
+    assert iv.GapCoverage(np.zeros(0, np.int64), np.zeros(0, np.int64)).within(
+        np.array([1]), np.array([2])).tolist() == [0]  # fmt: skip
+
+
+def test_gap_coverage_is_coverage_of_the_same_segments():
+    # random disjoint gaps (some empty, some touching the next) and windows anywhere,
+    # reversed and empty ones too: the same answers as Coverage of [end - length, end)
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        length = rng.integers(0, 5, n) * rng.integers(0, 2, n)  # (about half empty)
+        step = rng.integers(0, 6, n)  # (0: the next gap starts where this one ends)
+        end = np.cumsum(length + step)
+        begin = end - length
+        lo = rng.integers(-5, int(end[-1]) + 5, 200)
+        hi = lo + rng.integers(-3, 20, 200)
+        expected = iv.Coverage((begin, end)).within(lo, hi)
+        assert iv.GapCoverage(end, length).within(lo, hi).tolist() == expected.tolist()
