@@ -66,7 +66,7 @@ class Coverage:
         hi_i <= lo_i)."""
         lo = np.asarray(lo, dtype=np.int64)
         hi = np.asarray(hi, dtype=np.int64)
-        if self._start.size == 0:
+        if self._end.size == 0:
             return np.zeros(lo.shape, dtype=np.int64)
         return np.maximum(self._before(hi) - self._before(lo), 0)
 
@@ -78,28 +78,19 @@ class Coverage:
         return np.where(k > 0, self._cum[last] + partial, 0)
 
 
-class GapCoverage:
+class GapCoverage(Coverage):
     """Coverage of disjoint segments sorted by end given as their ends and lengths (the
     idle gaps before a device's ops: ``[start - gap_ns, start)``), read from those two
     arrays as they are (views of the ops' columns: no array of the segments' starts is
     made). Its running total of covered time (ns) is summed once; ``within`` answers as
-    Coverage.within of the same segments."""
+    Coverage's of the same segments."""
 
-    __slots__ = ("_cum", "_end", "_length")
+    __slots__ = ("_length",)
 
-    def __init__(self, end: np.ndarray, length: np.ndarray) -> None:
+    def __init__(self, end: np.ndarray, length: np.ndarray) -> None:  # (no super: no starts)
         self._end, self._length = end, length
         self._cum = np.zeros(len(end) + 1, dtype=np.int64)
         np.cumsum(length, out=self._cum[1:])
-
-    def within(self, lo, hi) -> np.ndarray:
-        """For each window [lo_i, hi_i), the time the segments cover in it (ns; 0 where
-        hi_i <= lo_i)."""
-        lo = np.asarray(lo, dtype=np.int64)
-        hi = np.asarray(hi, dtype=np.int64)
-        if self._end.size == 0:
-            return np.zeros(lo.shape, dtype=np.int64)
-        return np.maximum(self._before(hi) - self._before(lo), 0)
 
     def _before(self, t: np.ndarray) -> np.ndarray:
         """Time covered in (-inf, t): the segments ending at or before t, plus what the
