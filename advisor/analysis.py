@@ -243,8 +243,9 @@ class Analysis(ABC):
         t = {name: getattr(self, name) for name in _DEVICE_TABLES}
         if device is not None:
             t = {name: df[df["device"] == device] for name, df in t.items() if name != "launches"}
-            on = self.launch_table(["device"])["device"].to_numpy() == device
-            t["launches"] = self.launches[on]
+            launches = self.launch_table(["device"])  # (a table without launches: as it is)
+            on = launches["device"].to_numpy() == device if "device" in launches else None
+            t["launches"] = self.launches if on is None else self.launches[on]
             t["pieces"] = self.pieces[self.pieces["device"] == device]
         return t
 

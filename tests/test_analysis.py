@@ -2,6 +2,8 @@
 warnings), unless the caller asks it to release the API rows and the kernel columns the
 analysis holds elsewhere."""
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from conftest import H200_2GPU, H200_SINGLE, PUBLIC_ROCPROF, SAMPLES
@@ -205,3 +207,12 @@ def test_range_totals_count_ops_and_launches_by_hand():
     totals = analyze(hand_trace(kernels, api, nvtx)).region_totals().set_index("name")
     assert totals.loc["step", ["instances", "ops", "launches"]].tolist() == [2, 5, 4]
     assert totals.loc["(outside ranges)", ["ops", "launches"]].tolist() == [2, 2]
+
+
+def test_a_device_of_an_analysis_without_launches_selects():
+    # a library caller's analysis whose launch table is empty (no kernel ran): narrowing it
+    # to a device keeps the empty table (it has no op to read a device through)
+    a = replace(analyze(load_trace(H200_SINGLE)), launches=pd.DataFrame())
+    one = a.select(device=0)
+    assert one.launches.empty and len(one.ops) == len(a.ops)
+    assert one.launch_table(["device"]).empty
