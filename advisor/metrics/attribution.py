@@ -49,6 +49,7 @@ order inside one gap is a convention) so that windows can clip them.
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache, partial
@@ -111,6 +112,10 @@ class Attribution:
 # gaps attributed per block: every per-gap temporary is a block long, not a trace long
 # (1M gaps: about 40 arrays of 8 MB each otherwise)
 BLOCK_GAPS = 1 << 18
+# from this many gaps on, each block's idle pieces go to temporary files as they are made
+# and come back when the attribution is done (_PieceColumns): not held beside the host's
+# indexes (4M gaps: about 7M pieces, 180 MB)
+SPILL_GAPS = 1 << 22
 
 
 def attribute(
@@ -123,7 +128,38 @@ def attribute(
     block: int = BLOCK_GAPS,
     identity: np.ndarray | None = None,
     threads: int = 1,
+    spill_gaps: int = SPILL_GAPS,
 ) -> Attribution:
+    """Attribute the idle gaps of ``ops`` (_attribute); the pieces' table made once the
+    host's indexes are let go (spilled pieces, from ``spill_gaps`` gaps on, come back into
+    their memory)."""
+    made, pieces, vocab = _attribute(
+        ops,
+        api,
+        host_ranges,
+        steady_start,
+        api_row,
+        pageable_copy,
+        block,
+        identity,
+        threads,
+        spill_gaps,
+    )
+    return made(pieces=pieces.table(vocab))
+
+
+def _attribute(
+    ops: pd.DataFrame,
+    api: pd.DataFrame,
+    host_ranges: pd.DataFrame,
+    steady_start: dict[int, int],
+    api_row: np.ndarray,
+    pageable_copy: np.ndarray,
+    block: int = BLOCK_GAPS,
+    identity: np.ndarray | None = None,
+    threads: int = 1,
+    spill_gaps: int = SPILL_GAPS,
+) -> tuple[partial[Attribution], _PieceColumns, dict[object, int]]:
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
 
@@ -183,7 +219,7 @@ def attribute(
     vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
     pieces = _PieceColumns(len(at_all), {
         "device": gaps.device.dtype, "start": np.int64, "end": np.int64, "cause": np.int8,
-        "row": at_all.dtype, "text": np.int32})  # fmt: skip
+        "row": at_all.dtype, "text": np.int32}, spill=len(at_all) >= spill_gaps)  # fmt: skip
     for at, (w, split) in zip(blocks, ahead(host_late, blocks, threads), strict=True):
         amounts = _amounts(w, split)
         dominant = _dominant(amounts)
@@ -210,8 +246,20 @@ def attribute(
                 sync_call.put(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
     launch_op = host.launching_ops(api_row, block, threads).categorical()
-    return Attribution(cause, detail.categorical(), overhead, sync_call.categorical(),
-                       pieces.table(vocab), latency, launch_op, sync_ns)  # fmt: skip
+    return (
+        partial(
+            Attribution,
+            cause,
+            detail.categorical(),
+            overhead,
+            sync_call.categorical(),
+            latency_ns=latency,
+            launch_op=launch_op,
+            sync_ns=sync_ns,
+        ),
+        pieces,
+        vocab,
+    )
 
 
 # the label kind (_HostActivity.split) that names what held each cause's pieces
@@ -382,19 +430,31 @@ class _PieceColumns:
     held the pieces twice). The columns are sized from the first block's pieces per gap
     with room to spare (pages never written take no memory) and grown should a later block
     need more; the table is a view of the rows filled. ``dtypes``: per column (PIECE_COLUMNS
-    but ``detail``, whose codes are ``text``), its dtype."""
+    but ``detail``, whose codes are ``text``), its dtype. With ``spill``, each block's rows
+    are written to a temporary file per column instead (one block's held at a time) and the
+    table reads them back: nothing of the pieces is held while the host's indexes are."""
 
     _GROW = 1.5  # capacity per (estimated) need
 
-    def __init__(self, gaps: int, dtypes: dict[str, Any]) -> None:
+    def __init__(self, gaps: int, dtypes: dict[str, Any], spill: bool = False) -> None:
         self._gaps, self._dtypes = gaps, dtypes  # (every block's gaps together)
         self._columns: dict[str, np.ndarray] = {}
         self._filled = self._gaps_seen = 0
+        self._files = _temporary_files(list(dtypes)) if spill else None
+        self._pending = 0  # (spilled: the rows of the last block, not yet written)
 
     def claim(self, k: int, gaps: int) -> dict[str, np.ndarray]:
         """The next ``k`` rows of every column, to be written (views, to be filled before
         the next claim: growing the columns leaves earlier views behind); ``gaps``: how
         many gaps the block that fills them had."""
+        if self._files is not None:
+            self._flush()
+            if not self._columns or k > len(self._columns["start"]):
+                self._columns = {name: np.empty(k, dtype=dtype)
+                                 for name, dtype in self._dtypes.items()}  # fmt: skip
+            self._pending = k
+            self._filled += k
+            return {name: column[:k] for name, column in self._columns.items()}
         self._gaps_seen += gaps
         need = self._filled + k
         if not self._columns or need > len(self._columns["start"]):
@@ -404,6 +464,15 @@ class _PieceColumns:
         claimed = slice(self._filled, need)
         self._filled = need
         return {name: column[claimed] for name, column in self._columns.items()}
+
+    def _flush(self) -> None:
+        """Write the last block's rows to the columns' files (spilled)."""
+        assert self._files is not None
+        if not self._pending:
+            return
+        for name, f in self._files.items():
+            self._columns[name][: self._pending].tofile(f)
+        self._pending = 0
 
     def _grow(self, size: int) -> None:
         for name, dtype in self._dtypes.items():
@@ -415,9 +484,32 @@ class _PieceColumns:
     def table(self, vocab: dict[object, int]) -> pd.DataFrame:
         """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``)."""
         n = self._filled  # (``claim`` ran at least once: every attribution has a block)
-        c = {name: column[:n] for name, column in self._columns.items()}
+        if self._files is None:
+            c = {name: column[:n] for name, column in self._columns.items()}
+        else:
+            self._flush()
+            self._columns = {}  # (the last block's buffers go before the columns come back)
+            c = {}
+            for name, f in self._files.items():
+                f.seek(0)
+                c[name] = np.fromfile(f, dtype=self._dtypes[name], count=n)
+                f.close()
         detail = vocabulary_categorical(c.pop("text"), vocab)
         return pd.DataFrame({**c, "detail": detail}, copy=False)
+
+
+def _temporary_files(names: list[str]) -> dict[str, Any] | None:
+    """A temporary file per name (unnamed: each goes when closed or collected), or None
+    where the temporary folder takes none (the pieces are then held)."""
+    files: dict[str, Any] = {}
+    try:
+        for name in names:
+            files[name] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the reader)
+    except OSError:
+        for f in files.values():
+            f.close()
+        return None
+    return files
 
 
 class _DeviceIdle:

@@ -54,10 +54,12 @@ import pandas as pd
 import pytest
 from builders import api as api_table
 from builders import kernels, nvtx
+from conftest import H200_SINGLE, PUBLIC
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown
+from advisor.trace.load import load_trace
 from advisor.trace.model import Trace
 
 KERNELS = [
@@ -460,17 +462,21 @@ def test_a_thinned_host_side_attributes_nothing():
     assert (ops["overhead_ns"] == 0).all() and (ops["launch_op"].astype(str) == "").all()
 
 
+@pytest.mark.parametrize("spill", [False, True], ids=["held", "spilled"])
 @pytest.mark.parametrize("block", [1, 2, 3, 5])
-def test_gaps_worked_in_blocks_give_the_same_attribution(block, attributed, monkeypatch):
+def test_gaps_worked_in_blocks_give_the_same_attribution(block, spill, attributed, monkeypatch):
     # the gaps are attributed a block at a time (attribution.BLOCK_GAPS, 262144 gaps): any
     # block size, even one gap, must give the pieces and per-op columns of the whole (the
     # hand-worked totals above: 843650 ns; k7's event wait names its stream predecessor's
-    # launch, in another block when block < 7)
+    # launch, in another block when block < 7), whether each block's pieces are held or
+    # written to files and read back at the end (spill_gaps: from 4M gaps on)
     import functools
 
     from advisor.metrics import attribution, gaps
 
-    monkeypatch.setattr(gaps, "attribute", functools.partial(attribution.attribute, block=block))
+    spill_gaps = 0 if spill else attribution.SPILL_GAPS
+    blocks = functools.partial(attribution.attribute, block=block, spill_gaps=spill_gaps)
+    monkeypatch.setattr(gaps, "attribute", blocks)
     t = hand_trace()
     ops, pieces = attribute_gaps(device_ops(t), t)
     whole_ops, whole_pieces = attributed
@@ -478,6 +484,51 @@ def test_gaps_worked_in_blocks_give_the_same_attribution(block, attributed, monk
     for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
         pd.testing.assert_series_equal(ops[col], whole_ops[col])
     assert gap_breakdown(pieces)["total_ns"].sum() == 843650
+
+
+@pytest.mark.parametrize(
+    "path", [H200_SINGLE, PUBLIC / "kineto" / "hta_nccl_data.json.gz"], ids=lambda p: p.name
+)
+def test_spilled_pieces_come_back_as_held_ones(path, monkeypatch):
+    # a large trace's pieces go to temporary files block by block and come back when the
+    # attribution is done: the same pieces and per-op columns as held ones, on real traces
+    import functools
+
+    from advisor.metrics import attribution, gaps
+
+    trace = load_trace(path)
+    held_ops, held = attribute_gaps(device_ops(trace), trace)
+    spilled = functools.partial(attribution.attribute, block=97, spill_gaps=0)
+    monkeypatch.setattr(gaps, "attribute", spilled)
+    ops, pieces = attribute_gaps(device_ops(trace), trace)
+    assert len(pieces) > 500
+    pd.testing.assert_frame_equal(pieces, held)
+    pd.testing.assert_frame_equal(ops, held_ops)
+
+
+def test_pieces_are_held_where_no_temporary_file_can_be_made(attributed, monkeypatch):
+    # a temporary folder that takes no file (read-only, full): the pieces are held as for
+    # a small trace, the attribution the same
+    import functools
+    import tempfile
+
+    from advisor.metrics import attribution, gaps
+
+    made = []
+
+    def refuse():
+        made.append(1)
+        if len(made) == 3:  # (the third of the columns' files)
+            raise OSError(30, "Read-only file system")
+        return tempfile.SpooledTemporaryFile()
+
+    monkeypatch.setattr(attribution.tempfile, "TemporaryFile", refuse)
+    spilled = functools.partial(attribution.attribute, block=2, spill_gaps=0)
+    monkeypatch.setattr(gaps, "attribute", spilled)
+    t = hand_trace()
+    ops, pieces = attribute_gaps(device_ops(t), t)
+    assert len(made) == 3
+    pd.testing.assert_frame_equal(pieces, attributed[1])
 
 
 def test_a_range_holds_a_query_time_by_hand():
