@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
-from typing import Any
+from functools import cache, partial, wraps
+from typing import Any, ParamSpec
 
 import numpy as np
 import pandas as pd
@@ -118,6 +119,24 @@ BLOCK_GAPS = 1 << 18
 SPILL_GAPS = 1 << 22
 
 
+Unmade = tuple[partial[Attribution], "_PieceColumns", dict[object, int]]
+P = ParamSpec("P")
+
+
+def _pieces_made_after(attribution: Callable[P, Unmade]) -> Callable[P, Attribution]:
+    """``attribution`` giving its Attribution whole: the pieces' table made once it has
+    returned, so that its host indexes are let go first (spilled pieces, from
+    ``spill_gaps`` gaps on, come back into their memory)."""
+
+    @wraps(attribution)
+    def made(*args: P.args, **kwargs: P.kwargs) -> Attribution:
+        unmade, pieces, vocab = attribution(*args, **kwargs)
+        return unmade(pieces=pieces.table(vocab))
+
+    return made
+
+
+@_pieces_made_after
 def attribute(
     ops: pd.DataFrame,
     api: pd.DataFrame,
@@ -129,37 +148,7 @@ def attribute(
     identity: np.ndarray | None = None,
     threads: int = 1,
     spill_gaps: int = SPILL_GAPS,
-) -> Attribution:
-    """Attribute the idle gaps of ``ops`` (_attribute); the pieces' table made once the
-    host's indexes are let go (spilled pieces, from ``spill_gaps`` gaps on, come back into
-    their memory)."""
-    made, pieces, vocab = _attribute(
-        ops,
-        api,
-        host_ranges,
-        steady_start,
-        api_row,
-        pageable_copy,
-        block,
-        identity,
-        threads,
-        spill_gaps,
-    )
-    return made(pieces=pieces.table(vocab))
-
-
-def _attribute(
-    ops: pd.DataFrame,
-    api: pd.DataFrame,
-    host_ranges: pd.DataFrame,
-    steady_start: dict[int, int],
-    api_row: np.ndarray,
-    pageable_copy: np.ndarray,
-    block: int = BLOCK_GAPS,
-    identity: np.ndarray | None = None,
-    threads: int = 1,
-    spill_gaps: int = SPILL_GAPS,
-) -> tuple[partial[Attribution], _PieceColumns, dict[object, int]]:
+) -> Unmade:  # (the Attribution: _pieces_made_after)
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
 
