@@ -330,16 +330,14 @@ class TraceAnalysis(Analysis):
             pieces = pieces[pieces["row"].isin(ops.index)]
             lo, hi = regions["start_ns"].min(), regions["end_ns"].max()
             seq, coll = t["sequences"], t["collectives"]
+            launches = t["launches"]  # (its ops: this analysis', narrowed with it)
+            range_id = launch_columns(launches, self.ops, self.configs, ["range_id"])["range_id"]
             totals = t["totals"]
             t.update(
                 regions=regions,
                 totals=totals[totals["name"].isin(set(regions["name"]))],
                 ops=ops,
-                launches=t["launches"][
-                    launch_columns(t["launches"], self.ops, self.configs, ["range_id"])[
-                        "range_id"
-                    ].isin(ids)
-                ],
+                launches=launches[range_id.isin(ids)],
                 sequences=within_device_windows(seq, regions),
                 pieces=pieces,
                 gaps=gap_breakdown(pieces),
@@ -850,8 +848,16 @@ def kernel_op_idle(
     if not (rows[1:] > rows[:-1]).all():  # (the launches come in op order on most traces)
         order = np.argsort(rows, kind="stable")
         rows, config = rows[order], config[order]
-    took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
-    return KernelOpIdle(rows, launch_idle(took, config, configs))
+    return KernelOpIdle(rows, _launch_idle_at(ops, rows, config, configs))
+
+
+def _launch_idle_at(
+    ops: pd.DataFrame, at: np.ndarray, config: np.ndarray, configs: pd.DataFrame
+) -> dict[str, np.ndarray]:
+    """waves.launch_idle of the kernel ops at row positions ``at`` of ``ops`` (their
+    durations, ns) launched with ``config`` (ids into ``configs``)."""
+    took = ops["end"].to_numpy()[at] - ops["start"].to_numpy()[at]
+    return launch_idle(took, config, configs)
 
 
 def _op_sums(
@@ -1136,8 +1142,7 @@ def launch_columns(
             out[col] = (values.take(at) if isinstance(values, pd.Categorical)
                         else ops[col].to_numpy()[at])  # fmt: skip
     if any(col in LAUNCH_IDLE_COLUMNS for col in columns):
-        took = ops["end"].to_numpy()[at] - ops["start"].to_numpy()[at]
-        idle = launch_idle(took, launches["config"].to_numpy(), configs)
+        idle = _launch_idle_at(ops, at, launches["config"].to_numpy(), configs)
         out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
     return launches.assign(**{col: out[col] for col in columns})
 
