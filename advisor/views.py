@@ -157,7 +157,7 @@ def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
     rows = np.flatnonzero(p["cause"].isin(["synchronization", "blocking_copy"]).to_numpy())
     if len(rows) == 0:
         return pd.DataFrame(columns=SYNC_COLUMNS)
-    ns = (p["end"] - p["start"]).to_numpy()[rows]
+    began = p["start"].to_numpy()[rows]
     frame = pd.DataFrame(
         {
             "device": p["device"].to_numpy()[rows],
@@ -165,8 +165,8 @@ def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
             .replace("", np.nan)
             .fillna("unknown")
             .to_numpy(),
-            "gap": ns,
-            "began": p["start"].to_numpy()[rows],
+            "gap": p["end"].to_numpy()[rows] - began,
+            "began": began,
         }
     )
     g = frame.groupby(["device", "call"], sort=True)
@@ -174,7 +174,9 @@ def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
     out = pd.DataFrame({"gaps": g.size(), "total_ns": gap.sum(), "median_ns": gap.median(),
                         "max_ns": gap.max()})  # fmt: skip
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
-    out["worst_at_ns"] = frame.loc[g["gap"].idxmax().to_numpy(), "began"].to_numpy()
+    # where the longest piece began (ties: the earliest; the pieces come in cause order)
+    longest = frame[frame["gap"].to_numpy() == gap.transform("max").to_numpy()]
+    out["worst_at_ns"] = longest.groupby(["device", "call"], sort=True)["began"].min()
     return order_by_time(out.reset_index()[SYNC_COLUMNS], ["device", "call"])
 
 

@@ -49,6 +49,29 @@ def test_sync_stalls_name_the_blocking_call():
     assert worst["start"] in set(s["worst_at_ns"])
 
 
+def test_sync_stalls_worst_is_the_earliest_of_the_longest_whatever_the_pieces_order():
+    # device 0, no call named ("unknown" for both causes): synchronization 5 ns at 40 and
+    # 2 ns at 60, blocking_copy 5 ns at 10; in cause order (synchronization first), as the
+    # attribution gives them. One row: 3 gaps, 12 ns, median 5, max 5, the longest two tie
+    # and the earlier, at 10, is the worst
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from advisor.metrics.attribution import CAUSES
+
+    cause = ["synchronization", "synchronization", "blocking_copy"]
+    pieces = pd.DataFrame({
+        "device": np.zeros(3, dtype=np.int32), "start": [40, 60, 10], "end": [45, 62, 15],
+        "cause": pd.Categorical(cause, categories=CAUSES), "detail": pd.Categorical([""] * 3),
+    })  # fmt: skip
+    got = views._sync_stalls(SimpleNamespace(pieces=pieces))
+    assert got.drop(columns="device").to_dict("records") == [
+        {"call": "unknown", "gaps": 3, "total_ns": 12, "median_ns": 5, "max_ns": 5,
+         "worst_at_ns": 10}
+    ]  # fmt: skip
+
+
 def test_findings_point_at_their_worst_instance():
     a = analysis_of(SAMPLES / "h200_scheduling.sqlite")
     f = next(x for x in find(a) if x.rule == "wave-tail-gemm" and x.region == "tail_gemm")

@@ -97,7 +97,7 @@ class Attribution:
     CAUSES, -1 without a gap), ``detail`` (what held it, '' when nothing is named),
     ``overhead_ns`` (its gap's launch-overhead part), ``sync_call`` (the blocking call
     behind a synchronization or blocking-copy gap, '' otherwise); ``pieces``: the idle
-    pieces (PIECE_COLUMNS; cause as codes), sorted by (device, start); ``latency_ns``:
+    pieces (PIECE_COLUMNS; cause as codes), sorted by (cause, device, start); ``latency_ns``:
     the launch latency bound per device (ns)."""
 
     cause: np.ndarray
@@ -418,10 +418,11 @@ class _PieceColumns:
     copied in (at 10M kernels, 17M pieces: ~0.4 CPU seconds) or joined at the end (which
     held the pieces twice). The columns are sized from the first block's pieces per gap
     with room to spare (pages never written take no memory) and grown should a later block
-    need more; the table is a view of the rows filled. ``dtypes``: per column (PIECE_COLUMNS
-    but ``detail``, whose codes are ``text``), its dtype. With ``spill``, each block's rows
-    are written to a temporary file per column instead (one block's held at a time) and the
-    table reads them back: nothing of the pieces is held while the host's indexes are."""
+    need more. ``dtypes``: per column (PIECE_COLUMNS but ``detail``, whose codes are
+    ``text``), its dtype. With ``spill``, each block's rows are written to a temporary file
+    per column instead, in cause order (one block's held at a time), and the table reads
+    them back: nothing of the pieces is held while the host's indexes are. The table is
+    the rows in cause order (each cause's by device and start, as written)."""
 
     _GROW = 1.5  # capacity per (estimated) need
 
@@ -431,6 +432,7 @@ class _PieceColumns:
         self._filled = self._gaps_seen = 0
         self._files = _temporary_files(list(dtypes)) if spill else None
         self._pending = 0  # (spilled: the rows of the last block, not yet written)
+        self._spilled: list[np.ndarray] = []  # (per spilled block: its pieces per cause)
 
     def claim(self, k: int, gaps: int) -> dict[str, np.ndarray]:
         """The next ``k`` rows of every column, to be written (views, to be filled before
@@ -455,12 +457,15 @@ class _PieceColumns:
         return {name: column[claimed] for name, column in self._columns.items()}
 
     def _flush(self) -> None:
-        """Write the last block's rows to the columns' files (spilled)."""
+        """Write the last block's rows to the columns' files in cause order (spilled)."""
         assert self._files is not None
         if not self._pending:
             return
+        cause = self._columns["cause"][: self._pending]
+        order = np.argsort(cause, kind="stable")
+        self._spilled.append(np.bincount(cause, minlength=len(CAUSES)))
         for name, f in self._files.items():
-            self._columns[name][: self._pending].tofile(f)
+            self._columns[name][: self._pending][order].tofile(f)
         self._pending = 0
 
     def _grow(self, size: int) -> None:
@@ -471,20 +476,54 @@ class _PieceColumns:
             self._columns[name] = column
 
     def table(self, vocab: dict[object, int]) -> pd.DataFrame:
-        """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``)."""
+        """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``), in cause
+        order: what every window sums per cause is then a slice of the columns
+        (piece_segments), not a copy. Held columns are reordered one at a time, each let go
+        then; spilled ones are read back into place, a (block, cause) run at a time."""
         n = self._filled  # (``claim`` ran at least once: every attribution has a block)
-        if self._files is None:
-            c = {name: column[:n] for name, column in self._columns.items()}
-        else:
+        if self._files is not None:
             self._flush()
             self._columns = {}  # (the last block's buffers go before the columns come back)
-            c = {}
-            for name, f in self._files.items():
-                f.seek(0)
-                c[name] = np.fromfile(f, dtype=self._dtypes[name], count=n)
-                f.close()
+            c = self._read_back(n)
+        else:
+            cause = self._columns.pop("cause")[:n]
+            order = None if _non_decreasing(cause) else np.argsort(cause, kind="stable")
+            c = {"cause": cause if order is None else cause[order]}
+            for name in [name for name in self._dtypes if name != "cause"]:
+                values = self._columns.pop(name)[:n]
+                c[name] = values if order is None else values[order]
+                del values
         detail = vocabulary_categorical(c.pop("text"), vocab)
-        return pd.DataFrame({**c, "detail": detail}, copy=False)
+        return pd.DataFrame({name: c[name] for name in PIECE_COLUMNS[:-1]} | {"detail": detail},
+                            copy=False)  # fmt: skip
+
+    def _read_back(self, n: int) -> dict[str, np.ndarray]:
+        """The spilled columns in cause order: block b's pieces of cause c lie in the files
+        at b's first row plus the block's pieces of the causes before c, and go to cause c's
+        first row in the table plus c's pieces in the blocks before b."""
+        assert self._files is not None
+        counts = np.array(self._spilled, dtype=np.int64).reshape(-1, len(CAUSES))
+        in_file = np.cumsum(np.r_[0, counts.ravel()])[:-1].reshape(counts.shape)
+        in_table = np.cumsum(np.r_[0, counts.T.ravel()])[:-1].reshape(counts.T.shape).T
+        runs = [(int(in_file[b, c]), int(in_table[b, c]), int(counts[b, c]))
+                for b, c in zip(*np.nonzero(counts), strict=True)]  # fmt: skip
+        out = {}
+        for name, f in self._files.items():
+            values = np.empty(n, dtype=self._dtypes[name])
+            size = values.itemsize
+            for at, to, k in runs:
+                f.seek(at * size)
+                if f.readinto(memoryview(values[to : to + k]).cast("B")) != k * size:
+                    raise OSError(f"the idle pieces' temporary file ended before {at + k} rows")
+            f.close()
+            out[name] = values
+        self._files = {}
+        return out
+
+
+def _non_decreasing(values: np.ndarray) -> bool:
+    """Whether ``values`` never fall from one element to the next."""
+    return bool((values[1:] >= values[:-1]).all())
 
 
 def _temporary_files(names: list[str]) -> dict[str, Any] | None:

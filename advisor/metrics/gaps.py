@@ -342,51 +342,58 @@ def pageable_copies(ops: pd.DataFrame, trace: Trace) -> np.ndarray:
 
 
 def piece_segments(pieces: pd.DataFrame) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
-    """Per cause, per device: the idle pieces as disjoint sorted segments (ns). Copies:
-    every window sum searches them (gathered from the pieces' rows at each use instead,
-    they cost 0.85 s more at 10M kernels and saved 194 MB: docs/scaling.md)."""
+    """Per cause, per device: the idle pieces as disjoint sorted segments (ns). Slices of the
+    pieces' columns where they come in cause order (as the attribution gives them, and any
+    selection of its rows); copies otherwise."""
     out: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     if pieces.empty:
         return out
-    codes = pieces["cause"].array.codes
-    device = pieces["device"].to_numpy()
+    codes, device = pieces["cause"].array.codes, pieces["device"].to_numpy()
     start, end = pieces["start"].to_numpy(np.int64), pieces["end"].to_numpy(np.int64)
-    for code in np.unique(codes):
-        pick = np.flatnonzero(codes == code)
-        d = device[pick]
-        heads = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
-        out[CAUSES[code]] = {int(device[part[0]]): (start[part], end[part])
-                             for part in np.split(pick, heads[1:])}  # fmt: skip
+    for at in _cause_device_runs(codes, device):
+        first = at.start if isinstance(at, slice) else at[0]
+        out.setdefault(CAUSES[codes[first]], {})[int(device[first])] = (start[at], end[at])
     return out
+
+
+def _cause_device_runs(codes: np.ndarray, device: np.ndarray) -> list[slice | np.ndarray]:
+    """The pieces (``codes``: their causes, ``device``: their devices) of each (cause,
+    device), by cause then device, each in the pieces' order: slices where the pieces come
+    in cause order and by device within a cause, else the positions (a stable sort)."""
+    n = len(codes)
+    if n == 0:
+        return []
+    change = np.flatnonzero((codes[1:] != codes[:-1]) | (device[1:] != device[:-1])) + 1
+    prev = change - 1
+    ordered = (codes[change] > codes[prev]) | (
+        (codes[change] == codes[prev]) & (device[change] > device[prev])
+    )
+    edges = np.r_[0, change, n]
+    if ordered.all():
+        return [slice(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    order = np.lexsort((device, codes))  # (stable: each run keeps the pieces' order)
+    c, d = codes[order], device[order]
+    edges = np.r_[0, np.flatnonzero((c[1:] != c[:-1]) | (d[1:] != d[:-1])) + 1, n]
+    return [order[lo:hi] for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
 
 
 def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
     """Per (device, cause): gaps with idle of that cause (count), its total, median and max
     per gap (ns)."""
     device = pieces["device"].to_numpy()
-    if len(device) and not (device[1:] >= device[:-1]).all():  # (pieces come by device)
-        pieces = pieces.iloc[np.argsort(device, kind="stable")]
-        device = pieces["device"].to_numpy()
     cause = pieces["cause"]
     if isinstance(cause.dtype, pd.CategoricalDtype):
         codes, names = cause.array.codes, cause.cat.categories
     else:
         codes, names = pd.factorize(cause, sort=True)
-    gap = pieces["end"].to_numpy(np.int64) - pieces["start"].to_numpy(np.int64)
-    rows = []  # (one device at a time, one cause at a time: no copy of the pieces)
-    edges: np.ndarray = (np.flatnonzero(np.r_[True, device[1:] != device[:-1], True])
-                         if len(device) else np.zeros(0, np.int64))  # fmt: skip
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-        c, v = codes[lo:hi], gap[lo:hi]
-        for code in range(len(names)):  # (no hash table of every piece's code: a mask each)
-            mask = c == code
-            if not mask.any():
-                continue
-            mine = v[mask]
-            del mask
-            rows.append((device[lo], names[code], len(mine), int(mine.sum()),
-                         _median_in_place(mine), int(mine.max())))  # fmt: skip
-            del mine  # (before the next cause's lengths are gathered)
+    start, end = pieces["start"].to_numpy(np.int64), pieces["end"].to_numpy(np.int64)
+    rows = []  # (one (cause, device) at a time: its lengths only)
+    for at in _cause_device_runs(codes, device):
+        first = at.start if isinstance(at, slice) else at[0]
+        mine = end[at] - start[at]
+        rows.append((device[first], names[codes[first]], len(mine), int(mine.sum()),
+                     _median_in_place(mine), int(mine.max())))  # fmt: skip
+        del mine  # (before the next run's lengths are made)
     out = pd.DataFrame(rows, columns=["device", "cause", "count", "total_ns", "median_ns",
                                       "max_ns"])  # fmt: skip
     out = out.astype({"device": device.dtype, "cause": object, "count": np.int64,

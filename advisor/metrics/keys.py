@@ -150,21 +150,30 @@ def group_medians(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndar
     return np.where(count > 0, pair / 2, np.nan)
 
 
-def group_sums(keys: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> pd.DataFrame:
+def group_sums(
+    keys: dict[str, np.ndarray],
+    values: dict[str, np.ndarray],
+    least: dict[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Per distinct tuple of the integer ``keys`` columns, in order of first appearance: the
-    key columns (int64) and the sum of each of ``values`` (as ``groupby(keys, sort=False)
-    .sum()``). The keys are packed into one int64 when they fit, so the groupby hashes one
-    column instead of factorizing each (at 17M rows and 4 keys, several times faster)."""
+    key columns (int64), the sum of each of ``values`` (as ``groupby(keys, sort=False)
+    .sum()``) and the least of each of ``least``. The keys are packed into one int64 when
+    they fit, so the groupby hashes one column instead of factorizing each (at 17M rows and
+    4 keys, several times faster)."""
     names = list(keys)
+    how = {v: "sum" for v in values} | {v: "min" for v in least or {}}
+    frame = pd.DataFrame({**values, **(least or {})}, copy=False)
     packed = pack([keys[k] for k in names], fallback=None)
     if packed is None:
-        frame = pd.DataFrame({**keys, **values}, copy=False)
-        sums = frame.groupby(names, sort=False, as_index=False).sum()
+        frame = pd.DataFrame({**keys, **frame}, copy=False)
+        by_keys = frame.groupby(names, sort=False, as_index=False)
+        sums = by_keys.sum() if least is None else by_keys.agg(how)
         return sums.astype({k: np.int64 for k in names})
-    sums = pd.DataFrame(values, copy=False).groupby(packed.keys[0], sort=False).sum()
+    grouped = frame.groupby(packed.keys[0], sort=False)
+    sums = grouped.sum() if least is None else grouped.agg(how)
     key = sums.index.to_numpy()
     columns = {k: packed.column(i, key).astype(np.int64) for i, k in enumerate(names)}
-    return pd.DataFrame({**columns, **{v: sums[v].to_numpy() for v in values}})
+    return pd.DataFrame({**columns, **{v: sums[v].to_numpy() for v in how}})
 
 
 DENSE_BINS = 1 << 22  # key ranges up to which integer_group_sums counts into an array

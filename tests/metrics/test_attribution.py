@@ -153,7 +153,11 @@ def test_idle_is_the_sum_of_causes(attributed):
     gap_start = ops["start"] - ops["gap_ns"]
     assert (pieces["start"].to_numpy() >= gap_start[pieces["row"]].to_numpy()).all()
     assert (pieces["end"].to_numpy() <= ops.loc[pieces["row"], "start"].to_numpy()).all()
-    assert (pieces["start"].to_numpy()[1:] >= pieces["end"].to_numpy()[:-1]).all()
+    by_time = pieces.sort_values(["device", "start"])
+    assert (by_time["start"].to_numpy()[1:] >= by_time["end"].to_numpy()[:-1]).all()
+    # in cause order, each cause's pieces by device and start (piece_segments: slices)
+    key = list(zip(pieces["cause"].array.codes, pieces["device"], pieces["start"], strict=True))
+    assert key == sorted(key) and pieces["cause"].array.codes[0] < pieces["cause"].array.codes[-1]
 
 
 def test_what_held_each_gap_is_named(attributed):
@@ -590,7 +594,8 @@ def test_thread_keys_pack_small_ids_and_mix_large_ones():
 def test_piece_columns_grow_past_their_estimate_and_keep_every_block():
     # block 1: 2 gaps, 2 pieces (1 per gap: capacity int(1.5 * 1 * 4) + 1 = 7 of the 4
     # gaps' estimate); block 2: 2 gaps, 6 pieces: 8 > 7, so the columns grow and keep
-    # block 1's rows. The table is the two blocks' pieces in order, in the given dtypes.
+    # block 1's rows. The table is the two blocks' pieces in cause order (causes 0, 1, 2:
+    # rows 0 3 6, 1 4 7, 2 5: each cause's in the order written), in the given dtypes.
     from advisor.metrics.attribution import _PieceColumns
 
     def write(columns, first, k, gaps):
@@ -609,12 +614,14 @@ def test_piece_columns_grow_past_their_estimate_and_keep_every_block():
     assert len(columns._columns["start"]) > 8
     table = columns.table({"": 0, "x": 1})
     assert list(table.columns) == ["device", "start", "end", "cause", "row", "detail"]
-    assert table["start"].tolist() == [10 * i for i in range(8)]
-    assert table["end"].tolist() == [10 * i + 5 for i in range(8)]
-    assert table["device"].dtype == np.int16 and table["device"].tolist() == list(range(8))
-    assert table["row"].dtype == np.int32 and table["row"].tolist() == list(range(8))
+    order = [0, 3, 6, 1, 4, 7, 2, 5]
+    assert table["start"].tolist() == [10 * i for i in order]
+    assert table["end"].tolist() == [10 * i + 5 for i in order]
+    assert table["device"].dtype == np.int16 and table["device"].tolist() == order
+    assert table["row"].dtype == np.int32 and table["row"].tolist() == order
     assert table["detail"].astype(str).tolist() == ["", "x"] * 4
-    assert table["cause"].tolist() == [i % 3 for i in range(8)]
+    assert table["cause"].dtype == np.int8
+    assert table["cause"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2]
 
 
 @settings(max_examples=200, deadline=None)

@@ -79,6 +79,14 @@ def test_piece_segments_per_cause_and_device():
                         "startup": {0: ([5], [10])}}  # fmt: skip
     assert 3 not in got["startup"] and len(got["host_bound"]) == 2
     assert piece_segments(pieces.iloc[:0]) == {}
+    # in cause order (the attribution's: startup's code 0 before host_bound's), the same
+    # segments, each a slice of the pieces' columns (no copy)
+    ordered = pieces.iloc[[1, 0, 2, 3]].reset_index(drop=True)
+    got = piece_segments(ordered)
+    assert {c: {d: (s.tolist(), e.tolist()) for d, (s, e) in per.items()}
+            for c, per in got.items()} == as_lists  # fmt: skip
+    start = ordered["start"].to_numpy(np.int64)
+    assert all(np.shares_memory(s, start) for per in got.values() for s, _ in per.values())
 
 
 def test_run_blocks_hold_whole_runs():
@@ -169,6 +177,9 @@ def test_gap_breakdown_per_device_and_cause_by_hand():
     pieces = pd.DataFrame(rows, columns=["device", "start", "end", "cause"])
     pieces["cause"] = pd.Categorical(pieces["cause"], categories=CAUSES)
     got = gap_breakdown(pieces)
+    # (any row order gives the same table: here by device, and in cause order)
+    by_cause = pieces.iloc[[4, 0, 1, 3, 2]]
+    pd.testing.assert_frame_equal(gap_breakdown(by_cause), got)
     assert got.to_dict("records") == [
         {"device": 1, "cause": "host_bound", "count": 3, "total_ns": 60, "median_ns": 20.0,
          "max_ns": 30},

@@ -139,8 +139,9 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
     # synchronization before op 1: cudaDeviceSynchronize 5; host_bound on device 1 (op 0):
     # aten::mm 7; host_bound before op 1 (bwd) on device 0: aten::mm 7. host_bound/fwd/
     # device 0 is 23 ns: aten::mm and aten::add tie at 10 (the alphabetically first wins:
-    # 10/23); the others are whole. Most time first, then by text, then in order of first
-    # appearance (the two aten::mm of 7 ns: device 1's piece comes first).
+    # 10/23); the others are whole. Most time first, then by text, then by device and the
+    # start of the group's first piece (the two aten::mm of 7 ns: device 0's, at 50, comes
+    # before device 1's at 0: the devices' timelines in device order, whatever the rows' order).
     from types import SimpleNamespace
 
     from advisor.metrics.attribution import CAUSES
@@ -165,8 +166,8 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
     # aten::mm piece at 0)
     assert got.values.tolist() == [
         ["host_bound", "fwd", 0, "aten::add", 10 / 23, 0],
-        ["host_bound", "fwd", 1, "aten::mm", 1.0, 0],
         ["host_bound", "bwd", 0, "aten::mm", 1.0, 50],
+        ["host_bound", "fwd", 1, "aten::mm", 1.0, 0],
         ["synchronization", "bwd", 0, "cudaDeviceSynchronize", 1.0, 30],
     ]
     # without ranges every piece is the whole device's (''): host_bound on device 0 is
@@ -177,6 +178,33 @@ def test_held_by_by_hand(dense_bins, block, monkeypatch):
         ["host_bound", "", 1, "aten::mm", 1.0, 0],
         ["synchronization", "", 0, "cudaDeviceSynchronize", 1.0, 30],
     ]
+
+
+@pytest.mark.parametrize(("dense_bins", "block"), [(1 << 22, 1 << 20), (1 << 22, 2), (1, 1)])
+def test_held_by_ties_come_in_time_order_whatever_the_pieces_order(dense_bins, block,
+                                                                     monkeypatch):  # fmt: skip
+    # device 0, no ranges, every group 4 ns of detail "x": host_busy at 10 (code 6),
+    # synchronization at 30 (code 3), startup at 50 (code 0); the pieces in cause order
+    # (as the attribution gives them). Equal time and text: by device, then the group's
+    # first piece's start: host_busy, synchronization, startup (not the causes' order)
+    from types import SimpleNamespace
+
+    from advisor.metrics.attribution import CAUSES
+    from advisor.rules import tables
+
+    monkeypatch.setattr(tables, "DENSE_BINS", dense_bins)
+    monkeypatch.setattr(tables, "BLOCK_ROWS", block)
+    cause = ["startup", "synchronization", "host_busy"]
+    pieces = pd.DataFrame({
+        "device": np.zeros(3, dtype=np.int32), "start": [50, 30, 10], "end": [54, 34, 14],
+        "cause": pd.Categorical(cause, categories=CAUSES),
+        "row": np.array([2, 1, 0], dtype=np.int32), "detail": pd.Categorical(["x"] * 3),
+    })  # fmt: skip
+    ops = pd.DataFrame({"region": pd.Categorical([None] * 3, categories=["r"])})
+    a = SimpleNamespace(pieces=pieces, ops=ops, regions=pd.DataFrame())
+    got = tables._held_by(a)
+    assert got["cause"].tolist() == ["host_busy", "synchronization", "startup"]
+    assert got["worst_start_ns"].tolist() == [10, 30, 50]
 
 
 @pytest.mark.parametrize(("dense_bins", "block"), [(1 << 22, 1 << 20), (1 << 22, 2), (1, 1)])
