@@ -513,7 +513,7 @@ class _PieceColumns:
             size = values.itemsize
             for at, to, k in runs:
                 f.seek(at * size)
-                if f.readinto(memoryview(values[to : to + k]).cast("B")) != k * size:
+                if f.readinto(values.data[to : to + k].cast("B")) != k * size:
                     raise OSError(f"the idle pieces' temporary file ended before {at + k} rows")
             f.close()
             out[name] = values
