@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Literal, NamedTuple, Protocol, get_args
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 import numpy as np
 import pandas as pd
@@ -104,7 +104,8 @@ OP_KERNEL_COLUMNS = ("device", "stream", "start", "end", "pid")
 # a launch's columns that its kernel op holds: read through the launch table's ``op``
 # (launch_columns), not held by it
 LAUNCH_OP_COLUMNS = (*OP_KERNEL_COLUMNS, "range_id", "region")
-# what launch_columns adds to the launch table's own columns
+# what launch_columns adds to the launch table's own columns (and, asked for by name,
+# ``duration``: the kernel op's end - start, ns)
 LAUNCH_DERIVED_COLUMNS = (*LAUNCH_OP_COLUMNS, *LAUNCH_IDLE_COLUMNS)
 # idle time the strategies address (tail, under-fill, launch overhead, sync, blocking
 # copies, the input pipeline, exposed comm)
@@ -276,9 +277,11 @@ class TraceAnalysis(Analysis):
         explicit = worst is not None
         worst = (by_region or self.regions.empty) if worst is None else worst
         extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
-        launches = self.launch_table(["device", "start", "end", *LAUNCH_IDLE_COLUMNS,
+        # (per launch its duration and idle; its device and start read at the rows wanted)
+        launches = self.launch_table(["duration", *LAUNCH_IDLE_COLUMNS,
                                       *(["region"] if by_region else [])])  # fmt: skip
-        groups = kernel_groups(launches, self.configs, by=by, worst=worst, extra=extra)
+        groups = kernel_groups(launches, self.configs, by=by, worst=worst, extra=extra,
+                               read_at=launch_op_reader(launches, self.ops))  # fmt: skip
         del launches
         add_group_counters(groups)
         at = groups.columns.get_loc("shape")
@@ -851,13 +854,17 @@ def kernel_op_idle(
     return KernelOpIdle(rows, _launch_idle_at(ops, rows, config, configs))
 
 
+def _durations_at(ops: pd.DataFrame, at: np.ndarray) -> np.ndarray:
+    """The durations (end - start, ns) of the ops at row positions ``at``."""
+    return ops["end"].to_numpy()[at] - ops["start"].to_numpy()[at]
+
+
 def _launch_idle_at(
     ops: pd.DataFrame, at: np.ndarray, config: np.ndarray, configs: pd.DataFrame
 ) -> dict[str, np.ndarray]:
     """waves.launch_idle of the kernel ops at row positions ``at`` of ``ops`` (their
     durations, ns) launched with ``config`` (ids into ``configs``)."""
-    took = ops["end"].to_numpy()[at] - ops["start"].to_numpy()[at]
-    return launch_idle(took, config, configs)
+    return launch_idle(_durations_at(ops, at), config, configs)
 
 
 def _op_sums(
@@ -1129,22 +1136,35 @@ def launch_columns(
     """``launches`` (a launch table: _launch_table) with its own columns and ``columns`` of
     LAUNCH_DERIVED_COLUMNS: those its kernel op in ``ops`` holds (LAUNCH_OP_COLUMNS, read
     through ``op``) and its launch idle (LAUNCH_IDLE_COLUMNS: waves.launch_idle of its
-    configuration in ``configs`` and its duration, ns). Made at each call: the table holds
-    each launch's own columns only (at 10M launches, 0.45 GB less held). A table without
-    ``op`` (a job's: its ranks hold the launches) is returned as it is."""
+    configuration in ``configs`` and its duration, ns), or ``duration`` (its op's end -
+    start, ns). Made at each call: the table holds each launch's own columns only (at 10M
+    launches, 0.45 GB less held). A table without ``op`` (a job's: its ranks hold the
+    launches) is returned as it is."""
     if "op" not in launches:
         return launches
     at = op_positions(ops, launches["op"].to_numpy())
-    out = {}
-    for col in columns:
-        if col in LAUNCH_OP_COLUMNS:
-            values = ops[col].array
-            out[col] = (values.take(at) if isinstance(values, pd.Categorical)
-                        else ops[col].to_numpy()[at])  # fmt: skip
-    if any(col in LAUNCH_IDLE_COLUMNS for col in columns):
-        idle = _launch_idle_at(ops, at, launches["config"].to_numpy(), configs)
+    out = {col: launch_op_column(ops, col, at) for col in columns if col in LAUNCH_OP_COLUMNS}
+    if any(col in (*LAUNCH_IDLE_COLUMNS, "duration") for col in columns):
+        took = _durations_at(ops, at)
+        idle = launch_idle(took, launches["config"].to_numpy(), configs)
         out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
+        out["duration"] = took
     return launches.assign(**{col: out[col] for col in columns})
+
+
+def launch_op_column(ops: pd.DataFrame, col: str, at: np.ndarray) -> Any:
+    """The column ``col`` (of LAUNCH_OP_COLUMNS) of the ops at row positions ``at`` (a
+    categorical stays one)."""
+    values = ops[col].array
+    return values.take(at) if isinstance(values, pd.Categorical) else ops[col].to_numpy()[at]
+
+
+def launch_op_reader(launches: pd.DataFrame, ops: pd.DataFrame) -> Callable[[str, np.ndarray], Any]:
+    """A reader of the LAUNCH_OP_COLUMNS of ``launches`` (a launch table of ``ops``) at row
+    positions: ``read(col, rows)``, gathered for those rows only (kernel_groups' device at
+    each group's first launch, start at its worst)."""
+    op = launches["op"].to_numpy()
+    return lambda col, rows: launch_op_column(ops, col, op_positions(ops, op[rows]))
 
 
 def op_positions(ops: pd.DataFrame, labels: np.ndarray) -> np.ndarray:

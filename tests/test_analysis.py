@@ -84,6 +84,29 @@ def test_a_selections_launches_read_their_ops_columns_from_its_ops(path):
     pd.testing.assert_frame_equal(ranged.launch_table(), expected)
 
 
+@pytest.mark.parametrize("path", [H200_SINGLE, H200_2GPU], ids=lambda p: p.name)
+def test_kernel_groups_read_device_and_start_at_their_rows_as_from_the_columns(path):
+    # the kernel table's launches carry a duration, not start and end, and read the device
+    # and start of each group's first and worst launch from the ops: the same groups as
+    # from a launch table holding every column, whole and per device (a selection: the
+    # second device's ops do not start at row 0), per region and not
+    from advisor.analysis import LAUNCH_IDLE_COLUMNS, launch_op_reader
+    from advisor.metrics.waves import kernel_groups
+
+    whole = analyze(load_trace(path))
+    for a in (whole, *(whole.select(device=d) for d in whole.trace.devices)):
+        for by in (("shape",), ("region", "shape")):
+            region = ["region"] if "region" in by else []
+            full = a.launch_table(["device", "start", "end", *LAUNCH_IDLE_COLUMNS, *region])
+            lean = a.launch_table(["duration", *LAUNCH_IDLE_COLUMNS, *region])
+            assert "start" not in lean and "device" not in lean
+            want = kernel_groups(full, a.configs, by=by, worst=True)
+            got = kernel_groups(lean, a.configs, by=by, worst=True,
+                                read_at=launch_op_reader(lean, a.ops))  # fmt: skip
+            assert want["worst_start_ns"].notna().all() and want["device"].nunique() >= 1
+            pd.testing.assert_frame_equal(got, want)
+
+
 ANALYSIS_TABLES = ("ops", "pieces", "launches", "configs", "shapes", "devices", "regions",
                    "sequences", "gaps", "streams", "collectives", "totals")  # fmt: skip
 

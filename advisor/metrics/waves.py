@@ -12,6 +12,9 @@ judged either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -115,8 +118,11 @@ def _product(k: pd.DataFrame, prefix: str) -> pd.Series:
 
 
 def launch_durations(launches: pd.DataFrame) -> np.ndarray:
-    """Per launch (kernel row): its GPU time, end - start (ns, int64). Computed where it is
-    needed, not kept as a column (8 bytes a launch)."""
+    """Per launch (kernel row): its GPU time, end - start (ns, int64; a ``duration`` column
+    where the table has one). Computed where it is needed, not kept as a column (8 bytes a
+    launch)."""
+    if "duration" in launches:
+        return launches["duration"].to_numpy(np.int64)
     return launches["end"].to_numpy(np.int64) - launches["start"].to_numpy(np.int64)
 
 
@@ -143,10 +149,18 @@ def launch_waves(kernels: pd.DataFrame, gpus: dict) -> pd.DataFrame:
 
 
 def kernel_groups(
-    launches: pd.DataFrame, configs: pd.DataFrame, by=(), worst: bool = True, extra=None
+    launches: pd.DataFrame,
+    configs: pd.DataFrame,
+    by=(),
+    worst: bool = True,
+    extra=None,
+    read_at: Callable[[str, np.ndarray], Any] | None = None,
 ) -> pd.DataFrame:
     """Aggregate launches (kernel columns plus ``config`` ids into ``configs`` and the
     launch_idle columns) per (device, name, grid, block, registers, smem [, by...]).
+    ``read_at(col, rows)``: the launches' ``device`` and ``start`` at row positions, for a
+    table without those columns (read at each group's first and worst launch only); default:
+    the table's own (a ``duration`` column then stands for end - start: launch_durations).
 
     Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
     tail_idle_ns, underfill_idle_ns (sums), worst_start_ns (with ``worst``: the start of the
@@ -156,8 +170,9 @@ def kernel_groups(
     descending.
     """
     keys = GROUP_KEYS + list(by)
-    group, first = _launch_groups(launches, configs, by)
-    df = _keyed(launches, configs, first, [*by, "demangled"])
+    read = read_at or (lambda col, rows: launches[col].array.take(rows))
+    group, first = _launch_groups(launches, configs, by, read)
+    df = _keyed(launches, configs, first, read, [*by, "demangled"])
     duration = launch_durations(launches)
     # float idle sums through pandas (compensated summation), integer ones by bincount; the
     # group ids (0.., each present) as a categorical's codes: pandas groups on them as they
@@ -188,7 +203,7 @@ def kernel_groups(
         cols[col] = configs[col].array.take(config)
     if worst:  # the start of each group's worst launch (where a finding points)
         worst_rows = _worst_launch(launches, group, duration)
-        cols["worst_start_ns"] = launches["start"].to_numpy()[worst_rows]
+        cols["worst_start_ns"] = np.asarray(read("start", worst_rows))
     else:
         cols["worst_start_ns"] = np.full(n, np.nan)
     cols["demangled"] = df["demangled"].to_numpy()
@@ -244,12 +259,13 @@ def _smem_per_block(launches: pd.DataFrame) -> pd.Series:
 
 
 def _keyed(launches: pd.DataFrame, configs: pd.DataFrame, rows: np.ndarray,
-           also=()) -> pd.DataFrame:  # fmt: skip
-    """The launches at positions ``rows`` (index 0..n-1): their GROUP_KEYS (the
-    configuration's columns read through ``config``, smem_per_block from its static and
-    dynamic shared memory), ``config`` and the ``also`` launch columns; dtypes kept. Only
-    those rows of those columns are gathered."""
-    data = {c: launches[c].array.take(rows) for c in ("device", "name", "config", *also)}
+           read: Callable[[str, np.ndarray], Any], also=()) -> pd.DataFrame:  # fmt: skip
+    """The launches at positions ``rows`` (index 0..n-1): their GROUP_KEYS (the device
+    through ``read``, the configuration's columns through ``config``, smem_per_block from
+    its static and dynamic shared memory), ``config`` and the ``also`` launch columns;
+    dtypes kept. Only those rows of those columns are gathered."""
+    data = {"device": read("device", rows)}
+    data |= {c: launches[c].array.take(rows) for c in ("name", "config", *also)}
     ids = np.asarray(data["config"])
     for c in GROUP_KEYS[2:-1]:
         data[c] = configs[c].array.take(ids)
@@ -258,8 +274,9 @@ def _keyed(launches: pd.DataFrame, configs: pd.DataFrame, rows: np.ndarray,
     return pd.DataFrame(data)
 
 
-def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
-                   by) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _launch_groups(
+    launches: pd.DataFrame, configs: pd.DataFrame, by, read: Callable[[str, np.ndarray], Any]
+) -> tuple[np.ndarray, np.ndarray]:
     """(group id per launch, row position of each group's first launch) for GROUP_KEYS plus
     ``by``, ids in order of first appearance. A launch configuration (``config``) fixes
     every GROUP_KEYS value, so the configurations present are grouped first (a few hundred
@@ -269,7 +286,7 @@ def _launch_groups(launches: pd.DataFrame, configs: pd.DataFrame,
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     one = first_appearance_codes(config)[1]  # a launch per config
     per_config = np.zeros(int(config.max()) + 1, dtype=np.int64)
-    per_config[config[one]] = row_groups(_keyed(launches, configs, one), GROUP_KEYS)
+    per_config[config[one]] = row_groups(_keyed(launches, configs, one, read), GROUP_KEYS)
     key = per_config[config]
     if by:  # (one key of the group and the columns' codes, numbered once)
         key = pack_one(key, *(_column_codes(launches[col]) for col in by))

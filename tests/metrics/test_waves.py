@@ -219,6 +219,31 @@ def test_groups_split_by_columns_with_missing_values(region_dtype):
     assert set(g["worst_start_ns"]) <= set(launches["start"])
 
 
+def test_a_groups_worst_start_is_its_worst_launchs_whichever_way_read():
+    # one configuration with a tail (TAIL_CFG), three launches of 1000, 3000 and 2000 ns at
+    # 0, 2000 and 6000: tail idle is a share of the duration, so the second launch idles
+    # most and the group's worst_start_ns is 2000, whether the table holds start and end
+    # or a duration with the device and start read at the rows asked (read_at)
+    rows = [dict(start=s, end=s + d, grid_x=7, grid_y=19, name="gemm", **TAIL_CFG)
+            for s, d in ((0, 1000), (2000, 3000), (6000, 2000))]  # fmt: skip
+    k = kernels(rows)
+    ids, configs = wave_configs(k, H200)
+    full = k.assign(config=ids, **launch_idle(launch_durations(k), ids, configs))
+    assert full["tail_idle_ns"].idxmax() == 1
+    assert kernel_groups(full, configs)["worst_start_ns"].tolist() == [2000]
+    asked = []
+
+    def read_at(col, at):
+        asked.append((col, at.tolist()))
+        return full[col].array.take(at)
+
+    lean = full.drop(columns=["start", "end", "device"]).assign(duration=[1000, 3000, 2000])
+    got = kernel_groups(lean, configs, read_at=read_at)
+    assert got["worst_start_ns"].tolist() == [2000] and got["total_ns"].tolist() == [6000]
+    assert ("start", [1]) in asked and all(len(at) == 1 for _, at in asked)
+    pd.testing.assert_frame_equal(got, kernel_groups(full, configs))
+
+
 def test_worst_launch_by_hand():
     # group 0: durations 100, 50, 300, only the second idles (5 ns): it is the worst;
     # group 1: none idles, durations 10, 40, 40: the longest, the first of the tie (row 4);
