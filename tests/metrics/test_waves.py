@@ -244,6 +244,31 @@ def test_a_groups_worst_start_is_its_worst_launchs_whichever_way_read():
     pd.testing.assert_frame_equal(got, kernel_groups(full, configs))
 
 
+def test_launch_idle_by_hand_leaves_its_inputs():
+    # configurations: tail share 0.25 (full waves), 0.5 under-filled, NaN (unknown); four
+    # launches of 100, 200, 40 and 8 ns on configurations 0, 1, 2, 0: tail idle 25, 0,
+    # NaN, 2; under-fill idle 0, 100, 0, 0 (ns). Neither the durations nor the
+    # configurations change (the products are made in place in arrays of its own)
+    configs = pd.DataFrame({"tail_fraction": [0.25, 0.5, np.nan],
+                            "underfilled": [False, True, False]})  # fmt: skip
+    duration = np.array([100, 200, 40, 8], dtype=np.int64)
+    got = launch_idle(duration, np.array([0, 1, 2, 0]), configs)
+    np.testing.assert_array_equal(got["tail_idle_ns"], [25.0, 0.0, np.nan, 2.0])
+    np.testing.assert_array_equal(got["underfill_idle_ns"], [0.0, 100.0, 0.0, 0.0])
+    assert duration.tolist() == [100, 200, 40, 8]
+    assert configs["tail_fraction"].tolist()[:2] == [0.25, 0.5]
+
+
+def test_durations_at_rows_in_blocks_by_hand():
+    # ops of 10, 5, 0 and 7 ns; rows 3, 0, 0, 2 in blocks of 1, 3 and more than all
+    from advisor.analysis import _durations_at
+
+    ops = pd.DataFrame({"start": [0, 20, 30, 40], "end": [10, 25, 30, 47]})
+    at = np.array([3, 0, 0, 2])
+    for block in (1, 3, 1 << 20):
+        assert _durations_at(ops, at, block).tolist() == [7, 10, 10, 0]
+
+
 def test_worst_launch_by_hand():
     # group 0: durations 100, 50, 300, only the second idles (5 ns): it is the worst;
     # group 1: none idles, durations 10, 40, 40: the longest, the first of the tie (row 4);
