@@ -385,9 +385,10 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
             out: _PieceColumns) -> None:  # fmt: skip
     """Write the idle pieces of a block of gaps into ``out``'s next rows: laid out from each
     gap's start in CAUSES order, with the label of what held each (``details``: per cause,
-    per gap; '' for the others) as codes into ``vocab`` (extended here). Rows are sorted by
-    gap (device, start), then cause: each piece is written straight to its row of the
-    table (no sort, no per-block copy), one cause at a time over the gaps that hold it."""
+    per gap; '' for the others) as codes into ``vocab`` (extended here). The block's rows
+    are sorted by gap (device, start), then cause (the table puts them in cause order):
+    each piece is written straight to its row (no sort, no per-block copy), one cause at a
+    time over the gaps that hold it."""
     c, k = amounts.shape  # (ns per cause, per gap)
     nonzero = amounts != 0
     slot_of = np.zeros(k, dtype=np.int64)  # per gap: its next free row

@@ -225,7 +225,8 @@ def attribute_gaps(
     categorical text), ``sync_ns`` (the gap's synchronization part), ``steady`` (whether the
     op lies in its device's steady state: attribution.steady_starts); and the idle pieces
     (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
-    cause (metrics/attribution.py), sorted by device and start; on a trace whose host events
+    cause (metrics/attribution.py), in cause order, each cause's by device and start (the
+    windows' per-cause segments are slices: piece_segments); on a trace whose host events
     are a thinned sample (``trace.host_sample``) every gap is unattributed. ``release``:
     take the API calls' correlation ids out of ``trace.api`` once the launches are joined
     (a caller that owns the trace: nothing later reads them). ``threads``: how many the
