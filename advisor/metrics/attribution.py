@@ -52,6 +52,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cache, partial, wraps
 from typing import Any, ParamSpec
@@ -208,7 +209,8 @@ def attribute(
     vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
     pieces = _PieceColumns(len(at_all), {
         "device": gaps.device.dtype, "start": np.int64, "end": np.int64, "cause": np.int8,
-        "row": at_all.dtype, "text": np.int32}, spill=len(at_all) >= spill_gaps)  # fmt: skip
+        "row": at_all.dtype, "text": np.int32}, spill=len(at_all) >= spill_gaps,
+        threads=threads)  # fmt: skip
     for at, (w, split) in zip(blocks, ahead(host_late, blocks, threads), strict=True):
         amounts = _amounts(w, split)
         dominant = _dominant(amounts)
@@ -421,29 +423,32 @@ class _PieceColumns:
     with room to spare (pages never written take no memory) and grown should a later block
     need more. ``dtypes``: per column (PIECE_COLUMNS but ``detail``, whose codes are
     ``text``), its dtype. With ``spill``, each block's rows are written to a temporary file
-    per column instead, in cause order (one block's held at a time), and the table reads
-    them back: nothing of the pieces is held while the host's indexes are. The table is
-    the rows in cause order (each cause's by device and start, as written)."""
+    per column instead, in cause order, on another thread while the next block is made
+    where ``threads`` >= 2 (two blocks held at a time), and the table reads them back:
+    nothing of the pieces is held while the host's indexes are. The table is the rows in
+    cause order (each cause's by device and start, as written)."""
 
     _GROW = 1.5  # capacity per (estimated) need
 
-    def __init__(self, gaps: int, dtypes: dict[str, Any], spill: bool = False) -> None:
+    def __init__(self, gaps: int, dtypes: dict[str, Any], spill: bool = False,
+                 threads: int = 1) -> None:  # fmt: skip
         self._gaps, self._dtypes = gaps, dtypes  # (every block's gaps together)
         self._columns: dict[str, np.ndarray] = {}
         self._filled = self._gaps_seen = 0
         self._files = _temporary_files(list(dtypes)) if spill else None
         self._pending = 0  # (spilled: the rows of the last block, not yet written)
         self._spilled: list[np.ndarray] = []  # (per spilled block: its pieces per cause)
+        self._threads = threads
+        self._writing: Future[None] | None = None  # (spilled: the last block's write)
 
     def claim(self, k: int, gaps: int) -> dict[str, np.ndarray]:
         """The next ``k`` rows of every column, to be written (views, to be filled before
         the next claim: growing the columns leaves earlier views behind); ``gaps``: how
         many gaps the block that fills them had."""
         if self._files is not None:
-            self._flush()
-            if not self._columns or k > len(self._columns["start"]):
-                self._columns = {name: np.empty(k, dtype=dtype)
-                                 for name, dtype in self._dtypes.items()}  # fmt: skip
+            self._flush()  # (the last block's buffers now the writer's: new ones)
+            self._columns = {name: np.empty(k, dtype=dtype)
+                             for name, dtype in self._dtypes.items()}  # fmt: skip
             self._pending = k
             self._filled += k
             return {name: column[:k] for name, column in self._columns.items()}
@@ -458,16 +463,22 @@ class _PieceColumns:
         return {name: column[claimed] for name, column in self._columns.items()}
 
     def _flush(self) -> None:
-        """Write the last block's rows to the columns' files in cause order (spilled)."""
+        """Start writing the last block's rows to the columns' files in cause order, once
+        the block before is written (spilled)."""
         assert self._files is not None
+        self._written()
         if not self._pending:
             return
-        cause = self._columns["cause"][: self._pending]
-        order = np.argsort(cause, kind="stable")
-        self._spilled.append(np.bincount(cause, minlength=len(CAUSES)))
-        for name, f in self._files.items():
-            self._columns[name][: self._pending][order].tofile(f)
+        rows = {name: column[: self._pending] for name, column in self._columns.items()}
+        self._spilled.append(np.bincount(rows["cause"], minlength=len(CAUSES)))
+        self._writing = beside(partial(_write_by_cause, rows, self._files), self._threads)
         self._pending = 0
+
+    def _written(self) -> None:
+        """Wait for the block being written (raising what its write raised)."""
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            writing.result()
 
     def _grow(self, size: int) -> None:
         for name, dtype in self._dtypes.items():
@@ -484,6 +495,7 @@ class _PieceColumns:
         n = self._filled  # (``claim`` ran at least once: every attribution has a block)
         if self._files is not None:
             self._flush()
+            self._written()
             self._columns = {}  # (the last block's buffers go before the columns come back)
             c = self._read_back(n)
         else:
@@ -520,6 +532,14 @@ class _PieceColumns:
             out[name] = values
         self._files = {}
         return out
+
+
+def _write_by_cause(rows: dict[str, np.ndarray], files: dict[str, Any]) -> None:
+    """Append a block's ``rows`` (per column) to the columns' ``files`` in cause order
+    (stable: each cause's rows as they were)."""
+    order = np.argsort(rows["cause"], kind="stable")
+    for name, f in files.items():
+        rows[name][order].tofile(f)
 
 
 def _non_decreasing(values: np.ndarray) -> bool:

@@ -466,23 +466,27 @@ def test_a_thinned_host_side_attributes_nothing():
     assert (ops["overhead_ns"] == 0).all() and (ops["launch_op"].astype(str) == "").all()
 
 
-@pytest.mark.parametrize("spill", [False, True], ids=["held", "spilled"])
+@pytest.mark.parametrize(("spill", "threads"), [(False, 1), (True, 1), (True, 2)],
+                         ids=["held", "spilled", "spilled-beside"])  # fmt: skip
 @pytest.mark.parametrize("block", [1, 2, 3, 5])
-def test_gaps_worked_in_blocks_give_the_same_attribution(block, spill, attributed, monkeypatch):
+def test_gaps_worked_in_blocks_give_the_same_attribution(block, spill, threads, attributed,
+                                                         monkeypatch):  # fmt: skip
     # the gaps are attributed a block at a time (attribution.BLOCK_GAPS, 262144 gaps): any
     # block size, even one gap, must give the pieces and per-op columns of the whole (the
     # hand-worked totals above: 843650 ns; k7's event wait names its stream predecessor's
     # launch, in another block when block < 7), whether each block's pieces are held or
-    # written to files and read back at the end (spill_gaps: from 4M gaps on)
+    # written to files (on another thread while the next block is made, with 2 threads)
+    # and read back at the end (spill_gaps: from 4M gaps on)
     import functools
 
     from advisor.metrics import attribution, gaps
 
     spill_gaps = 0 if spill else attribution.SPILL_GAPS
-    blocks = functools.partial(attribution.attribute, block=block, spill_gaps=spill_gaps)
+    blocks = functools.partial(attribution.attribute, block=block * threads,
+                               spill_gaps=spill_gaps)  # fmt: skip
     monkeypatch.setattr(gaps, "attribute", blocks)
     t = hand_trace()
-    ops, pieces = attribute_gaps(device_ops(t), t)
+    ops, pieces = attribute_gaps(device_ops(t), t, threads=threads)
     whole_ops, whole_pieces = attributed
     pd.testing.assert_frame_equal(pieces, whole_pieces)
     for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
@@ -494,8 +498,9 @@ def test_gaps_worked_in_blocks_give_the_same_attribution(block, spill, attribute
     "path", [H200_SINGLE, PUBLIC / "kineto" / "hta_nccl_data.json.gz"], ids=lambda p: p.name
 )
 def test_spilled_pieces_come_back_as_held_ones(path, monkeypatch):
-    # a large trace's pieces go to temporary files block by block and come back when the
-    # attribution is done: the same pieces and per-op columns as held ones, on real traces
+    # a large trace's pieces go to temporary files block by block (on another thread with
+    # two) and come back when the attribution is done: the same pieces and per-op columns
+    # as held ones, on real traces
     import functools
 
     from advisor.metrics import attribution, gaps
@@ -504,10 +509,11 @@ def test_spilled_pieces_come_back_as_held_ones(path, monkeypatch):
     held_ops, held = attribute_gaps(device_ops(trace), trace)
     spilled = functools.partial(attribution.attribute, block=97, spill_gaps=0)
     monkeypatch.setattr(gaps, "attribute", spilled)
-    ops, pieces = attribute_gaps(device_ops(trace), trace)
-    assert len(pieces) > 500
-    pd.testing.assert_frame_equal(pieces, held)
-    pd.testing.assert_frame_equal(ops, held_ops)
+    for threads in (1, 2):
+        ops, pieces = attribute_gaps(device_ops(trace), trace, threads=threads)
+        assert len(pieces) > 500
+        pd.testing.assert_frame_equal(pieces, held)
+        pd.testing.assert_frame_equal(ops, held_ops)
 
 
 def test_pieces_are_held_where_no_temporary_file_can_be_made(attributed, monkeypatch):
