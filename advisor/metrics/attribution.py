@@ -388,31 +388,30 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
     """Write the idle pieces of a block of gaps into ``out``'s next rows: laid out from each
     gap's start in CAUSES order, with the label of what held each (``details``: per cause,
     per gap; '' for the others) as codes into ``vocab`` (extended here). The block's rows
-    are sorted by gap (device, start), then cause (the table puts them in cause order):
-    each piece is written straight to its row (no sort, no per-block copy), one cause at a
-    time over the gaps that hold it."""
+    come in cause order, each cause's by gap (device, start): a cause's pieces are one
+    stretch of rows, written in one go over the gaps that hold it (no sort, no copy)."""
     c, k = amounts.shape  # (ns per cause, per gap)
     nonzero = amounts != 0
-    slot_of = np.zeros(k, dtype=np.int64)  # per gap: its next free row
-    np.cumsum(nonzero.sum(axis=0)[:-1], out=slot_of[1:])
-    rows = out.claim(int(nonzero.sum()), k)
+    per_cause = nonzero.sum(axis=1)
+    rows = out.claim(int(per_cause.sum()), k)
     start, end, text = rows["start"], rows["end"], rows["text"]  # (text: codes into vocab)
     offset = g0.copy()
+    first = 0
     for code in range(c):
-        nz = np.flatnonzero(nonzero[code])
-        if nz.size == 0:
+        if per_cause[code] == 0:
             continue
-        slot = slot_of[nz]
-        slot_of[nz] += 1
-        start[slot] = offset[nz]
+        nz = np.flatnonzero(nonzero[code])
+        mine = slice(first, first + len(nz))
+        first += len(nz)
+        start[mine] = offset[nz]
         offset[nz] += amounts[code, nz]
-        end[slot] = offset[nz]
-        rows["cause"][slot] = code
-        rows["device"][slot] = device[nz]
-        rows["row"][slot] = at[nz]
+        end[mine] = offset[nz]
+        rows["cause"][mine] = code
+        rows["device"][mine] = device[nz]
+        rows["row"][mine] = at[nz]
         values = details.get(CAUSES[code])
         # (factorized over its pieces only, then into ``vocab``; 0: '')
-        text[slot] = 0 if values is None else vocabulary_codes(values[nz], vocab)
+        text[mine] = 0 if values is None else vocabulary_codes(values[nz], vocab)
 
 
 class _PieceColumns:
@@ -422,11 +421,11 @@ class _PieceColumns:
     held the pieces twice). The columns are sized from the first block's pieces per gap
     with room to spare (pages never written take no memory) and grown should a later block
     need more. ``dtypes``: per column (PIECE_COLUMNS but ``detail``, whose codes are
-    ``text``), its dtype. With ``spill``, each block's rows are written to a temporary file
-    per column instead, in cause order, on another thread while the next block is made
-    where ``threads`` >= 2 (two blocks held at a time), and the table reads them back:
-    nothing of the pieces is held while the host's indexes are. The table is the rows in
-    cause order (each cause's by device and start, as written)."""
+    ``text``), its dtype. A block's rows come in cause order (_pieces). With ``spill``,
+    each block's rows are written to a temporary file per column instead, on another thread
+    while the next block is made where ``threads`` >= 2 (two blocks held at a time), and
+    the table reads them back: nothing of the pieces is held while the host's indexes are.
+    The table is the rows in cause order (each cause's by block, then as written)."""
 
     _GROW = 1.5  # capacity per (estimated) need
 
@@ -471,7 +470,7 @@ class _PieceColumns:
             return
         rows = {name: column[: self._pending] for name, column in self._columns.items()}
         self._spilled.append(np.bincount(rows["cause"], minlength=len(CAUSES)))
-        self._writing = beside(partial(_write_by_cause, rows, self._files), self._threads)
+        self._writing = beside(partial(_write, rows, self._files), self._threads)
         self._pending = 0
 
     def _written(self) -> None:
@@ -534,12 +533,13 @@ class _PieceColumns:
         return out
 
 
-def _write_by_cause(rows: dict[str, np.ndarray], files: dict[str, Any]) -> None:
-    """Append a block's ``rows`` (per column) to the columns' ``files`` in cause order
-    (stable: each cause's rows as they were)."""
-    order = np.argsort(rows["cause"], kind="stable")
+def _write(rows: dict[str, np.ndarray], files: dict[str, Any]) -> None:
+    """Append a block's ``rows`` (per column) to the columns' ``files`` in cause order (as
+    _pieces writes them; others sorted, stable)."""
+    cause = rows["cause"]
+    order = None if _non_decreasing(cause) else np.argsort(cause, kind="stable")
     for name, f in files.items():
-        rows[name][order].tofile(f)
+        (rows[name] if order is None else rows[name][order]).tofile(f)
 
 
 def _non_decreasing(values: np.ndarray) -> bool:

@@ -630,6 +630,30 @@ def test_piece_columns_grow_past_their_estimate_and_keep_every_block():
     assert table["cause"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_spilled_blocks_in_any_order_come_back_as_held_ones(threads):
+    # blocks of 2, 6 and 3 rows whose causes are not in order within a block (i % 3): the
+    # spilled table (each block put in cause order as it is written, read back per (block,
+    # cause) run) equals the held one: causes 0, 1, 2, each's rows in block order
+    from advisor.metrics.attribution import _PieceColumns
+
+    dtypes = {"device": np.int16, "start": np.int64, "end": np.int64, "cause": np.int8,
+              "row": np.int32, "text": np.int32}  # fmt: skip
+    tables = []
+    for spill in (False, True):
+        columns, first = _PieceColumns(11, dtypes, spill=spill, threads=threads), 0
+        for k in (2, 6, 3):
+            v = np.arange(first, first + k)
+            rows = columns.claim(k, k)
+            rows["device"][:], rows["start"][:], rows["end"][:] = v, v * 10, v * 10 + 5
+            rows["cause"][:], rows["row"][:], rows["text"][:] = v % 3, v, v % 2
+            first += k
+        tables.append(columns.table({"": 0, "x": 1}))
+    held, spilled = tables
+    assert held["row"].tolist() == [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8]
+    pd.testing.assert_frame_equal(spilled, held)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=30),
