@@ -204,9 +204,11 @@ def attribute(
 
     cause = np.full(n, -1, dtype=np.int8)
     overhead = np.zeros(n, dtype=np.int64)
-    detail, sync_call = TextColumn(n), TextColumn(n)
     sync_ns = np.zeros(n, dtype=np.int64)
-    vocab: dict[object, int] = {"": 0}  # the pieces' labels, shared by the blocks
+    # the pieces' labels, shared by the blocks and by the gaps' details (a gap's detail is
+    # the label of its dominant cause's piece: coded once for both)
+    vocab: dict[object, int] = {"": 0}
+    detail, sync_call = TextColumn(n, vocab), TextColumn(n)
     pieces = _PieceColumns(len(at_all), {
         "device": gaps.device.dtype, "start": np.int64, "end": np.int64, "cause": np.int8,
         "row": at_all.dtype, "text": np.int32}, spill=len(at_all) >= spill_gaps,
@@ -227,10 +229,10 @@ def attribute(
             queued_detail = np.full(len(at), "", dtype=object)
             queued_detail[queued] = gaps.queued_detail(at[queued])
             by_cause["queued_wait"] = queued_detail
-        _pieces(w["device"], w["g0"], amounts, at, by_cause, vocab, pieces)
-        for name, values in by_cause.items():
-            mine = dominant == CAUSE_CODE[name]
-            detail.put(at[mine], values[mine])
+        coded = _pieces(w["device"], w["g0"], amounts, at, by_cause, vocab, pieces)
+        for name, (nz, codes) in coded.items():  # (a gap's dominant cause holds a piece)
+            mine = dominant[nz] == CAUSE_CODE[name]
+            detail.put_codes(at[nz[mine]], codes[mine])
         for name, label in (("synchronization", "sync_api"), ("blocking_copy", "copy_api")):
             if label in labels:
                 mine = dominant == CAUSE_CODE[name]
@@ -384,12 +386,14 @@ def _dominant(amounts: np.ndarray) -> np.ndarray:
 
 
 def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict[object, int],
-            out: _PieceColumns) -> None:  # fmt: skip
+            out: _PieceColumns) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
     """Write the idle pieces of a block of gaps into ``out``'s next rows: laid out from each
     gap's start in CAUSES order, with the label of what held each (``details``: per cause,
     per gap; '' for the others) as codes into ``vocab`` (extended here). The block's rows
     come in cause order, each cause's by gap (device, start): a cause's pieces are one
-    stretch of rows, written in one go over the gaps that hold it (no sort, no copy)."""
+    stretch of rows, written in one go over the gaps that hold it (no sort, no copy).
+    Returns per cause of ``details`` with pieces: (the block's gaps that hold one, their
+    labels' codes)."""
     c, k = amounts.shape  # (ns per cause, per gap)
     nonzero = amounts != 0
     per_cause = nonzero.sum(axis=1)
@@ -397,6 +401,7 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
     start, end, text = rows["start"], rows["end"], rows["text"]  # (text: codes into vocab)
     offset = g0.copy()
     first = 0
+    coded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for code in range(c):
         if per_cause[code] == 0:
             continue
@@ -410,8 +415,13 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
         rows["device"][mine] = device[nz]
         rows["row"][mine] = at[nz]
         values = details.get(CAUSES[code])
-        # (factorized over its pieces only, then into ``vocab``; 0: '')
-        text[mine] = 0 if values is None else vocabulary_codes(values[nz], vocab)
+        if values is None:
+            text[mine] = 0  # ('')
+            continue
+        # (factorized over its pieces only, then into ``vocab``)
+        coded[CAUSES[code]] = (nz, vocabulary_codes(values[nz], vocab))
+        text[mine] = coded[CAUSES[code]][1]
+    return coded
 
 
 class _PieceColumns:

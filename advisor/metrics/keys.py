@@ -274,13 +274,20 @@ class TextColumn:
     the whole column at the end. ``categorical()`` is text_categorical of the same texts
     (categories: those present, sorted; a missing text, None or NaN, is NaN)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, vocab: dict[object, int] | None = None) -> None:
+        """``vocab``: the vocabulary to code into (text -> code, '' -> 0; shared with what
+        else codes into it, which may add to it), else one of its own."""
         self._codes = np.zeros(n, dtype=np.int32)  # (-1: a missing text)
-        self._vocab: dict[object, int] = {"": 0}
+        self._vocab: dict[object, int] = {"": 0} if vocab is None else vocab
 
     def put(self, rows: np.ndarray, texts: np.ndarray) -> None:
         """Set the texts of ``rows`` (positions) to ``texts``."""
         self._codes[rows] = vocabulary_codes(texts, self._vocab)
+
+    def put_codes(self, rows: np.ndarray, codes: np.ndarray) -> None:
+        """Set the texts of ``rows`` to those ``codes`` stand for in its vocabulary
+        (vocabulary_codes of the texts into it: coded once for several columns)."""
+        self._codes[rows] = codes
 
     def put_coded(self, rows: np.ndarray, codes: np.ndarray, words: np.ndarray) -> None:
         """Set the texts of ``rows`` to ``words[codes]`` (``words``: an object array of

@@ -315,6 +315,21 @@ def test_text_column_put_coded_as_put_of_the_words():
     assert list(got.categories) == ["", "aten::mm", "step"]
 
 
+def test_text_column_on_a_shared_vocabulary_by_hand():
+    # the pieces' vocabulary holds more words than the column uses ('x' only there): the
+    # column coded into it by codes gives the texts put, its categories those present only
+    from advisor.metrics.keys import vocabulary_codes
+
+    vocab: dict[object, int] = {"": 0}
+    shared = vocabulary_codes(np.array(["x", "step", "aten::mm", "step"], dtype=object), vocab)
+    column = TextColumn(4, vocab)
+    column.put_codes(np.array([3, 1]), shared[[1, 2]])  # step, aten::mm
+    got = column.categorical()
+    assert list(got) == ["", "aten::mm", "", "step"]
+    assert list(got.categories) == ["", "aten::mm", "step"]
+    assert vocab == {"": 0, "x": 1, "step": 2, "aten::mm": 3}
+
+
 def test_group_medians_by_hand():
     # group 0: 5 1 3 (odd: 3); group 1: 4 10 (even: 7.0); group 2: none (NaN); group 3:
     # -2 2**40 (a wide value, negative: (2**40 - 2) / 2); floats go through pandas: the same
