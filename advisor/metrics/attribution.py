@@ -509,7 +509,7 @@ class _PieceColumns:
             c = self._read_back(n)
         else:
             cause = self._columns.pop("cause")[:n]
-            order = None if _non_decreasing(cause) else np.argsort(cause, kind="stable")
+            order = _cause_order(cause)
             c = {"cause": cause if order is None else cause[order]}
             for name in [name for name in self._dtypes if name != "cause"]:
                 values = self._columns.pop(name)[:n]
@@ -546,15 +546,17 @@ class _PieceColumns:
 def _write(rows: dict[str, np.ndarray], files: dict[str, Any]) -> None:
     """Append a block's ``rows`` (per column) to the columns' ``files`` in cause order (as
     _pieces writes them; others sorted, stable)."""
-    cause = rows["cause"]
-    order = None if _non_decreasing(cause) else np.argsort(cause, kind="stable")
+    order = _cause_order(rows["cause"])
     for name, f in files.items():
         (rows[name] if order is None else rows[name][order]).tofile(f)
 
 
-def _non_decreasing(values: np.ndarray) -> bool:
-    """Whether ``values`` never fall from one element to the next."""
-    return bool((values[1:] >= values[:-1]).all())
+def _cause_order(cause: np.ndarray) -> np.ndarray | None:
+    """The positions of pieces with causes ``cause`` in cause order (a stable sort: each
+    cause's pieces as they were), or None where they are in that order already."""
+    if (cause[1:] >= cause[:-1]).all():
+        return None
+    return np.argsort(cause, kind="stable")
 
 
 def _temporary_files(names: list[str]) -> dict[str, Any] | None:

@@ -351,16 +351,18 @@ def piece_segments(pieces: pd.DataFrame) -> dict[str, dict[int, tuple[np.ndarray
         return out
     codes, device = pieces["cause"].array.codes, pieces["device"].to_numpy()
     start, end = pieces["start"].to_numpy(np.int64), pieces["end"].to_numpy(np.int64)
-    for at in _cause_device_runs(codes, device):
-        first = at.start if isinstance(at, slice) else at[0]
+    for first, at in _cause_device_runs(codes, device):
         out.setdefault(CAUSES[codes[first]], {})[int(device[first])] = (start[at], end[at])
     return out
 
 
-def _cause_device_runs(codes: np.ndarray, device: np.ndarray) -> list[slice | np.ndarray]:
+def _cause_device_runs(
+    codes: np.ndarray, device: np.ndarray
+) -> list[tuple[int, slice | np.ndarray]]:
     """The pieces (``codes``: their causes, ``device``: their devices) of each (cause,
-    device), by cause then device, each in the pieces' order: slices where the pieces come
-    in cause order and by device within a cause, else the positions (a stable sort)."""
+    device), by cause then device, each in the pieces' order: (its first piece's position,
+    its pieces: a slice where the pieces come in cause order and by device within a cause,
+    else their positions, from a stable sort)."""
     n = len(codes)
     if n == 0:
         return []
@@ -371,11 +373,12 @@ def _cause_device_runs(codes: np.ndarray, device: np.ndarray) -> list[slice | np
     )
     edges = np.r_[0, change, n]
     if ordered.all():
-        return [slice(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+        return [(int(lo), slice(int(lo), int(hi)))
+                for lo, hi in zip(edges[:-1], edges[1:], strict=True)]  # fmt: skip
     order = np.lexsort((device, codes))  # (stable: each run keeps the pieces' order)
     c, d = codes[order], device[order]
     edges = np.r_[0, np.flatnonzero((c[1:] != c[:-1]) | (d[1:] != d[:-1])) + 1, n]
-    return [order[lo:hi] for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [(int(order[lo]), order[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
 
 
 def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
@@ -389,8 +392,7 @@ def gap_breakdown(pieces: pd.DataFrame) -> pd.DataFrame:
         codes, names = pd.factorize(cause, sort=True)
     start, end = pieces["start"].to_numpy(np.int64), pieces["end"].to_numpy(np.int64)
     rows = []  # (one (cause, device) at a time: its lengths only)
-    for at in _cause_device_runs(codes, device):
-        first = at.start if isinstance(at, slice) else at[0]
+    for first, at in _cause_device_runs(codes, device):
         mine = end[at] - start[at]
         rows.append((device[first], names[codes[first]], len(mine), int(mine.sum()),
                      _median_in_place(mine), int(mine.max())))  # fmt: skip
