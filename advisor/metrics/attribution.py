@@ -118,6 +118,9 @@ BLOCK_GAPS = 1 << 18
 # and come back when the attribution is done (_PieceColumns): not held beside the host's
 # indexes (4M gaps: about 7M pieces, 180 MB)
 SPILL_GAPS = 1 << 22
+# the innermost-range index holds only the ranges open at a time it is asked for where the
+# host's ranges outnumber those times by this factor (_prunes)
+PRUNE_RANGES_OVER = 1
 
 
 Unmade = tuple[partial[Attribution], "_PieceColumns", dict[object, int]]
@@ -182,17 +185,23 @@ def attribute(
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
     gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 
-    # the times the host's innermost range is asked for: the late windows' middles (split)
-    # and the launch calls' starts (launching_ops). (Of several blocks, only the middles
-    # are found here and each block's windows below: holding every block's windows would
-    # undo the blocks' bound on memory; one block's windows are kept)
+    # where the host's ranges are many (_prunes), the times its innermost range is asked
+    # for are declared first: the late windows' middles (split) and the launch calls'
+    # starts (launching_ops). (Of several blocks, only the middles are found here and each
+    # block's windows below: holding every block's windows would undo the blocks' bound on
+    # memory; one block's windows are kept)
     kept = gaps.windows(blocks[0]) if len(blocks) == 1 else None
-    found = [_late_middles(kept)] if kept is not None else ahead(gaps.late_middles, blocks,
-                                                                  threads)  # fmt: skip
-    keys, times = zip(*found, strict=True)
-    indexed.result()
-    host.expect(np.concatenate(keys), np.concatenate(times), calls=api_row[api_row >= 0])
-    del keys, times, found
+    launch_calls = api_row[api_row >= 0]
+    if _prunes(len(host_ranges), len(at_all) + len(launch_calls)):
+        found = [_late_middles(kept)] if kept is not None else ahead(gaps.late_middles, blocks,
+                                                                      threads)  # fmt: skip
+        keys, times = zip(*found, strict=True)
+        indexed.result()
+        host.expect(np.concatenate(keys), np.concatenate(times), calls=launch_calls)
+        del keys, times, found
+    else:
+        indexed.result()
+    del launch_calls
 
     def host_late(at: np.ndarray) -> tuple[dict, dict]:
         """A block's windows and what the host did while late in them (on any thread)."""
@@ -345,6 +354,16 @@ class _Gaps:
         if self._prev_in_stream is None:
             self._prev_in_stream = _prev_in_stream(self.ops)
         return _queued_detail(self.ops, rows, self.api_row, self.host, self._prev_in_stream)
+
+
+def _prunes(ranges: int, asked: int) -> bool:
+    """Whether the innermost-range index should hold only the ranges open at a time it is
+    asked for (``_HostActivity.expect``): where the host's ranges outnumber those times
+    (at most ``asked``: the late windows and the launch calls) by PRUNE_RANGES_OVER. The
+    answers are the same either way; finding those times costs a pass over every block's
+    windows, which pays where the ranges are many (a Kineto trace's CPU ops, several per
+    kernel), not where they are few (NVTX steps and layers: the index holds them all)."""
+    return ranges > PRUNE_RANGES_OVER * asked
 
 
 def _late_middles(w: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -516,6 +516,38 @@ def test_spilled_pieces_come_back_as_held_ones(path, monkeypatch):
         pd.testing.assert_frame_equal(ops, held_ops)
 
 
+@pytest.mark.parametrize(
+    "path", [H200_SINGLE, PUBLIC / "kineto" / "hta_nccl_data.json.gz"], ids=lambda p: p.name
+)
+def test_the_range_index_answers_the_same_pruned_or_whole(path, monkeypatch):
+    # the innermost-range index holds only the ranges open at a time it is asked for where
+    # the ranges outnumber those times (a Kineto trace's CPU ops), all of them elsewhere:
+    # the attribution is the same either way, on real traces with ranges of both kinds
+    from advisor.metrics import attribution
+
+    trace = load_trace(path)
+    results = []
+    for over in (0, 10**9):  # (always pruned; never)
+        monkeypatch.setattr(attribution, "PRUNE_RANGES_OVER", over)
+        ops, pieces = attribute_gaps(device_ops(trace), trace, threads=2)
+        assert (ops["detail"].astype(str) != "").sum() > 50  # (range names were asked for)
+        results.append((ops, pieces))
+    (ops, pieces), (whole_ops, whole_pieces) = results
+    pd.testing.assert_frame_equal(pieces, whole_pieces)
+    pd.testing.assert_frame_equal(ops, whole_ops)
+
+
+def test_the_range_index_is_pruned_only_where_ranges_outnumber_the_times_asked():
+    # 4,000 ranges against 1,000 late windows + 1,500 launch calls: pruned; 2,500 ranges
+    # against the same 2,500 times: held whole (PRUNE_RANGES_OVER = 1)
+    from advisor.metrics.attribution import PRUNE_RANGES_OVER, _prunes
+
+    assert PRUNE_RANGES_OVER == 1
+    assert _prunes(4_000, 1_000 + 1_500)
+    assert not _prunes(2_500, 2_500)
+    assert not _prunes(0, 0)
+
+
 def test_pieces_are_held_where_no_temporary_file_can_be_made(attributed, monkeypatch):
     # a temporary folder that takes no file (read-only, full): the pieces are held as for
     # a small trace, the attribution the same
