@@ -62,7 +62,13 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.ahead import ahead, beside, once
-from advisor.metrics.intervals import Coverage, GapCoverage, Segments, grouped_order, union
+from advisor.metrics.intervals import (
+    CodedCoverage,
+    GapCoverage,
+    Segments,
+    grouped_order,
+    union,
+)
 from advisor.metrics.keys import (
     TextColumn,
     distinct,
@@ -82,6 +88,9 @@ CAUSE_CODE = {name: code for code, name in enumerate(CAUSES)}
 OVERHEAD_CAUSES = ("host_bound", "launch_latency", "graph_internal")
 # what the host did while late, in priority order where several overlap (API level first)
 _SYNC, _COPY, _LOAD, _INPUT = 1, 2, 3, 4
+# the cause of the time the host spent inside each (_HostActivity.split)
+_PAINTED_CAUSE = {_SYNC: "synchronization", _COPY: "blocking_copy", _LOAD: "startup",
+                  _INPUT: "input_pipeline"}  # fmt: skip
 
 PIECE_COLUMNS = ["device", "start", "end", "cause", "row", "detail"]
 
@@ -752,7 +761,7 @@ class _HostActivity:
         self._innermost: dict = {}
         self._thread_calls: dict[tuple[int, int], np.ndarray] = {}
         self._thread_call_starts: dict[tuple[int, int], np.ndarray] = {}
-        self._thread_painted: dict[int, dict[int, Coverage]] = {}
+        self._thread_painted: dict[int, CodedCoverage | None] = {}
         # per thread: its operator / input ranges and its API calls, each _outermost
         self._cover: dict[int, tuple[Segments, Segments]] = {}
         self._ops = ops
@@ -957,14 +966,10 @@ class _HostActivity:
         outside every API call is longer than host_silent_max_ns."""
         a, b = lo[rows], hi[rows]
         painted = self._painted(key)
-        for code, name in ((_SYNC, "synchronization"), (_COPY, "blocking_copy"),
-                           (_LOAD, "startup"), (_INPUT, "input_pipeline")):  # fmt: skip
-            seg = painted.get(code)
-            if seg is None:
-                continue
-            covered = seg.within(a, b)
-            out[name][rows] += covered
-            rest[rows] -= covered
+        if painted is not None:
+            for code, covered in painted.within(a, b).items():
+                out[_PAINTED_CAUSE[code]][rows] += covered
+                rest[rows] -= covered
         if key in self._api_threads:
             # blocking calls that overlap the window: their names; the one spanning lo
             # (waiting when the device ran dry) gets up to the time in [its start, lo) that
@@ -1044,19 +1049,21 @@ class _HostActivity:
         return once(self._thread_call_starts, (key, code),
                     lambda: self.api_start[self._calls_of(key, code)], self._lock)  # fmt: skip
 
-    def _painted(self, key) -> dict[int, Coverage]:
-        """Per category code: disjoint segments on the thread, higher priority (lower code)
-        painted over lower (once per thread)."""
+    def _painted(self, key) -> CodedCoverage | None:
+        """The thread's blocking, loading and input spans as disjoint segments coded by
+        category, higher priority (lower code) painted over lower (once per thread; None
+        where it has none)."""
         return once(self._thread_painted, key, lambda: self._paint_thread(key), self._lock)
 
-    def _paint_thread(self, key) -> dict[int, Coverage]:
+    def _paint_thread(self, key) -> CodedCoverage | None:
         r = self._input_threads.get(key, np.zeros(0, dtype=np.int64))
         parts = []
         for code in (_SYNC, _COPY, _LOAD):
             c = self._calls_of(key, code)
             parts.append((code, self.api_start[c], self.api_end[c]))
         parts.append((_INPUT, self.range_start[r], self.range_end[r]))
-        return {code: Coverage(segments) for code, segments in _paint(parts).items()}
+        painted = _paint(parts)
+        return CodedCoverage(painted) if painted else None
 
     def range_at(self, key, times: np.ndarray) -> np.ndarray:
         """The innermost host range open on the thread at each time ('' for none)."""

@@ -102,6 +102,60 @@ class GapCoverage(Coverage):
         return self._cum[k] + partial
 
 
+class CodedCoverage:
+    """Disjoint segments of several kinds (a code each, the segments of all kinds disjoint
+    from each other) ready for many window queries: per code, the time its segments cover
+    in each window (ns), as one Coverage per code answers, from two binary searches per
+    window for every code together (not two per code)."""
+
+    __slots__ = ("_code", "_cum", "_end", "_start")
+
+    def __init__(self, segments: dict[int, Segments]) -> None:
+        codes = list(segments)
+        start = np.concatenate([segments[c][0] for c in codes]).astype(np.int64, copy=False)
+        end = np.concatenate([segments[c][1] for c in codes]).astype(np.int64, copy=False)
+        code = np.repeat(np.asarray(codes, dtype=np.int64), [len(segments[c][0]) for c in codes])
+        order = np.argsort(start, kind="stable")
+        self._start, self._end, self._code = start[order], end[order], code[order]
+        length = self._end - self._start
+        # per code: the time its segments before each segment cover (the first entry 0)
+        self._cum = {}
+        for c in codes:
+            cum = np.zeros(len(length) + 1, dtype=np.int64)
+            np.cumsum(np.where(self._code == c, length, 0), out=cum[1:])
+            self._cum[c] = cum
+
+    @property
+    def codes(self) -> list[int]:
+        """The codes that have segments, in the order they were given."""
+        return list(self._cum)
+
+    def within(self, lo, hi) -> dict[int, np.ndarray]:
+        """Per code, for each window [lo_i, hi_i): the time that code's segments cover in
+        it (ns; 0 where hi_i <= lo_i)."""
+        lo = np.asarray(lo, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        if self._end.size == 0:
+            return {c: np.zeros(lo.shape, dtype=np.int64) for c in self._cum}
+        before_lo, before_hi = self._before(lo), self._before(hi)
+        return {c: np.maximum(before_hi[c] - before_lo[c], 0) for c in self._cum}
+
+    def _before(self, t: np.ndarray) -> dict[int, np.ndarray]:
+        """Per code: the time its segments cover in (-inf, t): those of the segments that
+        start at or before t but the last, plus the last's part before t (its code's)."""
+        k = np.searchsorted(self._start, t, side="right")  # segments starting at or before t
+        last = np.maximum(k - 1, 0)
+        # (where none starts at or before t: the first segment's part before t, none)
+        partial = np.clip(np.minimum(t, self._end[last]) - self._start[last], 0, None)
+        code = self._code[last]
+        out = {}
+        for c, cum in self._cum.items():
+            before = cum[last]  # (cum[0] = 0 where none starts at or before t)
+            before += np.where(code == c, partial, 0)
+            out[c] = before
+        return out
+
+
 def covered_in_windows(segments: Segments, lo, hi) -> np.ndarray:
     """For each window [lo_i, hi_i), the time the disjoint ``segments`` cover in it (ns; 0
     where hi_i <= lo_i): a prefix sum over segment lengths and binary search,

@@ -104,3 +104,37 @@ def test_gap_coverage_is_coverage_of_the_same_segments():
         hi = lo + rng.integers(-3, 20, 200)
         expected = iv.Coverage((begin, end)).within(lo, hi)
         assert iv.GapCoverage(end, length).within(lo, hi).tolist() == expected.tolist()
+
+
+def test_coded_coverage_hand_cases():
+    # code 1: [2, 5) and [12, 14); code 3: [5, 9) (touching code 1's first); code 2: none
+    c = iv.CodedCoverage({1: (np.array([2, 12]), np.array([5, 14])),
+                          3: (np.array([5]), np.array([9]))})  # fmt: skip
+    lo = np.array([0, 4, 6, 9, 13, 20, 7, 3])
+    hi = np.array([20, 6, 8, 12, 15, 30, 7, 2])
+    # [0,20): 1: 3+2, 3: 4; [4,6): 1: 1, 3: 1; [6,8): 3: 2; [9,12): neither (between);
+    # [13,15): 1: 1; [20,30): past every segment; [7,7): empty; [3,2): reversed
+    got = c.within(lo, hi)
+    assert c.codes == [1, 3] and list(got) == [1, 3]
+    assert got[1].tolist() == [5, 1, 0, 0, 1, 0, 0, 0]
+    assert got[3].tolist() == [4, 1, 2, 0, 0, 0, 0, 0]
+
+
+def test_coded_coverage_is_coverage_of_each_code():
+    # random disjoint segments (touching ones too) dealt out to three codes, windows
+    # anywhere, reversed and empty ones too: per code the answers of Coverage of its own
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        length = rng.integers(1, 6, n)
+        step = rng.integers(0, 6, n)  # (0: the next segment starts where this one ends)
+        end = np.cumsum(length + step)
+        begin = end - length
+        code = rng.choice([1, 2, 4], n)
+        segments = {int(c): (begin[code == c], end[code == c]) for c in np.unique(code)}
+        lo = rng.integers(-5, int(end[-1]) + 5, 200)
+        hi = lo + rng.integers(-3, 25, 200)
+        got = iv.CodedCoverage(segments).within(lo, hi)
+        assert sorted(got) == sorted(segments)
+        for c, seg in segments.items():
+            assert got[c].tolist() == iv.Coverage(seg).within(lo, hi).tolist()
