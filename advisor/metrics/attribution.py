@@ -288,7 +288,8 @@ class _Labels(dict):
         self._windows = windows
 
     def __missing__(self, kind: str) -> np.ndarray:
-        column = self[kind] = np.full(self._windows, "", dtype=object)
+        column = self[kind] = np.empty(self._windows, dtype=object)
+        column.fill("")  # (half np.full's time for an object array)
         return column
 
 
@@ -305,6 +306,10 @@ class _Gaps:
         t = thresholds()
         self.latency_default = t["latency_default_ns"]
         self.latency, self.steady_start = latency, steady_start
+        # per device: its latency bound (the default where none), its steady start (none
+        # before every time where it has no start-up)
+        self._latency_of = _PerDevice(latency, self.latency_default)
+        self._steady_of = _PerDevice(steady_start, np.iinfo(np.int64).min)
         self._prev_in_stream: np.ndarray | None = None
 
     def windows(self, at: np.ndarray) -> dict[str, np.ndarray]:
@@ -344,11 +349,9 @@ class _Gaps:
         safe = np.maximum(row, 0)
         has_api = len(host.api_start) > 0
         enqueue = np.where(known, np.minimum(host.api_end[safe] if has_api else 0, g1), g1)
-        bound = (pd.Series(device).map(self.latency).fillna(self.latency_default)
-                 .to_numpy(np.int64))  # fmt: skip
+        bound = self._latency_of(device)
         waited = g1 - np.maximum(enqueue, g0)  # held after it was enqueued (or after g0)
-        never = np.iinfo(np.int64).min
-        steady = pd.Series(device).map(self.steady_start).fillna(never).to_numpy(np.float64)
+        steady = self._steady_of(device)
         queued = known & (waited > bound)  # (held by a dependency even before the steady state)
         startup = (g1 <= steady) & ~queued
         timed = known & ~startup & ~queued
@@ -363,6 +366,25 @@ class _Gaps:
         if self._prev_in_stream is None:
             self._prev_in_stream = _prev_in_stream(self.ops)
         return _queued_detail(self.ops, rows, self.api_row, self.host, self._prev_in_stream)
+
+
+class _PerDevice:
+    """A value per device (int64 ns) looked up for many rows at once: the ``values`` of the
+    devices they hold, ``default`` for a device without one."""
+
+    def __init__(self, values: dict[int, int], default: int) -> None:
+        devices = np.fromiter(values, dtype=np.int64, count=len(values))
+        order = np.argsort(devices)
+        self._devices = devices[order]
+        self._values = np.fromiter(values.values(), dtype=np.int64, count=len(values))[order]
+        self._default = default
+
+    def __call__(self, device: np.ndarray) -> np.ndarray:
+        """Per row of ``device``: its device's value (int64)."""
+        if len(self._devices) == 0:
+            return np.full(len(device), self._default, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self._devices, device), len(self._devices) - 1)
+        return np.where(self._devices[pos] == device, self._values[pos], self._default)
 
 
 def _prunes(ranges: int, asked: int) -> bool:
@@ -1076,7 +1098,7 @@ class _HostActivity:
         whether that range is also open at ``launch_start`` (the op's own launch); with
         ``kinds``, also whether that range is one of the framework's operators (range_op)."""
         times = np.asarray(times, dtype=np.int64)
-        label = np.full(len(times), "", dtype=object)
+        where = np.full(len(times), -1, dtype=np.int32)  # (codes of range_texts; -1: none)
         own = np.zeros(len(times), dtype=bool)
         operator = np.zeros(len(times), dtype=bool)
         index = self._index(key)
@@ -1085,20 +1107,23 @@ class _HostActivity:
             if window is not None:
                 pos = index.covering(pos, *window)
             hit = pos >= 0
-            label[hit] = index.text(pos[hit])
+            where[hit] = self.range_texts.codes[index.rows(pos[hit])]
             p = np.maximum(pos, 0)
             operator = hit & self.range_op[index.rows(p)]
             if launch_start is not None:
                 own = hit & (index.start[p] <= launch_start) & (index.end[p] > launch_start)
+        label = None
         if key in self._api_threads:
             other = self._calls_of(key, 0)
             if other.size:
                 p = np.searchsorted(self._call_starts(key, 0), times, side="right") - 1
                 at = other[np.maximum(p, 0)]
                 inside = (p >= 0) & (self.api_end[at] > times)
-                call = np.where(inside, self.api_names[at], "")
-                label = _with_context(call, label, keep_context=True)
+                call = np.where(inside, self.api_names.codes[at], -1)
+                label = _coded_context(self.api_names, call, self.range_texts, where)
                 own &= ~inside  # (in another API call: not launching this op)
+        if label is None:
+            label = self.range_texts.names[where]
         return (label, own, operator) if kinds else (label, own)
 
     def _index(self, key) -> _Innermost | None:
@@ -1210,6 +1235,18 @@ class _Texts:
 
     def __getitem__(self, rows) -> np.ndarray:
         return self.names[self.codes[rows]]
+
+
+def _coded_context(calls: _Texts, call: np.ndarray, ranges: _Texts, where: np.ndarray
+                   ) -> np.ndarray:  # fmt: skip
+    """_with_context(calls.names[call], ranges.names[where], keep_context=True) for codes
+    (-1: none), the text of each distinct (call, range) pair made once (an object array)."""
+    width = len(ranges.names)  # (where + 1 < width: the names end with the '' of -1)
+    key = (call.astype(np.int64) + 1) * width + (where.astype(np.int64) + 1)
+    codes, pairs = pd.factorize(key)
+    text = _with_context(calls.names[pairs // width - 1], ranges.names[pairs % width - 1],
+                         keep_context=True)  # fmt: skip
+    return text[codes]
 
 
 def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = False):

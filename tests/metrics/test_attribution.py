@@ -785,3 +785,34 @@ def test_the_launching_threads_indexes_are_built_before_the_blocks_ask():
     quiet.api_cat[:] = 0  # (as if no call blocked)
     quiet.index_threads(rows)
     assert set(quiet._thread_painted) == launching and set(quiet._built) == {"every_range"}
+
+
+def test_a_value_per_device_by_hand():
+    # devices 3 and 0 have values (given out of order), 1 and 5 none: the default; a
+    # device past the last one known and an empty table too
+    from advisor.metrics.attribution import _PerDevice
+
+    per = _PerDevice({3: 100, 0: 7}, -1)
+    assert per(np.array([0, 1, 3, 5, 0])).tolist() == [7, -1, 100, -1, 7]
+    assert per(np.array([3], dtype=np.int32)).dtype == np.int64
+    never = np.iinfo(np.int64).min
+    assert _PerDevice({}, never)(np.array([2, 4])).tolist() == [never, never]
+
+
+def test_labels_made_from_codes_are_the_texts_with_their_context():
+    # a call and the range around it, as codes (-1: none), give the texts _with_context
+    # gives: 'call (in range)', the call alone, the range alone, ''; a name that is itself
+    # empty counts as none
+    from advisor.metrics.attribution import _coded_context, _Texts, _with_context
+
+    calls = _Texts(pd.Series(["cudaMalloc", "", "cudaFree"]), as_range_names=False)
+    ranges = _Texts(pd.Series(["aten::empty", "step_3", ""]))
+    rng = np.random.default_rng(5)
+    call = rng.integers(-1, 3, 300)
+    where = rng.integers(-1, 3, 300)
+    got = _coded_context(calls, call, ranges, where)
+    expected = _with_context(calls.names[call], ranges.names[where], keep_context=True)
+    assert got.tolist() == expected.tolist()
+    assert set(got) == {"cudaMalloc (in aten::empty)", "cudaMalloc (in step)", "cudaMalloc",
+                        "cudaFree (in aten::empty)", "cudaFree (in step)", "cudaFree",
+                        "aten::empty", "step", ""}  # fmt: skip
