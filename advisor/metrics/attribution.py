@@ -980,8 +980,9 @@ class _HostActivity:
 
     def _split_thread(self, key, rows, lo, hi, launch_start, device, out, rest) -> np.ndarray:
         """Fill ``out`` and ``rest`` for the windows ``rows`` of one thread; returns per
-        window whether its rest is the op's launch work (module doc, step 4): its middle
-        lies inside the op's launch call; or an operator launched the op and the range
+        window whether its rest is the op's launch work (module doc, step 4): it is no
+        longer than host_launch_max_ns; or its middle lies inside the op's launch call; or
+        an operator launched the op and the range
         covering the window is an operator holding that call, or is a user range (or none)
         in which no stretch outside the operators is longer than host_launch_max_ns; or no
         operator launched it, the range covering the window holds that call and no stretch
@@ -1031,25 +1032,36 @@ class _HostActivity:
         mid = a + (b - a) // 2
         text, holds, operator = self.innermost(key, mid, launch_start[rows], (a, b), True)
         out["labels"]["host"][rows] = text
-        in_call = mid >= launch_start[rows]  # (inside the op's own launch call: a slow launch)
+        t = thresholds()
+        # a rest no longer than any launch takes is launch work, and so is one whose middle
+        # lies inside the op's own launch call (a slow launch); the others are decided by
+        # what the host was in (``decide``: a few percent of the windows, where the host was
+        # late longer than a launch takes)
+        own = np.ones(len(rows), dtype=bool)
+        in_call = mid >= launch_start[rows]
+        decide = np.flatnonzero(~in_call & (rest[rows] > t["host_launch_max_ns"]))
+        if decide.size == 0:
+            return own
+        a, b, left = a[decide], b[decide], rest[rows[decide]]
+        holds, operator = holds[decide], operator[decide]
         # where an operator launched the op, the framework recorded its operators then: in a
         # user range (a step) or in nothing, the rest is launch work (operators and the code
         # between them) unless the host spent a stretch longer than any launch takes outside
         # every operator. Elsewhere a range holding the launch (a step too) stands for the
         # launching code
-        recorded = self.launched_in_operator(key, launch_start[rows])
-        glue = np.ones(len(rows), dtype=bool)
-        t = thresholds()
+        recorded = self.launched_in_operator(key, launch_start[rows[decide]])
+        glue = np.ones(len(decide), dtype=bool)
         # (without operators, a range holding the launch is the launching code unless the
         # host spent a stretch outside every API call longer than any launch path takes,
         # a Python one included: host_silent_max_ns)
         longest = np.where(recorded, t["host_launch_max_ns"], t["host_silent_max_ns"])
         decides = np.where(recorded, ~operator, holds)
-        ask = np.flatnonzero(decides & ~in_call & (rest[rows] > longest))
+        ask = np.flatnonzero(decides & (left > longest))
         if ask.size:  # (only where it decides: a rest longer than the stretch allowed)
             glue[ask] = self.longest_uncovered(key, a[ask], b[ask]) <= longest[ask]
         by_operators = (operator & holds) | (~operator & glue)
-        return in_call | np.where(recorded, by_operators, holds & glue)
+        own[decide] = np.where(recorded, by_operators, holds & glue)
+        return own
 
     def _calls_of(self, key, code: int) -> np.ndarray:
         """The thread's API calls (rows, by start) of category ``code`` (0: the calls that
