@@ -925,13 +925,26 @@ def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None
     return pd.concat(parts, ignore_index=True)
 
 
+# the most packed key values _window_of looks windows up in a table of (int64 each)
+WINDOW_TABLE_MAX = 1 << 22
+
+
 def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
-    (keys packed into one int64 per row, then a sorted search: no table merge; the op
-    arrays are updated in place, so the memory is two arrays of the op count)."""
-    packed, packed_win = pack(
-        [ops[c].to_numpy() for c in keys], [windows[c].to_numpy() for c in keys]
-    ).keys
+    (keys packed into one int64 per row, then looked up in a table of every packed value
+    where they span at most WINDOW_TABLE_MAX and each window's are its own, else a sorted
+    search: no table merge; the op arrays are updated in place, so the memory is two
+    arrays of the op count)."""
+    keyed = pack([ops[c].to_numpy() for c in keys], [windows[c].to_numpy() for c in keys])
+    packed, packed_win = keyed.keys
+    if keyed.radices is not None and len(packed_win):
+        span = int(np.prod(keyed.radices, dtype=object))
+        if span <= WINDOW_TABLE_MAX:
+            table = np.full(span, -1, dtype=np.int64)
+            rows = np.arange(len(packed_win))
+            table[packed_win] = rows
+            if (table[packed_win] == rows).all():  # (no two windows share their keys)
+                return table[packed]
     order = np.argsort(packed_win, kind="stable")
     sorted_win = packed_win[order]
     pos = np.searchsorted(sorted_win, packed)

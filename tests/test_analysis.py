@@ -239,3 +239,37 @@ def test_a_device_of_an_analysis_without_launches_selects():
     one = a.select(device=0)
     assert one.launches.empty and len(one.ops) == len(a.ops)
     assert one.launch_table(["device"]).empty
+
+
+def test_an_ops_window_found_by_table_or_by_search_by_hand(monkeypatch):
+    # windows (range_id, device): (7, 0) row 0, (3, 1) row 1, (7, 1) row 2; ops on (7, 1),
+    # (3, 0) (no window), (3, 1), (7, 0), (9, 1) (no window): rows 2, -1, 1, 0, -1, whether
+    # the packed keys are looked up in a table (they span (9 - 3 + 1) x 2 = 14 values) or
+    # searched (a table of at most 0 values)
+    import numpy as np
+
+    from advisor import analysis
+
+    windows = pd.DataFrame({"range_id": [7, 3, 7], "device": [0, 1, 1]})
+    ops = pd.DataFrame({"range_id": [7, 3, 3, 7, 9], "device": [1, 0, 1, 0, 1]})
+    keys = ["range_id", "device"]
+    assert analysis._window_of(ops, windows, keys).tolist() == [2, -1, 1, 0, -1]
+    monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 0)
+    assert analysis._window_of(ops, windows, keys).tolist() == [2, -1, 1, 0, -1]
+    # two windows with the same keys: the first one, either way
+    monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 1 << 22)
+    twice = pd.DataFrame({"range_id": [3, 7, 3], "device": [1, 0, 1]})
+    assert analysis._window_of(ops, twice, keys).tolist() == [-1, -1, 0, 1, -1]
+    # random ops and windows: the same rows by table and by search
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        windows = pd.DataFrame(
+            {"range_id": rng.permutation(60)[:25], "device": rng.integers(0, 3, 25)}
+        )
+        ops = pd.DataFrame(
+            {"range_id": rng.integers(-1, 70, 500), "device": rng.integers(0, 3, 500)}
+        )
+        monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 1 << 22)
+        by_table = analysis._window_of(ops, windows, keys)
+        monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 0)
+        assert by_table.tolist() == analysis._window_of(ops, windows, keys).tolist()
