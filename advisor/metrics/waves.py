@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import names_in
+from advisor.metrics.ahead import analysis_threads, beside
 from advisor.metrics.grouping import row_groups
 from advisor.metrics.keys import (
     first_appearance_codes,
@@ -186,7 +187,9 @@ def kernel_groups(
         return values.groupby(by_group, observed=True, sort=True)
 
     idle_columns = {c: launches[c].to_numpy() for c in ("tail_idle_ns", "underfill_idle_ns")}
-    idle = per_group(pd.DataFrame(idle_columns, copy=False)).sum()
+    # (summed on another thread while the counts, totals and medians are made here)
+    idle_sums = beside(lambda: per_group(pd.DataFrame(idle_columns, copy=False)).sum(),
+                       analysis_threads())  # fmt: skip
 
     extra = dict(extra or {})
     n = len(first)
@@ -199,12 +202,14 @@ def kernel_groups(
     config = df["config"].to_numpy()
     for col in CONFIG_COLUMNS[:7]:
         cols[col] = configs[col].array.take(config)
+    # the start of each group's worst launch (where a finding points)
+    worst_rows = _worst_launch(launches, group, duration) if worst else None
+    idle = idle_sums.result()
     for col in idle_columns:
         cols[col] = idle[col].to_numpy()
     for col in CONFIG_COLUMNS[7:]:
         cols[col] = configs[col].array.take(config)
-    if worst:  # the start of each group's worst launch (where a finding points)
-        worst_rows = _worst_launch(launches, group, duration)
+    if worst_rows is not None:
         cols["worst_start_ns"] = np.asarray(read("start", worst_rows))
     else:
         cols["worst_start_ns"] = np.full(n, np.nan)
