@@ -1334,7 +1334,30 @@ def _paint(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> dict:
     unions = {code: u for code, u in unions.items() if len(u[0])}  # (all zero-length: none)
     if not unions:
         return {}
-    points = distinct(np.concatenate([np.concatenate(u) for u in unions.values()]))
+    if _apart(unions):  # (no category overlaps another: each keeps its own, nothing to paint)
+        return unions
+    return _painted_over(unions)
+
+
+def _apart(unions: dict[int, Segments]) -> bool:
+    """Whether the disjoint segments of every code are also disjoint from the other codes'
+    (touching allowed: half-open)."""
+    if len(unions) == 1:
+        return True
+    start = np.concatenate([s for s, _ in unions.values()])
+    end = np.concatenate([e for _, e in unions.values()])
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    return bool((start[1:] >= end[:-1]).all())
+
+
+def _painted_over(unions: dict[int, Segments]) -> dict[int, Segments]:
+    """_paint of codes whose segments (each code's disjoint) overlap another code's: cut at
+    every segment's ends, each piece given to the lowest code covering it."""
+    # (each code's starts and ends interleaved rise: runs that a merge sort merges)
+    points = np.sort(np.concatenate([np.column_stack(u).ravel() for u in unions.values()]),
+                     kind="stable")  # fmt: skip
+    points = points[np.r_[True, points[1:] != points[:-1]]]
     if len(points) < 2:
         return {}
     lo, hi = points[:-1], points[1:]

@@ -816,3 +816,40 @@ def test_labels_made_from_codes_are_the_texts_with_their_context():
     assert set(got) == {"cudaMalloc (in aten::empty)", "cudaMalloc (in step)", "cudaMalloc",
                         "cudaFree (in aten::empty)", "cudaFree (in step)", "cudaFree",
                         "aten::empty", "step", ""}  # fmt: skip
+
+
+def test_painting_apart_categories_keeps_each_as_it_is():
+    # sync [0,10) and [20,30), load [10,15) (touching sync's first) and [40,50): apart, each
+    # kept; with load [5,25) too they overlap: sync wins its own time, load keeps the rest
+    # ([10,20) and [40,50)); random intervals either way: the same as painting every piece
+    from advisor.metrics.attribution import _apart, _paint, _painted_over
+    from advisor.metrics.intervals import union
+
+    def arr(*v):
+        return np.array(v, dtype=np.int64)
+
+    apart = [(1, arr(0, 20), arr(10, 30)), (3, arr(10, 40), arr(15, 50))]
+    got = _paint(apart)
+    assert {c: (s.tolist(), e.tolist()) for c, (s, e) in got.items()} == {
+        1: ([0, 20], [10, 30]), 3: ([10, 40], [15, 50])}  # fmt: skip
+    over = [(1, arr(0, 20), arr(10, 30)), (3, arr(10, 40, 5), arr(15, 50, 25))]
+    got = _paint(over)
+    assert {c: (s.tolist(), e.tolist()) for c, (s, e) in got.items()} == {
+        1: ([0, 20], [10, 30]), 3: ([10, 40], [20, 50])}  # fmt: skip
+    rng = np.random.default_rng(9)
+    seen = set()
+    for _ in range(200):
+        parts = []
+        for code in (1, 2, 3, 4):
+            n = int(rng.integers(0, 6))
+            s = rng.integers(0, 200, n)
+            parts.append((code, s, s + rng.integers(0, 30, n)))
+        unions = {c: union(s, e) for c, s, e in parts if len(s)}
+        unions = {c: u for c, u in unions.items() if len(u[0])}
+        if not unions:
+            continue
+        seen.add(_apart(unions))
+        got, expected = _paint(parts), _painted_over(unions)
+        assert {c: (s.tolist(), e.tolist()) for c, (s, e) in got.items()} == {
+            c: (s.tolist(), e.tolist()) for c, (s, e) in expected.items()}  # fmt: skip
+    assert seen == {True, False}  # (both kinds of cases were drawn)
