@@ -1309,6 +1309,9 @@ def _thread_keys(pid, tid) -> np.ndarray:
 
 def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
     """Row positions per thread key (_thread_keys; -1: none), each sorted by ``start``."""
+    if len(keys) and keys[0] >= 0 and (keys == keys[0]).all():  # (one thread: no hashing)
+        order = np.argsort(start, kind="stable")  # (a run already in order: found as one)
+        return {int(keys[0]): order}
     unknown = bool((keys < 0).any())
     codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if unknown else keys,
                                   use_na_sentinel=True)  # fmt: skip

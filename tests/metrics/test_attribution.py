@@ -853,3 +853,16 @@ def test_painting_apart_categories_keeps_each_as_it_is():
         assert {c: (s.tolist(), e.tolist()) for c, (s, e) in got.items()} == {
             c: (s.tolist(), e.tolist()) for c, (s, e) in expected.items()}  # fmt: skip
     assert seen == {True, False}  # (both kinds of cases were drawn)
+
+
+def test_rows_by_thread_one_thread_or_several():
+    # one thread: its rows by start, ties in row order (rows 1 and 3 both start at 1); two
+    # threads and an unknown one (-1, left out): each thread's rows the same way
+    from advisor.metrics.attribution import _by_thread
+
+    start = np.array([3, 1, 2, 1])
+    one = _by_thread(np.array([5, 5, 5, 5]), start)
+    assert list(one) == [5] and one[5].tolist() == [1, 3, 2, 0]
+    several = _by_thread(np.array([5, 7, 5, -1]), start)
+    assert {k: v.tolist() for k, v in several.items()} == {5: [2, 0], 7: [1]}
+    assert _by_thread(np.array([-1, -1]), np.array([1, 2])) == {}
