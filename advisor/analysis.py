@@ -1001,7 +1001,7 @@ def analyze(
     # the per-cause sums (of the ops as they are now: a table of their own, whatever is
     # dropped below; waited for before the busy and idle segments and the windows, whose
     # temporaries would come on top of theirs: 0.3 GB more at 10M kernels)
-    per_op = beside(partial(_per_op_tables, ops.copy(deep=False)), threads)
+    per_op = beside(partial(_per_op_tables, ops.copy(deep=False), threads), threads)
     launches, shape_table, shape_notes = _launch_table(
         trace, kernels, launch_columns, ops, config, configs, shapes, gemms
     )
@@ -1051,9 +1051,10 @@ def analyze(
     )
 
 
-def _per_op_tables(ops: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(launch sequences, stream summary) of the ops."""
-    return launch_sequences(ops), stream_summary(ops)
+def _per_op_tables(ops: pd.DataFrame, threads: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(launch sequences, their blocks on up to ``threads`` threads; stream summary) of the
+    ops."""
+    return launch_sequences(ops, threads=threads), stream_summary(ops)
 
 
 def steady_start_ns(ops: pd.DataFrame, devices: np.ndarray) -> np.ndarray:

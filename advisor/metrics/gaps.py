@@ -16,6 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
+from advisor.metrics.ahead import ahead
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.metrics.keys import (
@@ -465,7 +466,7 @@ def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def launch_sequences(
-    gaps: pd.DataFrame, min_ops: int = 2, block_rows: int | None = None
+    gaps: pd.DataFrame, min_ops: int = 2, block_rows: int | None = None, threads: int = 1
 ) -> pd.DataFrame:
     """Runs of back-to-back GPU work per device, split at start-up, synchronization,
     unattributed or long (> SEQUENCE_BREAK_NS) gaps.
@@ -476,8 +477,8 @@ def launch_sequences(
     sum(max(0, gap - GRAPH_NODE_GAP_NS)) over gaps not already inside a graph.
     ``region`` is the first NVTX region among the sequence's ops (when ops carry one);
     ``top_kernel`` its most frequent op name (ties: the alphabetically first).
-    ``block_rows``: ops of whole sequences sorted at a time (default SEQUENCE_BLOCK_ROWS;
-    the result does not depend on it).
+    ``block_rows``: ops of whole sequences sorted at a time (default SEQUENCE_BLOCK_ROWS),
+    the blocks made on up to ``threads`` threads (the result depends on neither).
     """
     ops = gaps
     n = len(ops)
@@ -506,18 +507,23 @@ def launch_sequences(
     # correlation id); ops without one count alone), the medians, the most frequent name
     pid, correlation = ops["pid"].to_numpy(), ops["correlation"].to_numpy()
     names = _categorical(ops["name"], n)
-    parts: dict[str, list] = {"launches": [], "median_op_ns": [], "median_gap_ns": [],
-                              "top_kernel": []}  # fmt: skip
-    for runs, rows in _run_blocks(first, n, block_rows or SEQUENCE_BLOCK_ROWS):
+
+    def per_run(block: tuple[slice, slice]) -> dict[str, np.ndarray]:
+        """The columns sorted within runs of one block of whole runs."""
+        runs, rows = block
         r, f = seq[rows] - runs.start, first[runs] - rows.start
-        parts["launches"].append(_distinct_per_run(r, _key(pid[rows], correlation[rows]), f))
         took = (end[rows] - start[rows]).astype(np.float64)
-        parts["median_op_ns"].append(_median_per_run(r, took, f))
         idle = np.where(boundary[rows], np.nan, gap_ns[rows])
-        parts["median_gap_ns"].append(_median_per_run(r, idle, f))
-        parts["top_kernel"].append(_most_frequent(r, names[rows]))
-    for col, values in parts.items():
-        out[col] = np.concatenate(values)
+        return {"launches": _distinct_per_run(r, _key(pid[rows], correlation[rows]), f),
+                "median_op_ns": _median_per_run(r, took, f),
+                "median_gap_ns": _median_per_run(r, idle, f),
+                "top_kernel": _most_frequent(r, names[rows])}  # fmt: skip
+
+    # (blocks made on up to ``threads`` threads: metrics/ahead.py, the result the same)
+    blocks = _run_blocks(first, n, block_rows or SEQUENCE_BLOCK_ROWS)
+    parts = list(ahead(per_run, blocks, threads))
+    for col in ("launches", "median_op_ns", "median_gap_ns", "top_kernel"):
+        out[col] = np.concatenate([part[col] for part in parts])
     del parts
     overhead = np.where(boundary, 0, ops["overhead_ns"].to_numpy())
     out["overhead_ns"] = np.add.reduceat(overhead, first)

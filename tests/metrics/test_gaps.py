@@ -104,7 +104,8 @@ def test_run_blocks_hold_whole_runs():
     assert blocks([0], 5, 2) == [((0, 1), (0, 5))]  # (one long run: one block)
 
 
-def test_sequences_do_not_depend_on_the_block(gaps):
+def test_sequences_do_not_depend_on_the_block_or_the_threads(gaps):
+    # blocks of whole runs, made one after another or on two threads: the same table
     from conftest import H200_SINGLE
 
     from advisor.trace.load import load_trace
@@ -114,8 +115,12 @@ def test_sequences_do_not_depend_on_the_block(gaps):
     whole = launch_sequences(ops, min_ops=1)
     assert len(whole) > 50 and whole["ops"].max() > 20  # (many runs, some long)
     for rows in (1, 2, 7, 64, 1000):
-        pd.testing.assert_frame_equal(launch_sequences(ops, min_ops=1, block_rows=rows), whole)
-    pd.testing.assert_frame_equal(launch_sequences(gaps, block_rows=1), launch_sequences(gaps))
+        for threads in (1, 2):
+            pd.testing.assert_frame_equal(
+                launch_sequences(ops, min_ops=1, block_rows=rows, threads=threads), whole
+            )
+    pd.testing.assert_frame_equal(launch_sequences(gaps, block_rows=1, threads=2),
+                                  launch_sequences(gaps))  # fmt: skip
 
 
 def test_stream_summary_counts_each_streams_own_gaps():
