@@ -982,11 +982,11 @@ class _HostActivity:
         """Fill ``out`` and ``rest`` for the windows ``rows`` of one thread; returns per
         window whether its rest is the op's launch work (module doc, step 4): it is no
         longer than host_launch_max_ns; or its middle lies inside the op's launch call; or
-        an operator launched the op and the range
-        covering the window is an operator holding that call, or is a user range (or none)
-        in which no stretch outside the operators is longer than host_launch_max_ns; or no
-        operator launched it, the range covering the window holds that call and no stretch
-        outside every API call is longer than host_silent_max_ns."""
+        an operator launched the op and the range covering the window is an operator
+        holding that call, or is a user range (or none) in which no stretch outside the
+        operators is longer than host_launch_max_ns; or no operator launched it, the range
+        covering the window holds that call and no stretch outside every API call is longer
+        than host_silent_max_ns."""
         a, b = lo[rows], hi[rows]
         painted = self._painted(key)
         if painted is not None:
