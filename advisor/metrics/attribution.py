@@ -133,8 +133,6 @@ PRUNE_RANGES_OVER = 1
 
 
 Unmade = tuple[partial[Attribution], "_PieceColumns", dict[object, int]]
-# the host's activity (_HostActivity) being made, and then its launching threads' indexes
-HostIndexing = tuple[Future["_HostActivity"], Future[None]]
 P = ParamSpec("P")
 
 
@@ -163,7 +161,6 @@ def attribute(
     identity: np.ndarray | None = None,
     threads: int = 1,
     spill_gaps: int = SPILL_GAPS,
-    host: HostIndexing | None = None,
 ) -> Unmade:  # (the Attribution: _pieces_made_after)
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
@@ -176,26 +173,26 @@ def attribute(
     name; default their names), by which a slow first launch call loads a kernel's code.
     The gaps are worked through ``block`` at a time, or with ``threads`` > 1 through
     ``block / threads`` at a time, the next blocks' host activity found on that many
-    threads meanwhile (metrics/ahead.py; the result depends on neither). ``host``: the host's
-    activity already started on these arguments (index_host), else started here.
+    threads meanwhile (metrics/ahead.py; the result depends on neither).
     """
     n = len(ops)
     # the host's activity, and then the indexes of its launching threads that the blocks
-    # read, made on other threads while this one finds the latency bounds and first
+    # read, made on another thread while this one finds the latency bounds and first
     # launches, then the late windows (a single-core stretch otherwise: 0.9 s at 10M ops)
-    made, indexed = host or index_host(api, host_ranges, ops, api_row, pageable_copy,
-                                       identity, threads)  # fmt: skip
+    made = beside(partial(_HostActivity, api, host_ranges, ops, api_row, pageable_copy,
+                          identity), threads)  # fmt: skip
     gap = ops["gap_ns"].to_numpy(np.int64)
     at_all = np.flatnonzero(gap > 0).astype(np.int32 if n < 2**31 else np.int64, copy=False)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     latency = _latency_bounds(ops, api_row, api_end, thresholds())
     first = np.zeros(n, dtype=bool)
     first[first_launches(ops)] = True
-    activity = made.result()
+    host = made.result()
+    indexed = beside(partial(host.index_threads, api_row), threads)
     if threads > 1:  # (threads + 1 blocks at once, each 1 / threads as long: 1.5 blocks on 2)
         block = max(1, block // threads)
     blocks = [at_all[b : b + block] for b in range(0, len(at_all), block)] or [at_all]
-    gaps = _Gaps(ops, gap, api_row, activity, latency, steady_start)
+    gaps = _Gaps(ops, gap, api_row, host, latency, steady_start)
 
     # where the host's ranges are many (_prunes), the times its innermost range is asked
     # for are declared first: the late windows' middles (split) and the launch calls'
@@ -209,7 +206,7 @@ def attribute(
                                                                       threads)  # fmt: skip
         keys, times = zip(*found, strict=True)
         indexed.result()
-        activity.expect(np.concatenate(keys), np.concatenate(times), calls=launch_calls)
+        host.expect(np.concatenate(keys), np.concatenate(times), calls=launch_calls)
         del keys, times, found
     else:
         indexed.result()
@@ -219,7 +216,7 @@ def attribute(
         """A block's windows and what the host did while late in them (on any thread)."""
         nonlocal kept
         w, kept = kept if kept is not None else gaps.windows(at), None
-        split = activity.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
+        split = host.split(w["keys"], w["g0"], w["g0"] + w["late"], w["launch_start"],
                            first[at], w["device"])  # fmt: skip
         return w, split
 
@@ -259,7 +256,7 @@ def attribute(
                 mine = dominant == CAUSE_CODE[name]
                 sync_call.put(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
-    launch_op = activity.launching_ops(api_row, block, threads).categorical()
+    launch_op = host.launching_ops(api_row, block, threads).categorical()
     return (
         partial(
             Attribution,
@@ -388,25 +385,6 @@ class _PerDevice:
             return np.full(len(device), self._default, dtype=np.int64)
         pos = np.minimum(np.searchsorted(self._devices, device), len(self._devices) - 1)
         return np.where(self._devices[pos] == device, self._values[pos], self._default)
-
-
-def index_host(
-    api: pd.DataFrame,
-    host_ranges: pd.DataFrame,
-    ops: pd.DataFrame,
-    api_row: np.ndarray,
-    pageable_copy: np.ndarray,
-    identity: np.ndarray | None = None,
-    threads: int = 1,
-) -> HostIndexing:
-    """The host's activity for ``attribute`` (its arguments of those names) made on another
-    thread, and then the indexes its launching threads' late windows read (index_threads)
-    on a second one (with ``threads`` >= 2; else both now), so that a caller goes on with
-    what does not need them. ``ops`` is read there meanwhile: a caller that adds columns to
-    its table passes a shallow copy."""
-    made = beside(partial(_HostActivity, api, host_ranges, ops, api_row, pageable_copy,
-                          identity), threads)  # fmt: skip
-    return made, beside(lambda: made.result().index_threads(api_row), threads)
 
 
 def _prunes(ranges: int, asked: int) -> bool:

@@ -17,13 +17,7 @@ from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
 from advisor.metrics.ahead import ahead
-from advisor.metrics.attribution import (
-    CAUSES,
-    OVERHEAD_CAUSES,
-    attribute,
-    index_host,
-    steady_starts,
-)
+from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
 from advisor.metrics.keys import (
     middle_rows,
@@ -244,15 +238,6 @@ def attribute_gaps(
     rows = launch_rows(ops, api)
     if release and "correlation" in api:
         trace.api = api = api.drop(columns="correlation")
-    # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
-    # calls still place the ops in ranges, but no gap is attributed to a cause
-    causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
-    identity = op_identities(ops, trace)
-    ranges_on_host, pageable = host_ranges(trace), pageable_copies(ops, trace)
-    # the host's activity made on other threads while the ops are placed in ranges and the
-    # steady state is found (the ops as they are now: columns are added below)
-    host = index_host(api, ranges_on_host, ops.copy(deep=False), causal_rows, pageable,
-                      identity, threads)  # fmt: skip
     has = rows >= 0
     for col, src in (("api_start", "start"), ("api_tid", "tid")):
         values = np.full(len(ops), np.nan)
@@ -261,18 +246,21 @@ def attribute_gaps(
         ops[col] = values
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
+    # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
+    # calls still place the ops in ranges, but no gap is attributed to a cause
+    causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
+    identity = op_identities(ops, trace)
     steady_start = steady_starts(ops, ranges, identity)
     ops["steady"] = in_steady_state(ops, steady_start)
     result = attribute(
         ops,
         api,
-        ranges_on_host,
+        host_ranges(trace),
         steady_start,
         causal_rows,
-        pageable,
+        pageable_copies(ops, trace),
         identity=identity,
         threads=threads,
-        host=host,
     )
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
     ops["detail"] = result.detail

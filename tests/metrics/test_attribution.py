@@ -785,17 +785,6 @@ def test_the_launching_threads_indexes_are_built_before_the_blocks_ask():
     quiet.api_cat[:] = 0  # (as if no call blocked)
     quiet.index_threads(rows)
     assert set(quiet._thread_painted) == launching and set(quiet._built) == {"every_range"}
-    # started on other threads (index_host): the same host activity, indexed once the
-    # second future is done
-    for threads in (1, 2):
-        made, indexed = attribution.index_host(
-            trace.api, host_ranges(trace), ops, rows, pageable_copies(ops, trace), None, threads
-        )
-        indexed.result()
-        early = made.result()
-        assert set(early._thread_painted) == launching
-        assert set(early._built) == {"every_range", "device_idle"}
-        assert early.api_cat.tolist() == built.api_cat.tolist()
 
 
 def test_a_value_per_device_by_hand():
