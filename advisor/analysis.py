@@ -131,7 +131,9 @@ class Analysis(ABC):
     at hand) or a MergedAnalysis (parts.merge_parts: the ranks of a job analysed apart)."""
 
     trace: Trace
-    ops: pd.DataFrame  # every GPU op: gap, cause, class, range_id, region (merged: comm ops)
+    # every GPU op: gap, cause, class, range_id, region, and where the trace has comm ops
+    # wait_ns and last_device (merged: comm ops)
+    ops: pd.DataFrame
     pieces: pd.DataFrame  # the idle gaps split by cause (gaps.attribute_gaps), rows = ops' index
     launches: pd.DataFrame  # kernel launches: config and shape ids, idle, range_id, region
     devices: pd.DataFrame  # one window per device: first..last op
@@ -896,8 +898,9 @@ def _op_sums(
     for col in LAUNCH_IDLE_COLUMNS:
         cols[col] = np.bincount(bins, idle.values[col], n + 1)[:n].astype(np.float64)
     del bins
-    values = ops["wait_ns"].to_numpy()
-    rows = np.flatnonzero(inside & (values != 0))
+    # (ops without comm ops carry no waits: comm_waits)
+    values = ops["wait_ns"].to_numpy() if "wait_ns" in ops else np.zeros(0)
+    rows = np.flatnonzero(inside & (values != 0)) if len(values) else np.zeros(0, np.int64)
     cols["comm_wait_ns"] = per_window(rows, values[rows])
     rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
@@ -994,7 +997,8 @@ def analyze(
     ops["op_class"] = op_class
     ops["same_stream_comm"] = same_stream_comm(ops, op_class)
     skew = collective_skew(ops, op_class)
-    ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
+    if op_class.eq("comm").any():  # (without comm ops every wait is 0: no columns)
+        ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
     ranges = top_level_ranges(trace.nvtx)
     ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
     # the launch sequences and the per-stream sums found beside the launch table and then
