@@ -273,3 +273,21 @@ def test_an_ops_window_found_by_table_or_by_search_by_hand(monkeypatch):
         by_table = analysis._window_of(ops, windows, keys)
         monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 0)
         assert by_table.tolist() == analysis._window_of(ops, windows, keys).tolist()
+
+
+def test_ops_carry_comm_waits_only_where_the_trace_has_comm_ops():
+    # the single-GPU H200 sample has no comm ops: no wait columns, every window's
+    # comm_wait_ns 0; the two-GPU one has NCCL kernels: the columns, 0 / NaN off comm ops
+    import numpy as np
+
+    single = analyze(load_trace(H200_SINGLE))
+    assert not single.ops["op_class"].eq("comm").any()
+    assert "wait_ns" not in single.ops and "last_device" not in single.ops
+    assert (single.devices["comm_wait_ns"] == 0).all() and (
+        single.regions["comm_wait_ns"] == 0
+    ).all()
+    both = analyze(load_trace(H200_2GPU))
+    comm = both.ops["op_class"].eq("comm").to_numpy()
+    assert comm.any() and {"wait_ns", "last_device"} <= set(both.ops.columns)
+    assert (both.ops["wait_ns"].to_numpy()[~comm] == 0).all()
+    assert np.isnan(both.ops["last_device"].to_numpy()[~comm]).all()
