@@ -1170,8 +1170,9 @@ def launch_columns(
     out = {col: launch_op_column(ops, col, at) for col in columns if col in LAUNCH_OP_COLUMNS}
     if any(col in (*LAUNCH_IDLE_COLUMNS, "duration") for col in columns):
         took = _durations_at(ops, at)
-        idle = launch_idle(took, launches["config"].to_numpy(), configs)
-        out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
+        if any(col in LAUNCH_IDLE_COLUMNS for col in columns):  # (not for the duration alone)
+            idle = launch_idle(took, launches["config"].to_numpy(), configs)
+            out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
         out["duration"] = took
     return launches.assign(**{col: out[col] for col in columns})
 
