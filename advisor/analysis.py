@@ -898,10 +898,12 @@ def _op_sums(
     for col in LAUNCH_IDLE_COLUMNS:
         cols[col] = np.bincount(bins, idle.values[col], n + 1)[:n].astype(np.float64)
     del bins
-    # (ops without comm ops carry no waits: comm_waits)
-    values = ops["wait_ns"].to_numpy() if "wait_ns" in ops else np.zeros(0)
-    rows = np.flatnonzero(inside & (values != 0)) if len(values) else np.zeros(0, np.int64)
-    cols["comm_wait_ns"] = per_window(rows, values[rows])
+    if "wait_ns" in ops:  # (ops without comm ops carry no waits: analyze)
+        values = ops["wait_ns"].to_numpy()
+        rows = np.flatnonzero(inside & (values != 0))
+        cols["comm_wait_ns"] = per_window(rows, values[rows])
+    else:
+        cols["comm_wait_ns"] = np.zeros(n)
     rows = np.flatnonzero(inside & ops["same_stream_comm"].to_numpy(bool))
     took = ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows]
     cols["same_stream_comm_ns"] = per_window(rows, took)
