@@ -1119,7 +1119,7 @@ class _HostActivity:
             if window is not None:
                 pos = index.covering(pos, *window)
             hit = pos >= 0
-            where[hit] = self.range_texts.codes[index.rows(pos[hit])]
+            where[hit] = index.text_codes(pos[hit])[0]
             p = np.maximum(pos, 0)
             operator = hit & self.range_op[index.rows(p)]
             if launch_start is not None:
@@ -1487,10 +1487,6 @@ class _Innermost:
             p = np.searchsorted(self._level_start[lvl - 1], s[at], side="right") - 1
             ok = p >= 0
             self.parent[at[ok]] = up[p[ok]]
-
-    def text(self, pos: np.ndarray) -> np.ndarray:
-        """The range names at positions ``pos`` (>= 0)."""
-        return self._texts[self._rows[pos]]
 
     def text_codes(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(codes, words): the range names at positions ``pos`` (>= 0) are words[codes]."""
