@@ -18,10 +18,11 @@ from pandas.api.types import union_categoricals
 from advisor.data import name_matches
 from advisor.metrics.ahead import ahead
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
-from advisor.metrics.intervals import distinct_in_runs, grouped_order, reach_before, run_heads
+from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import (
     middle_rows,
     pack,
+    pack_one,
     sort_runs,
     text_categorical,
     value_codes,
@@ -238,11 +239,7 @@ def attribute_gaps(
     rows = launch_rows(ops, api)
     if release and "correlation" in api:
         trace.api = api = api.drop(columns="correlation")
-    has = rows >= 0
-    for col, src in (("api_start", "start"), ("api_tid", "tid")):
-        values = np.full(len(ops), np.nan)
-        if has.any():
-            values[has] = api[src].to_numpy(np.float64)[rows[has]]
+    for col, values in _launch_call_columns(api, rows).items():
         ops[col] = values
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
@@ -252,16 +249,23 @@ def attribute_gaps(
     identity = op_identities(ops, trace)
     steady_start = steady_starts(ops, ranges, identity)
     ops["steady"] = in_steady_state(ops, steady_start)
+    pageable = pageable_copies(ops, trace)
+    # the launch calls' columns are read again only after the attribution, which reads
+    # the calls themselves: not held meanwhile (10M ops: 166 MB), made again after it
+    placed = list(ops.columns)
+    del ops["api_start"], ops["api_tid"]
     result = attribute(
         ops,
         api,
         host_ranges(trace),
         steady_start,
         causal_rows,
-        pageable_copies(ops, trace),
+        pageable,
         identity=identity,
         threads=threads,
     )
+    for col, values in _launch_call_columns(api, rows).items():
+        ops.insert(placed.index(col), col, values)
     ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
     ops["detail"] = result.detail
     ops["overhead_ns"] = result.overhead_ns
@@ -271,6 +275,19 @@ def attribute_gaps(
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
     return ops, pieces
+
+
+def _launch_call_columns(api: pd.DataFrame, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per op: its launch call's ``api_start`` (ns) and ``api_tid`` (float64, NaN where
+    ``rows``, the calls' rows in ``api``, is -1)."""
+    has = rows >= 0
+    out = {}
+    for col, src in (("api_start", "start"), ("api_tid", "tid")):
+        values = np.full(len(rows), np.nan)
+        if has.any():
+            values[has] = api[src].to_numpy(np.float64)[rows[has]]
+        out[col] = values
+    return out
 
 
 def in_steady_state(ops: pd.DataFrame, steady_start: dict[int, int]) -> np.ndarray:
@@ -426,43 +443,132 @@ def order_rows(t: pd.DataFrame, by: str, ties: list[str]) -> pd.DataFrame:
                          ignore_index=True, kind="stable")  # fmt: skip
 
 
-def stream_summary(ops: pd.DataFrame) -> pd.DataFrame:
+STREAM_BLOCK_ROWS = 1 << 20  # ops summed at a time by stream_summary
+
+
+def stream_summary(ops: pd.DataFrame, block_rows: int | None = None) -> pd.DataFrame:
     """Per (device, stream): ops, busy_ns (sum of op durations), first/last op and gap_ns,
     the stream's own idle time between its consecutive ops (other streams may be busy then).
-    Sorted by gap_ns, descending."""
+    Sorted by gap_ns, descending. Summed ``block_rows`` ops at a time (default
+    STREAM_BLOCK_ROWS) where each stream's ops come in start order (device_ops: by device
+    and start), each stream's latest end carried from block to block: temporaries of a
+    block, not of the table (10M ops: 0.5 GB otherwise); else over the table sorted."""
     cols = ["device", "stream", "ops", "busy_ns", "first_ns", "last_ns", "gap_ns"]
     if ops.empty:
         return pd.DataFrame(columns=cols)
-    # ops come sorted by (device, start, end): a stable grouping by stream keeps that order
-    order = grouped_order(ops["stream"].to_numpy(), ops["device"].to_numpy())
+    sums = _StreamSums.of(ops, block_rows or STREAM_BLOCK_ROWS)
+    out = pd.DataFrame(sums.columns() if sums is not None else _stream_sums_sorted(ops))
+    return order_rows(out[cols], "gap_ns", ["device", "stream"])
+
+
+def _stream_sums_sorted(ops: pd.DataFrame) -> dict[str, np.ndarray]:
+    """stream_summary's columns (unordered) over the ops sorted by device, stream, start."""
+    order = np.lexsort((ops["start"].to_numpy(), ops["stream"], ops["device"]))
     device, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
     start = ops["start"].to_numpy()[order]
-    first = run_heads(device, stream)
-    later = np.ones(len(start), dtype=bool)
-    np.greater_equal(start[1:], start[:-1], out=later[1:])
-    later[first] = True
-    if not later.all():  # (ops not sorted by start: order each stream's ops by start)
-        order = np.lexsort((ops["start"].to_numpy(), ops["stream"], ops["device"]))
-        device, stream = ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]
-        start = ops["start"].to_numpy()[order]
     end = ops["end"].to_numpy()[order]
-    del order, later
+    del order
+    first = run_heads(device, stream)
     # the stream's own idle time: start minus the latest end of its earlier ops
     idle = reach_before(end, [device, stream], fill=start)
     np.subtract(start, idle, out=idle)
     np.maximum(idle, 0, out=idle)
-    out = pd.DataFrame(
-        {
-            "device": device[first].astype(np.int64),
-            "stream": stream[first].astype(np.int64),
-            "ops": np.diff(np.append(first, len(start))),
-            "busy_ns": np.add.reduceat(end - start, first),
-            "first_ns": np.minimum.reduceat(start, first),
-            "last_ns": np.maximum.reduceat(end, first),
-            "gap_ns": np.add.reduceat(idle, first).astype(np.int64),
-        }
-    )
-    return order_rows(out, "gap_ns", ["device", "stream"])
+    return {
+        "device": device[first].astype(np.int64),
+        "stream": stream[first].astype(np.int64),
+        "ops": np.diff(np.append(first, len(start))),
+        "busy_ns": np.add.reduceat(end - start, first),
+        "first_ns": np.minimum.reduceat(start, first),
+        "last_ns": np.maximum.reduceat(end, first),
+        "gap_ns": np.add.reduceat(idle, first).astype(np.int64),
+    }
+
+
+class _StreamSums:
+    """stream_summary's sums per (device, stream), added up block by block of ops in their
+    order; ``of`` gives None where some stream's ops are not in start order (or its keys
+    do not pack), which the sums need."""
+
+    _NONE = np.iinfo(np.int64).min  # (no earlier op: a stream not met yet)
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, int], int] = {}  # (device, stream) -> its sums' row
+        self.sums = {k: np.zeros(0, np.int64) for k in ("ops", "busy_ns", "gap_ns")}
+        self.first_ns = np.zeros(0, np.int64)
+        self.last_ns = np.zeros(0, np.int64)  # the latest end so far
+        self.last_start = np.zeros(0, np.int64)  # the latest start so far
+
+    @classmethod
+    def of(cls, ops: pd.DataFrame, block: int) -> _StreamSums | None:
+        sums = cls()
+        device, stream = ops["device"].to_numpy(), ops["stream"].to_numpy()
+        if device.dtype.kind not in "iu" or stream.dtype.kind not in "iu":
+            return None  # (ids that may be NaN: the sorted table's way)
+        start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
+        for b in range(0, len(ops), block):
+            part = slice(b, b + block)
+            if not sums._add(device[part], stream[part], start[part], end[part]):
+                return None
+        return sums
+
+    def _ids_of(self, device: np.ndarray, stream: np.ndarray) -> np.ndarray | None:
+        """Per op: its (device, stream)'s row in the sums (new ones added); None where the
+        pairs do not pack."""
+        packed = pack_one(device, stream, fallback=None)
+        if packed is None:
+            return None
+        codes, uniques = pd.factorize(packed)
+        first = np.empty(len(uniques), dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # (each code's first row)
+        ids = [self.ids.setdefault((int(device[i]), int(stream[i])), len(self.ids))
+               for i in first]  # fmt: skip
+        grow = len(self.ids) - len(self.first_ns)
+        if grow:
+            for k, v in self.sums.items():
+                self.sums[k] = np.append(v, np.zeros(grow, np.int64))
+            self.first_ns = np.append(self.first_ns, np.zeros(grow, np.int64))
+            self.last_ns = np.append(self.last_ns, np.full(grow, self._NONE))
+            self.last_start = np.append(self.last_start, np.full(grow, self._NONE))
+        small = np.int16 if len(self.ids) <= np.iinfo(np.int16).max else np.int64
+        return np.asarray(ids, dtype=small)[codes]
+
+    def _add(self, device, stream, start, end) -> bool:
+        """Add one block of ops; False where a stream's ops are not in start order."""
+        ids = self._ids_of(device, stream)
+        if ids is None:
+            return False
+        order = np.argsort(ids, kind="stable")  # (each stream's ops together, in order)
+        ids, start, end = ids[order], start[order], end[order]
+        del order
+        heads = run_heads(ids)
+        g = ids[heads].astype(np.int64)  # each run's stream
+        rows = np.diff(np.append(heads, len(ids)))
+        ends = heads + rows - 1
+        later = start[1:] >= start[:-1]
+        later[heads[1:] - 1] = True
+        if not later.all() or (start[heads] < self.last_start[g]).any():
+            return False
+        # the latest end of each op's earlier ops: within the block, then the carried one
+        reach = reach_before(end, ids, fill=start)
+        carried = self.last_ns[g]
+        seen = carried != self._NONE
+        np.maximum(reach, np.repeat(carried, rows), out=reach)
+        reach[heads[seen]] = carried[seen]  # (a run's first op: the carried end alone)
+        idle = np.subtract(start, reach, out=reach)
+        np.maximum(idle, 0, out=idle)
+        self.sums["ops"][g] += rows
+        self.sums["busy_ns"][g] += np.add.reduceat(end - start, heads)
+        self.sums["gap_ns"][g] += np.add.reduceat(idle, heads)
+        first = np.minimum.reduceat(start, heads)
+        self.first_ns[g] = np.where(seen, np.minimum(self.first_ns[g], first), first)
+        self.last_ns[g] = np.maximum(carried, np.maximum.reduceat(end, heads))
+        self.last_start[g] = start[ends]
+        return True
+
+    def columns(self) -> dict[str, np.ndarray]:
+        pairs = np.array(list(self.ids), dtype=np.int64).reshape(-1, 2)
+        return {"device": pairs[:, 0], "stream": pairs[:, 1], **self.sums,
+                "first_ns": self.first_ns, "last_ns": self.last_ns}  # fmt: skip
 
 
 def launch_sequences(

@@ -143,6 +143,37 @@ def test_stream_summary_counts_each_streams_own_gaps():
     assert g["gap_ns"].sum() == 0  # the device itself never idled
 
 
+def test_stream_summary_carries_each_streams_reach_across_blocks():
+    from builders import trace
+
+    from advisor.metrics.gaps import stream_summary
+
+    # stream 7: [0,500) holds [100,200) and [250,300) inside it, then [600,700): own gap
+    # 600 - 500 = 100, busy 500 + 100 + 50 + 100 = 750; stream 9: [50,60) [300,350): own gap
+    # 300 - 60 = 240. In blocks of 1-3 ops the nested ops' and the last op's idle come from
+    # the end carried over (with 2: [250,300) is not the first of its stream in its block)
+    t = trace([dict(stream=7, start=0, end=500), dict(stream=9, start=50, end=60),
+               dict(stream=7, start=100, end=200), dict(stream=7, start=250, end=300),
+               dict(stream=9, start=300, end=350), dict(stream=7, start=600, end=700)])  # fmt: skip
+    for block in (1, 2, 3, None):
+        s = stream_summary(device_ops(t), block_rows=block).set_index("stream")
+        assert s.loc[7, ["ops", "busy_ns", "gap_ns", "first_ns", "last_ns"]].tolist() == [
+            4,
+            750,
+            100,
+            0,
+            700,
+        ]
+        assert s.loc[9, ["ops", "busy_ns", "gap_ns", "first_ns", "last_ns"]].tolist() == [
+            2,
+            60,
+            240,
+            50,
+            350,
+        ]
+        assert s.index.tolist() == [9, 7]  # by gap, descending
+
+
 def test_64_bit_correlation_ids_join_their_own_call():
     # packing pid << 32 | id would give (1, 2**32 + 5) and (2, 5) the same key: each kernel
     # must still find its own process's launch call

@@ -189,6 +189,9 @@ def test_stream_summary_does_not_depend_on_row_order(rows):
     want = stream_summary(ordered).sort_values(key, ignore_index=True)
     pd.testing.assert_frame_equal(stream_summary(shuffled).sort_values(key, ignore_index=True),
                                   want)  # fmt: skip
+    for block in (1, 2, 5):  # each stream's latest end carried from block to block
+        pd.testing.assert_frame_equal(stream_summary(ordered, block_rows=block),
+                                      stream_summary(ordered))  # fmt: skip
     for (d, s), own in ordered.groupby(key):  # brute force: the stream's own idle time
         idle = covered(own["start"], own["end"])[own["start"].min() : own["end"].max()]
         row = want[(want["device"] == d) & (want["stream"] == s)].iloc[0]
