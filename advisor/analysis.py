@@ -20,6 +20,7 @@ import pandas as pd
 
 from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
+from advisor.frames import column
 from advisor.metrics import intervals as iv
 from advisor.metrics.ahead import analysis_threads, beside
 from advisor.metrics.comm import (
@@ -1000,9 +1001,10 @@ def analyze(
     ops["same_stream_comm"] = same_stream_comm(ops, op_class)
     skew = collective_skew(ops, op_class)
     if op_class.eq("comm").any():  # (without comm ops every wait is 0: no columns)
-        ops["wait_ns"], ops["last_device"] = _comm_waits(ops, op_class, skew)
+        wait, last_device = _comm_waits(ops, op_class, skew)
+        ops["wait_ns"], ops["last_device"] = column(ops, wait), column(ops, last_device)
     ranges = top_level_ranges(trace.nvtx)
-    ops["region"] = _region_names(ops["range_id"].to_numpy(), ranges)
+    ops["region"] = column(ops, _region_names(ops["range_id"].to_numpy(), ranges))
     # the launch sequences and the per-stream sums found beside the launch table and then
     # the per-cause sums (of the ops as they are now: a table of their own, whatever is
     # dropped below; waited for before the busy and idle segments and the windows, whose
@@ -1176,7 +1178,7 @@ def launch_columns(
             idle = launch_idle(took, launches["config"].to_numpy(), configs)
             out.update({col: idle[col] for col in LAUNCH_IDLE_COLUMNS if col in columns})
         out["duration"] = took
-    return launches.assign(**{col: out[col] for col in columns})
+    return launches.assign(**{col: column(launches, out[col]) for col in columns})
 
 
 def launch_op_column(ops: pd.DataFrame, col: str, at: np.ndarray) -> Any:
@@ -1238,14 +1240,15 @@ def _launch_table(
     # op holds is read through it where needed (launch_columns), never held twice
     launches = pd.DataFrame({c: kernels[c] for c in columns if c not in LAUNCH_OP_COLUMNS},
                             copy=False)  # fmt: skip
-    launches["op"] = op_of_launch
-    launches["config"] = config
+    launches["op"] = column(launches, op_of_launch)
+    launches["config"] = column(launches, config)
     if not trace.counters.empty:  # hardware counters of the launches profiled
         for col, values in launch_counters(trace.counters, len(kernels)).items():
             launches[col] = values
     # the CPU op that launched it says it is no matrix multiply (classify.yaml not_gemm_ops)
     launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)
-    launches["op_not_gemm"] = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
+    not_gemm = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
+    launches["op_not_gemm"] = column(launches, not_gemm)
     region = ops["region"].array
     calls = launches[["name"]].assign(
         region=pd.Categorical.from_codes(per_launch(region.codes), region.categories)

@@ -16,6 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
+from advisor.frames import column
 from advisor.metrics.ahead import ahead
 from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
@@ -234,21 +235,21 @@ def attribute_gaps(
     (a caller that owns the trace: nothing later reads them). ``threads``: how many the
     attribution may use (attribution.attribute; the result does not depend on it)."""
     ops = ops.copy(deep=False)
-    ops["gap_ns"] = idle_gaps(ops)
+    ops["gap_ns"] = column(ops, idle_gaps(ops))
     api = trace.api
     rows = launch_rows(ops, api)
     if release and "correlation" in api:
         trace.api = api = api.drop(columns="correlation")
     for col, values in _launch_call_columns(api, rows).items():
-        ops[col] = values
+        ops[col] = column(ops, values)
     ranges = top_level_ranges(trace.nvtx)
-    ops["range_id"] = assign_ops(ops, ranges).to_numpy().astype(np.int32)
+    ops["range_id"] = column(ops, assign_ops(ops, ranges).to_numpy().astype(np.int32))
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
     # calls still place the ops in ranges, but no gap is attributed to a cause
     causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
     identity = op_identities(ops, trace)
     steady_start = steady_starts(ops, ranges, identity)
-    ops["steady"] = in_steady_state(ops, steady_start)
+    ops["steady"] = column(ops, in_steady_state(ops, steady_start))
     pageable = pageable_copies(ops, trace)
     # the launch calls' columns are read again only after the attribution, which reads
     # the calls themselves: not held meanwhile (10M ops: 166 MB), made again after it
@@ -265,13 +266,13 @@ def attribute_gaps(
         threads=threads,
     )
     for col, values in _launch_call_columns(api, rows).items():
-        ops.insert(placed.index(col), col, values)
-    ops["cause"] = pd.Categorical.from_codes(result.cause, CAUSES)
-    ops["detail"] = result.detail
-    ops["overhead_ns"] = result.overhead_ns
-    ops["sync_call"] = result.sync_call
-    ops["launch_op"] = result.launch_op
-    ops["sync_ns"] = result.sync_ns
+        ops.insert(placed.index(col), col, column(ops, values))
+    # (the attribution's arrays given to the table as they are: no copy of each)
+    ops["cause"] = column(ops, pd.Categorical.from_codes(result.cause, CAUSES))
+    for col, values in (("detail", result.detail), ("overhead_ns", result.overhead_ns),
+                        ("sync_call", result.sync_call), ("launch_op", result.launch_op),
+                        ("sync_ns", result.sync_ns)):  # fmt: skip
+        ops[col] = column(ops, values)
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
     return ops, pieces
