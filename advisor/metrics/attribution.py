@@ -834,8 +834,12 @@ class _HostActivity:
         ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
         ranges = ranges[self.range_op[ranges] | self.input[ranges]]
         calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+        if _every_row(calls, len(self.api_start)):  # (one thread, its calls by start: no copy)
+            call_start, call_end = self.api_start, self.api_end
+        else:
+            call_start, call_end = self.api_start[calls], self.api_end[calls]
         return (_outermost(self.range_start[ranges], self.range_end[ranges]),
-                _outermost(self.api_start[calls], self.api_end[calls]))  # fmt: skip
+                _outermost(call_start, call_end))  # fmt: skip
 
     @property
     def device_idle(self) -> _DeviceIdle:
@@ -1308,10 +1312,11 @@ def _thread_keys(pid, tid) -> np.ndarray:
 
 
 def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
-    """Row positions per thread key (_thread_keys; -1: none), each sorted by ``start``."""
+    """Row positions per thread key (_thread_keys; -1: none), each sorted by ``start``
+    (int32 below 2**31 rows: the API calls' are held through the attribution)."""
     if len(keys) and keys[0] >= 0 and (keys == keys[0]).all():  # (one thread: no hashing)
         order = np.argsort(start, kind="stable")  # (a run already in order: found as one)
-        return {int(keys[0]): order}
+        return {int(keys[0]): order.astype(np.int32) if len(order) < 2**31 else order}
     unknown = bool((keys < 0).any())
     codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if unknown else keys,
                                   use_na_sentinel=True)  # fmt: skip
@@ -1325,6 +1330,8 @@ def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
     if unknown:
         order = order[codes[order] >= 0]
     c = codes[order]
+    if len(order) < 2**31:
+        order = order.astype(np.int32)
     heads = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     return {int(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),
                                                            strict=True)}  # fmt: skip
@@ -1378,14 +1385,20 @@ def _painted_over(unions: dict[int, Segments]) -> dict[int, Segments]:
     return out
 
 
+def _every_row(rows: np.ndarray, n: int) -> bool:
+    """Whether ``rows`` (distinct row positions) are 0..n-1 in order."""
+    return len(rows) == n and (n == 0 or (rows[0] == 0 and bool((rows[1:] > rows[:-1]).all())))
+
+
 def _outermost(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Of segments sorted by start, those not inside an earlier one (same union)."""
+    """Of segments sorted by start, those not inside an earlier one (same union); the
+    arrays themselves where none is (a thread's API calls: 9.6M at 10M kernels)."""
     if len(start) < 2:
         return start, end
     keep = np.empty(len(start), dtype=bool)
     keep[0] = True
     np.greater(end[1:], np.maximum.accumulate(end)[:-1], out=keep[1:])
-    return start[keep], end[keep]
+    return (start, end) if keep.all() else (start[keep], end[keep])
 
 
 class _Uncovered:

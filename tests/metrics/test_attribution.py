@@ -416,6 +416,18 @@ def test_outermost_segments_keep_the_union():
 
     start, end = _outermost(np.array([0, 1, 5, 6]), np.array([10, 3, 8, 12]))
     assert (start.tolist(), end.tolist()) == ([0, 6], [10, 12])
+    # none inside another (a thread's API calls): the arrays themselves, no copy
+    s, e = np.array([0, 4, 9]), np.array([3, 9, 11])
+    start, end = _outermost(s, e)
+    assert start is s and end is e
+
+
+def test_every_row_is_the_whole_table_in_order():
+    from advisor.metrics.attribution import _every_row
+
+    assert _every_row(np.arange(4), 4) and _every_row(np.zeros(0, np.int64), 0)
+    assert not _every_row(np.array([0, 2, 1, 3]), 4)  # (all rows, not in order)
+    assert not _every_row(np.array([1, 2, 3]), 4) and not _every_row(np.arange(3), 4)
 
 
 @pytest.mark.parametrize("loads", [True, False], ids=["code loaded", "taken mid-run"])
@@ -863,6 +875,7 @@ def test_rows_by_thread_one_thread_or_several():
     start = np.array([3, 1, 2, 1])
     one = _by_thread(np.array([5, 5, 5, 5]), start)
     assert list(one) == [5] and one[5].tolist() == [1, 3, 2, 0]
+    assert one[5].dtype == np.int32  # (held through the attribution: half the int64 bytes)
     several = _by_thread(np.array([5, 7, 5, -1]), start)
     assert {k: v.tolist() for k, v in several.items()} == {5: [2, 0], 7: [1]}
     assert _by_thread(np.array([-1, -1]), np.array([1, 2])) == {}
