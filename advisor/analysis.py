@@ -1153,11 +1153,14 @@ def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
 def _configurations(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame, int]:
     """(config id per kernel launch, the configurations table: waves.wave_configs; the
     launches whose registers or shared memory the trace did not record), of a trace's
-    ``kernels`` with their configuration columns, on its ``gpus``."""
+    ``kernels`` with their configuration columns (a table of the caller's to give away:
+    those columns are taken out as they are numbered), on its ``gpus``."""
     if kernels.empty:
         return np.zeros(0, dtype=np.int32), pd.DataFrame(), 0
-    config, configs = wave_configs(kernels, gpus)
-    return config, configs, int(unknown_resources(kernels).sum())
+    config, configs = wave_configs(kernels, gpus, taken=True)
+    # (known or not per configuration: its own columns tell, then counted per launch)
+    launches = np.bincount(config, minlength=len(configs))
+    return config, configs, int(launches[unknown_resources(configs)].sum())
 
 
 def launch_columns(

@@ -620,6 +620,12 @@ def test_pytorch_18_and_rocm_variants_are_read():
     assert (g.vendor, g.sm_count, g.cc_major) == ("amd", 304, None)
     assert not any("impossible" in w for w in b.warnings)
     assert any("no registers or shared memory" in w for w in b.warnings)
+    # (counted per configuration, then per launch: as over every launch's own columns)
+    from advisor.trace.load import load_trace
+    from advisor.trace.quality import unknown_resources
+
+    kernels = load_trace(PUBLIC / "tracelens_owlv2_mi300x.json.gz").kernels
+    assert b.coverage["unknown_resources"] == int(unknown_resources(kernels).sum()) > 0
     k = b.kernel_table()
     tensile = k[k["name"].str.startswith("Cijk_")]
     assert tensile["waves"].notna().all() and (tensile["grid_blocks"] < 1e5).all()

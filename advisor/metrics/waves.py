@@ -20,11 +20,10 @@ import pandas as pd
 
 from advisor.data import names_in
 from advisor.metrics.ahead import analysis_threads, beside
-from advisor.metrics.grouping import row_groups
+from advisor.metrics.grouping import groups_and_firsts, row_groups
 from advisor.metrics.keys import (
     first_appearance_codes,
     first_max_rows,
-    first_rows,
     group_medians,
     pack_one,
     slot_sums,
@@ -58,16 +57,17 @@ CONFIG_COLUMNS = ["grid_blocks", "block_threads", "ctas_per_sm", "limiter", "slo
 CONFIG_FACTS = [*CONFIG_COLUMNS, "impossible", "unrecorded"]
 
 
-def wave_configs(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame]:
+def wave_configs(kernels: pd.DataFrame, gpus: dict, taken: bool = False
+                 ) -> tuple[np.ndarray, pd.DataFrame]:  # fmt: skip
     """(config id per launch, one row per distinct launch configuration): the configuration's
     own LAUNCH_CONFIG_COLUMNS (those the kernels table has), then CONFIG_COLUMNS,
     ``impossible`` and ``unrecorded`` (trace.quality), computed once per configuration (a
     million launches hold a few hundred). Launches on devices without GPU facts keep NaN
-    waves and zero tail."""
+    waves and zero tail. ``taken``: ``kernels`` is the caller's to give away, each launch
+    configuration column taken out of it once numbered (grouping.groups_and_firsts)."""
     cols = [c for c in CONFIG_KEYS if c in kernels]
-    ids = row_groups(kernels, cols)
-    first = first_rows(ids)  # first launch of each configuration
-    k = kernels.iloc[first].reset_index(drop=True)
+    # (each configuration's first launch)
+    ids, k = groups_and_firsts(kernels, cols, LAUNCH_CONFIG_COLUMNS if taken else ())
     impossible = impossible_launches(k)  # damaged fields: no occupancy, no waves
     unrecorded = unrecorded_launches(k)  # no configuration in the trace: the same
     occ = kernel_occupancy(k[~impossible & ~unrecorded], gpus).reindex(k.index)

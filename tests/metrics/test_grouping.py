@@ -126,3 +126,45 @@ def test_many_distinct_values_stay_distinct():
     for n in (300, 70_000):
         df = pd.DataFrame({"x": np.tile(np.arange(n) * 10, 2), "y": np.tile([1.5, 2.5], n)})
         assert row_groups(df, ["x", "y"]).tolist() == [*range(n), *range(n)]
+
+
+def test_groups_and_first_rows_with_the_numeric_columns_taken_out():
+    # rows 0,1,3 alike; 2,4 alike (NaN == NaN); 5 alone: groups 0,0,1,0,1,2, first rows 0,2,5.
+    # "k" is constant (splits nothing), "name" categorical (never taken), "x" not a key
+    from advisor.metrics.grouping import groups_and_firsts
+
+    def table():
+        return pd.DataFrame({
+            "a": np.array([1, 1, 2, 1, 2, 3], dtype=np.int32),
+            "b": np.array([0.5, 0.5, np.nan, 0.5, np.nan, np.nan], dtype=np.float32),
+            "k": np.array([7, 7, 7, 7, 7, 7], dtype=np.int16),
+            "name": pd.Categorical(["x", "x", "y", "x", "y", "x"]),
+            "x": [10, 11, 12, 13, 14, 15]})  # fmt: skip
+
+    cols = ["a", "b", "k", "name"]
+    want = table().iloc[[0, 2, 5]].reset_index(drop=True)
+    for taken in ((), ("a", "b", "k", "name")):
+        df = table()
+        groups, firsts = groups_and_firsts(df, cols, taken)
+        assert groups.tolist() == [0, 0, 1, 0, 1, 2] == row_groups(table(), cols).tolist()
+        pd.testing.assert_frame_equal(firsts, want)  # (values, dtypes, column order)
+        # the numeric columns taken are gone from the caller's table, the others stay
+        kept = ["name", "x"] if taken else list(want.columns)
+        assert list(df.columns) == kept
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.5, np.nan]),
+                          st.integers(0, 1)), min_size=1, max_size=30))  # fmt: skip
+def test_groups_and_firsts_taken_or_not_agree(rows):
+    from advisor.metrics.grouping import groups_and_firsts
+
+    def table():
+        return pd.DataFrame({"a": np.array([r[0] for r in rows], dtype=np.int32),
+                             "b": np.array([r[1] for r in rows], dtype=np.float32),
+                             "c": np.array([r[2] for r in rows], dtype=np.int8)})  # fmt: skip
+
+    groups, firsts = groups_and_firsts(table(), ["a", "b", "c"])
+    taken_groups, taken_firsts = groups_and_firsts(table(), ["a", "b", "c"], ("a", "b", "c"))
+    assert groups.tolist() == taken_groups.tolist() == _ngroup(table(), ["a", "b", "c"])
+    pd.testing.assert_frame_equal(taken_firsts, firsts)
