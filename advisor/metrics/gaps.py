@@ -614,32 +614,33 @@ def launch_sequences(
     # correlation id); ops without one count alone), the medians, the most frequent name
     pid, correlation = ops["pid"].to_numpy(), ops["correlation"].to_numpy()
     names = _categorical(ops["name"], n)
+    overhead_ns, graph = ops["overhead_ns"].to_numpy(), ops["graph"].to_numpy()
+    eager = ~cause.eq("graph_internal").to_numpy()
 
     def per_run(block: tuple[slice, slice]) -> dict[str, np.ndarray]:
-        """The columns sorted within runs of one block of whole runs."""
+        """The columns sorted within runs, and the per-run sums, of one block of whole
+        runs."""
         runs, rows = block
         r, f = seq[rows] - runs.start, first[runs] - rows.start
         took = (end[rows] - start[rows]).astype(np.float64)
         idle = np.where(boundary[rows], np.nan, gap_ns[rows])
+        overhead = np.where(boundary[rows], 0, overhead_ns[rows])
+        saving = np.where(eager[rows], graph_saving(overhead), 0)
         return {"launches": _distinct_per_run(r, _key(pid[rows], correlation[rows]), f),
                 "median_op_ns": _median_per_run(r, took, f),
                 "median_gap_ns": _median_per_run(r, idle, f),
-                "top_kernel": _most_frequent(r, names[rows])}  # fmt: skip
+                "top_kernel": _most_frequent(r, names[rows]),
+                "overhead_ns": np.add.reduceat(overhead, f),
+                "graph_saving_ns": np.add.reduceat(saving, f),
+                "graph_ops": np.add.reduceat(graph[rows], f, dtype=np.int64)}  # fmt: skip
 
     # (blocks made on up to ``threads`` threads: metrics/ahead.py, the result the same)
     blocks = _run_blocks(first, n, block_rows or SEQUENCE_BLOCK_ROWS)
     parts = list(ahead(per_run, blocks, threads))
-    for col in ("launches", "median_op_ns", "median_gap_ns", "top_kernel"):
+    for col in ("launches", "median_op_ns", "median_gap_ns", "top_kernel", "overhead_ns",
+                "graph_saving_ns", "graph_ops"):  # fmt: skip
         out[col] = np.concatenate([part[col] for part in parts])
     del parts
-    overhead = np.where(boundary, 0, ops["overhead_ns"].to_numpy())
-    out["overhead_ns"] = np.add.reduceat(overhead, first)
-    eager = ~cause.eq("graph_internal").to_numpy()
-    saving = np.where(eager, graph_saving(overhead), 0)
-    del eager, overhead
-    out["graph_saving_ns"] = np.add.reduceat(saving, first)
-    del saving
-    out["graph_ops"] = np.add.reduceat(ops["graph"].to_numpy(np.int64), first)
     out["region"] = _first_per_run(ops["region"], first) if "region" in ops else None
     out = out[[*SEQUENCE_COLUMNS]]  # (the columns made in blocks in their place)
     out["span_ns"] = out["end_ns"] - out["start_ns"]
