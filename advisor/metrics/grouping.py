@@ -36,11 +36,13 @@ def groups_and_firsts(df: pd.DataFrame, cols: list[str], taken: Collection[str] 
     give away: each is taken out of ``df`` once numbered and its first rows made from its
     distinct values, so that a table's columns (at 10M launches 40 MB each) are not all held
     beside their numbers; ``df`` is left without them."""
+    if df.empty:
+        return np.zeros(0, dtype=np.int64), df.iloc[:0].reset_index(drop=True)
     columns = list(df.columns)
     numbers: list[np.ndarray] = []
     made: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}  # (numbers, distinct values)
     for c in cols:
-        if c not in taken or df[c].dtype.kind not in "iuf" or df.empty:
+        if c not in taken or df[c].dtype.kind not in "iuf":
             if not _constant(df[c]):
                 numbers.append(_value_numbers(df[c]))
             continue
@@ -53,7 +55,7 @@ def groups_and_firsts(df: pd.DataFrame, cols: list[str], taken: Collection[str] 
         del values
         numbers.append(_smallest(codes))
         made[c] = (numbers[-1], distinct)
-    groups = _groups(numbers, len(df)) if len(df) else np.zeros(0, dtype=np.int64)
+    groups = _groups(numbers, len(df))
     first = first_rows(groups)
     firsts = df.iloc[first].reset_index(drop=True)
     for c, (codes, distinct) in made.items():

@@ -151,6 +151,8 @@ def test_groups_and_first_rows_with_the_numeric_columns_taken_out():
         # the numeric columns taken are gone from the caller's table, the others stay
         kept = ["name", "x"] if taken else list(want.columns)
         assert list(df.columns) == kept
+    groups, firsts = groups_and_firsts(table().iloc[:0], cols, ("a", "b"))  # (no rows)
+    assert len(groups) == 0 and list(firsts.columns) == list(want.columns) and firsts.empty
 
 
 @settings(max_examples=60, deadline=None)
