@@ -20,9 +20,9 @@ import pandas as pd
 
 from advisor.data import name_matches
 from advisor.errors import AdvisorInputError
-from advisor.frames import column
 from advisor.metrics import intervals as iv
 from advisor.metrics.ahead import analysis_threads, beside
+from advisor.metrics.columns import column
 from advisor.metrics.comm import (
     class_segments,
     classify_ops,

@@ -1,22 +1,12 @@
 """Tables that travel between processes (a rank's part, parts.py) and come back together:
 text columns sent as categoricals (each distinct text once) and concatenated again, in
-their own types or as categoricals of every frame's categories; and columns given to a
-table without a copy (``column``)."""
+their own types or as categoricals of every frame's categories."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
-
-
-def column(t: pd.DataFrame, values) -> pd.Series:
-    """``values`` (an array or Categorical of ``t``'s length) as a column for ``t``
-    (``t[name] = column(t, values)``, ``t.assign(name=column(t, values))``) that the table
-    holds as it is: pandas 3 copies an array assigned to a column (at 10M rows 40-80 MB of
-    memory and a pass over it each time), not a Series on the table's own index. The
-    caller gives the array away: nothing may change it afterwards."""
-    return pd.Series(values, index=t.index, copy=False)
 
 
 def compact(t: pd.DataFrame) -> pd.DataFrame:

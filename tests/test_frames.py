@@ -1,4 +1,4 @@
-"""Tables sent between processes and concatenated back, columns held without a copy (frames.py)."""
+"""Tables sent between processes and concatenated back (frames.py)."""
 
 import numpy as np
 import pandas as pd
@@ -43,19 +43,3 @@ def test_texts_come_back_in_their_own_types():
     both = concatenated(frames, categorical=True)
     assert list(both["name"].cat.categories) == ["a", "b", "c"]
     assert both["name"].astype(object).tolist() == ["a", "b", "b", "c"]
-
-
-def test_column_is_held_without_a_copy_on_any_index():
-    from advisor.frames import column
-
-    t = pd.DataFrame({"x": [1, 2, 3]}, index=[10, 5, 7])  # (not a range index)
-    values = np.array([0.5, 1.5, 2.5])
-    codes = pd.Categorical.from_codes(np.array([1, 0, 1], dtype=np.int8), ["a", "b"])
-    t["v"] = column(t, values)
-    t["c"] = column(t, codes)
-    u = t.assign(w=column(t, values))
-    assert np.shares_memory(t["v"].to_numpy(), values)  # (a plain assignment copies)
-    assert np.shares_memory(t["c"].array.codes, codes.codes)
-    assert np.shares_memory(u["w"].to_numpy(), values)
-    assert t["v"].tolist() == [0.5, 1.5, 2.5] and t["c"].tolist() == ["b", "a", "b"]
-    assert t.index.tolist() == [10, 5, 7] and t["x"].tolist() == [1, 2, 3]
