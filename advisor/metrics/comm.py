@@ -38,6 +38,19 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
     copy of the ops table)."""
     mask = np.asarray(mask, dtype=bool)
     dev, start, end = ops["device"].to_numpy(), ops["start"].to_numpy(), ops["end"].to_numpy()
+    if len(dev) and (dev[1:] >= dev[:-1]).all():  # (device_ops: by device, then start)
+        heads = iv.run_heads(dev)
+        bounds = np.append(heads, len(dev)).tolist()
+        out = {}
+        for d, lo, hi in zip(dev[heads].tolist(), bounds[:-1], bounds[1:], strict=True):
+            if not mask[lo:hi].any():
+                continue
+            merged = iv.union_of_sorted(start[lo:hi], end[lo:hi], mask[lo:hi])
+            if merged is None:
+                break  # (a device's ops not by start: the whole way below)
+            out[int(d)] = merged
+        else:
+            return out
     if not mask.all():
         dev, start, end = dev[mask], start[mask], end[mask]
     devices = np.unique(dev)

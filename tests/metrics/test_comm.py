@@ -218,3 +218,21 @@ def test_tensor_parallel_collectives_beside_send_receive_are_claimed_once():
     fired = [(f.rule, f.est_savings_ns) for f in find(a) if f.region == "step"
              and f.rule in ("exposed-comm", "exposed-p2p", "tp-exposed-comm")]  # fmt: skip
     assert fired == [("tp-exposed-comm", 640 * u)]
+
+
+def test_device_segments_a_device_at_a_time_or_the_whole_way(monkeypatch):
+    # by device then start (device_ops), the masked union per device a block at a time; the
+    # same rows out of device order take the whole way: the same segments
+    from advisor.metrics import intervals as iv
+    from advisor.metrics.comm import device_segments
+
+    ops = pd.DataFrame({"device": [0, 0, 0, 1, 1, 2], "start": [0, 5, 20, 0, 3, 7],
+                        "end": [10, 8, 30, 2, 9, 7]})  # fmt: skip
+    mask = np.array([True, True, True, False, True, True])
+    want = {0: ([0, 20], [10, 30]), 1: ([3], [9]), 2: ([], [])}
+    shuffled = ops.iloc[[3, 0, 5, 1, 4, 2]].reset_index(drop=True)
+    for table, m in ((ops, mask), (shuffled, mask[[3, 0, 5, 1, 4, 2]])):
+        for block in (1, 2, 1 << 20):
+            monkeypatch.setattr(iv, "UNION_BLOCK", block)
+            got = device_segments(table, m)
+            assert {d: (s.tolist(), e.tolist()) for d, (s, e) in got.items()} == want

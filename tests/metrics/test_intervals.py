@@ -138,3 +138,32 @@ def test_coded_coverage_is_coverage_of_each_code():
         assert sorted(got) == sorted(segments)
         for c, seg in segments.items():
             assert got[c].tolist() == iv.Coverage(seg).within(lo, hi).tolist()
+
+
+def test_union_of_sorted_carries_the_reach_across_blocks():
+    # by start: [0,10) holds [2,4); [10,12) touches it: [0,12); [12,12) is empty; [20,30)
+    # then [25,40) (masked out) and [31,35): with the mask [20,30) [31,35); unmasked [20,40)
+    starts = np.array([0, 2, 10, 12, 20, 25, 31])
+    ends = np.array([10, 4, 12, 12, 30, 40, 35])
+    mask = np.array([True, True, True, True, True, False, True])
+    for block in (1, 2, 3, 7, None):
+        s, e = iv.union_of_sorted(starts, ends, block=block)
+        assert (s.tolist(), e.tolist()) == ([0, 20], [12, 40])
+        s, e = iv.union_of_sorted(starts, ends, mask, block=block)
+        assert (s.tolist(), e.tolist()) == ([0, 20, 31], [12, 30, 35])
+    assert iv.union_of_sorted(np.array([5, 1]), np.array([6, 2])) is None  # (not by start)
+    s, e = iv.union_of_sorted(np.array([3, 4]), np.array([3, 4]))  # (only empty ones)
+    assert s.tolist() == [] and e.tolist() == [] and s.dtype == e.dtype == np.int64
+
+
+def test_union_of_sorted_is_the_union_on_random_intervals():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        starts = np.sort(rng.integers(0, 100, n))
+        ends = starts + rng.integers(0, 20, n)  # (some empty)
+        mask = rng.random(n) < 0.7
+        want = iv.union(starts[mask], ends[mask])
+        for block in (1, 2, 5, 64):
+            got = iv.union_of_sorted(starts, ends, mask, block=block)
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
