@@ -100,7 +100,11 @@ class Coverage:
 
     def __init__(self, segments: Segments) -> None:
         self._start, self._end = segments
-        self._cum = np.concatenate([[0], np.cumsum(self._end - self._start)])
+        # (the lengths and their running total made in one array: no temporaries)
+        dtype = np.result_type(self._end, self._start, np.int64)  # (int64 for int times)
+        self._cum = np.zeros(len(self._start) + 1, dtype=dtype)
+        np.subtract(self._end, self._start, out=self._cum[1:])
+        np.cumsum(self._cum[1:], out=self._cum[1:])
 
     def within(self, lo, hi) -> np.ndarray:
         """For each window [lo_i, hi_i), the time the segments cover in it (ns; 0 where
