@@ -53,6 +53,7 @@ from advisor.metrics.regions import (
     top_level_ranges,
 )
 from advisor.metrics.waves import (
+    CONFIG_KEYS,
     kernel_groups,
     launch_idle,
     wave_configs,
@@ -983,11 +984,10 @@ def analyze(
     api_traced = not trace.api.empty
     threads = analysis_threads(cores)
     # the configurations found beside the ops and their attribution (from the kernels as
-    # read: the trace's table loses their columns below), of the launch shape's columns
-    # alone: the times and ids that the ops take are let go once the ops hold them (10M
-    # kernels: 520 MB), not held for that thread
-    shape_only = trace.kernels.drop(columns=[c for c in (*OP_KERNEL_COLUMNS[1:],
-                                    *OPS_ONLY_KERNEL_COLUMNS) if c in trace.kernels])  # fmt: skip
+    # read: the trace's table loses their columns below), of their own columns alone
+    # (waves.CONFIG_KEYS): the times and ids that the ops take are let go once the ops
+    # hold them (10M kernels: 520 MB), not held for that thread
+    shape_only = trace.kernels[[c for c in CONFIG_KEYS if c in trace.kernels]]
     configurations = beside(partial(_configurations, shape_only, trace.gpus), threads)
     del shape_only
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)

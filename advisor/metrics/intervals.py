@@ -14,23 +14,13 @@ def union(starts, ends) -> Segments:
     """Merge intervals into sorted, disjoint segments (touching intervals merge)."""
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
-    keep = e > s
-    if not keep.all():  # (no copies when every interval is non-empty)
-        s, e = s[keep], e[keep]
-    if s.size == 0:
-        return s, e
     if s.size > 1 and not (s[1:] >= s[:-1]).all():  # device ops arrive sorted already
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(s.size, dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
-    idx = np.flatnonzero(new)
-    seg_end = np.append(reach[idx[1:] - 1], reach[-1])
-    return s[idx], seg_end
+    return _merged(s, e)
 
 
-UNION_BLOCK = 1 << 20  # intervals merged at a time by union_of_sorted
+UNION_BLOCK = 1 << 20  # intervals merged at a time by union and union_of_sorted
 
 
 def union_of_sorted(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None = None,
@@ -41,6 +31,12 @@ def union_of_sorted(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | Non
     otherwise). None where the starts are not in ascending order (``union`` sorts them)."""
     if len(starts) > 1 and not (starts[1:] >= starts[:-1]).all():
         return None
+    return _merged(starts, ends, mask, block)
+
+
+def _merged(starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None = None,
+            block: int | None = None) -> Segments:  # fmt: skip
+    """union_of_sorted of intervals already in start order (empty ones dropped)."""
     block = block or UNION_BLOCK
     heads: list[np.ndarray] = []  # per block: the starts of the segments that begin in it
     closes: list[np.ndarray] = []  # and the ends of the segments those close
