@@ -29,11 +29,14 @@
  *   filter_column -1, or the record index of an integer column: only rows whose value is
  *                 one of ``ids`` are kept (SQL's ``column IN (ids)``; NULL is never kept)
  *   ids           bytes: native int64 values, sorted ascending (ignored without a filter)
- *   first_rowid   without a filter: the table's smallest rowid; row r goes to r - first_rowid
+ *   first_rowid   the table's smallest rowid; without a filter row r goes to r - first_rowid
  *   capacity      without a filter: largest rowid - smallest + 1 (the rows written must fill
- *                 it exactly: rowids without holes)
- *   threads       1..16: the leaf pages are split into that many runs, one per thread (with
- *                 a filter, a first pass counts each run's rows: each is written in place)
+ *                 it exactly: rowids without holes). With a filter: the same span (one pass:
+ *                 each thread writes the rows it keeps from the slot of its first kept row's
+ *                 rowid on, rowids rising, and the runs are then moved together), or 0 (two
+ *                 passes: a first one counts each run's rows, each then written in place; for
+ *                 a span too large to allocate)
+ *   threads       1..16: the leaf pages are split into that many runs, one per thread
  *   arrays        list of bytearray, one per column, its values stored as ``kinds`` says
  *   seen          bytes, per column: SEEN_INT | SEEN_REAL | SEEN_NULL for the values read,
  *                 SEEN_SENTINEL when an integer equal to the column's NULL value was read
@@ -91,8 +94,10 @@ typedef struct {
     char **dest;
     int64_t first, capacity;
     int64_t first_slot, last_slot;
-    /* with a filter: a first pass counts the rows each thread keeps (``counting``), the
-       second writes them from ``offset`` on (no array grows, none is copied) */
+    /* with a filter and a capacity (``by_rowid``): the kept rows from first_slot on (the
+       slot of the first kept row's rowid); else a first pass counts the rows each thread
+       keeps (``counting``), the second writes them from ``offset`` on */
+    int by_rowid;
     int counting;
     size_t offset;
     size_t rows;
@@ -319,7 +324,18 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
         }
         int64_t rowid = (int64_t)rowid_bits;
         size_t slot;
-        if (w->filtered) {
+        if (w->by_rowid) {
+            /* kept rows one after another from the first one's rowid: with rowids rising,
+               the k-th lies at or before its own rowid's slot, so no run reaches the next's */
+            if (rowid < w->first) return (w->error = "rowid out of range", 0);
+            uint64_t distance = (uint64_t)rowid - (uint64_t)w->first;
+            if (distance >= (uint64_t)w->capacity) return (w->error = "rowid out of range", 0);
+            int64_t s = (int64_t)distance;
+            if (w->rows && s <= w->last_slot) return (w->error = "rowids out of order", 0);
+            if (!w->rows) w->first_slot = s;
+            w->last_slot = s;
+            slot = (size_t)w->first_slot + w->rows;
+        } else if (w->filtered) {
             if (w->offset + w->rows >= (size_t)w->capacity) return (w->error = "rows changed", 0);
             slot = w->offset + w->rows;
         } else {
@@ -562,10 +578,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         w->nids = (size_t)ids.len / 8;
         w->filtered = filtered;
         w->first = first;
-        w->counting = filtered;
+        w->by_rowid = filtered && capacity > 0;
+        w->counting = filtered && capacity <= 0;
     }
     size_t rows = 0;
-    if (filtered) { /* the rows each thread keeps, then where its rows go */
+    if (filtered && capacity <= 0) { /* the rows each thread keeps, then where they go */
         if (!run_released(works, n)) goto done;
         for (int t = 0; t < n; t++) {
             works[t].offset = rows;
@@ -590,14 +607,35 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!run_released(works, n)) goto done;
     unsigned char seen[MAX_COLUMNS] = {0};
     size_t written = 0;
+    int64_t reached = -1; /* (by rowid: the last slot of the runs before) */
     for (int t = 0; t < n; t++) {
         Work *w = &works[t];
         if (!filtered && w->rows && (int64_t)written != w->first_slot) {
             PyErr_SetString(Unsupported, "rowids with holes");
             goto done;
         }
+        if (w->by_rowid && w->rows) {
+            if (w->first_slot <= reached) {
+                PyErr_SetString(Unsupported, "rowids out of order");
+                goto done;
+            }
+            reached = w->last_slot;
+            if ((int64_t)written != w->first_slot) /* (the run moved down to the rows before) */
+                for (Py_ssize_t c = 0; c < ncols; c++) {
+                    size_t bytes = width(kinds[c]);
+                    memmove(dest[c] + written * bytes, dest[c] + (size_t)w->first_slot * bytes,
+                            w->rows * bytes);
+                }
+        }
         written += w->rows;
         for (Py_ssize_t c = 0; c < ncols; c++) seen[c] |= w->seen[c];
+    }
+    if (works[0].by_rowid) { /* the arrays cut to the rows kept */
+        for (Py_ssize_t c = 0; c < ncols; c++)
+            if (PyByteArray_Resize(PyList_GET_ITEM(arrays, c),
+                                   (Py_ssize_t)(written * width(kinds[c]))) < 0)
+                goto done;
+        capacity = (long long)written;
     }
     if ((int64_t)written != capacity) {
         PyErr_SetString(Unsupported, filtered ? "rows changed" : "rowids with holes");

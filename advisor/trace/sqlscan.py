@@ -83,7 +83,11 @@ def read_columns(
     if max(*read.values(), filter_column) > _sqlscan.MAX_INDEX:
         return None  # (a column further into the record than the scanner reads)
     lo, hi = rowids
-    if where_in is None and not rowids_fit(path, lo, hi):
+    # (arrays of one slot per rowid: with a filter, the kept rows are written in one pass
+    # and the arrays cut to them, their untouched slots never resident; two passes where the
+    # rowids span more than the file could hold)
+    span = hi - lo + 1 if rowids_fit(path, lo, hi) else 0
+    if where_in is None and not span:
         return None
     aliases = list(read)
     kinds = "".join("f" if a in float32 else "i" if a in int32 else "q" for a in aliases).encode()
@@ -91,8 +95,8 @@ def read_columns(
     def scan(indices: tuple[int, ...], kinds: bytes) -> tuple[list, bytes, int] | None:
         try:
             return _sqlscan.scan(
-                str(path), root, indices, kinds, filter_column, ids, lo,
-                0 if where_in is not None else hi - lo + 1, max(1, min(threads, 16)),
+                str(path), root, indices, kinds, filter_column, ids, lo, span,
+                max(1, min(threads, 16)),
             )  # fmt: skip
         except _sqlscan.Unsupported:
             return None

@@ -131,6 +131,68 @@ def test_a_filter_keeps_the_rows_sql_in_keeps(tmp_path):
     assert read(path, "t", {"v": "v"}, where_in=("k", [])) is None  # (no row: SQLite reads it)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_a_filter_in_one_pass_or_two_keeps_the_same_rows(threads, tmp_path):
+    # rowids with holes (rows deleted, a run of them at the start), kept rows spread over
+    # every thread's pages: one pass (a slot per rowid, the threads' runs moved together
+    # afterwards, the arrays cut to them) and two passes (counted first) give SQL's rows
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (k INTEGER, v INTEGER, w INTEGER)"], page_size=512)
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                       ((i % 5, i, -3 * i) for i in range(20_000)))  # fmt: skip
+        db.execute("DELETE FROM t WHERE v < 700 OR v % 13 = 0")
+        lo, hi = db.execute("SELECT MIN(rowid), MAX(rowid) FROM t").fetchone()
+        expected = db.execute("SELECT v, w FROM t WHERE k IN (1, 4) ORDER BY rowid").fetchall()
+    # by hand: v in 700..19999 (19300 values, 3860 cycles of 5) with v % 5 in (1, 4): 7720,
+    # less those with v % 13 == 0 too (v % 65 in (26, 39): 741..19981 and 754..19994, 297
+    # each): 7126
+    assert (lo, hi) == (701, 20_000) and len(expected) == 7720 - 594
+    ids = np.array([1, 4], dtype=np.int64).tobytes()
+    for span in (hi - lo + 1, 0):
+        arrays, _, rows = _sqlscan.scan(str(path), 2, (1, 2), b"qi", 0, ids, lo, span, threads)
+        got = zip(np.frombuffer(arrays[0], np.int64).tolist(),
+                  np.frombuffer(arrays[1], np.int32).tolist(), strict=True)  # fmt: skip
+        assert rows == len(expected) and list(got) == expected, span
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])  # (3: a leaf a thread)
+def test_leaves_out_of_rowid_order_are_declined_by_a_one_pass_filter(threads, tmp_path):
+    # three leaves under the root; its first child and its right-most child swapped: the
+    # leaves come in an order whose rowids fall (within one thread's run, or from one run to
+    # the next); a one-pass filter, which places rows by rowid, declines the table (SQLite
+    # then reads it)
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (k INTEGER, v INTEGER)"], page_size=512)
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t VALUES (?, ?)", ((1, i) for i in range(150)))
+        assert db.execute("SELECT rootpage FROM sqlite_master WHERE name = 't'").fetchone() == (2,)
+    data = bytearray(path.read_bytes())
+    root = 512  # (page 2)
+    assert data[root] == 0x05 and int.from_bytes(data[root + 3 : root + 5], "big") == 2
+    first_cell = int.from_bytes(data[root + 12 : root + 14], "big")
+    left, right = root + first_cell, root + 8
+    data[left : left + 4], data[right : right + 4] = data[right : right + 4], data[left : left + 4]
+    path.write_bytes(bytes(data))
+    ids = np.array([1], dtype=np.int64).tobytes()
+    with pytest.raises(_sqlscan.Unsupported, match="rowids out of order"):
+        _sqlscan.scan(str(path), 2, (1,), b"q", 0, ids, 1, 150, threads)
+
+
+def test_a_filter_over_rowids_wider_than_the_file_counts_first(tmp_path):
+    # rowids 1 and 2**40: a slot per rowid would be terabytes (rowids_fit fails), so the
+    # filtered read counts its rows first; without a filter the table is declined
+    path = tmp_path / "t.sqlite"
+    build(path, ["CREATE TABLE t (k INTEGER, v INTEGER)"])
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO t (rowid, k, v) VALUES (?, ?, ?)",
+                       [(1, 3, 10), (2, 4, 20), (2**40, 3, 30)])  # fmt: skip
+    assert not sqlscan.rowids_fit(path, 1, 2**40)
+    df = read(path, "t", {"v": "v"}, where_in=("k", [3]))
+    assert df["v"].tolist() == [10, 30]
+    assert read(path, "t", {"v": "v"}) is None
+
+
 def test_a_deep_b_tree_on_small_and_large_pages(tmp_path):
     for page_size in (512, 65536):
         path = tmp_path / f"t{page_size}.sqlite"
@@ -292,6 +354,18 @@ def test_damaged_files_are_declined_never_misread(tmp_path):
         a = np.frombuffer(arrays[0], np.int64)
         b = np.frombuffer(arrays[1], np.int64)
         assert list(zip(a.tolist(), b.tolist(), strict=True)) == reference
+        # a filter, in one pass (a slot per rowid) and in two: SQL's rows or declined
+        ids = np.arange(0, 3000, 3, dtype=np.int64).tobytes()
+        kept = [(x, y) for x, y in reference if isinstance(x, int) and x % 3 == 0
+                and 0 <= x < 3000]  # fmt: skip
+        for span in (3000, 0):
+            try:
+                arrays, _, rows = _sqlscan.scan(str(path), 2, (0, 1), b"qq", 0, ids, 1, span, 3)
+            except _sqlscan.Unsupported:
+                continue
+            a = np.frombuffer(arrays[0], np.int64)
+            b = np.frombuffer(arrays[1], np.int64)
+            assert list(zip(a.tolist(), b.tolist(), strict=True)) == kept, (trial, span)
     assert min(outcomes.values()) > 0, outcomes
 
 
