@@ -1025,6 +1025,9 @@ def analyze(
         unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
 
     breakdown = gap_breakdown(pieces)  # (10M kernels: 0.3 s here, 1.1 s left beside)
+    # the ranges' windows found while the per-op tables finish beside (at 10M kernels this
+    # thread waited ~0.5 s for them, their temporaries below the analysis' peak)
+    range_windows = region_windows(ops, ranges)
     sequences, streams = per_op.result()
     del per_op
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
@@ -1034,9 +1037,8 @@ def analyze(
     idle = kernel_op_idle(ops, launches, configs)
     devices = window_metrics(ops, dev.reset_index(), ["device"], segments, gaps, idle)
     devices["steady_start_ns"] = devices["device"].map(segments["steady_start"]).astype(np.int64)
-    regions = window_metrics(
-        ops, region_windows(ops, ranges), ["range_id", "device"], segments, gaps, idle
-    )
+    regions = window_metrics(ops, range_windows, ["range_id", "device"], segments, gaps, idle)
+    del range_windows
     totals = with_outside_ranges(
         range_totals(regions, segments, gaps), ops, devices, regions, segments, gaps, idle
     )
