@@ -282,11 +282,15 @@ def _launch_call_columns(api: pd.DataFrame, rows: np.ndarray) -> dict[str, np.nd
     """Per op: its launch call's ``api_start`` (ns) and ``api_tid`` (float64, NaN where
     ``rows``, the calls' rows in ``api``, is -1)."""
     has = rows >= 0
+    calls = rows[has] if not has.all() else rows  # (the calls' rows, gathered as they are)
     out = {}
     for col, src in (("api_start", "start"), ("api_tid", "tid")):
         values = np.full(len(rows), np.nan)
-        if has.any():
-            values[has] = api[src].to_numpy(np.float64)[rows[has]]
+        if len(calls):  # (numbers made float64 as they are put: no float64 copy of the calls)
+            column = api[src].to_numpy()
+            if column.dtype.kind not in "iuf":
+                column = api[src].to_numpy(np.float64)
+            values[has] = column[calls]
         out[col] = values
     return out
 
