@@ -45,7 +45,7 @@ from advisor.metrics.gaps import (
 )
 from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
 from advisor.metrics.grouping import rows_by_value
-from advisor.metrics.keys import distinct, first_rows, pack
+from advisor.metrics.keys import distinct, first_rows, pack, row_dtype
 from advisor.metrics.regions import (
     OUTSIDE_RANGES,
     measured_start,
@@ -1239,7 +1239,7 @@ def _launch_table(
     if len(kernel_ops) != len(kernels):  # (device_ops holds every kernel once)
         raise RuntimeError("ops and kernels disagree on the number of kernel launches")
     src = ops["src"].to_numpy()[kernel_ops]  # its row position in trace.kernels
-    op_of_launch = np.empty(len(kernels), dtype=np.int32 if len(ops) < 2**31 else np.int64)
+    op_of_launch = np.empty(len(kernels), dtype=row_dtype(len(ops)))
     op_of_launch[src] = kernel_ops
     del src, kernel_ops
 

@@ -73,6 +73,7 @@ from advisor.metrics.keys import (
     TextColumn,
     distinct,
     pack_one,
+    row_dtype,
     value_codes,
     vocabulary_categorical,
     vocabulary_codes,
@@ -182,7 +183,7 @@ def attribute(
     made = beside(partial(_HostActivity, api, host_ranges, ops, api_row, pageable_copy,
                           identity), threads)  # fmt: skip
     gap = ops["gap_ns"].to_numpy(np.int64)
-    at_all = np.flatnonzero(gap > 0).astype(np.int32 if n < 2**31 else np.int64, copy=False)
+    at_all = np.flatnonzero(gap > 0).astype(row_dtype(n), copy=False)
     api_end = api["end"].to_numpy(np.int64) if len(api) else np.zeros(0, np.int64)
     latency = _latency_bounds(ops, api_row, api_end, thresholds())
     first = np.zeros(n, dtype=bool)
@@ -1316,7 +1317,7 @@ def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
     (int32 below 2**31 rows: the API calls' are held through the attribution)."""
     if len(keys) and keys[0] >= 0 and (keys == keys[0]).all():  # (one thread: no hashing)
         order = np.argsort(start, kind="stable")  # (a run already in order: found as one)
-        return {int(keys[0]): order.astype(np.int32) if len(order) < 2**31 else order}
+        return {int(keys[0]): order.astype(row_dtype(len(order)), copy=False)}
     unknown = bool((keys < 0).any())
     codes, uniques = pd.factorize(np.where(keys >= 0, keys, np.nan) if unknown else keys,
                                   use_na_sentinel=True)  # fmt: skip
@@ -1330,8 +1331,7 @@ def _by_thread(keys: np.ndarray, start: np.ndarray) -> dict[int, np.ndarray]:
     if unknown:
         order = order[codes[order] >= 0]
     c = codes[order]
-    if len(order) < 2**31:
-        order = order.astype(np.int32)
+    order = order.astype(row_dtype(len(order)), copy=False)
     heads = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     return {int(uniques[c[h]]): part for h, part in zip(heads, np.split(order, heads[1:]),
                                                            strict=True)}  # fmt: skip

@@ -24,6 +24,7 @@ from advisor.metrics.keys import (
     middle_rows,
     pack,
     pack_one,
+    row_dtype,
     sort_runs,
     text_categorical,
     value_codes,
@@ -71,8 +72,7 @@ def device_ops(trace: Trace) -> pd.DataFrame:
         joined("end", np.int64),
     )
     order = np.lexsort((end, start, device))  # stable: ties keep table order
-    if n < 2**31:  # (row numbers in half the memory)
-        order = order.astype(np.int32)
+    order = order.astype(row_dtype(n), copy=False)  # (row numbers in half the memory)
     # each sort column put in order and its joined copy let go at once (they were held to
     # the end: 200 MB at 10M ops)
     device = device.take(order)
@@ -168,7 +168,7 @@ def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
     correlation id with a sorted search (not a table merge); -1 where none (int32 below
     2^31 API rows)."""
     n = len(ops)
-    out = np.full(n, -1, dtype=np.int32 if len(api) < 2**31 else np.int64)
+    out = np.full(n, -1, dtype=row_dtype(len(api)))
     if api.empty or n == 0:
         return out
     keys, want = _keys((api["pid"].to_numpy(), api["correlation"].to_numpy()),

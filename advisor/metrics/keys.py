@@ -106,6 +106,12 @@ def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) ->
     return None if packed is None else packed.keys[0]
 
 
+def row_dtype(rows: int) -> type[np.signedinteger]:
+    """The integer type of row positions into a table of ``rows`` rows: int32 below 2**31
+    rows (half the memory of int64), else int64."""
+    return np.int32 if rows < 2**31 else np.int64
+
+
 RUN_SORT_MAX_MEAN = 1 << 20  # mean rows per run up to which a merge sort beats quicksort
 
 

@@ -26,6 +26,7 @@ from advisor.metrics.keys import (
     group_medians,
     group_sums,
     integer_group_sums,
+    row_dtype,
 )
 from advisor.metrics.pipeline import point_to_point
 from advisor.metrics.regions import OUTSIDE_RANGES
@@ -833,8 +834,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     devices = np.unique(r["device"].to_numpy())
     n_dev = len(devices)
     # dense (range_id, device) -> region row lookup
-    row_dtype = np.int32 if len(r) < 2**31 else np.int64
-    lookup = np.full((int(r["range_id"].max()) + 1) * n_dev, -1, dtype=row_dtype)
+    lookup = np.full((int(r["range_id"].max()) + 1) * n_dev, -1, dtype=row_dtype(len(r)))
     lookup[r["range_id"].to_numpy() * n_dev + np.searchsorted(devices, r["device"].to_numpy())] = (
         np.arange(len(r))
     )
@@ -854,7 +854,7 @@ def _step_gaps(a: Analysis, r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         rows_out.append(row[inside])
         overhead_out.append(overhead[at][rows][inside])
     if not rows_out:
-        return np.zeros(0, dtype=row_dtype), overhead[:0]
+        return np.zeros(0, dtype=lookup.dtype), overhead[:0]
     return np.concatenate(rows_out), np.concatenate(overhead_out)
 
 

@@ -16,6 +16,7 @@ from advisor.metrics.keys import (
     integer_group_sums,
     pack,
     pack_one,
+    row_dtype,
     slot_sums,
     sort_runs,
     text_categorical,
@@ -403,3 +404,10 @@ def test_sorted_codes_are_a_sorted_factorize(values, dense_bins):
     want_codes, want_values = pd.factorize(values, sort=True)
     assert codes.tolist() == want_codes.tolist()
     assert distinct_values.tolist() == want_values.tolist()
+
+
+def test_row_positions_are_int32_below_two_to_the_31_rows():
+    # below 2**31 rows every position (0 .. 2**31 - 2), -1 for none and the count itself
+    # fit int32 (largest 2**31 - 1); from 2**31 rows on, int64
+    assert row_dtype(0) is np.int32 and row_dtype(2**31 - 1) is np.int32
+    assert row_dtype(2**31) is np.int64 and row_dtype(2**40) is np.int64
