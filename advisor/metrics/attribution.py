@@ -1540,14 +1540,23 @@ class _Innermost:
         return out
 
 
+STEADY_BLOCK = 1 << 20  # ops looked at a time for a device's first recurring family
+
+
 def steady_starts(
-    ops: pd.DataFrame, ranges: pd.DataFrame, identity: np.ndarray | None = None
+    ops: pd.DataFrame,
+    ranges: pd.DataFrame,
+    identity: np.ndarray | None = None,
+    block: int = STEADY_BLOCK,
 ) -> dict[int, int]:
     """Per device: where its steady state begins (ns): the first GPU op of the first
     top-level range family that recurs into the device's last ``tail_share`` of ops, else
     the first op of the first ``kgram`` ops that recur there, each op known by
     ``identity`` (per op codes: gaps.op_identities, kernels by their full names; default
-    the op names); devices with neither have no start-up (absent)."""
+    the op names); devices with neither have no start-up (absent). A device's ops are read
+    in place where they are contiguous (device_ops' order), and the first op of a recurring
+    family is looked for ``block`` ops at a time from the start (the steady state usually
+    begins early: not a pass over every op)."""
     t = thresholds()
     out: dict[int, int] = {}
     if ops.empty:
@@ -1561,33 +1570,58 @@ def steady_starts(
         repeated = np.zeros(int(ranges["range_id"].max()) + 1, dtype=bool)
         repeated[ranges["range_id"].to_numpy()[counts >= 2]] = True
         fam_codes = pd.factorize(ranges["text"])[0]
-        family = np.full(len(repeated), -1, dtype=np.int64)
-        family[ranges["range_id"].to_numpy()] = fam_codes
+        # (a range's family where the range recurs, else -1; index -1: an op in no range)
+        family = np.full(len(repeated) + 1, -1, dtype=np.int64)
+        family[ranges["range_id"].to_numpy()] = np.where(
+            repeated[ranges["range_id"].to_numpy()], fam_codes, -1
+        )
     codes = value_codes(ops["name"]) if identity is None else identity
-    for d in distinct(device):
-        rows = np.flatnonzero(device == d)  # (sorted by start: device_ops' order)
-        n = len(rows)
+    for d, rows in _device_rows(device).items():
+        n = len(rows) if isinstance(rows, np.ndarray) else rows.stop - rows.start
         tail_from = int(n * (1 - t["tail_share"]))
         if family is not None:
-            rid = range_id[rows]
-            ok = rid >= 0
-            rep = np.zeros(n, dtype=bool)
-            rep[ok] = repeated[rid[ok]]
-            fam = np.where(rep, family[np.maximum(rid, 0)], -1)
-            late = distinct(fam[tail_from:][fam[tail_from:] >= 0])
-            cand = np.flatnonzero(np.isin(fam, late) & (fam >= 0))
-            if cand.size:
-                out[int(d)] = int(start[rows[cand[0]]])
+            # (per op, its recurring family: -1 for none)
+            late = distinct(family[range_id[_part(rows, tail_from, n)]])
+            late = late[late >= 0]
+            first = -1
+            for b in range(0, n if late.size else 0, block):
+                families = family[range_id[_part(rows, b, min(b + block, n))]]
+                hit = np.flatnonzero(np.isin(families, late))
+                if hit.size:
+                    first = b + int(hit[0])
+                    break
+            if first >= 0:
+                out[int(d)] = int(start[_part(rows, first, first + 1)][0])
                 continue
         k = int(t["kgram"])
         if n < 4 * k:
             continue
-        grams = _kgram_hashes(codes[rows].astype(np.int64), k)
+        grams = _kgram_hashes(codes[_part(rows, 0, n)].astype(np.int64), k)
         late = distinct(grams[tail_from:])
-        first = np.flatnonzero(np.isin(grams[:tail_from], late))
-        if first.size:
-            out[int(d)] = int(start[rows[first[0]]])
+        first_gram = np.flatnonzero(np.isin(grams[:tail_from], late))
+        if first_gram.size:
+            out[int(d)] = int(start[_part(rows, int(first_gram[0]), int(first_gram[0]) + 1)][0])
     return out
+
+
+def _device_rows(device: np.ndarray) -> dict[int, slice | np.ndarray]:
+    """Per device, in ascending order: its rows (``device``: per row, at least one), a
+    slice where they are contiguous (each device one run: device_ops' order), else their
+    positions."""
+    heads = np.flatnonzero(np.r_[True, device[1:] != device[:-1]])
+    values = device[heads]
+    if len(distinct(values)) == len(values):  # (each device's ops one run)
+        ends = np.r_[heads[1:], len(device)]
+        spans = {int(v): slice(int(a), int(b)) for v, a, b in zip(values, heads, ends, strict=True)}
+        return dict(sorted(spans.items()))
+    return {int(d): np.flatnonzero(device == d) for d in distinct(device)}
+
+
+def _part(rows: slice | np.ndarray, a: int, b: int) -> slice | np.ndarray:
+    """Rows a..b-1 of a device's rows (_device_rows)."""
+    if isinstance(rows, slice):
+        return slice(rows.start + a, rows.start + b)
+    return rows[a:b]
 
 
 def _kgram_hashes(codes: np.ndarray, k: int) -> np.ndarray:

@@ -879,3 +879,29 @@ def test_rows_by_thread_one_thread_or_several():
     several = _by_thread(np.array([5, 7, 5, -1]), start)
     assert {k: v.tolist() for k, v in several.items()} == {5: [2, 0], 7: [1]}
     assert _by_thread(np.array([-1, -1]), np.array([1, 2])) == {}
+
+
+@pytest.mark.parametrize("block", [1, 2, 1 << 20])
+def test_steady_start_is_the_first_op_of_a_family_that_recurs_in_the_tail(block):
+    from advisor.metrics.attribution import steady_starts
+
+    # ranges: 0 "init" (once), 1-3 "step" (recurring), 4 "load" (once) on one process
+    ranges = pd.DataFrame({"range_id": [0, 1, 2, 3, 4], "pid": 1,
+                           "text": ["init", "step", "step", "step", "load"]})  # fmt: skip
+    # device 0: 12 ops 10 ns apart; the last quarter (ops 9-11) lies in range 3 ("step"),
+    # so the first op of a "step" range starts the steady state: op 3, at 30 ns.
+    # device 1: 8 ops in "load" (a range that does not recur) and too few ops (< 4 x 8)
+    # for the k-gram fallback: no start-up (absent)
+    dev0 = pd.DataFrame({"device": 0, "start": np.arange(12) * 10,
+                         "range_id": [0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 3, 3]})  # fmt: skip
+    dev1 = pd.DataFrame({"device": 1, "start": np.arange(8) * 10 + 5, "range_id": 4})
+    ops = pd.concat([dev0, dev1], ignore_index=True)
+    ops["name"] = "k"
+    assert steady_starts(ops, ranges, block=block) == {0: 30}
+    # the devices' ops interleaved (not one run each), each device's in start order: the same
+    mixed = ops.sort_values("start", kind="stable", ignore_index=True)
+    assert steady_starts(mixed, ranges, block=block) == {0: 30}
+    # the tail in "load"-like ranges only (no recurring family there): no start from ranges;
+    # too few ops for k-grams
+    ops.loc[9:11, "range_id"] = 4
+    assert steady_starts(ops, ranges, block=block) == {}
