@@ -163,10 +163,16 @@ def _ascending(values: np.ndarray) -> bool:
     return bool((values[1:] >= values[:-1]).all())
 
 
-def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
+LAUNCH_ROWS_BLOCK = 1 << 20  # ops joined to their launch calls at a time (launch_rows)
+
+
+def launch_rows(ops: pd.DataFrame, api: pd.DataFrame, threads: int = 1,
+                block: int = LAUNCH_ROWS_BLOCK) -> np.ndarray:  # fmt: skip
     """Per op: the row position in ``api`` of its launch call, joined by process and
     correlation id with a sorted search (not a table merge); -1 where none (int32 below
-    2^31 API rows)."""
+    2^31 API rows). Ops whose keys are not in order are searched ``block`` at a time, each
+    block's keys in sorted order (cache-friendly), on up to ``threads`` threads
+    (metrics/ahead.py; the result depends on neither)."""
     n = len(ops)
     out = np.full(n, -1, dtype=row_dtype(len(api)))
     if api.empty or n == 0:
@@ -176,16 +182,25 @@ def launch_rows(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
     # exports list API calls in correlation order: then the keys are sorted already
     order = None if _ascending(keys) else np.argsort(keys, kind="stable")
     sorted_keys = keys if order is None else keys[order]
-    if _ascending(want):
-        pos = np.searchsorted(sorted_keys, want)  # first call with that key
-    else:  # queries searched in sorted order (cache-friendly)
-        asked = np.argsort(want, kind="stable")
-        pos = np.empty(n, dtype=np.int64)
-        pos[asked] = np.searchsorted(sorted_keys, want[asked])
-        del asked
-    np.minimum(pos, len(sorted_keys) - 1, out=pos)
-    found = (sorted_keys[pos] == want) & (want >= 0)
-    out[found] = pos[found] if order is None else order[pos[found]]
+    del keys
+    in_order = _ascending(want)
+
+    def found(b: int) -> tuple[np.ndarray, np.ndarray]:
+        """(op rows, their calls' rows) of ops [b, b + block) whose call was found."""
+        mine = want[b : b + block]
+        if in_order:
+            pos = np.searchsorted(sorted_keys, mine)  # first call with that key
+        else:  # (the block's queries searched in sorted order)
+            asked = np.argsort(mine, kind="stable")
+            pos = np.empty(len(mine), dtype=np.int64)
+            pos[asked] = np.searchsorted(sorted_keys, mine[asked])
+            del asked
+        np.minimum(pos, len(sorted_keys) - 1, out=pos)
+        hit = np.flatnonzero((sorted_keys[pos] == mine) & (mine >= 0))
+        return b + hit, pos[hit] if order is None else order[pos[hit]]
+
+    for rows, calls in ahead(found, range(0, n, block), threads):
+        out[rows] = calls
     return out
 
 
@@ -237,13 +252,13 @@ def attribute_gaps(
     ops = ops.copy(deep=False)
     ops["gap_ns"] = column(ops, idle_gaps(ops))
     api = trace.api
-    rows = launch_rows(ops, api)
+    rows = launch_rows(ops, api, threads)
     if release and "correlation" in api:
         trace.api = api = api.drop(columns="correlation")
     for col, values in _launch_call_columns(api, rows).items():
         ops[col] = column(ops, values)
     ranges = top_level_ranges(trace.nvtx)
-    ops["range_id"] = column(ops, assign_ops(ops, ranges).to_numpy().astype(np.int32))
+    ops["range_id"] = column(ops, assign_ops(ops, ranges, threads).to_numpy().astype(np.int32))
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
     # calls still place the ops in ranges, but no gap is attributed to a cause
     causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.data import regex
+from advisor.metrics.ahead import ahead
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import pack_one
 
@@ -66,7 +67,7 @@ def top_level_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
     return top.reset_index(drop=True)
 
 
-def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
+def open_range_at(tids, times, ranges: pd.DataFrame, threads: int = 1) -> np.ndarray:
     """Per query (thread id, host time ns): the row position in ``ranges`` (tid, start, end;
     sorted by start within each thread) of the last range of that thread to start at or
     before the time, if it is still open then (time < end); else -1. For nested ranges
@@ -75,7 +76,8 @@ def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
     ranges' times are converted once, and where one thread made every query its queries
     are not gathered (10M launches on one thread: 2.1 -> 1.2 s for the two searches). The
     queries are searched QUERY_BLOCK at a time (temporaries of a block, not of every query:
-    0.3 GB at 10M)."""
+    0.3 GB at 10M), the blocks on up to ``threads`` threads (metrics/ahead.py; the result
+    depends on neither)."""
     tids = np.asarray(tids)
     times = np.asarray(times)
     out = np.full(len(times), -1, dtype=np.int64)
@@ -90,14 +92,22 @@ def open_range_at(tids, times, ranges: pd.DataFrame) -> np.ndarray:
         if rows is not None and rows.size == 0:
             continue
         own_starts, own_ends = starts[positions], ends[positions]
-        for b in range(0, len(times) if rows is None else len(rows), QUERY_BLOCK):
+
+        def search(b: int, rows=rows, own_starts=own_starts, own_ends=own_ends, positions=positions
+                   ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+            """(query rows, their ranges' rows) of the thread's queries [b, b + QUERY_BLOCK)
+            inside a range."""
             part = slice(b, b + QUERY_BLOCK)
             t = times[part] if rows is None else times[rows[part]]
             k = np.searchsorted(own_starts, t, side="right") - 1
             inside = t < own_ends[np.maximum(k, 0)]
             inside &= k >= 0
             hit = np.flatnonzero(inside)
-            out[hit + b if rows is None else rows[part][hit]] = positions[k[hit]]
+            return (hit + b if rows is None else rows[part][hit]), positions[k[hit]]
+
+        blocks = range(0, len(times) if rows is None else len(rows), QUERY_BLOCK)
+        for at, found in ahead(search, blocks, threads):
+            out[at] = found
     return out
 
 
@@ -117,16 +127,16 @@ def _in_key_order(key: np.ndarray, corr: np.ndarray) -> bool:
     return bool((~same | in_order).all())
 
 
-def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
+def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame, threads: int = 1) -> pd.Series:
     """Per op: the range_id of the top-level range open on its launch thread at launch
     (api_start, api_tid columns of the attributed ops), else of the one open then in its
     process (another thread's: the step that autograd or a loader thread worked for), else
-    -1."""
+    -1; searched on up to ``threads`` threads (open_range_at)."""
     out = np.full(len(ops), -1, dtype=np.int64)
     if ranges.empty or "api_tid" not in ops:
         return pd.Series(out, index=ops.index)
     start = ops["api_start"].to_numpy()
-    pos = open_range_at(ops["api_tid"].to_numpy(), start, ranges)
+    pos = open_range_at(ops["api_tid"].to_numpy(), start, ranges, threads)
     rest = np.flatnonzero((pos < 0) & ~np.isnan(start.astype(np.float64)))
     if rest.size:
         by_pid = ranges.sort_values(["pid", "start"], kind="stable")
@@ -134,6 +144,7 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
             ops["pid"].to_numpy()[rest],
             start[rest],
             by_pid.rename(columns={"pid": "_key"}).assign(tid=by_pid["pid"].to_numpy()),
+            threads,
         )
         hit = at >= 0
         pos[rest[hit]] = by_pid.index.to_numpy()[at[hit]]

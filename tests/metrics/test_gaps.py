@@ -185,6 +185,23 @@ def test_64_bit_correlation_ids_join_their_own_call():
     assert launch_rows(ops, api).tolist() == [1, 0]
 
 
+@pytest.mark.parametrize("block", [1, 2, 4, 1 << 20])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_launch_calls_found_in_blocks_on_threads_as_whole(block, threads):
+    # API calls out of key order, one key twice ((1, 5): rows 0 and 2, the first is the
+    # call); ops out of key order: (1, 3) -> row 1, (2, 3) -> row 3, (1, 5) -> row 0,
+    # (1, 7) and (2, 5) -> none, (1, 3) again -> row 1
+    from advisor.metrics.gaps import launch_rows
+
+    api = pd.DataFrame({"pid": [1, 1, 1, 2], "correlation": [5, 3, 5, 3]})
+    ops = pd.DataFrame({"pid": [1, 2, 1, 1, 2, 1], "correlation": [3.0, 3, 5, 7, 5, 3]})
+    expected = [1, 3, 0, -1, -1, 1]
+    assert launch_rows(ops, api, threads, block).tolist() == expected
+    # in key order (no sort of the queries): ops by (pid, correlation)
+    ordered = ops.sort_values(["pid", "correlation"], kind="stable")
+    assert launch_rows(ordered, api, threads, block).tolist() == [1, 1, 0, -1, 3, -1]
+
+
 def test_a_launch_without_a_known_process_or_id_finds_no_call():
     # a damaged trace: process ids missing (NaN) on a call and on an op. Those rows have no
     # key (no integer is made of NaN, no warning); the others still join: op 0 (pid 7, id 3)

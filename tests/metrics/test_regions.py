@@ -222,17 +222,20 @@ def test_open_range_at_one_thread_making_every_query():
     assert got.tolist() == [-1, 0, 1, -1, -1, -1, 2]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("block", [1, 2, 3])
-def test_open_range_at_in_blocks_of_queries(block, monkeypatch):
-    # the same answers searched a block of queries at a time: one thread making every query
-    # (positions offset by the block's start) and several threads (positions gathered)
+def test_open_range_at_in_blocks_of_queries(block, threads, monkeypatch):
+    # the same answers searched a block of queries at a time, the blocks on one thread or
+    # two: one thread making every query (positions offset by the block's start) and
+    # several threads (positions gathered)
     from advisor.metrics import regions
 
     monkeypatch.setattr(regions, "QUERY_BLOCK", block)
     times = np.array([99.0, 100.0, 299.5, 499.0, 500.0, np.nan, 650.0])
-    assert open_range_at(np.full(7, 7), times, RANGES).tolist() == [-1, 0, 1, -1, -1, -1, 2]
+    got = open_range_at(np.full(7, 7), times, RANGES, threads)
+    assert got.tolist() == [-1, 0, 1, -1, -1, -1, 2]
     tids, times = [7, 7, 7, 7, 7, 9, 9, 8], [50, 100, 250, 300, 650, 399, 400, 250]
-    assert open_range_at(tids, times, RANGES).tolist() == [-1, 0, 1, -1, 2, 3, -1, -1]
+    assert open_range_at(tids, times, RANGES, threads).tolist() == [-1, 0, 1, -1, 2, 3, -1, -1]
 
 
 def test_in_key_order_is_the_lexsorts_identity():
