@@ -18,6 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain, islice
 from typing import TypeVar
 
 Block = TypeVar("Block")
@@ -46,14 +47,20 @@ def ahead(work: Callable[[Block], Result], blocks: Iterable[Block], threads: int
           ) -> Iterator[Result]:  # fmt: skip
     """``work(block)`` for each block, in the blocks' order; with ``threads`` >= 2, that
     many blocks computed at once on threads of their own, ahead of the one the caller
-    holds (``work`` must be safe to run on several threads at once); with one, each block
-    on the caller's thread as it is taken. An exception in ``work`` is raised here, at its
-    block; blocks not started by then are dropped."""
+    holds (``work`` must be safe to run on several threads at once); with one, or where
+    there is a single block, each block on the caller's thread as it is taken (no threads
+    started for nothing). An exception in ``work`` is raised here, at its block; blocks not
+    started by then are dropped."""
     if threads < 2:
         yield from map(work, blocks)
         return
-    pending: deque[Future[Result]] = deque()
     todo = iter(blocks)
+    head = list(islice(todo, 2))
+    if len(head) < 2:
+        yield from map(work, head)
+        return
+    todo = chain(head, todo)
+    pending: deque[Future[Result]] = deque()
     pool = ThreadPoolExecutor(threads, thread_name_prefix="advisor-ahead")
     try:
         for block in todo:

@@ -61,6 +61,16 @@ def test_one_thread_works_on_the_callers_thread():
     assert list(ahead(_slow_square, [], 2)) == []
 
 
+@pytest.mark.parametrize("blocks", [[7], iter([7])])
+def test_a_single_block_is_worked_on_the_callers_thread(blocks):
+    # (no pool started for one block: a list, or an iterator that ends after it)
+    me = threading.get_ident()
+    assert list(ahead(lambda x: (x, threading.get_ident()), blocks, 2)) == [(7, me)]
+    # two blocks or more: on the pool's threads, in order
+    ids = list(ahead(lambda x: (x, threading.get_ident()), iter([1, 2, 3]), 2))
+    assert [x for x, _ in ids] == [1, 2, 3] and me not in {t for _, t in ids}
+
+
 def test_analysis_threads():
     assert analysis_threads(3) == 3
     assert analysis_threads(0) == 1  # (a worker's share is at least one thread)
