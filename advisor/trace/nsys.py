@@ -439,13 +439,12 @@ def _read_api(r: _Reader) -> pd.DataFrame:
     return api
 
 
-def _read_host_beside(path: Path, strings: pd.Series, threads: int
-                      ) -> tuple[pd.DataFrame, pd.DataFrame | None]:  # fmt: skip
-    """(_read_api, _read_nvtx) through a reader of its own (connections serve one thread),
-    given the export's string table."""
+def _read_host_beside(path: Path, strings: pd.Series, threads: int) -> tuple:
+    """(_read_api, _read_nvtx, _read_copies_and_syncs) through a reader of its own
+    (connections serve one thread), given the export's string table."""
     side = _Reader(path, threads=threads, strings=strings)
     try:
-        return _read_api(side), _read_nvtx(side)
+        return _read_api(side), _read_nvtx(side), _read_copies_and_syncs(side)
     finally:
         side.close()
 
@@ -720,9 +719,10 @@ def _read(r: _Reader, path: str) -> Trace:
             path, f"export has no {KERNEL} table: profile with CUDA tracing (nsys -t cuda)"
         )
     with ThreadPoolExecutor(1) as beside:
-        # the runtime API and the NVTX ranges are read beside the kernels and the other
-        # device tables (their own connections) when reads may use several cores: SQLite
-        # decodes both sides at once, no core idles between them
+        # the runtime API, the NVTX ranges and the copies, sets and synchronizations are
+        # read beside the kernels (their own connection) when reads may use several cores:
+        # both sides decode at once, no core idles between them (at 10M kernels the kernels
+        # take about as long as the rest)
         strings = r.string_table()  # (loaded here: a connection serves one thread)
         host = (beside.submit(_read_host_beside, r.path, strings, r.threads)
                 if r.threads > 1 else None)  # fmt: skip
@@ -736,8 +736,10 @@ def _read(r: _Reader, path: str) -> Trace:
             producer_version=f"Nsight Systems {producer} (export schema {schema})",
             kernels=kernels if kernels is not None else empty_table("kernels"),
         )
-        memcpy, memset, sync = _read_copies_and_syncs(r)
-        trace.api, nvtx = host.result() if host is not None else (_read_api(r), _read_nvtx(r))
+        trace.api, nvtx, (memcpy, memset, sync) = (
+            host.result() if host is not None
+            else (_read_api(r), _read_nvtx(r), _read_copies_and_syncs(r))
+        )  # fmt: skip
     trace.epoch_offset_ns = _session_start(r)
     if trace.api.empty:
         trace.warnings.append(
