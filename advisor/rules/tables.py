@@ -758,12 +758,16 @@ def _step_table(a: TraceAnalysis) -> pd.DataFrame:
     repeated = (per.transform("size") > 1) & holds
     if not repeated.any():
         return pd.DataFrame()
-    gap_row, gap = _step_gaps(a, r)
-    saving = graph_saving(gap)
+    # the steps' launch gaps found beside the instances and the steps' measures (a pass
+    # over the ops a block at a time, 0.2 s at 10M kernels, against 0.4 s here)
+    gaps_found = beside(partial(_step_gaps, a, r), analysis_threads())
     inst = range_instances(a)  # (rows in the order of r)
     # a step's numbers are its GPU window's (first op to last op): the gap before its first
     # op, which the regions measure with it (lead_ns), is the transition between steps
     inside = a.measure(r[["device", "start_ns", "end_ns"]])
+    gap_row, gap = gaps_found.result()
+    del gaps_found
+    saving = graph_saving(gap)
     r = r.assign(
         gpu_busy_ns=inside["gpu_busy_ns"].to_numpy(),
         idle_ns=inside["idle_ns"].to_numpy(),
