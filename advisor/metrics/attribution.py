@@ -580,8 +580,10 @@ class _PieceColumns:
         in_table = np.cumsum(np.r_[0, counts.T.ravel()])[:-1].reshape(counts.T.shape).T
         runs = [(int(in_file[b, c]), int(in_table[b, c]), int(counts[b, c]))
                 for b, c in zip(*np.nonzero(counts), strict=True)]  # fmt: skip
-        out = {}
-        for name, f in self._files.items():
+
+        def read(name: str) -> np.ndarray:
+            """One column read back (its own file: the columns on up to ``threads``)."""
+            f = self._files[name]
             values = np.empty(n, dtype=self._dtypes[name])
             size = values.itemsize
             for at, to, k in runs:
@@ -589,7 +591,10 @@ class _PieceColumns:
                 if f.readinto(values.data[to : to + k].cast("B")) != k * size:
                     raise OSError(f"the idle pieces' temporary file ended before {at + k} rows")
             f.close()
-            out[name] = values
+            return values
+
+        names = list(self._files)
+        out = dict(zip(names, ahead(read, names, self._threads), strict=True))
         self._files = {}
         return out
 
