@@ -581,9 +581,11 @@ class _PieceColumns:
         runs = [(int(in_file[b, c]), int(in_table[b, c]), int(counts[b, c]))
                 for b, c in zip(*np.nonzero(counts), strict=True)]  # fmt: skip
 
+        files = self._files
+
         def read(name: str) -> np.ndarray:
             """One column read back (its own file: the columns on up to ``threads``)."""
-            f = self._files[name]
+            f = files[name]
             values = np.empty(n, dtype=self._dtypes[name])
             size = values.itemsize
             for at, to, k in runs:
@@ -593,7 +595,7 @@ class _PieceColumns:
             f.close()
             return values
 
-        names = list(self._files)
+        names = list(files)
         out = dict(zip(names, ahead(read, names, self._threads), strict=True))
         self._files = {}
         return out
