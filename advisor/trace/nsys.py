@@ -33,11 +33,19 @@ from advisor.trace.gpus import (
     reserved_shared_mem,
 )
 from advisor.trace.model import GpuSpec, Trace, empty_table
+from advisor.trace.nsys_schema import (
+    KERNEL,
+    KERNEL_COLUMNS,
+    KERNEL_FLOAT32,
+    KERNEL_INT32,
+    KERNEL_OPTIONAL,
+    READ_THREADS,
+)
 from advisor.trace.slices import SliceColumns
+from advisor.trace.sqllayout import ro_uri
 from advisor.trace.sqlscan import fits_int32, read_columns, rowids_fit
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
@@ -72,9 +80,6 @@ SYNC_KINDS = {
 NVTX_RANGE_TYPES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 NVTX_DOMAIN_CREATE = 75
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
-# Large tables are read in this many concurrent rowid slices (at most one per core);
-# many-trace workers set it to 1, since they already use every core.
-READ_THREADS = 4
 SLICE_MIN_ROWS = 200_000
 SLICE_ROWS = 1_000_000
 BATCH_ROWS = 65_536  # rows per Arrow batch of a sliced read
@@ -125,11 +130,6 @@ def expected_kernels(path: Path) -> int:
     except SQLITE_ERRORS:
         return 0
     return int(row[0]) if row and isinstance(row[0], int) and row[0] > 0 else 0
-
-
-def ro_uri(path: Path) -> str:
-    """The SQLite URI that opens ``path`` read-only, with no journal, lock or file beside it."""
-    return path.resolve().as_uri() + "?mode=ro&immutable=1"
 
 
 class _Reader:
@@ -382,24 +382,6 @@ def _producer(r: _Reader) -> tuple[str, str]:
     return "unknown", "unknown"
 
 
-# Kernel columns stored as int32 (launch dimensions, resources, ids that fit 32 bits):
-# half the memory of int64 on million-launch traces. Products of them (grid blocks,
-# threads, registers per block) are computed in int64 by the metrics.
-_INT32 = ("device", "stream", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-          "registers", "static_smem", "dynamic_smem", "pid", "name_id", "demangled_id")  # fmt: skip
-_FLOAT32 = ("smem_executed", "cluster_x", "cluster_y", "cluster_z")
-# alias -> the export's column (_OPTIONAL: absent from some Nsight versions' exports)
-_KERNEL_COLUMNS = {
-    "device": "deviceId", "stream": "streamId", "start": "start", "end": "end",
-    "name_id": "shortName", "demangled_id": "demangledName", "grid_x": "gridX",
-    "grid_y": "gridY", "grid_z": "gridZ", "block_x": "blockX", "block_y": "blockY",
-    "block_z": "blockZ", "registers": "registersPerThread", "static_smem": "staticSharedMemory",
-    "dynamic_smem": "dynamicSharedMemory", "smem_executed": "sharedMemoryExecuted",
-    "cluster_x": "clusterX", "cluster_y": "clusterY", "cluster_z": "clusterZ",
-    "correlation": "correlationId", "global_pid": "globalPid", "graph_node": "graphNodeId",
-}  # fmt: skip
-_OPTIONAL = ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "correlation",
-             "global_pid", "graph_node")  # fmt: skip
 _API_COLUMNS = {"start": "start", "end": "end", "name_id": "nameId", "tid": "globalTid",
                 "correlation": "correlationId"}  # fmt: skip
 
@@ -416,7 +398,9 @@ def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
 
 
 def _read_kernels(r: _Reader) -> pd.DataFrame:
-    k = r.scan(KERNEL, _KERNEL_COLUMNS, int32=_INT32, float32=_FLOAT32, optional=_OPTIONAL)
+    k = r.scan(
+        KERNEL, KERNEL_COLUMNS, int32=KERNEL_INT32, float32=KERNEL_FLOAT32, optional=KERNEL_OPTIONAL
+    )
     k["pid"] = _pid(k.pop("global_pid"))
     k["graph_node"] = _numeric(k["graph_node"]).astype("float64")
     name_id = k.pop("name_id")

@@ -16,27 +16,23 @@ reals (float32 where asked); a column the table lacks is all NaN.
 
 from __future__ import annotations
 
-import os
-import re
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-try:
-    from advisor.trace import _sqlscan  # type: ignore[attr-defined]
-except ImportError:  # (not built: no C compiler at install time)
-    _sqlscan = None
+from advisor.trace import sqlearly
+from advisor.trace.sqllayout import _sqlscan, plan_scan, rowids_fit
+
+__all__ = ["available", "fits_int32", "read_columns", "rowids_fit"]
 
 _I32 = np.iinfo(np.int32)  # (the scanner's int32 columns hold NULL as its minimum)
-_I64 = np.iinfo(np.int64)
 # what a narrowed column held that it cannot hold as SQLite's read gives it (an int32 column:
 # reals, values beyond int32, INT32_MIN; a float32 one: integers beyond 2^53, which SQLite's
 # read rounds to float64 first where the column has NULLs): read again at 64 bits
 _REREAD = (_sqlscan.SEEN_REAL | _sqlscan.SEEN_WIDE | _sqlscan.SEEN_SENTINEL) if _sqlscan else 0
 _WIDE = _sqlscan.SEEN_WIDE if _sqlscan else 0
-_WITHOUT_ROWID = re.compile(r"\bWITHOUT\s+ROWID\b", re.IGNORECASE)
 
 
 def available() -> bool:
@@ -58,50 +54,27 @@ def read_columns(
     """``SELECT column AS alias, ... FROM main.table [WHERE where_in[0] IN where_in[1]]`` in
     rowid order (``columns``: alias -> the table's column, None for NULL), ``rowids`` the
     table's smallest and largest rowid; None where the scanner is not built or declines the
-    table. Like the reader's connections (opened immutable), it assumes that nothing writes
-    the file while it is read."""
-    if _sqlscan is None or rowids[0] is None or conn.in_transaction or _has_wal(path):
-        return None  # (a transaction open on ``conn`` may hold changes the file lacks)
-    layout = _layout(conn, table)
-    if layout is None:
+    table (sqllayout.plan_scan). Like the reader's connections (opened immutable), it assumes
+    that nothing writes the file while it is read. A scan of the same plan started before
+    the program loaded (trace/sqlearly.py) is taken instead of scanning again."""
+    plan = plan_scan(path, conn, table, columns, rowids, where_in, int32, float32)
+    if plan is None:
         return None
-    root, index = layout
-    wanted = [c for c in columns.values() if c is not None]
-    if where_in is not None:
-        wanted.append(where_in[0])
-    if any(_fold(c) not in index for c in wanted):
-        return None
-    read = {a: index[_fold(c)] for a, c in columns.items() if c is not None}
-    filter_column, ids = -1, b""
-    if where_in is not None:
-        filter_column = index[_fold(where_in[0])]
-        if not all(type(i) is int and _I64.min <= i <= _I64.max for i in where_in[1]):
-            return None  # (an id SQL's IN compares as a number of another kind)
-        ids = np.unique(np.asarray(where_in[1], dtype=np.int64)).tobytes()
-    if not read or len(read) > _sqlscan.MAX_COLUMNS or len(set(read.values())) < len(read):
-        return None  # (none, too many, or one column under two aliases)
-    if max(*read.values(), filter_column) > _sqlscan.MAX_INDEX:
-        return None  # (a column further into the record than the scanner reads)
-    lo, hi = rowids
-    # (arrays of one slot per rowid: with a filter, the kept rows are written in one pass
-    # and the arrays cut to them, their untouched slots never resident; two passes where the
-    # rowids span more than the file could hold)
-    span = hi - lo + 1 if rowids_fit(path, lo, hi) else 0
-    if where_in is None and not span:
-        return None
-    aliases = list(read)
-    kinds = "".join("f" if a in float32 else "i" if a in int32 else "q" for a in aliases).encode()
+    aliases = [a for a, _ in plan.read]
+    read = dict(plan.read)
+    kinds = plan.kinds
 
     def scan(indices: tuple[int, ...], kinds: bytes) -> tuple[list, bytes, int] | None:
         try:
             return _sqlscan.scan(
-                str(path), root, indices, kinds, filter_column, ids, lo, span,
-                max(1, min(threads, 16)),
+                str(path), plan.root, indices, kinds, plan.filter_column, plan.ids, plan.lo,
+                plan.span, max(1, min(threads, 16)),
             )  # fmt: skip
         except _sqlscan.Unsupported:
             return None
 
-    scanned = scan(tuple(read.values()), kinds)
+    started = sqlearly.take(path, table, plan)
+    scanned = started.scanned if started is not None else scan(plan.indices, kinds)
     if scanned is None or scanned[2] == 0:
         return None  # (SQLite's read gives an empty table its own column types)
     arrays, seen, rows = scanned
@@ -129,13 +102,6 @@ def read_columns(
         out[alias] = column
         arrays[at] = None  # (the frame holds the column now)
     return pd.DataFrame(out, copy=False)
-
-
-def rowids_fit(path: Path, lo: int, hi: int) -> bool:
-    """Whether a table whose rowids run from ``lo`` to ``hi`` can hold a row at each of them
-    (4 B at least a row in the file): else its rowids have holes (a damaged or edited
-    database), and an array per rowid would be larger than the file allows."""
-    return hi - lo + 1 <= os.path.getsize(path) // 4
 
 
 def _typed(raw: bytearray, seen: int, kind: str) -> np.ndarray | None:
@@ -166,48 +132,3 @@ def _typed(raw: bytearray, seen: int, kind: str) -> np.ndarray | None:
 def fits_int32(values: np.ndarray) -> bool:
     """Whether ``values`` (integers, at least one) all fit int32."""
     return bool(len(values)) and _I32.min <= values.min() and values.max() <= _I32.max
-
-
-def _fold(name: str) -> bytes:
-    """A column name as SQLite matches it: ASCII letters in either case, nothing else folded
-    (``"Ä"`` and ``"ä"`` are two columns)."""
-    return name.encode("utf-8", "surrogatepass").lower()
-
-
-def _has_wal(path: Path) -> bool:
-    """Whether a write-ahead log with content lies beside the database (its pages may be
-    newer than the file's: SQLite reads the table then), where SQLite keeps it: beside the
-    file a symbolic link points to."""
-    try:
-        return os.path.getsize(f"{Path(path).resolve()}-wal") > 0
-    except OSError:
-        return False
-
-
-def _layout(conn: sqlite3.Connection, table: str) -> tuple[int, dict[bytes, int]] | None:
-    """(root page, column name (lower case) -> index in the record) of a rowid table, for
-    its columns whose records hold them as SQLite returns them: integer affinity, no declared
-    default (records older than the column lack it), not part of the primary key (an INTEGER
-    PRIMARY KEY is the rowid, and the record holds NULL for it); None for any other table."""
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (table,)).fetchone():
-        return None  # (a temporary table of that name is the one SQL would read)
-    row = conn.execute(
-        "SELECT rootpage, sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
-        (table,),
-    ).fetchone()
-    if row is None or not isinstance(row[0], int) or row[0] < 1 or not isinstance(row[1], str):
-        return None
-    if _WITHOUT_ROWID.search(row[1]):
-        return None
-    info = conn.execute(
-        "SELECT cid, name, type, dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main')",
-        (table,),
-    ).fetchall()
-    if any(hidden for *_, hidden in info):
-        return None  # (generated or hidden columns: not every column is in the record)
-    # (affinity as SQLite finds it: "INT" in the declared type, ASCII letters in any case)
-    index = {_fold(name): cid for cid, name, kind, default, pk, _ in info
-             if b"INT" in _fold(kind).upper() and default is None and not pk}  # fmt: skip
-    if len({_fold(name) for _, name, *_ in info}) < len(info):
-        return None  # (two names SQLite would tell apart but this folding would not)
-    return row[0], index
