@@ -24,6 +24,7 @@ import pyarrow as pa
 from advisor.data import names_in
 from advisor.errors import AdvisorInputError
 from advisor.memory import release_freed_memory
+from advisor.trace import sqlearly
 from advisor.trace.gpus import (
     FACT_LIMITS,
     builtin_fact,
@@ -401,6 +402,7 @@ def _read_kernels(r: _Reader) -> pd.DataFrame:
     k = r.scan(
         KERNEL, KERNEL_COLUMNS, int32=KERNEL_INT32, float32=KERNEL_FLOAT32, optional=KERNEL_OPTIONAL
     )
+    sqlearly.release()  # (a scan started early and not taken: not held for nothing)
     k["pid"] = _pid(k.pop("global_pid"))
     k["graph_node"] = _numeric(k["graph_node"]).astype("float64")
     name_id = k.pop("name_id")

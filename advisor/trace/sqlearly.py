@@ -47,6 +47,7 @@ class Started:
 _lock = threading.Lock()
 _started: dict[tuple, Started] = {}  # (file identity, plan) -> its scan
 _starters: list[threading.Thread] = []
+_released = False  # (the reader is past its kernel table: a scan ending now is not kept)
 
 
 def trace_argument(argv: list[str], min_bytes: int = EARLY_MIN_BYTES) -> Path | None:
@@ -72,9 +73,12 @@ def trace_argument(argv: list[str], min_bytes: int = EARLY_MIN_BYTES) -> Path | 
 def start(argv: list[str], min_bytes: int = EARLY_MIN_BYTES) -> None:
     """Start the kernel table's scan of the export that ``trace_argument`` finds in
     ``argv``, if any, on a background thread; returns at once."""
+    global _released
     path = trace_argument(argv, min_bytes)
     if path is None:
         return
+    with _lock:
+        _released = False
     thread = threading.Thread(target=_begin, args=(path,), name="advisor-early-sqlscan",
                               daemon=True)  # fmt: skip
     _starters.append(thread)
@@ -123,7 +127,8 @@ def _begin(path: Path) -> None:
         except _sqlscan.Unsupported:
             scanned = None
         with _lock:
-            _started[(key, plan)] = Started(scanned)
+            if not _released:
+                _started[(key, plan)] = Started(scanned)
     except Exception:  # noqa: BLE001 (any failure: the usual read reports what is wrong)
         return
 
@@ -150,3 +155,14 @@ def take(path: Path, table: str, plan: ScanPlan) -> Started | None:
         found = _started.pop(key, None) if key is not None else None
         _started.clear()
     return found
+
+
+def release() -> None:
+    """Drop what was started and not taken (the reader has read its kernel table another
+    way: through SQLite, or a plan of its own); a scan still running is not kept when it
+    ends. Waits for nothing."""
+    global _released
+    with _lock:
+        _released = True
+        _started.clear()
+        _starters.clear()

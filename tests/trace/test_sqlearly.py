@@ -107,6 +107,20 @@ def test_another_tables_read_neither_waits_nor_takes(export):
     assert not sqlearly._starters and not sqlearly._started
 
 
+def test_a_scan_the_reader_did_not_take_is_not_held(export, monkeypatch):
+    # the reader plans its own read (here: SQLite's, the scanner switched off for it): the
+    # early scan is released once the kernel table is read, and one ending later not kept
+    sqlearly.start(["analyze", str(export)], min_bytes=0)
+    for thread in list(sqlearly._starters):
+        thread.join()
+    assert sqlearly._started
+    monkeypatch.setattr(nsys, "read_columns", lambda *a, **k: None)
+    nsys.read_nsys(export)
+    assert not sqlearly._started and not sqlearly._starters
+    sqlearly._begin(export)  # (a scan ending after the release)
+    assert not sqlearly._started
+
+
 def test_the_entry_and_the_early_scans_load_without_numpy_or_pandas():
     code = (
         "import sys\n"
