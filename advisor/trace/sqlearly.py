@@ -15,11 +15,9 @@ table is the same either way: only when it is scanned moves (measured in docs/sc
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
-from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from advisor.trace.nsys_schema import (
     KERNEL,
@@ -29,15 +27,18 @@ from advisor.trace.nsys_schema import (
     KERNEL_OPTIONAL,
     READ_THREADS,
 )
-from advisor.trace.sqllayout import ScanPlan, _sqlscan, plan_scan, ro_uri
+
+if TYPE_CHECKING:  # (sqlite3 and the planner load on the scan's thread, for an export only)
+    import sqlite3
+
+    from advisor.trace.sqllayout import ScanPlan
 
 # the smallest export whose kernel table is scanned early (below it the gain is a few ms)
 EARLY_MIN_BYTES = 32 << 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-@dataclass(frozen=True)
-class Started:
+class Started(NamedTuple):
     """An early scan's outcome: _sqlscan.scan's (arrays, seen, rows), or None where the
     scanner declined the table (Unsupported: the reader then reads it through SQLite)."""
 
@@ -54,7 +55,7 @@ def trace_argument(argv: list[str], min_bytes: int = EARLY_MIN_BYTES) -> Path | 
     """The one export of an ``analyze`` command line (``argv`` without the program) worth
     scanning early: the only argument that is an existing SQLite file (by its header) of at
     least ``min_bytes``; None for other commands, for several such files or none."""
-    if not argv or argv[0] != "analyze" or _sqlscan is None:
+    if not argv or argv[0] != "analyze":
         return None
     found = []
     for arg in argv[1:]:
@@ -106,6 +107,8 @@ def kernel_plan(path: Path, conn: sqlite3.Connection) -> ScanPlan | None:
     ).fetchone()
     if lo is None:
         return None
+    from advisor.trace.sqllayout import plan_scan
+
     return plan_scan(path, conn, KERNEL, present, (lo, hi), None, KERNEL_INT32, KERNEL_FLOAT32)
 
 
@@ -113,10 +116,15 @@ def _begin(path: Path) -> None:
     """Plan and run the kernel table's scan of ``path`` (nothing on any failure: the reader
     then reads as usual and says what is wrong)."""
     try:
+        import sqlite3
+        from contextlib import closing
+
+        from advisor.trace.sqllayout import _sqlscan, ro_uri
+
         key = _identity(path)
         with closing(sqlite3.connect(ro_uri(path), uri=True)) as conn:
             plan = kernel_plan(path, conn)
-        if plan is None:
+        if plan is None:  # (no kernel table, a layout the scanner declines, or no scanner)
             return
         # (one thread fewer than the reader's: one core is left to the imports)
         threads = max(min(READ_THREADS, os.cpu_count() or 1) - 1, 1)
