@@ -62,11 +62,13 @@ import pandas as pd
 
 from advisor.data import load_yaml, name_matches
 from advisor.metrics.ahead import ahead, beside, once
+from advisor.metrics.grouping import rows_by_value
 from advisor.metrics.intervals import (
     CodedCoverage,
     GapCoverage,
     Segments,
     grouped_order,
+    run_heads,
     union,
 )
 from advisor.metrics.keys import (
@@ -1615,13 +1617,13 @@ def _device_rows(device: np.ndarray) -> dict[int, slice | np.ndarray]:
     """Per device, in ascending order: its rows (``device``: per row, at least one), a
     slice where they are contiguous (each device one run: device_ops' order), else their
     positions."""
-    heads = np.flatnonzero(np.r_[True, device[1:] != device[:-1]])
+    heads = run_heads(device)
     values = device[heads]
     if len(distinct(values)) == len(values):  # (each device's ops one run)
         ends = np.r_[heads[1:], len(device)]
         spans = {int(v): slice(int(a), int(b)) for v, a, b in zip(values, heads, ends, strict=True)}
         return dict(sorted(spans.items()))
-    return {int(d): np.flatnonzero(device == d) for d in distinct(device)}
+    return {int(d): rows for d, rows in rows_by_value(device).items()}
 
 
 def _part(rows: slice | np.ndarray, a: int, b: int) -> slice | np.ndarray:
