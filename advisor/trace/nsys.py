@@ -43,7 +43,7 @@ from advisor.trace.nsys_schema import (
     READ_THREADS,
 )
 from advisor.trace.slices import SliceColumns
-from advisor.trace.sqllayout import ro_uri
+from advisor.trace.sqllayout import present_columns, ro_uri, rowid_bounds
 from advisor.trace.sqlscan import fits_int32, read_columns, rowids_fit
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -266,17 +266,14 @@ class _Reader:
         filtered). ``int32``/``float32`` columns are narrowed where the values fit; the table
         is held once either way. Small tables, no ADBC driver, or a slice the driver cannot
         type: one plain ``frame`` query."""
-        have = self.columns.get(table, set())
-        present = {a: (None if a in optional and c not in have else c) for a, c in columns.items()}
+        present = present_columns(columns, self.columns.get(table, set()), optional)
         select = ", ".join(f"t.{c} AS {a}" if c else f"NULL AS {a}" for a, c in present.items())
         sql = f"SELECT {select} FROM {table} t"
         where = ""
         if where_in is not None:
             ids = where_in[1]
             where = f"t.{where_in[0]} IN ({','.join(map(str, ids))})" if ids else "0"
-        lo, hi = self.conn.execute(  # two subqueries: each is one b-tree lookup
-            f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
-        ).fetchone()
+        rowids = rowid_bounds(self.conn, table)
         threads = min(self.threads, os.cpu_count() or 1)
 
         def whole() -> pd.DataFrame:
@@ -284,9 +281,10 @@ class _Reader:
             _narrow(df, int32, float32)
             return df
 
-        if lo is None:
+        if rowids is None:
             return whole()
-        scanned = read_columns(self.path, self.conn, table, present, (lo, hi), where_in,
+        lo, hi = rowids
+        scanned = read_columns(self.path, self.conn, table, present, rowids, where_in,
                                threads, int32, float32)  # fmt: skip
         if scanned is not None:
             return scanned

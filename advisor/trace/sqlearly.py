@@ -97,19 +97,16 @@ def kernel_plan(path: Path, conn: sqlite3.Connection) -> ScanPlan | None:
     """The kernel table's ScanPlan as the Nsight reader makes it (nsys._read_kernels: its
     columns, the optional ones the table lacks read as NULL); None without the table or
     where the scanner would decline it."""
+    from advisor.trace.sqllayout import plan_scan, present_columns, rowid_bounds
+
     have = {row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (KERNEL,))}
     if not have:
         return None
-    present = {a: (None if a in KERNEL_OPTIONAL and c not in have else c)
-               for a, c in KERNEL_COLUMNS.items()}  # fmt: skip
-    lo, hi = conn.execute(
-        f"SELECT (SELECT MIN(rowid) FROM {KERNEL}), (SELECT MAX(rowid) FROM {KERNEL})"
-    ).fetchone()
-    if lo is None:
+    present = present_columns(KERNEL_COLUMNS, have, KERNEL_OPTIONAL)
+    rowids = rowid_bounds(conn, KERNEL)
+    if rowids is None:
         return None
-    from advisor.trace.sqllayout import plan_scan
-
-    return plan_scan(path, conn, KERNEL, present, (lo, hi), None, KERNEL_INT32, KERNEL_FLOAT32)
+    return plan_scan(path, conn, KERNEL, present, rowids, None, KERNEL_INT32, KERNEL_FLOAT32)
 
 
 def _begin(path: Path) -> None:

@@ -90,6 +90,22 @@ def plan_scan(
     return ScanPlan(root, tuple(read.items()), kinds, filter_column, ids, lo, span)
 
 
+def present_columns(columns: dict[str, str], have: set[str], optional=()) -> dict[str, str | None]:
+    """``columns`` (alias -> the table's column) with each ``optional`` one the table lacks
+    (not in ``have``) as None (read as NULL): what a reader selects, and so what a scan of
+    the table is planned for."""
+    return {a: (None if a in optional and c not in have else c) for a, c in columns.items()}
+
+
+def rowid_bounds(conn: sqlite3.Connection, table: str) -> tuple[int, int] | None:
+    """The table's smallest and largest rowid (None when it is empty): two subqueries,
+    each one b-tree lookup."""
+    lo, hi = conn.execute(
+        f"SELECT (SELECT MIN(rowid) FROM {table}), (SELECT MAX(rowid) FROM {table})"
+    ).fetchone()
+    return None if lo is None else (lo, hi)
+
+
 def rowids_fit(path: Path, lo: int, hi: int) -> bool:
     """Whether a table whose rowids run from ``lo`` to ``hi`` can hold a row at each of them
     (4 B at least a row in the file): else its rowids have holes (a damaged or edited
