@@ -324,29 +324,24 @@ static int leaf(Work *w, const uint8_t *page, uint32_t n) {
         }
         int64_t rowid = (int64_t)rowid_bits;
         size_t slot;
-        if (w->by_rowid) {
-            /* kept rows one after another from the first one's rowid: with rowids rising,
-               the k-th lies at or before its own rowid's slot, so no run reaches the next's */
-            if (rowid < w->first) return (w->error = "rowid out of range", 0);
-            uint64_t distance = (uint64_t)rowid - (uint64_t)w->first;
-            if (distance >= (uint64_t)w->capacity) return (w->error = "rowid out of range", 0);
-            int64_t s = (int64_t)distance;
-            if (w->rows && s <= w->last_slot) return (w->error = "rowids out of order", 0);
-            if (!w->rows) w->first_slot = s;
-            w->last_slot = s;
-            slot = (size_t)w->first_slot + w->rows;
-        } else if (w->filtered) {
+        if (w->filtered && !w->by_rowid) {
             if (w->offset + w->rows >= (size_t)w->capacity) return (w->error = "rows changed", 0);
             slot = w->offset + w->rows;
-        } else {
+        } else { /* by rowid: the row's slot s = rowid - first */
             if (rowid < w->first) return (w->error = "rowid out of range", 0);
             uint64_t distance = (uint64_t)rowid - (uint64_t)w->first; /* (no signed overflow) */
             if (distance >= (uint64_t)w->capacity) return (w->error = "rowid out of range", 0);
             int64_t s = (int64_t)distance;
-            if (w->rows && s != w->last_slot + 1) return (w->error = "rowids with holes", 0);
+            if (w->rows && w->by_rowid && s <= w->last_slot)
+                return (w->error = "rowids out of order", 0);
+            if (w->rows && !w->by_rowid && s != w->last_slot + 1)
+                return (w->error = "rowids with holes", 0);
             if (!w->rows) w->first_slot = s;
             w->last_slot = s;
-            slot = (size_t)s;
+            /* without a filter each row at its own slot; with one, the kept rows one after
+               another from the first one's slot: with rowids rising, the k-th lies at or
+               before its own rowid's slot, so no thread's run reaches the next's */
+            slot = w->by_rowid ? (size_t)w->first_slot + w->rows : (size_t)s;
         }
         for (int c = 0; c < w->ncols; c++) {
             int s = row_seen[c] ? row_seen[c] : SEEN_NULL;
