@@ -170,8 +170,8 @@ def launch_rows(ops: pd.DataFrame, api: pd.DataFrame, threads: int = 1,
                 block: int = LAUNCH_ROWS_BLOCK) -> np.ndarray:  # fmt: skip
     """Per op: the row position in ``api`` of its launch call, joined by process and
     correlation id with a sorted search (not a table merge); -1 where none (int32 below
-    2^31 API rows). Ops whose keys are not in order are searched ``block`` at a time, each
-    block's keys in sorted order (cache-friendly), on up to ``threads`` threads
+    2^31 API rows). The ops are searched ``block`` at a time (where their keys are not in
+    order, each block's in sorted order: cache-friendly), on up to ``threads`` threads
     (metrics/ahead.py; the result depends on neither)."""
     n = len(ops)
     out = np.full(n, -1, dtype=row_dtype(len(api)))
