@@ -1,0 +1,209 @@
+"""Where one advisor command's time, cores and memory go, stage by stage, in its own process.
+
+    python benchmarks/stages.py [--interval 0.005] [--json OUT.json] \
+        -- analyze TRACE --format json > /dev/null
+
+Runs the console entry (advisor.launch.entry: the command line's process settings, the
+early scan) in this process with a sampler thread beside it. Every ``--interval`` seconds
+the sampler records the process's CPU time (all threads), glibc's heap (``mallinfo2``: the
+bytes in use, chunks and mappings, and the heap's size, free chunks included) and the
+resident set (``/proc/self/statm``). Stages are marked where the functions in STAGE_MARKS
+are entered and left; each span between two marks is a row of the table (stderr):
+
+- ``wall_s``: seconds of the span; ``cores``: CPU seconds of every thread over wall seconds
+  (2.0: both cores of this project's VM busy);
+- ``in_use_mb``, ``heap_mb``, ``rss_mb``: their largest sample in the span (MB, 10**6 bytes).
+  The peak RSS is the heap's size at its largest plus what lies outside the heap: the heap
+  grows only where a request finds no free chunk large enough, so heap - in use is
+  fragmentation (docs/scaling.md, "Issue 33, twenty-ninth pass").
+
+Memory columns are empty where the C library has no ``mallinfo2`` (not glibc >= 2.33).
+The command's own output goes to stdout as usual. Sampling costs ~1 % of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# (module, function): entering and leaving each marks a stage boundary
+STAGE_MARKS = [
+    ("advisor.pipeline", "load_trace"),
+    ("advisor.analysis", "device_ops"),
+    ("advisor.analysis", "attribute_gaps"),
+    ("advisor.analysis", "_launch_table"),
+    ("advisor.analysis", "gap_breakdown"),
+    ("advisor.analysis", "window_metrics"),
+    ("advisor.analysis", "with_outside_ranges"),
+    ("advisor.pipeline", "find_on_device"),
+]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample: seconds since the start, process CPU seconds, MB in use / heap / RSS."""
+
+    t: float
+    cpu: float
+    in_use: float | None
+    heap: float | None
+    rss: float
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One span between consecutive marks (module doc)."""
+
+    begins: str
+    ends: str
+    start_s: float
+    wall_s: float
+    cores: float | None
+    in_use_mb: float | None
+    heap_mb: float | None
+    rss_mb: float | None
+
+
+def stage_table(samples: list[Sample], marks: list[tuple[float, str]], end: float) -> list[Stage]:
+    """The spans between consecutive marks (and from 0 to the first, from the last to
+    ``end``): wall seconds, cores busy (CPU seconds over wall seconds from the last sample
+    at or before the span's start to the first at or after its end; the first and last
+    samples where none is) and the largest memory sample within the span (None where no
+    sample fell in it or the value is unknown)."""
+    bounds = [(0.0, "start"), *sorted(marks), (end, "end")]
+    out = []
+    for (t0, a), (t1, b) in zip(bounds, bounds[1:], strict=False):
+        inside = [s for s in samples if t0 <= s.t < t1]
+        before = [s for s in samples if s.t <= t0] or samples[:1]
+        after = [s for s in samples if s.t >= t1] or samples[-1:]
+        cores = None
+        if before and after and after[0].t > before[-1].t:
+            cores = (after[0].cpu - before[-1].cpu) / (after[0].t - before[-1].t)
+
+        def peak(values: list[float | None]) -> float | None:
+            known = [v for v in values if v is not None]
+            return max(known) if known else None
+
+        memory = [peak([getattr(s, k) for s in inside]) for k in ("in_use", "heap", "rss")]
+        out.append(Stage(a, b, t0, t1 - t0, cores, *memory))
+    return out
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]  # fmt: skip
+
+
+def _heap_reader() -> Callable[[], tuple[float, float]] | None:
+    """A function giving (MB in use, MB of heap) from glibc's mallinfo2, or None."""
+    try:
+        libc = ctypes.CDLL(None)
+        info = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    info.restype = _MallInfo2
+
+    def read() -> tuple[float, float]:
+        m = info()
+        return (m.uordblks + m.hblkhd) / 1e6, (m.arena + m.hblkhd) / 1e6
+
+    return read
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _mark(marks: list[tuple[float, str]], t0: float) -> None:
+    """Wrap STAGE_MARKS' functions where their modules hold them, appending (seconds, '+name'
+    / '-name') to ``marks`` on entry and exit."""
+    for module_name, name in STAGE_MARKS:
+        module = importlib.import_module(module_name)
+        f = getattr(module, name)
+
+        @functools.wraps(f)
+        def marked(*args: Any, _f: Callable = f, _name: str = name, **kwargs: Any) -> Any:
+            marks.append((time.perf_counter() - t0, "+" + _name))
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                marks.append((time.perf_counter() - t0, "-" + _name))
+
+        setattr(module, name, marked)
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "" if v is None else format(v, spec)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--interval", type=float, default=0.005, help="seconds between samples")
+    p.add_argument("--json", help="also write the samples, marks and table here")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- advisor arguments")
+    args = p.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    heap = _heap_reader()
+    samples: list[Sample] = []
+    marks: list[tuple[float, str]] = []
+    t0 = time.perf_counter()
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            in_use, size = heap() if heap is not None else (None, None)
+            samples.append(Sample(time.perf_counter() - t0, time.process_time(), in_use, size,
+                                  _rss_mb()))  # fmt: skip
+            done.wait(args.interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    import advisor.launch  # (its module-level settings come first, as in the console)
+
+    _mark(marks, t0)
+    exit_now = os._exit
+    os._exit = lambda code: sys.exit(code)  # type: ignore[assignment]  # (entry leaves with it)
+    sys.argv = ["advisor", *command]
+    code: Any = 0
+    try:
+        advisor.launch.entry()
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        os._exit = exit_now
+    end = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    table = stage_table(samples, marks, end)
+    err = sys.stderr
+    err.write(f"{'from':>22} {'to':<22} {'at_s':>6} {'wall_s':>6} {'cores':>5} "
+              f"{'in_use_mb':>9} {'heap_mb':>7} {'rss_mb':>6}\n")  # fmt: skip
+    for s in table:
+        err.write(f"{s.begins:>22} {s.ends:<22} {s.start_s:6.2f} {s.wall_s:6.2f} "
+                  f"{_fmt(s.cores, '5.2f'):>5} {_fmt(s.in_use_mb, '9.0f'):>9} "
+                  f"{_fmt(s.heap_mb, '7.0f'):>7} {_fmt(s.rss_mb, '6.0f'):>6}\n")  # fmt: skip
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    err.write(f"total {end:.2f} s, peak RSS {peak:.0f} MB (ru_maxrss), exit code {code}\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"samples": [asdict(s) for s in samples], "marks": marks,
+                       "stages": [asdict(s) for s in table], "peak_rss_mb": peak}, f)  # fmt: skip
+    sys.exit(code if isinstance(code, int) else 1)
+
+
+if __name__ == "__main__":
+    main()
