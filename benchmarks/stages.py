@@ -12,7 +12,8 @@ are entered and left; each span between two marks is a row of the table (stderr)
 
 - ``wall_s``: seconds of the span; ``cores``: CPU seconds of every thread over wall seconds
   (2.0: both cores of this project's VM busy);
-- ``in_use_mb``, ``heap_mb``, ``rss_mb``: their largest sample in the span (MB, 10**6 bytes).
+- ``in_use_mb``, ``heap_mb``, ``rss_mb``: their largest sample in the span (MB of 2**20
+  bytes, as benchmarks/scale.py gives the peak RSS).
   The peak RSS is the heap's size at its largest plus what lies outside the heap: the heap
   grows only where a request finds no free chunk large enough, so heap - in use is
   fragmentation (docs/scaling.md, "Issue 33, twenty-ninth pass").
@@ -35,6 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+MIB = 2**20  # (MB in the table, as benchmarks/scale.py reports peak RSS)
 
 # (module, function): entering and leaving each marks a stage boundary
 STAGE_MARKS = [
@@ -116,14 +119,14 @@ def _heap_reader() -> Callable[[], tuple[float, float]] | None:
 
     def read() -> tuple[float, float]:
         m = info()
-        return (m.uordblks + m.hblkhd) / 1e6, (m.arena + m.hblkhd) / 1e6
+        return (m.uordblks + m.hblkhd) / MIB, (m.arena + m.hblkhd) / MIB
 
     return read
 
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
 
 
 def _mark(marks: list[tuple[float, str]], t0: float) -> None:
@@ -196,7 +199,7 @@ def main() -> None:
                   f"{_fmt(s.heap_mb, '7.0f'):>7} {_fmt(s.rss_mb, '6.0f'):>6}\n")  # fmt: skip
     import resource
 
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (Linux: KiB)
     err.write(f"total {end:.2f} s, peak RSS {peak:.0f} MB (ru_maxrss), exit code {code}\n")
     if args.json:
         with open(args.json, "w") as f:
