@@ -8,7 +8,8 @@ early scan) in this process with a sampler thread beside it. Every ``--interval`
 the sampler records the process's CPU time (all threads), glibc's heap (``mallinfo2``: the
 bytes in use, chunks and mappings, and the heap's size, free chunks included) and the
 resident set (``/proc/self/statm``). Stages are marked where the functions in STAGE_MARKS
-are entered and left; each span between two marks is a row of the table (stderr):
+(and ``--mark``'s) are entered and left; each span between two marks is a row of the table
+(stderr):
 
 - ``wall_s``: seconds of the span; ``cores``: CPU seconds of every thread over wall seconds
   (2.0: both cores of this project's VM busy);
@@ -129,22 +130,27 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
 
 
-def _mark(marks: list[tuple[float, str]], t0: float) -> None:
-    """Wrap STAGE_MARKS' functions where their modules hold them, appending (seconds, '+name'
-    / '-name') to ``marks`` on entry and exit."""
-    for module_name, name in STAGE_MARKS:
-        module = importlib.import_module(module_name)
-        f = getattr(module, name)
+def _mark(marks: list[tuple[float, str]], t0: float, where: list[tuple[str, str]]) -> None:
+    """Wrap the functions ``where`` names ((module, name): a function of the module, or
+    ``Class.method``) where the module holds them, appending (seconds, '+name' / '-name')
+    to ``marks`` on entry and exit (a function another module imported by name is marked
+    where that module calls it: name that module)."""
+    for module_name, name in where:
+        owner: Any = importlib.import_module(module_name)
+        *path, attr = name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        f = getattr(owner, attr)
 
         @functools.wraps(f)
-        def marked(*args: Any, _f: Callable = f, _name: str = name, **kwargs: Any) -> Any:
+        def marked(*args: Any, _f: Callable = f, _name: str = attr, **kwargs: Any) -> Any:
             marks.append((time.perf_counter() - t0, "+" + _name))
             try:
                 return _f(*args, **kwargs)
             finally:
                 marks.append((time.perf_counter() - t0, "-" + _name))
 
-        setattr(module, name, marked)
+        setattr(owner, attr, marked)
 
 
 def _fmt(v: float | None, spec: str) -> str:
@@ -155,6 +161,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--interval", type=float, default=0.005, help="seconds between samples")
     p.add_argument("--json", help="also write the samples, marks and table here")
+    p.add_argument(
+        "--mark", action="append", default=[], metavar="MODULE:NAME",
+        help="also mark this function (e.g. advisor.metrics.gaps:launch_rows, "
+        "advisor.metrics.attribution:_HostActivity.index_threads); repeatable",
+    )  # fmt: skip
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- advisor arguments")
     args = p.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -175,7 +186,8 @@ def main() -> None:
     sampler.start()
     import advisor.launch  # (its module-level settings come first, as in the console)
 
-    _mark(marks, t0)
+    extra = [tuple(m.split(":", 1)) for m in args.mark]
+    _mark(marks, t0, STAGE_MARKS + extra)  # type: ignore[operator]
     exit_now = os._exit
     os._exit = lambda code: sys.exit(code)  # type: ignore[assignment]  # (entry leaves with it)
     sys.argv = ["advisor", *command]
