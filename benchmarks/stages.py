@@ -182,10 +182,14 @@ def main() -> None:
                                   _rss_mb()))  # fmt: skip
             done.wait(args.interval)
 
+    import advisor.launch
+    from advisor.memory import share_one_heap
+
+    # (the console's one heap before the sampler's thread first allocates: glibc would give
+    # that thread an arena of its own, which the analysis' threads could then share)
+    share_one_heap()
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    import advisor.launch  # (its module-level settings come first, as in the console)
-
     extra = [tuple(m.split(":", 1)) for m in args.mark]
     _mark(marks, t0, STAGE_MARKS + extra)  # type: ignore[operator]
     exit_now = os._exit
