@@ -116,7 +116,7 @@ def _copies(a: TraceAnalysis) -> pd.DataFrame:
             "kind": direction,
             "host_memory": host,
             "bytes": nbytes,
-            "took": ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows],  # (theirs)
+            "took": ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows],  # (copies only)
         }
     )
     g = frame.groupby(["device", "kind", "host_memory"], sort=True)
