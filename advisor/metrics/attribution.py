@@ -1474,7 +1474,11 @@ class _Innermost:
     """The innermost range open at a time on one thread, for properly nested ranges: the
     open ranges at time t are d(t) = #starts <= t - #ends <= t deep, and the innermost is the
     last range to start at or before t among those at depth d(t) - 1 (the depth of a range
-    is how many ranges were open when it began)."""
+    is how many ranges were open when it began). From one range to the next (by start) the
+    depth rises by at most one, so that range is also the one reached from the last range
+    to start at or before t by climbing parents (a range's parent: the last range one level
+    up to start before it) down to depth d(t) - 1: the same answer for any ranges, nested
+    or not (tests/metrics/test_attribution.py checks it against the definition)."""
 
     def __init__(self, ranges: pd.DataFrame, rows: np.ndarray, texts: _Texts) -> None:
         s = ranges["start"].to_numpy(np.int64)[rows]
@@ -1499,14 +1503,15 @@ class _Innermost:
         heads = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
         self.levels = ({int(d[h]): at for h, at in zip(heads, np.split(by_depth, heads[1:]),
                                                        strict=True)} if len(d) else {})  # fmt: skip
-        self._level_start = {lvl: s[at] for lvl, at in self.levels.items()}
+        self.depth = depth
+        level_start = {lvl: s[at] for lvl, at in self.levels.items()}
         # each range's parent: the last range one level up to start at or before it
         self.parent = np.full(len(s), -1, dtype=np.int64)
         for lvl, at in self.levels.items():
             up = self.levels.get(lvl - 1)
             if up is None:
                 continue
-            p = np.searchsorted(self._level_start[lvl - 1], s[at], side="right") - 1
+            p = np.searchsorted(level_start[lvl - 1], s[at], side="right") - 1
             ok = p >= 0
             self.parent[at[ok]] = up[p[ok]]
 
@@ -1534,18 +1539,21 @@ class _Innermost:
 
     def find(self, times: np.ndarray) -> np.ndarray:
         """Position of the innermost range open at each time, -1 where none is."""
-        open_ = np.searchsorted(self.start, times, side="right") - np.searchsorted(
-            self.sorted_ends, times, side="right")  # fmt: skip
+        last = np.searchsorted(self.start, times, side="right") - 1  # (the last to start)
+        level = last - np.searchsorted(self.sorted_ends, times, side="right")  # d(t) - 1
         out = np.full(len(times), -1, dtype=np.int64)
-        for d, at in self.levels.items():
-            q = np.flatnonzero(open_ - 1 == d)
-            if q.size == 0:
-                continue
-            p = np.searchsorted(self._level_start[d], times[q], side="right") - 1
-            ok = p >= 0
-            cand = at[np.maximum(p, 0)]
-            ok &= self.end[cand] > times[q]
-            out[q[ok]] = cand[ok]
+        q = np.flatnonzero(level >= 0)  # (some range is open: the last to start is one)
+        pos = last[q]
+        # up its parents to that level: every level up to a range's own occurs before it
+        # (the depth rises by at most one a range), so each climb ends at a range
+        climb = self.depth[pos] - level[q]
+        active = np.flatnonzero(climb > 0)
+        while active.size:
+            pos[active] = self.parent[pos[active]]
+            climb[active] -= 1
+            active = active[climb[active] > 0]
+        ok = self.end[pos] > times[q]
+        out[q[ok]] = pos[ok]
         return out
 
 

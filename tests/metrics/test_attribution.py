@@ -905,3 +905,35 @@ def test_steady_start_is_the_first_op_of_a_family_that_recurs_in_the_tail(block)
     # too few ops for k-grams
     ops.loc[9:11, "range_id"] = 4
     assert steady_starts(ops, ranges, block=block) == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 30)), max_size=40),
+    st.lists(st.integers(-5, 100), min_size=1, max_size=40),
+)
+def test_innermost_range_is_the_definition_for_any_ranges(pairs, times):
+    # _Innermost.find climbs parents from the last range to start; the definition it must
+    # give, by brute force over ranges nested or not (equal starts, ranges that overlap
+    # without nesting, empty ones dropped): at time t, d(t) = #starts <= t - #ends <= t
+    # ranges are open; the answer is the last range (by start, the longer first on equal
+    # starts) whose depth (the ranges before it still open when it starts) is d(t) - 1 and
+    # that starts at or before t, where it is still open at t; else none
+    from advisor.metrics.attribution import _Innermost, _Texts
+
+    ranges = pd.DataFrame({"start": [s for s, _ in pairs], "end": [s + n for s, n in pairs]},
+                          dtype=np.int64)  # fmt: skip
+    index = _Innermost(ranges, np.arange(len(ranges)), _Texts(pd.Series(["r"] * len(ranges))))
+    order = sorted((s, -(s + n), row) for row, (s, n) in enumerate(pairs) if n > 0)
+    kept = [(s, -neg_end, row) for s, neg_end, row in order]
+    depth = [sum(e > s for _, e, _ in kept[:k]) for k, (s, _, _) in enumerate(kept)]
+    expected = []
+    for t in times:
+        level = sum(s <= t for s, _, _ in kept) - sum(e <= t for _, e, _ in kept) - 1
+        at = [k for k, (s, _, _) in enumerate(kept) if depth[k] == level and s <= t]
+        hit = at and kept[at[-1]][1] > t
+        expected.append(kept[at[-1]][2] if hit else -1)
+    pos = index.find(np.array(times, dtype=np.int64))
+    got = np.full(len(times), -1, dtype=np.int64)
+    got[pos >= 0] = index.rows(pos[pos >= 0])
+    assert got.tolist() == expected
