@@ -934,15 +934,28 @@ def _union_windows(r: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame | None
 
 # the most packed key values _window_of looks windows up in a table of (int64 each)
 WINDOW_TABLE_MAX = 1 << 22
+WINDOW_BLOCK = 1 << 20  # ops _window_of looks up at a time
 
 
-def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
-    (keys packed into one int64 per row, then looked up in a table of every packed value
-    where they span at most WINDOW_TABLE_MAX and each window's are its own, else a sorted
-    search: no table merge; the op arrays are updated in place, so the memory is two
-    arrays of the op count)."""
-    keyed = pack([ops[c].to_numpy() for c in keys], [windows[c].to_numpy() for c in keys])
+def _window_of(
+    ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], block: int = WINDOW_BLOCK
+) -> np.ndarray:
+    """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none;
+    ``block`` ops at a time (_block_windows), so that the only op-long array is the
+    result."""
+    op_keys = [ops[c].to_numpy() for c in keys]
+    window_keys = [windows[c].to_numpy() for c in keys]
+    out = np.empty(len(ops), dtype=np.int64)
+    for b in range(0, len(ops), block):
+        out[b : b + block] = _block_windows([k[b : b + block] for k in op_keys], window_keys)
+    return out
+
+
+def _block_windows(op_keys: list[np.ndarray], window_keys: list[np.ndarray]) -> np.ndarray:
+    """_window_of of a block of ops: the keys packed into one int64 per row, then looked up
+    in a table of every packed value where they span at most WINDOW_TABLE_MAX and each
+    window's are its own, else a sorted search (no table merge)."""
+    keyed = pack(op_keys, window_keys)
     packed, packed_win = keyed.keys
     if keyed.radices is not None and len(packed_win):
         span = int(np.prod(keyed.radices, dtype=object))
@@ -957,7 +970,6 @@ def _window_of(ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str]) -> np.
     pos = np.searchsorted(sorted_win, packed)
     np.minimum(pos, len(order) - 1, out=pos)
     found = sorted_win[pos] == packed
-    del packed
     pos = order[pos]
     pos[~found] = -1
     return pos

@@ -260,6 +260,13 @@ def test_an_ops_window_found_by_table_or_by_search_by_hand(monkeypatch):
     monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 1 << 22)
     twice = pd.DataFrame({"range_id": [3, 7, 3], "device": [1, 0, 1]})
     assert analysis._window_of(ops, twice, keys).tolist() == [-1, -1, 0, 1, -1]
+    # two ops at a time ((7, 1), (3, 0) | (3, 1), (7, 0) | (9, 1): each block packed on its
+    # own keys' ranges): the same rows, by table and by search
+    for table_max in (1 << 22, 0):
+        monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", table_max)
+        assert analysis._window_of(ops, windows, keys, block=2).tolist() == [2, -1, 1, 0, -1]
+        assert analysis._window_of(ops, twice, keys, block=2).tolist() == [-1, -1, 0, 1, -1]
+    monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 1 << 22)
     # random ops and windows: the same rows by table and by search
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -273,6 +280,7 @@ def test_an_ops_window_found_by_table_or_by_search_by_hand(monkeypatch):
         by_table = analysis._window_of(ops, windows, keys)
         monkeypatch.setattr(analysis, "WINDOW_TABLE_MAX", 0)
         assert by_table.tolist() == analysis._window_of(ops, windows, keys).tolist()
+        assert by_table.tolist() == analysis._window_of(ops, windows, keys, block=7).tolist()
 
 
 def test_ops_carry_comm_waits_only_where_the_trace_has_comm_ops():
