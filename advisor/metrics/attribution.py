@@ -55,6 +55,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cache, partial, wraps
+from itertools import islice
 from typing import Any, ParamSpec
 
 import numpy as np
@@ -227,9 +228,10 @@ def attribute(
     overhead = np.zeros(n, dtype=np.int64)
     sync_ns = np.zeros(n, dtype=np.int64)
     # the pieces' labels, shared by the blocks and by the gaps' details (a gap's detail is
-    # the label of its dominant cause's piece: coded once for both)
-    vocab: dict[object, int] = {"": 0}
-    detail, sync_call = TextColumn(n, vocab), TextColumn(n)
+    # the label of its dominant cause's piece) and blocking calls: the codes the host's
+    # activity writes its labels in (_LabelCodes)
+    vocab = host.labels.vocab
+    detail, sync_call = TextColumn(n, vocab), TextColumn(n, vocab)
     pieces = _PieceColumns(len(at_all), {
         "device": gaps.device.dtype, "start": np.int64, "end": np.int64, "cause": np.int8,
         "row": at_all.dtype, "text": np.int32}, spill=len(at_all) >= spill_gaps,
@@ -247,17 +249,17 @@ def attribute(
                     if kind in labels}  # fmt: skip
         queued = w["queued"]
         if queued.any():
-            queued_detail = np.full(len(at), "", dtype=object)
-            queued_detail[queued] = gaps.queued_detail(at[queued])
+            queued_detail = np.zeros(len(at), dtype=np.int32)  # ('')
+            queued_detail[queued] = host.labels.of_texts(gaps.queued_detail(at[queued]))
             by_cause["queued_wait"] = queued_detail
-        coded = _pieces(w["device"], w["g0"], amounts, at, by_cause, vocab, pieces)
+        coded = _pieces(w["device"], w["g0"], amounts, at, by_cause, pieces)
         for name, (nz, codes) in coded.items():  # (a gap's dominant cause holds a piece)
             mine = dominant[nz] == CAUSE_CODE[name]
             detail.put_codes(at[nz[mine]], codes[mine])
         for name, label in (("synchronization", "sync_api"), ("blocking_copy", "copy_api")):
             if label in labels:
                 mine = dominant == CAUSE_CODE[name]
-                sync_call.put(at[mine], labels[label][mine])
+                sync_call.put_codes(at[mine], labels[label][mine])
         del w, split, amounts, labels, by_cause
     launch_op = host.launching_ops(api_row, block, threads).categorical()
     return (
@@ -282,18 +284,50 @@ _LABEL_OF_CAUSE = {"synchronization": "sync", "blocking_copy": "copy", "input_pi
 
 
 class _Labels(dict):
-    """Per label kind, the texts of a block's windows: an object array of '' made on the
-    first write to that kind (``labels[kind][rows] = ...``); a kind never written is
-    absent, not filled with ''."""
+    """Per label kind, the labels of a block's windows as codes (_LabelCodes): an int32
+    array of 0 ('') made on the first write to that kind (``labels[kind][rows] = ...``); a
+    kind never written is absent, not filled with ''."""
 
     def __init__(self, windows: int) -> None:
         super().__init__()
         self._windows = windows
 
     def __missing__(self, kind: str) -> np.ndarray:
-        column = self[kind] = np.empty(self._windows, dtype=object)
-        column.fill("")  # (half np.full's time for an object array)
+        column = self[kind] = np.zeros(self._windows, dtype=np.int32)
         return column
+
+
+class _LabelCodes:
+    """What held the gaps (the labels of the host's activity, the queued ops' dependencies)
+    as int32 codes into one vocabulary that every thread splitting windows shares: ``vocab``
+    (text -> code, '' is 0; as keys.TextColumn takes it) and ``words`` (code -> text). Each
+    distinct text is coded once, under a lock; labels are written and copied as codes, not
+    as a Python string per gap."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[object, int] = {"": 0}
+        self.words: list[object] = [""]
+        self._lock = threading.Lock()
+
+    def of_texts(self, texts: np.ndarray) -> np.ndarray:
+        """The codes of ``texts`` (an object array of strings; keys.vocabulary_codes), texts
+        new to the vocabulary added."""
+        with self._lock:
+            codes = vocabulary_codes(texts, self.vocab)
+            if len(self.vocab) > len(self.words):  # (the texts added: last in the dict)
+                self.words.extend(islice(self.vocab, len(self.words), None))
+        return codes
+
+    def of_names(self, names: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """The codes of the texts ``names[at]`` (``names``: an object array; ``at``: integer
+        positions in it), each distinct position's text coded once."""
+        rows, used = pd.factorize(at)
+        return self.of_texts(names[used])[rows]
+
+    def texts(self, codes: np.ndarray) -> np.ndarray:
+        """The texts of ``codes`` (an object array), each distinct code looked up once."""
+        rows, used = pd.factorize(codes)
+        return np.array([self.words[c] for c in used], dtype=object)[rows]
 
 
 class _Gaps:
@@ -438,15 +472,14 @@ def _dominant(amounts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict[object, int],
-            out: _PieceColumns) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], out: _PieceColumns
+            ) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
     """Write the idle pieces of a block of gaps into ``out``'s next rows: laid out from each
     gap's start in CAUSES order, with the label of what held each (``details``: per cause,
-    per gap; '' for the others) as codes into ``vocab`` (extended here). The block's rows
-    come in cause order, each cause's by gap (device, start): a cause's pieces are one
-    stretch of rows, written in one go over the gaps that hold it (no sort, no copy).
-    Returns per cause of ``details`` with pieces: (the block's gaps that hold one, their
-    labels' codes)."""
+    per gap, codes of _LabelCodes; '' (0) for the others). The block's rows come in cause
+    order, each cause's by gap (device, start): a cause's pieces are one stretch of rows,
+    written in one go over the gaps that hold it (no sort, no copy). Returns per cause of
+    ``details`` with pieces: (the block's gaps that hold one, their labels' codes)."""
     c, k = amounts.shape  # (ns per cause, per gap)
     nonzero = amounts != 0
     per_cause = nonzero.sum(axis=1)
@@ -471,8 +504,7 @@ def _pieces(device, g0, amounts, at, details: dict[str, np.ndarray], vocab: dict
         if values is None:
             text[mine] = 0  # ('')
             continue
-        # (factorized over its pieces only, then into ``vocab``)
-        coded[CAUSES[code]] = (nz, vocabulary_codes(values[nz], vocab))
+        coded[CAUSES[code]] = (nz, values[nz])
         text[mine] = coded[CAUSES[code]][1]
     return coded
 
@@ -550,10 +582,11 @@ class _PieceColumns:
             self._columns[name] = column
 
     def table(self, vocab: dict[object, int]) -> pd.DataFrame:
-        """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``), in cause
-        order: what every window sums per cause is then a slice of the columns
-        (piece_segments), not a copy. Held columns are reordered one at a time, each let go
-        then; spilled ones are read back into place, a (block, cause) run at a time."""
+        """The pieces as one table (PIECE_COLUMNS; detail categorical of ``vocab``: its
+        categories '' and the texts of the pieces), in cause order: what every window sums
+        per cause is then a slice of the columns (piece_segments), not a copy. Held columns
+        are reordered one at a time, each let go then; spilled ones are read back into
+        place, a (block, cause) run at a time."""
         n = self._filled  # (``claim`` ran at least once: every attribution has a block)
         if self._files is not None:
             self._flush()
@@ -568,7 +601,10 @@ class _PieceColumns:
                 values = self._columns.pop(name)[:n]
                 c[name] = values if order is None else values[order]
                 del values
-        detail = vocabulary_categorical(c.pop("text"), vocab)
+        text = c.pop("text")
+        present = np.bincount(text, minlength=len(vocab)) > 0
+        present[0] = True  # ('' a category always)
+        detail = vocabulary_categorical(text, vocab, np.flatnonzero(present))
         return pd.DataFrame({name: c[name] for name in PIECE_COLUMNS[:-1]} | {"detail": detail},
                             copy=False)  # fmt: skip
 
@@ -797,6 +833,7 @@ class _HostActivity:
         # per thread: its operator / input ranges and its API calls, each _outermost
         self._cover: dict[int, tuple[Segments, Segments]] = {}
         self._ops = ops
+        self.labels = _LabelCodes()  # (what held the gaps: split's labels, as codes)
         self._lock = threading.RLock()  # (held while an index is built: ahead.once)
         self._built: dict[str, Any] = {}  # (indexes of the whole trace, by name)
 
@@ -1030,16 +1067,18 @@ class _HostActivity:
                     out[name][at] += credit
                     rest[at] -= credit
                 hit = np.flatnonzero(overlaps)  # (the range around the call: only for those)
-                api_label = self.api_names[mine[p[hit]]]
-                out["labels"][label + "_api"][rows[hit]] = api_label
+                call = self.api_names.codes[mine[p[hit]]]
+                out["labels"][label + "_api"][rows[hit]] = self.labels.of_names(
+                    self.api_names.names, call)  # fmt: skip
                 where = self.range_at(key, s[hit])
-                out["labels"][label][rows[hit]] = _with_context(api_label, where)
+                out["labels"][label][rows[hit]] = self._call_in(call, where)
         rows_in = self._input_threads.get(key)
         if rows_in is not None and rows_in.size:  # (by start: _ranges_by_thread)
             pos = np.searchsorted(self.range_start[rows_in], b, side="left") - 1
             at = rows_in[np.maximum(pos, 0)]
             hit = (pos >= 0) & (self.range_end[at] > a)
-            out["labels"]["input"][rows] = np.where(hit, self.range_texts[at], "")
+            where = np.where(hit, self.range_texts.codes[at], -1)  # (-1: the names' last, '')
+            out["labels"]["input"][rows] = self.labels.of_names(self.range_texts.names, where)
         # the rest's label: the innermost host range (or non-launch API call) around the
         # window's middle that covers at least half of it; whether that range also holds
         # the op's own launch call
@@ -1114,15 +1153,17 @@ class _HostActivity:
         return CodedCoverage(painted) if painted else None
 
     def range_at(self, key, times: np.ndarray) -> np.ndarray:
-        """The innermost host range open on the thread at each time ('' for none)."""
+        """The innermost host range open on the thread at each time ('' for none), as label
+        codes (``labels``)."""
         return self.innermost(key, times, None)[0]
 
     def innermost(self, key, times, launch_start, window=None, kinds: bool = False):
         """(label, holds_launch) per time: the innermost host range open on the thread then
         (with ``window`` (lo, hi): the innermost that covers at least half of it; a
-        non-launch API call there is named too: ``cudaMalloc (in aten::empty)``), and
-        whether that range is also open at ``launch_start`` (the op's own launch); with
-        ``kinds``, also whether that range is one of the framework's operators (range_op)."""
+        non-launch API call there is named too: ``cudaMalloc (in aten::empty)``) as label
+        codes (``labels``), and whether that range is also open at ``launch_start`` (the
+        op's own launch); with ``kinds``, also whether that range is one of the framework's
+        operators (range_op)."""
         times = np.asarray(times, dtype=np.int64)
         where = np.full(len(times), -1, dtype=np.int32)  # (codes of range_texts; -1: none)
         own = np.zeros(len(times), dtype=bool)
@@ -1146,11 +1187,22 @@ class _HostActivity:
                 at = other[np.maximum(p, 0)]
                 inside = (p >= 0) & (self.api_end[at] > times)
                 call = np.where(inside, self.api_names.codes[at], -1)
-                label = _coded_context(self.api_names, call, self.range_texts, where)
+                label = _coded_context(self.api_names, call, self.range_texts, where,
+                                       self.labels)  # fmt: skip
                 own &= ~inside  # (in another API call: not launching this op)
         if label is None:
-            label = self.range_texts.names[where]
+            label = self.labels.of_names(self.range_texts.names, where)
         return (label, own, operator) if kinds else (label, own)
+
+    def _call_in(self, call: np.ndarray, where: np.ndarray) -> np.ndarray:
+        """The label codes of ``call (in where)`` (_with_context) per API call name code
+        ``call`` (api_names; -1: none) and label code ``where`` (the host's label then),
+        each distinct pair's text made once."""
+        width = len(self.labels.words)  # (every code in ``where`` is below it)
+        codes, pairs = pd.factorize((call.astype(np.int64) + 1) * width + where)
+        text = _with_context(self.api_names.names[pairs // width - 1],
+                             self.labels.texts(pairs % width))  # fmt: skip
+        return self.labels.of_texts(text)[codes]
 
     def _index(self, key) -> _Innermost | None:
         def make() -> _Innermost | None:
@@ -1263,16 +1315,17 @@ class _Texts:
         return self.names[self.codes[rows]]
 
 
-def _coded_context(calls: _Texts, call: np.ndarray, ranges: _Texts, where: np.ndarray
-                   ) -> np.ndarray:  # fmt: skip
+def _coded_context(calls: _Texts, call: np.ndarray, ranges: _Texts, where: np.ndarray,
+                   labels: _LabelCodes | None = None) -> np.ndarray:  # fmt: skip
     """_with_context(calls.names[call], ranges.names[where], keep_context=True) for codes
-    (-1: none), the text of each distinct (call, range) pair made once (an object array)."""
+    (-1: none), the text of each distinct (call, range) pair made once (an object array;
+    with ``labels``, their label codes)."""
     width = len(ranges.names)  # (where + 1 < width: the names end with the '' of -1)
     key = (call.astype(np.int64) + 1) * width + (where.astype(np.int64) + 1)
     codes, pairs = pd.factorize(key)
     text = _with_context(calls.names[pairs // width - 1], ranges.names[pairs % width - 1],
                          keep_context=True)  # fmt: skip
-    return text[codes]
+    return text[codes] if labels is None else labels.of_texts(text)[codes]
 
 
 def _with_context(call: np.ndarray, where: np.ndarray, keep_context: bool = False):

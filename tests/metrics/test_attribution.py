@@ -625,7 +625,7 @@ def test_the_host_range_index_holds_only_ranges_open_at_a_declared_time():
     assert indexed == {a: ["aten::mm", "op", "step"], b: ["aten::add", "bwd"]}
     for key, times, expect in ((a, [13, 95], ["op", "step"]), (b, [55], ["aten::add"])):
         for h in (whole, declared):
-            assert h.range_at(key, np.array(times)).tolist() == expect
+            assert h.labels.texts(h.range_at(key, np.array(times))).tolist() == expect
 
 
 def test_thread_keys_pack_small_ids_and_mix_large_ones():
