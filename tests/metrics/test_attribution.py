@@ -937,3 +937,40 @@ def test_innermost_range_is_the_definition_for_any_ranges(pairs, times):
     got = np.full(len(times), -1, dtype=np.int64)
     got[pos >= 0] = index.rows(pos[pos >= 0])
     assert got.tolist() == expected
+
+
+def test_label_codes_code_each_text_once_and_give_it_back():
+    # '' is code 0; new texts take the next codes in the order first seen; names looked up
+    # by position (-1: the names' last, '') code as their texts; texts() inverts; threads
+    # coding at once leave one code per text (vocab and words each other's inverse)
+    import threading
+
+    from advisor.metrics.attribution import _LabelCodes
+
+    labels = _LabelCodes()
+    codes = labels.of_texts(np.array(["sync", "", "copy", "sync"], dtype=object))
+    assert codes.tolist() == [1, 0, 2, 1] and codes.dtype == np.int32
+    names = np.array(["copy", "load", ""], dtype=object)
+    assert labels.of_names(names, np.array([1, -1, 0, 1])).tolist() == [3, 0, 2, 3]
+    assert labels.texts(np.array([3, 0, 2, 1])).tolist() == ["load", "", "copy", "sync"]
+
+    shared = _LabelCodes()
+    texts = np.array([f"t{i}" for i in range(300)], dtype=object)
+
+    wrong = []
+
+    def code(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(50):
+            picked = texts[rng.integers(0, 300, 40)]
+            if shared.texts(shared.of_texts(picked)).tolist() != picked.tolist():
+                wrong.append(seed)
+
+    workers = [threading.Thread(target=code, args=(s,)) for s in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not wrong
+    assert sorted(shared.vocab.values()) == list(range(len(shared.words)))
+    assert all(shared.words[c] == t for t, c in shared.vocab.items())
