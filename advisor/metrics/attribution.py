@@ -77,6 +77,7 @@ from advisor.metrics.keys import (
     distinct,
     pack_one,
     row_dtype,
+    used_codes,
     value_codes,
     vocabulary_categorical,
     vocabulary_codes,
@@ -602,9 +603,8 @@ class _PieceColumns:
                 c[name] = values if order is None else values[order]
                 del values
         text = c.pop("text")
-        present = np.bincount(text, minlength=len(vocab)) > 0
-        present[0] = True  # ('' a category always)
-        detail = vocabulary_categorical(text, vocab, np.flatnonzero(present))
+        used = np.union1d([0], used_codes(text, len(vocab)))  # ('' a category always)
+        detail = vocabulary_categorical(text, vocab, used)
         return pd.DataFrame({name: c[name] for name in PIECE_COLUMNS[:-1]} | {"detail": detail},
                             copy=False)  # fmt: skip
 

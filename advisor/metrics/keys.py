@@ -304,9 +304,9 @@ class TextColumn:
 
     def categorical(self) -> pd.Categorical:
         """The column as a categorical with its present texts as sorted categories."""
-        present = self._codes[self._codes >= 0]
-        used = np.flatnonzero(np.bincount(present, minlength=len(self._vocab)))
-        return vocabulary_categorical(self._codes, self._vocab, used)
+        return vocabulary_categorical(
+            self._codes, self._vocab, used_codes(self._codes, len(self._vocab))
+        )
 
 
 def value_codes(column: pd.Series) -> np.ndarray:
@@ -357,8 +357,18 @@ def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # rows worked a block at a time where a whole-length temporary would be held otherwise
-# (first_appearance_codes, first_max_rows; the rules' piece and op sums)
+# (first_appearance_codes, first_max_rows, used_codes; the rules' piece and op sums)
 BLOCK_ROWS = 1 << 20
+
+
+def used_codes(codes: np.ndarray, count: int, block: int = BLOCK_ROWS) -> np.ndarray:
+    """The codes of 0 .. ``count`` - 1 that ``codes`` holds (-1, a missing text, left out),
+    ascending; ``block`` codes at a time (no whole-column temporary: an index array of
+    int32 codes is widened to int64 where it indexes)."""
+    seen = np.zeros(count + 1, dtype=bool)  # (the last: -1)
+    for b in range(0, len(codes), block):
+        seen[codes[b : b + block]] = True
+    return np.flatnonzero(seen[:count])
 
 
 def first_max_rows(group: np.ndarray, score: np.ndarray) -> np.ndarray:

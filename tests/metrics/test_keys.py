@@ -411,3 +411,14 @@ def test_row_positions_are_int32_below_two_to_the_31_rows():
     # fit int32 (largest 2**31 - 1); from 2**31 rows on, int64
     assert row_dtype(0) is np.int32 and row_dtype(2**31 - 1) is np.int32
     assert row_dtype(2**31) is np.int64 and row_dtype(2**40) is np.int64
+
+
+def test_used_codes_by_hand_in_blocks():
+    # codes [3, -1, 0, 3, 5] of 6: present 0, 3, 5 (-1, missing, left out); the same in
+    # blocks of 2 and of 1
+    from advisor.metrics.keys import used_codes
+
+    codes = np.array([3, -1, 0, 3, 5], dtype=np.int32)
+    for block in (1 << 20, 2, 1):
+        assert used_codes(codes, 6, block).tolist() == [0, 3, 5]
+    assert used_codes(np.zeros(0, dtype=np.int32), 4).tolist() == []
