@@ -325,11 +325,6 @@ class _LabelCodes:
         rows, used = pd.factorize(at)
         return self.of_texts(names[used])[rows]
 
-    def texts(self, codes: np.ndarray) -> np.ndarray:
-        """The texts of ``codes`` (an object array), each distinct code looked up once."""
-        rows, used = pd.factorize(codes)
-        return np.array([self.words[c] for c in used], dtype=object)[rows]
-
 
 class _Gaps:
     """What each gap's op waited for, per block of gaps (module doc, steps 1-4): the
@@ -1187,8 +1182,8 @@ class _HostActivity:
                 at = other[np.maximum(p, 0)]
                 inside = (p >= 0) & (self.api_end[at] > times)
                 call = np.where(inside, self.api_names.codes[at], -1)
-                label = _coded_context(self.api_names, call, self.range_texts, where,
-                                       self.labels)  # fmt: skip
+                label = _coded_context(self.api_names.names, call, self.range_texts.names,
+                                       where, keep_context=True, labels=self.labels)  # fmt: skip
                 own &= ~inside  # (in another API call: not launching this op)
         if label is None:
             label = self.labels.of_names(self.range_texts.names, where)
@@ -1198,11 +1193,8 @@ class _HostActivity:
         """The label codes of ``call (in where)`` (_with_context) per API call name code
         ``call`` (api_names; -1: none) and label code ``where`` (the host's label then),
         each distinct pair's text made once."""
-        width = len(self.labels.words)  # (every code in ``where`` is below it)
-        codes, pairs = pd.factorize((call.astype(np.int64) + 1) * width + where)
-        text = _with_context(self.api_names.names[pairs // width - 1],
-                             self.labels.texts(pairs % width))  # fmt: skip
-        return self.labels.of_texts(text)[codes]
+        words = np.array(self.labels.words, dtype=object)  # (every code in ``where``)
+        return _coded_context(self.api_names.names, call, words, where, labels=self.labels)
 
     def _index(self, key) -> _Innermost | None:
         def make() -> _Innermost | None:
@@ -1315,16 +1307,17 @@ class _Texts:
         return self.names[self.codes[rows]]
 
 
-def _coded_context(calls: _Texts, call: np.ndarray, ranges: _Texts, where: np.ndarray,
-                   labels: _LabelCodes | None = None) -> np.ndarray:  # fmt: skip
-    """_with_context(calls.names[call], ranges.names[where], keep_context=True) for codes
-    (-1: none), the text of each distinct (call, range) pair made once (an object array;
-    with ``labels``, their label codes)."""
-    width = len(ranges.names)  # (where + 1 < width: the names end with the '' of -1)
+def _coded_context(calls: np.ndarray, call: np.ndarray, wheres: np.ndarray, where: np.ndarray,
+                   keep_context: bool = False, labels: _LabelCodes | None = None
+                   ) -> np.ndarray:  # fmt: skip
+    """_with_context(calls[call], wheres[where], keep_context) for codes into the object
+    arrays ``calls`` and ``wheres`` (-1: their last text, the '' that _Texts.names ends
+    with), the text of each distinct (call, where) pair made once (an object array; with
+    ``labels``, their label codes)."""
+    width = len(wheres) + 1  # (where + 1 < width)
     key = (call.astype(np.int64) + 1) * width + (where.astype(np.int64) + 1)
     codes, pairs = pd.factorize(key)
-    text = _with_context(calls.names[pairs // width - 1], ranges.names[pairs % width - 1],
-                         keep_context=True)  # fmt: skip
+    text = _with_context(calls[pairs // width - 1], wheres[pairs % width - 1], keep_context)
     return text[codes] if labels is None else labels.of_texts(text)[codes]
 
 

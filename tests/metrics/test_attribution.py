@@ -625,7 +625,8 @@ def test_the_host_range_index_holds_only_ranges_open_at_a_declared_time():
     assert indexed == {a: ["aten::mm", "op", "step"], b: ["aten::add", "bwd"]}
     for key, times, expect in ((a, [13, 95], ["op", "step"]), (b, [55], ["aten::add"])):
         for h in (whole, declared):
-            assert h.labels.texts(h.range_at(key, np.array(times))).tolist() == expect
+            codes = h.range_at(key, np.array(times))
+            assert np.array(h.labels.words, dtype=object)[codes].tolist() == expect
 
 
 def test_thread_keys_pack_small_ids_and_mix_large_ones():
@@ -822,7 +823,7 @@ def test_labels_made_from_codes_are_the_texts_with_their_context():
     rng = np.random.default_rng(5)
     call = rng.integers(-1, 3, 300)
     where = rng.integers(-1, 3, 300)
-    got = _coded_context(calls, call, ranges, where)
+    got = _coded_context(calls.names, call, ranges.names, where, keep_context=True)
     expected = _with_context(calls.names[call], ranges.names[where], keep_context=True)
     assert got.tolist() == expected.tolist()
     assert set(got) == {"cudaMalloc (in aten::empty)", "cudaMalloc (in step)", "cudaMalloc",
@@ -941,7 +942,7 @@ def test_innermost_range_is_the_definition_for_any_ranges(pairs, times):
 
 def test_label_codes_code_each_text_once_and_give_it_back():
     # '' is code 0; new texts take the next codes in the order first seen; names looked up
-    # by position (-1: the names' last, '') code as their texts; texts() inverts; threads
+    # by position (-1: the names' last, '') code as their texts; words inverts; threads
     # coding at once leave one code per text (vocab and words each other's inverse)
     import threading
 
@@ -952,7 +953,7 @@ def test_label_codes_code_each_text_once_and_give_it_back():
     assert codes.tolist() == [1, 0, 2, 1] and codes.dtype == np.int32
     names = np.array(["copy", "load", ""], dtype=object)
     assert labels.of_names(names, np.array([1, -1, 0, 1])).tolist() == [3, 0, 2, 3]
-    assert labels.texts(np.array([3, 0, 2, 1])).tolist() == ["load", "", "copy", "sync"]
+    assert [labels.words[c] for c in (3, 0, 2, 1)] == ["load", "", "copy", "sync"]
 
     shared = _LabelCodes()
     texts = np.array([f"t{i}" for i in range(300)], dtype=object)
@@ -963,7 +964,7 @@ def test_label_codes_code_each_text_once_and_give_it_back():
         rng = np.random.default_rng(seed)
         for _ in range(50):
             picked = texts[rng.integers(0, 300, 40)]
-            if shared.texts(shared.of_texts(picked)).tolist() != picked.tolist():
+            if [shared.words[c] for c in shared.of_texts(picked)] != picked.tolist():
                 wrong.append(seed)
 
     workers = [threading.Thread(target=code, args=(s,)) for s in range(6)]
