@@ -91,8 +91,8 @@ _SUMMARY_COLUMNS = ["device", "start_ns", "end_ns", "lead_ns", *WINDOW_COLUMNS]
 
 
 # per-op columns that only the analysis's own windows (window_metrics) and launch sequences
-# read: dropped from the ops once those are measured (10M ops: 17 bytes each, 0.18 GB)
-WINDOW_ONLY_OP_COLUMNS = ("same_stream_comm", "correlation", "api_start")
+# read: dropped from the ops once those are measured (10M ops: 9 bytes each, 0.09 GB)
+WINDOW_ONLY_OP_COLUMNS = ("same_stream_comm", "correlation")
 # a range's counts that its totals sum over its instances (region_windows' ops, launches)
 OP_COUNTS = ("ops", "launches")
 # per-launch idle (waves.launch_idle) the windows sum over their kernel ops
@@ -911,7 +911,7 @@ def _op_sums(
     cols["same_stream_comm_ns"] = per_window(rows, took)
     # synchronization gaps that open inside their window
     gap_ns = ops["gap_ns"].to_numpy()
-    rows = np.flatnonzero(inside & (ops["sync_ns"].to_numpy() > 0))
+    rows = np.flatnonzero(inside & ops["sync_held"].to_numpy())
     opens = ops["start"].to_numpy()[rows] - gap_ns[rows] >= lo[window[rows]]
     cols["sync_gaps"] = per_window(rows[opens])
     return cols
@@ -1030,11 +1030,14 @@ def analyze(
     launches, shape_table, shape_notes = _launch_table(
         trace, kernels, launch_columns, ops, config, configs, shapes, gemms
     )
-    del ops["api_tid"], kernels  # (used to place launches in ranges and shapes: done)
     impossible = unrecorded = 0  # configurations that cannot run / are unknown
     if len(launches):
         impossible = int(configs["impossible"].to_numpy()[config].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
+    coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
+    # (the launch calls' columns placed launches in ranges and shapes, and told which
+    # kernels have no launch call: done; 10M ops: 94 MB not held through the windows)
+    del ops["api_tid"], ops["api_start"], kernels
 
     breakdown = gap_breakdown(pieces)  # (10M kernels: 0.3 s here, 1.1 s left beside)
     # the ranges' windows found while the per-op tables finish beside (at 10M kernels this
@@ -1042,7 +1045,6 @@ def analyze(
     range_windows = region_windows(ops, ranges)
     sequences, streams = per_op.result()
     del per_op
-    coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
     segments = _segments(ops, op_class, every_op=True)
     gaps = piece_segments(pieces)
     dev = ops.groupby("device").agg(start_ns=("start", "min"), end_ns=("end", "max"))
@@ -1263,6 +1265,9 @@ def _launch_table(
     def per_launch(values) -> np.ndarray:
         return np.asarray(values)[op_of_launch]
 
+    def per_launch_categorical(values: pd.Categorical) -> pd.Categorical:
+        return pd.Categorical.from_codes(per_launch(values.codes), values.categories)
+
     # the launches' own columns (shared with the kernels, no copy) and their op; what the
     # op holds is read through it where needed (launch_columns), never held twice
     launches = pd.DataFrame({c: kernels[c] for c in columns if c not in LAUNCH_OP_COLUMNS},
@@ -1276,16 +1281,13 @@ def _launch_table(
     launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)
     not_gemm = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
     launches["op_not_gemm"] = column(launches, not_gemm)
-    region = ops["region"].array
-    calls = launches[["name"]].assign(
-        region=pd.Categorical.from_codes(per_launch(region.codes), region.categories)
-    )
+    calls = launches[["name"]].assign(region=per_launch_categorical(ops["region"].array))
     if shapes:  # (the grids only where a --shape option asks which launches it fits)
         calls = with_configuration(calls.assign(config=config), configs)
     launch_calls = calls.assign(
         comm=configs["comm"].to_numpy(bool)[config],
         persistent=configs["persistent"].to_numpy(bool)[config],
-        api_tid=per_launch(ops["api_tid"].to_numpy()),
+        api_tid=per_launch_categorical(ops["api_tid"].array),
         api_start=per_launch(ops["api_start"].to_numpy()),
     )
     launches["shape"], shape_table, notes = launch_shapes(launch_calls, trace.nvtx, shapes, gemms)

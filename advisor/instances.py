@@ -52,7 +52,7 @@ def range_instances(a: TraceAnalysis) -> pd.DataFrame:
         out[col] = m[col].to_numpy()
     out["overlap_ratio"] = overlap_ratio(m["overlap_ns"], m["comm_ns"]).to_numpy()
     ops = a.ops
-    sync = np.flatnonzero(ops["sync_ns"].to_numpy() > 0)  # (gaps a synchronize held in part)
+    sync = np.flatnonzero(ops["sync_held"].to_numpy())  # (gaps a synchronize held in part)
     opens = ops["start"].to_numpy()[sync] - ops["gap_ns"].to_numpy()[sync]
     # (a zero-length period still owns the gaps that open at its start)
     w = periods.assign(end_ns=np.maximum(periods["end_ns"], periods["start_ns"] + 1))

@@ -122,7 +122,7 @@ class Attribution:
     pieces: pd.DataFrame
     latency_ns: dict[int, int]
     launch_op: pd.Categorical  # per op: the innermost host range open at its launch call ('')
-    sync_ns: np.ndarray  # per op: the synchronization part of its gap (ns)
+    sync_held: np.ndarray  # per op: a synchronization held part of its gap (bool)
 
 
 # gaps attributed per block: every per-gap temporary is a block long, not a trace long
@@ -227,7 +227,7 @@ def attribute(
 
     cause = np.full(n, -1, dtype=np.int8)
     overhead = np.zeros(n, dtype=np.int64)
-    sync_ns = np.zeros(n, dtype=np.int64)
+    sync_held = np.zeros(n, dtype=bool)
     # the pieces' labels, shared by the blocks and by the gaps' details (a gap's detail is
     # the label of its dominant cause's piece) and blocking calls: the codes the host's
     # activity writes its labels in (_LabelCodes)
@@ -242,7 +242,7 @@ def attribute(
         dominant = _dominant(amounts)
         cause[at] = dominant
         overhead[at] = amounts[[CAUSE_CODE[c] for c in OVERHEAD_CAUSES]].sum(axis=0)
-        sync_ns[at] = amounts[CAUSE_CODE["synchronization"]]
+        sync_held[at] = amounts[CAUSE_CODE["synchronization"]] > 0
         # what held each piece: the labels of the host's activity, the queued op's dependency
         # (a label kind the block never wrote is '' throughout: nothing to put)
         labels = split["labels"]
@@ -272,7 +272,7 @@ def attribute(
             sync_call.categorical(),
             latency_ns=latency,
             launch_op=launch_op,
-            sync_ns=sync_ns,
+            sync_held=sync_held,
         ),
         pieces,
         vocab,

@@ -21,6 +21,7 @@ from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, stea
 from advisor.metrics.columns import column
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import (
+    few_value_codes,
     middle_rows,
     pack,
     pack_one,
@@ -235,13 +236,14 @@ def attribute_gaps(
     ops: pd.DataFrame, trace: Trace, release: bool = False, threads: int = 1
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
-    the launch call's ``api_start`` and ``api_tid``, ``range_id`` (metrics/regions.py),
-    ``cause`` (categorical, CAUSES: the cause holding most of the gap; NaN where there is no
-    gap), ``detail`` (what held it, categorical text), ``overhead_ns`` (the gap's
-    launch-overhead part) and ``sync_call`` (the blocking call behind a synchronization or
-    blocking-copy gap), ``launch_op`` (the innermost host range open at its launch call,
-    categorical text), ``sync_ns`` (the gap's synchronization part), ``steady`` (whether the
-    op lies in its device's steady state: attribution.steady_starts); and the idle pieces
+    the launch call's ``api_start`` and ``api_tid`` (categorical), ``range_id``
+    (metrics/regions.py), ``cause`` (categorical, CAUSES: the cause holding most of the gap;
+    NaN where there is no gap), ``detail`` (what held it, categorical text), ``overhead_ns``
+    (the gap's launch-overhead part) and ``sync_call`` (the blocking call behind a
+    synchronization or blocking-copy gap), ``launch_op`` (the innermost host range open at
+    its launch call, categorical text), ``sync_held`` (whether a synchronization held part
+    of the gap), ``steady`` (whether the op lies in its device's steady state:
+    attribution.steady_starts); and the idle pieces
     (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
     cause (metrics/attribution.py), in cause order, each cause's by device and start (the
     windows' per-cause segments are slices: piece_segments); on a trace whose host events
@@ -255,8 +257,8 @@ def attribute_gaps(
     rows = launch_rows(ops, api, threads)
     if release and "correlation" in api:
         trace.api = api = api.drop(columns="correlation")
-    for col, values in _launch_call_columns(api, rows).items():
-        ops[col] = column(ops, values)
+    ops["api_start"] = column(ops, _launch_starts(api, rows))
+    ops["api_tid"] = column(ops, _launch_threads(api, rows))
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = column(ops, assign_ops(ops, ranges, threads).to_numpy().astype(np.int32))
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
@@ -266,10 +268,10 @@ def attribute_gaps(
     steady_start = steady_starts(ops, ranges, identity)
     ops["steady"] = column(ops, in_steady_state(ops, steady_start))
     pageable = pageable_copies(ops, trace)
-    # the launch calls' columns are read again only after the attribution, which reads
-    # the calls themselves: not held meanwhile (10M ops: 166 MB), made again after it
+    # the launch calls' starts are read again only after the attribution, which reads the
+    # calls themselves: not held meanwhile (10M ops: 83 MB), gathered again after it
     placed = list(ops.columns)
-    del ops["api_start"], ops["api_tid"]
+    del ops["api_start"]
     result = attribute(
         ops,
         api,
@@ -280,34 +282,45 @@ def attribute_gaps(
         identity=identity,
         threads=threads,
     )
-    for col, values in _launch_call_columns(api, rows).items():
-        ops.insert(placed.index(col), col, column(ops, values))
+    ops.insert(placed.index("api_start"), "api_start", column(ops, _launch_starts(api, rows)))
     # (the attribution's arrays given to the table as they are: no copy of each)
     ops["cause"] = column(ops, pd.Categorical.from_codes(result.cause, CAUSES))
     for col, values in (("detail", result.detail), ("overhead_ns", result.overhead_ns),
                         ("sync_call", result.sync_call), ("launch_op", result.launch_op),
-                        ("sync_ns", result.sync_ns)):  # fmt: skip
+                        ("sync_held", result.sync_held)):  # fmt: skip
         ops[col] = column(ops, values)
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
     return ops, pieces
 
 
-def _launch_call_columns(api: pd.DataFrame, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Per op: its launch call's ``api_start`` (ns) and ``api_tid`` (float64, NaN where
-    ``rows``, the calls' rows in ``api``, is -1)."""
+def _launch_starts(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Per op: its launch call's start (ns, float64; NaN where ``rows``, the calls' rows in
+    ``api``, is -1)."""
     has = rows >= 0
-    calls = rows[has] if not has.all() else rows  # (the calls' rows, gathered as they are)
-    out = {}
-    for col, src in (("api_start", "start"), ("api_tid", "tid")):
-        values = np.full(len(rows), np.nan)
-        if len(calls):  # (numbers made float64 as they are put: no float64 copy of the calls)
-            column = api[src].to_numpy()
-            if column.dtype.kind not in "iuf":
-                column = api[src].to_numpy(np.float64)
-            values[has] = column[calls]
-        out[col] = values
-    return out
+    values = np.full(len(rows), np.nan)
+    if has.any():  # (numbers made float64 as they are put: no float64 copy of the calls)
+        values[has] = _call_numbers(api, "start")[rows[has] if not has.all() else rows]
+    return values
+
+
+def _launch_threads(api: pd.DataFrame, rows: np.ndarray) -> pd.Categorical:
+    """Per op: its launch call's thread id (categorical, NaN where ``rows`` is -1): a code
+    of a byte or two per op where the float64 thread ids took 8 (83 MB at 10M ops, held
+    through the attribution and the launch table, and gathered again per launch)."""
+    has = rows >= 0
+    codes = np.full(len(rows), -1, dtype=np.int32)
+    if not has.any():
+        return pd.Categorical.from_codes(codes, pd.Index([], dtype=np.float64))
+    own, threads = few_value_codes(_call_numbers(api, "tid")[rows[has] if not has.all() else rows])
+    codes[has] = own
+    return pd.Categorical.from_codes(codes, threads)
+
+
+def _call_numbers(api: pd.DataFrame, column: str) -> np.ndarray:
+    """The API calls' ``column`` as numbers (float64 where not stored as numbers)."""
+    values = api[column].to_numpy()
+    return values if values.dtype.kind in "iuf" else api[column].to_numpy(np.float64)
 
 
 def in_steady_state(ops: pd.DataFrame, steady_start: dict[int, int]) -> np.ndarray:

@@ -142,7 +142,7 @@ def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> np.ndarray
     before it, if it is still open), else -1."""
     if shapes.empty or "api_tid" not in launches:
         return np.full(len(launches), -1, dtype=np.int64)
-    return open_range_at(launches["api_tid"].to_numpy(), launches["api_start"].to_numpy(), shapes)
+    return open_range_at(launches["api_tid"].array, launches["api_start"].to_numpy(), shapes)
 
 
 def tile_from_name(names: pd.Series) -> pd.DataFrame:

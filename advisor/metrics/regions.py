@@ -77,8 +77,9 @@ def open_range_at(tids, times, ranges: pd.DataFrame, threads: int = 1) -> np.nda
     are not gathered (10M launches on one thread: 2.1 -> 1.2 s for the two searches). The
     queries are searched QUERY_BLOCK at a time (temporaries of a block, not of every query:
     0.3 GB at 10M), the blocks on up to ``threads`` threads (metrics/ahead.py; the result
-    depends on neither)."""
-    tids = np.asarray(tids)
+    depends on neither). ``tids`` may be a categorical (NaN: no thread), its codes compared
+    with each range thread's code."""
+    tids = tids if isinstance(tids, pd.Categorical) else np.asarray(tids)
     times = np.asarray(times)
     out = np.full(len(times), -1, dtype=np.int64)
     starts = ranges["start"].to_numpy()
@@ -86,7 +87,7 @@ def open_range_at(tids, times, ranges: pd.DataFrame, threads: int = 1) -> np.nda
     if times.dtype.kind == "f":
         starts, ends = starts.astype(np.float64), ends.astype(np.float64)
     for tid, positions in ranges.groupby("tid").indices.items():
-        mine = tids == tid
+        mine = _of_thread(tids, tid)
         rows = None if mine.all() else np.flatnonzero(mine)
         del mine
         if rows is not None and rows.size == 0:
@@ -114,6 +115,14 @@ def open_range_at(tids, times, ranges: pd.DataFrame, threads: int = 1) -> np.nda
 QUERY_BLOCK = 1 << 20  # queries searched at a time by open_range_at
 
 
+def _of_thread(tids: np.ndarray | pd.Categorical, tid) -> np.ndarray:
+    """Whether each of ``tids`` (values, or a categorical of them) is ``tid`` (bool)."""
+    if not isinstance(tids, pd.Categorical):
+        return tids == tid
+    code = tids.categories.get_indexer([tid])[0]
+    return tids.codes == code if code >= 0 else np.zeros(len(tids), dtype=bool)
+
+
 def _in_key_order(key: np.ndarray, corr: np.ndarray) -> bool:
     """Whether rows already come as ``np.lexsort((corr, key))`` puts them: by key, then
     by correlation id within a key, NaN last (ties keep their order: the sort is stable)."""
@@ -136,7 +145,7 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame, threads: int = 1) -> pd.
     if ranges.empty or "api_tid" not in ops:
         return pd.Series(out, index=ops.index)
     start = ops["api_start"].to_numpy()
-    pos = open_range_at(ops["api_tid"].to_numpy(), start, ranges, threads)
+    pos = open_range_at(ops["api_tid"].array, start, ranges, threads)
     rest = np.flatnonzero((pos < 0) & ~np.isnan(start.astype(np.float64)))
     if rest.size:
         by_pid = ranges.sort_values(["pid", "start"], kind="stable")

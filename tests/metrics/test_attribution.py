@@ -501,7 +501,7 @@ def test_gaps_worked_in_blocks_give_the_same_attribution(block, spill, threads, 
     ops, pieces = attribute_gaps(device_ops(t), t, threads=threads)
     whole_ops, whole_pieces = attributed
     pd.testing.assert_frame_equal(pieces, whole_pieces)
-    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
+    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_held"):
         pd.testing.assert_series_equal(ops[col], whole_ops[col])
     assert gap_breakdown(pieces)["total_ns"].sum() == 843650
 
@@ -757,7 +757,7 @@ def test_blocks_found_on_threads_give_the_attribution_of_one(path, monkeypatch):
     monkeypatch.setattr(gaps, "attribute", threaded)
     ops3, pieces3 = attribute_gaps(device_ops(trace), trace, threads=3)
     pd.testing.assert_frame_equal(pieces3, pieces)
-    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_ns"):
+    for col in ("cause", "detail", "overhead_ns", "sync_call", "launch_op", "sync_held"):
         pd.testing.assert_series_equal(ops3[col], ops[col])
 
 

@@ -234,6 +234,36 @@ def test_first_appearance_codes_by_hand():
     assert codes.tolist() == [] and first.tolist() == []
 
 
+def test_few_value_codes_by_hand():
+    from advisor.metrics.keys import few_value_codes
+
+    # 9 fills rows 0, 1, 3 (code 0, found by one comparison); 4 (row 2) and 2**50 (row 4)
+    # are hashed: codes 1 and 2 in order of appearance
+    codes, values = few_value_codes(np.array([9, 9, 4, 9, 2**50, 4]))
+    assert codes.tolist() == [0, 0, 1, 0, 2, 1] and values.tolist() == [9, 4, 2**50]
+    assert codes.dtype == np.int32
+    # NaN is no value (-1), first or not
+    nan = np.nan
+    codes, values = few_value_codes(np.array([1.5, nan, 1.5, 7.0]))
+    assert codes.tolist() == [0, -1, 0, 1] and values.tolist() == [1.5, 7.0]
+    codes, values = few_value_codes(np.array([nan, 7.0, nan, 1.5, 7.0]))
+    assert codes.tolist() == [-1, 0, -1, 1, 0] and values.tolist() == [7.0, 1.5]
+    codes, values = few_value_codes(np.zeros(0, dtype=np.int64))
+    assert codes.tolist() == [] and values.tolist() == []
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([3.0, -1.0, 2.0**40, np.nan]), min_size=1, max_size=30))
+def test_few_value_codes_name_the_values_as_a_categorical(values):
+    from advisor.metrics.keys import few_value_codes
+
+    values = np.array(values)
+    codes, distinct = few_value_codes(values)
+    got = pd.Categorical.from_codes(codes, distinct)
+    want = pd.Categorical(values)  # (NaN as NaN: assert_array_equal takes them as equal)
+    np.testing.assert_array_equal(np.asarray(got, dtype=np.float64), np.asarray(want, np.float64))
+
+
 @SETTINGS
 @given(
     st.lists(st.one_of(st.integers(-5, 9), st.integers(-(2**40), 2**40)), min_size=1,

@@ -214,6 +214,17 @@ def test_open_range_at_finds_the_innermost_open_range_of_the_querys_thread():
     assert open_range_at(tids, floats, RANGES).tolist() == [-1, 0, -1, -1, 2, 3, -1, -1]
 
 
+def test_open_range_at_with_the_threads_as_a_categorical():
+    # the launch calls' threads as categorical codes (gaps._launch_threads): the same
+    # answers as their values; NaN (an op without a launch call) and a thread without
+    # ranges (8) are never inside; a categorical without thread 9 leaves its range unused
+    tids = pd.Categorical([7, 7, 7, 7, 7, 9, 9, 8, np.nan])
+    times = np.array([50, 100, 250, 300, 650, 399, 400, 250, 250], dtype=np.float64)
+    assert open_range_at(tids, times, RANGES).tolist() == [-1, 0, 1, -1, 2, 3, -1, -1, -1]
+    only_seven = pd.Categorical([7, 7, 8], categories=[8, 7])
+    assert open_range_at(only_seven, [100.0, 650.0, 250.0], RANGES).tolist() == [0, 2, -1]
+
+
 def test_open_range_at_one_thread_making_every_query():
     """The queries of one thread are searched as they are (no gather): the same answers."""
     times = np.array([99.0, 100.0, 299.5, 499.0, 500.0, np.nan, 650.0])
