@@ -718,7 +718,12 @@ def clipped_metrics(windows: pd.DataFrame, segments: dict, gaps: dict) -> pd.Dat
         cols[col] = causes(*names)
     comm = window_comm(segments, windows) if n else None
     for col in ("comm_ns", "compute_ns", "overlap_ns", "exposed_comm_ns"):
-        cols[col] = comm[col].to_numpy() if comm is not None else np.zeros(0, dtype=np.int64)
+        if comm is None:
+            cols[col] = np.zeros(0, dtype=np.int64)
+        elif col == "compute_ns":  # (busy time less the busy time no compute op covers)
+            cols[col] = busy - comm["not_compute_ns"].to_numpy()
+        else:
+            cols[col] = comm[col].to_numpy()
     cols["startup_exposed_comm_ns"] = _startup_exposed_comm(windows, segments)
     return with_columns(windows, cols)
 

@@ -62,14 +62,29 @@ def device_segments(ops: pd.DataFrame, mask) -> dict[int, iv.Segments]:
 def class_segments(
     ops: pd.DataFrame, op_class: pd.Series, busy: bool = True
 ) -> dict[str, dict[int, iv.Segments]]:
-    """Merged busy segments per device of all work ('busy', unless ``busy`` is False), of
-    comm ops, of compute ops and of either ('either': what the overlap of the two is
-    measured against)."""
+    """Merged segments per device: of all work ('busy', unless ``busy`` is False), of comm
+    ops ('comm'), of the busy time that no compute op covers ('not_compute') and that
+    neither a comm nor a compute op covers ('neither'). What window_comm measures follows
+    from these and a window's busy time; the compute ops' own union, most of the work
+    (10M kernels: 160 MB), is made per device and let go, not held."""
     comm, compute = op_class.eq("comm").to_numpy(), op_class.eq("compute").to_numpy()
     out = {"busy": device_segments(ops, np.ones(len(ops), dtype=bool))} if busy else {}
-    out.update(comm=device_segments(ops, comm), compute=device_segments(ops, compute))
-    # without comm work, either class is just compute (no second union of every kernel)
-    out["either"] = device_segments(ops, comm | compute) if comm.any() else out["compute"]
+    out["comm"] = device_segments(ops, comm)
+    out["not_compute"] = _uncovered(ops, ~compute, compute)
+    # (without comm work, busy time outside compute is outside either class)
+    either = comm | compute
+    out["neither"] = _uncovered(ops, ~either, either) if comm.any() else out["not_compute"]
+    return out
+
+
+def _uncovered(ops: pd.DataFrame, some: np.ndarray, others: np.ndarray) -> dict[int, iv.Segments]:
+    """Per device: the merged time of the ``some`` ops that no ``others`` op covers (masks
+    over ``ops``; the devices where some op has it)."""
+    out = {}
+    for device, segments in device_segments(ops, some).items():
+        on_device = others & (ops["device"].to_numpy() == device)
+        covering = device_segments(ops, on_device).get(device) if on_device.any() else None
+        out[device] = segments if covering is None else iv.difference(segments, covering)
     return out
 
 
@@ -86,29 +101,31 @@ def overlap_ratio(overlap_ns, comm_ns):
 
 
 def window_comm(segments: dict[str, dict[int, iv.Segments]], windows: pd.DataFrame) -> pd.DataFrame:
-    """comm_ns, compute_ns, overlap_ns, exposed_comm_ns, overlap_ratio per window row.
+    """comm_ns, overlap_ns, exposed_comm_ns and not_compute_ns (the busy time no compute op
+    covers: a window's compute time is its busy time less this) per window row.
 
     ``windows`` has device, start_ns, end_ns; ``segments`` comes from class_segments;
-    intervals are clipped to each window.
+    intervals are clipped to each window. With C, K and E the time covered by comm, by
+    compute and by either, and B the busy time: not_compute = B - K, neither = B - E, so
+    overlap = C + K - E = C - not_compute + neither and exposed = C - overlap = not_compute
+    - neither.
     """
     empty = (np.array([], np.int64), np.array([], np.int64))
     n = len(windows)
-    c_ns, k_ns, both_ns = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    c_ns, outside_k, overlap = (np.zeros(n, dtype=np.int64) for _ in range(3))
     lo_all, hi_all = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     for device, rows in rows_by_value(windows["device"].to_numpy()).items():
         c = segments["comm"].get(int(device), empty)
         lo, hi = lo_all[rows], hi_all[rows]
-        k_ns[rows] = iv.covered_in_windows(segments["compute"].get(int(device), empty), lo, hi)
+        outside_k[rows] = iv.covered_in_windows(segments["not_compute"].get(int(device), empty),
+                                                lo, hi)  # fmt: skip
         if c[0].size == 0:  # no comm on this device: no overlap to measure
-            both_ns[rows] = k_ns[rows]
             continue
         c_ns[rows] = iv.covered_in_windows(c, lo, hi)
-        both_ns[rows] = iv.covered_in_windows(segments["either"].get(int(device), empty), lo, hi)
-    overlap = c_ns + k_ns - both_ns
-    return pd.DataFrame({"comm_ns": c_ns, "compute_ns": k_ns, "overlap_ns": overlap,
-                         "exposed_comm_ns": c_ns - overlap,
-                         "overlap_ratio": overlap_ratio(overlap, c_ns)},
-                        index=windows.index)  # fmt: skip
+        outside_either = iv.covered_in_windows(segments["neither"].get(int(device), empty), lo, hi)
+        overlap[rows] = c_ns[rows] - outside_k[rows] + outside_either
+    return pd.DataFrame({"comm_ns": c_ns, "overlap_ns": overlap, "exposed_comm_ns": c_ns - overlap,
+                         "not_compute_ns": outside_k}, index=windows.index)  # fmt: skip
 
 
 def same_stream_comm(ops: pd.DataFrame, op_class: pd.Series) -> pd.Series:

@@ -236,3 +236,40 @@ def test_device_segments_a_device_at_a_time_or_the_whole_way(monkeypatch):
             monkeypatch.setattr(iv, "UNION_BLOCK", block)
             got = device_segments(table, m)
             assert {d: (s.tolist(), e.tolist()) for d, (s, e) in got.items()} == want
+
+
+def test_window_comm_is_the_definition_on_random_ops():
+    # comm, compute, overlap = |comm ∩ compute| and exposed comm = |comm| - overlap of each
+    # window, against the definition on an integer grid: window_comm gives compute time as
+    # busy time less the busy time no compute op covers (class_segments' not_compute)
+    from advisor.analysis import clipped_metrics
+    from advisor.metrics.comm import OP_CLASSES, class_segments
+
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        n = int(rng.integers(1, 14))
+        device = np.sort(rng.integers(0, 2, n))
+        start = rng.integers(0, 60, n)
+        order = np.lexsort((start, device))
+        device, start = device[order], start[order]
+        ops = pd.DataFrame({"device": device, "start": start,
+                            "end": start + rng.integers(0, 12, n)})  # fmt: skip
+        op_class = pd.Series(pd.Categorical(rng.choice(OP_CLASSES, n), OP_CLASSES))
+        w = int(rng.integers(1, 5))
+        lo = rng.integers(0, 70, w)
+        windows = pd.DataFrame({"device": rng.integers(0, 2, w), "start_ns": lo,
+                                "end_ns": lo + rng.integers(0, 30, w)})  # fmt: skip
+        got = clipped_metrics(windows, class_segments(ops, op_class), {})
+        for i, win in windows.iterrows():
+            cover = {c: np.zeros(100, dtype=bool) for c in OP_CLASSES}
+            for op, cls in zip(ops.itertuples(), op_class, strict=True):
+                if op.device == win.device:
+                    cover[cls][op.start : op.end] = True
+            inside = np.zeros(100, dtype=bool)
+            inside[win.start_ns : win.end_ns] = True
+            comm, compute = cover["comm"] & inside, cover["compute"] & inside
+            busy = (cover["comm"] | cover["compute"] | cover["memory"]) & inside
+            want = {"gpu_busy_ns": busy.sum(), "comm_ns": comm.sum(), "compute_ns": compute.sum(),
+                    "overlap_ns": (comm & compute).sum(),
+                    "exposed_comm_ns": (comm & ~compute).sum()}  # fmt: skip
+            assert {c: int(got.at[i, c]) for c in want} == want

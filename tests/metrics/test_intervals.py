@@ -167,3 +167,43 @@ def test_union_of_sorted_is_the_union_on_random_intervals():
         for block in (1, 2, 5, 64):
             got = iv.union_of_sorted(starts, ends, mask, block=block)
             assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_difference_hand_cases():
+    a = (np.array([0, 20, 50]), np.array([10, 40, 60]))
+    # b: [2, 4) and [6, 12) inside / across a's first; [25, 30) inside the second; none
+    # meets the third. Left: [0, 2), [4, 6); [20, 25), [30, 40); [50, 60)
+    b = (np.array([2, 6, 25]), np.array([4, 12, 30]))
+    s, e = iv.difference(a, b)
+    assert (s.tolist(), e.tolist()) == ([0, 4, 20, 30, 50], [2, 6, 25, 40, 60])
+    # b covering a whole segment and touching its ends: nothing of it left
+    s, e = iv.difference((np.array([5]), np.array([9])), (np.array([0, 9]), np.array([5, 20])))
+    assert (s.tolist(), e.tolist()) == ([5], [9])  # ([0, 5) and [9, 20) only touch it)
+    s, e = iv.difference((np.array([5]), np.array([9])), (np.array([3]), np.array([9])))
+    assert (s.tolist(), e.tolist()) == ([], [])
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert iv.difference(empty, b)[0].tolist() == []
+    assert iv.difference(a, empty)[1].tolist() == [10, 40, 60]
+
+
+def test_difference_is_the_uncovered_time_on_random_segments():
+    # against the definition on an integer grid: the ns of a's union outside b's union
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        sets = []
+        for _side in range(2):
+            n = int(rng.integers(0, 12))
+            starts = rng.integers(0, 80, n)
+            sets.append(iv.union(starts, starts + rng.integers(0, 15, n)))
+        a, b = sets
+        s, e = iv.difference(a, b)
+        grid = np.zeros((2, 100), dtype=bool)
+        for row, (ss, ee) in enumerate((a, b)):
+            for x, y in zip(ss, ee, strict=True):
+                grid[row, x:y] = True
+        got = np.zeros(100, dtype=bool)
+        for x, y in zip(s, e, strict=True):
+            assert y > x and not got[x:y].any()  # (nonempty, disjoint)
+            got[x:y] = True
+        assert (got == (grid[0] & ~grid[1])).all()
+        assert (np.diff(s) > 0).all()  # (sorted)
