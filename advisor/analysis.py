@@ -43,7 +43,7 @@ from advisor.metrics.gaps import (
     piece_segments,
     stream_summary,
 )
-from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes
+from advisor.metrics.gemm import GemmOption, ShapeOption, launch_shapes, nvtx_shapes
 from advisor.metrics.grouping import rows_by_value
 from advisor.metrics.keys import distinct, first_rows, pack, row_dtype
 from advisor.metrics.regions import (
@@ -1013,7 +1013,8 @@ def analyze(
     ops = device_ops(trace)
     launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
     kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
-    ops, pieces = attribute_gaps(ops, trace, release_api, threads)
+    found_shapes = nvtx_shapes(trace.nvtx)  # (the ops placed in them at launch, below)
+    ops, pieces = attribute_gaps(ops, trace, release_api, threads, found_shapes)
     config, configs, bounded = configurations.result()
     del configurations
     if release_api:
@@ -1033,16 +1034,18 @@ def analyze(
     # temporaries would come on top of theirs: 0.3 GB more at 10M kernels)
     per_op = beside(partial(_per_op_tables, ops.copy(deep=False), threads), threads)
     launches, shape_table, shape_notes = _launch_table(
-        trace, kernels, launch_columns, ops, config, configs, shapes, gemms
+        trace, kernels, launch_columns, ops, config, configs, found_shapes, shapes, gemms
     )
     impossible = unrecorded = 0  # configurations that cannot run / are unknown
     if len(launches):
         impossible = int(configs["impossible"].to_numpy()[config].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
-    # (the launch calls' columns placed launches in ranges and shapes, and told which
-    # kernels have no launch call: done; 10M ops: 94 MB not held through the windows)
-    del ops["api_tid"], ops["api_start"], kernels
+    # (the launch calls' threads placed launches in shapes' ranges and told which kernels
+    # have no launch call: done)
+    del kernels, ops["api_tid"]
+    if "shape_range" in ops:
+        del ops["shape_range"]
 
     breakdown = gap_breakdown(pieces)  # (10M kernels: 0.3 s here, 1.1 s left beside)
     # the ranges' windows found while the per-op tables finish beside (at 10M kernels this
@@ -1176,6 +1179,21 @@ def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     return trace.kernels
 
 
+def _at_launches(ops: pd.DataFrame, values, fill: int, launches: int) -> np.ndarray:
+    """Per kernel launch (the ``launches`` rows of the trace's kernels): what ``values``
+    (per op, mostly ``fill``; an array or a sparse array) holds at its kernel op (int64):
+    read at the ops holding another value alone, not gathered for every launch."""
+    if isinstance(values, pd.arrays.SparseArray):
+        rows, held = values.sp_index.indices, values.sp_values
+    else:
+        rows = np.flatnonzero(np.asarray(values) != fill)
+        held = np.asarray(values)[rows]
+    kernel = ops["kind"].array.take(rows) == "kernel"
+    out = np.full(launches, fill, dtype=np.int64)
+    out[ops["src"].to_numpy()[rows[kernel]]] = held[kernel]
+    return out
+
+
 def _configurations(kernels: pd.DataFrame, gpus: dict) -> tuple[np.ndarray, pd.DataFrame, int]:
     """(config id per kernel launch, the configurations table: waves.wave_configs; the
     launches whose registers or shared memory the trace did not record), of a trace's
@@ -1248,6 +1266,7 @@ def _launch_table(
     ops: pd.DataFrame,
     config: np.ndarray,
     configs: pd.DataFrame,
+    found_shapes: pd.DataFrame,
     shapes: Sequence[ShapeOption],
     gemms: Sequence[GemmOption],
 ):
@@ -1292,8 +1311,9 @@ def _launch_table(
     launch_calls = calls.assign(
         comm=configs["comm"].to_numpy(bool)[config],
         persistent=configs["persistent"].to_numpy(bool)[config],
-        api_tid=per_launch_categorical(ops["api_tid"].array),
-        api_start=per_launch(ops["api_start"].to_numpy()),
     )
-    launches["shape"], shape_table, notes = launch_shapes(launch_calls, trace.nvtx, shapes, gemms)
+    if "shape_range" in ops:  # (the nvtx_shapes range open at the launch call)
+        launch_calls["shape_range"] = _at_launches(ops, ops["shape_range"].array, -1, len(kernels))
+    launches["shape"], shape_table, notes = launch_shapes(launch_calls, found_shapes, shapes,
+                                                          gemms)  # fmt: skip
     return launches, shape_table, notes

@@ -299,3 +299,27 @@ def test_ops_carry_comm_waits_only_where_the_trace_has_comm_ops():
     assert comm.any() and {"wait_ns", "last_device"} <= set(both.ops.columns)
     assert (both.ops["wait_ns"].to_numpy()[~comm] == 0).all()
     assert np.isnan(both.ops["last_device"].to_numpy()[~comm]).all()
+
+
+def test_values_at_launches_from_a_dense_or_a_sparse_column():
+    import numpy as np
+
+    from advisor.analysis import _at_launches
+    from advisor.metrics.gaps import _mostly
+
+    # five ops: kernels at rows 0, 2, 3 (launch rows 2, 0, 1 of the trace's kernels), a copy
+    # at row 1 and a kernel-less memset at row 4; values per op, -1 for none. The copy's 9
+    # is no launch's; launch 0 (op 2) holds 5, launch 2 (op 0) 7, launch 1 (op 3) none
+    ops = pd.DataFrame({"kind": pd.Categorical(["kernel", "memcpy", "kernel", "kernel",
+                                                "memset"]),
+                        "src": [2, 0, 0, 1, 0]})  # fmt: skip
+    values = np.array([7, 9, 5, -1, -1], dtype=np.int32)
+    assert _at_launches(ops, values, -1, 3).tolist() == [5, -1, 7]
+    sparse = pd.arrays.SparseArray(values, fill_value=-1)
+    assert _at_launches(ops, sparse, -1, 3).tolist() == [5, -1, 7]
+    # _mostly: sparse only where that is smaller (a value and an index per held value)
+    assert isinstance(_mostly(np.full(20, -1, np.int32), -1), pd.arrays.SparseArray)
+    few = np.full(20, -1, np.int32)
+    few[3] = 4
+    assert _mostly(few, -1).tolist() == few.tolist()
+    assert isinstance(_mostly(values, -1), np.ndarray)  # (3 of 5 held: dense is smaller)

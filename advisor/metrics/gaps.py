@@ -30,7 +30,7 @@ from advisor.metrics.keys import (
     text_categorical,
     value_codes,
 )
-from advisor.metrics.regions import assign_ops, top_level_ranges
+from advisor.metrics.regions import assign_ops, open_range_at, top_level_ranges
 from advisor.plain import plain_columns
 from advisor.trace.model import Trace
 
@@ -233,24 +233,31 @@ def idle_gaps(ops: pd.DataFrame) -> np.ndarray:
 
 
 def attribute_gaps(
-    ops: pd.DataFrame, trace: Trace, release: bool = False, threads: int = 1
+    ops: pd.DataFrame,
+    trace: Trace,
+    release: bool = False,
+    threads: int = 1,
+    shape_ranges: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
-    the launch call's ``api_start`` and ``api_tid`` (categorical), ``range_id``
-    (metrics/regions.py), ``cause`` (categorical, CAUSES: the cause holding most of the gap;
-    NaN where there is no gap), ``detail`` (what held it, categorical text), ``overhead_ns``
-    (the gap's launch-overhead part) and ``sync_call`` (the blocking call behind a
-    synchronization or blocking-copy gap), ``launch_op`` (the innermost host range open at
-    its launch call, categorical text), ``sync_held`` (whether a synchronization held part
-    of the gap), ``steady`` (whether the op lies in its device's steady state:
-    attribution.steady_starts); and the idle pieces
-    (device, start, end, cause, row: the op's row, detail: what held it), each gap split by
-    cause (metrics/attribution.py), in cause order, each cause's by device and start (the
-    windows' per-cause segments are slices: piece_segments); on a trace whose host events
-    are a thinned sample (``trace.host_sample``) every gap is unattributed. ``release``:
-    take the API calls' correlation ids out of ``trace.api`` once the launches are joined
-    (a caller that owns the trace: nothing later reads them). ``threads``: how many the
-    attribution may use (attribution.attribute; the result does not depend on it)."""
+    the launch call's thread ``api_tid`` (categorical, NaN without a launch call),
+    ``range_id`` (metrics/regions.py), ``shape_range`` where ``shape_ranges`` (host ranges:
+    tid, start, end; sorted by start within each thread) has rows (the row of the one open
+    on the launching thread at the launch call, open_range_at; -1 for none), ``cause``
+    (categorical, CAUSES: the cause holding most of the gap; NaN where there is no gap),
+    ``detail`` (what held it, categorical text), ``overhead_ns`` (the gap's launch-overhead
+    part) and ``sync_call`` (the blocking call behind a synchronization or blocking-copy
+    gap), ``launch_op`` (the innermost host range open at its launch call, categorical
+    text), ``sync_held`` (whether a synchronization held part of the gap), ``steady``
+    (whether the op lies in its device's steady state: attribution.steady_starts); and the
+    idle pieces (device, start, end, cause, row: the op's row, detail: what held it), each
+    gap split by cause (metrics/attribution.py), in cause order, each cause's by device and
+    start (the windows' per-cause segments are slices: piece_segments); on a trace whose
+    host events are a thinned sample (``trace.host_sample``) every gap is unattributed.
+    ``release``: take the API calls' correlation ids out of ``trace.api`` once the launches
+    are joined (a caller that owns the trace: nothing later reads them). ``threads``: how
+    many the attribution may use (attribution.attribute; the result does not depend on
+    it)."""
     ops = ops.copy(deep=False)
     ops["gap_ns"] = column(ops, idle_gaps(ops))
     api = trace.api
@@ -261,6 +268,11 @@ def attribute_gaps(
     ops["api_tid"] = column(ops, _launch_threads(api, rows))
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = column(ops, assign_ops(ops, ranges, threads).to_numpy().astype(np.int32))
+    if shape_ranges is not None and len(shape_ranges):
+        at = open_range_at(ops["api_tid"].array, ops["api_start"].to_numpy(), shape_ranges, threads)
+        ops["shape_range"] = column(ops, _mostly(at.astype(np.int32), -1))
+    # (the launch calls' starts placed the ops in ranges: read no more; 10M ops: 83 MB)
+    del ops["api_start"]
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch
     # calls still place the ops in ranges, but no gap is attributed to a cause
     causal_rows = rows if trace.host_sample is None else np.full_like(rows, -1)
@@ -268,10 +280,6 @@ def attribute_gaps(
     steady_start = steady_starts(ops, ranges, identity)
     ops["steady"] = column(ops, in_steady_state(ops, steady_start))
     pageable = pageable_copies(ops, trace)
-    # the launch calls' starts are read again only after the attribution, which reads the
-    # calls themselves: not held meanwhile (10M ops: 83 MB), gathered again after it
-    placed = list(ops.columns)
-    del ops["api_start"]
     result = attribute(
         ops,
         api,
@@ -282,7 +290,6 @@ def attribute_gaps(
         identity=identity,
         threads=threads,
     )
-    ops.insert(placed.index("api_start"), "api_start", column(ops, _launch_starts(api, rows)))
     # (the attribution's arrays given to the table as they are: no copy of each)
     ops["cause"] = column(ops, pd.Categorical.from_codes(result.cause, CAUSES))
     for col, values in (("detail", result.detail), ("overhead_ns", result.overhead_ns),
@@ -292,6 +299,16 @@ def attribute_gaps(
     pieces = result.pieces
     pieces["cause"] = pd.Categorical.from_codes(pieces["cause"].to_numpy(), CAUSES)
     return ops, pieces
+
+
+def _mostly(values: np.ndarray, fill: int) -> np.ndarray | pd.arrays.SparseArray:
+    """``values`` as they are, or as a sparse array of the values other than ``fill`` where
+    that is smaller (most ops are in no shape's range: 10M ops, 21K in one, 42 MB -> 0.2 MB
+    held through the attribution)."""
+    others = int(np.count_nonzero(values != fill))
+    if others * (values.itemsize + 4) >= values.nbytes:  # (a value and an int32 index each)
+        return values
+    return pd.arrays.SparseArray(values, fill_value=fill)
 
 
 def _launch_starts(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:

@@ -25,7 +25,6 @@ import pandas as pd
 
 from advisor.data import regex, regex_list, text_matches
 from advisor.errors import AdvisorInputError
-from advisor.metrics.regions import open_range_at
 
 TILES = (16, 32, 64, 128, 256, 512)  # power-of-two output tiles tried against a grid
 _NONE = np.array(None, dtype=object)  # (np.where's missing value: None, typed as an array)
@@ -136,15 +135,6 @@ def nvtx_shapes(nvtx: pd.DataFrame) -> pd.DataFrame:
 SHAPE_COLUMNS = ["batch", "m", "n", "k", "shape_source"]
 
 
-def shapes_from_nvtx(launches: pd.DataFrame, shapes: pd.DataFrame) -> np.ndarray:
-    """Per launch (api_tid, api_start columns): the row in ``shapes`` (nvtx_shapes) of the
-    innermost mm-like range open at launch on the same thread (the last one to start
-    before it, if it is still open), else -1."""
-    if shapes.empty or "api_tid" not in launches:
-        return np.full(len(launches), -1, dtype=np.int64)
-    return open_range_at(launches["api_tid"].array, launches["api_start"].to_numpy(), shapes)
-
-
 def tile_from_name(names: pd.Series) -> pd.DataFrame:
     """tile_m, tile_n, tile_k parsed from kernel names (NaN where the name has none); each
     distinct name parsed once."""
@@ -216,20 +206,21 @@ def grid_fits(m: float, n: float, grid: tuple[int, int, int], tile=None) -> bool
 
 def launch_shapes(
     launches: pd.DataFrame,
-    nvtx: pd.DataFrame,
+    found: pd.DataFrame,
     options: Sequence[ShapeOption] = (),
     gemms: Sequence[GemmOption] = (),
 ) -> tuple[np.ndarray, pd.DataFrame, list[str]]:
     """(shape id per launch, -1 for none; one row per distinct shape: batch, m, n, k,
-    shape_source; warnings). ``launches`` has name, region, comm, persistent, api_tid and
-    api_start, and grid_x/y/z where ``options`` are given (only they read the grids). See
-    the module doc for the order of sources.
+    shape_source; warnings). ``found``: the trace's nvtx_shapes; ``launches`` has name,
+    region, comm, persistent, ``shape_range`` where ``found`` has rows (the row of
+    ``found`` open on the launching thread at the launch call, -1 for none:
+    gaps.attribute_gaps), and grid_x/y/z where ``options`` are given (only they read the
+    grids). See the module doc for the order of sources.
 
     A --shape option is used only for launches whose grid some tile reproduces (persistent
     kernels, whose grid is the machine's, are not checked); each kernel grid it matched by
     name but does not fit gets one warning. Launches of comm kernels never get a shape.
     """
-    found = nvtx_shapes(nvtx)
     dims = ["batch", "m", "n", "k"]
     candidates = pd.concat(
         [found[dims].assign(shape_source=np.where(found["m"].notna(), "nvtx", "op")),
@@ -241,7 +232,8 @@ def launch_shapes(
     # equal shapes share one id: a kernel group is one shape, not one NVTX range instance
     key = candidates.groupby(SHAPE_COLUMNS, sort=False, dropna=False).ngroup().to_numpy()
     table = candidates.iloc[np.unique(key, return_index=True)[1]].reset_index(drop=True)
-    ids = shapes_from_nvtx(launches, found)
+    ids = (launches["shape_range"].to_numpy(np.int64) if len(found)
+           else np.full(len(launches), -1, dtype=np.int64))  # fmt: skip
     ids = np.where(ids >= 0, key[np.maximum(ids, 0)] if len(key) else -1, -1)
     comm = launches["comm"].to_numpy(bool)
     ids[comm] = -1

@@ -197,7 +197,7 @@ def coverage_counts(
     kernels = ops["kind"].eq("kernel").to_numpy()
     return {
         "kernels": int(kernels.sum()),
-        "no_launch_call": int(np.isnan(ops["api_start"].to_numpy()[kernels]).sum()),
+        "no_launch_call": int(ops["api_tid"].isna().to_numpy()[kernels].sum()),
         "api_traced": int(api_traced),
         "repeated": _repeated_ops(ops),
         "unrecorded": int(unrecorded),

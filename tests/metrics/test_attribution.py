@@ -474,7 +474,7 @@ def test_a_thinned_host_side_attributes_nothing():
     ops, pieces = attribute_gaps(device_ops(t), t)
     b = gap_breakdown(pieces).set_index("cause")["total_ns"].to_dict()
     assert b == {"unattributed": 843650}
-    assert ops["api_start"].notna().sum() == 10  # (every op with a launch call: all but k8)
+    assert ops["api_tid"].notna().sum() == 10  # (every op with a launch call: all but k8)
     assert (ops["overhead_ns"] == 0).all() and (ops["launch_op"].astype(str) == "").all()
 
 
