@@ -1313,7 +1313,8 @@ def _launch_table(
         persistent=configs["persistent"].to_numpy(bool)[config],
     )
     if "shape_range" in ops:  # (the nvtx_shapes range open at the launch call)
-        launch_calls["shape_range"] = _at_launches(ops, ops["shape_range"].array, -1, len(kernels))
+        at_launch = _at_launches(ops, ops["shape_range"].array, -1, len(kernels))
+        launch_calls["shape_range"] = column(launch_calls, at_launch)
     launches["shape"], shape_table, notes = launch_shapes(launch_calls, found_shapes, shapes,
                                                           gemms)  # fmt: skip
     return launches, shape_table, notes
