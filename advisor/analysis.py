@@ -1041,8 +1041,8 @@ def analyze(
         impossible = int(configs["impossible"].to_numpy()[config].sum())
         unrecorded = int(configs["unrecorded"].to_numpy()[config].sum())
     coverage = coverage_counts(ops, impossible, api_traced, unrecorded, bounded)
-    # (the launch calls' threads placed launches in shapes' ranges and told which kernels
-    # have no launch call: done)
+    # (the launch calls' threads told which kernels have no launch call, and the shapes'
+    # ranges open at launch gave the launches their shapes: done)
     del kernels, ops["api_tid"]
     if "shape_range" in ops:
         del ops["shape_range"]
@@ -1289,9 +1289,6 @@ def _launch_table(
     def per_launch(values) -> np.ndarray:
         return np.asarray(values)[op_of_launch]
 
-    def per_launch_categorical(values: pd.Categorical) -> pd.Categorical:
-        return pd.Categorical.from_codes(per_launch(values.codes), values.categories)
-
     # the launches' own columns (shared with the kernels, no copy) and their op; what the
     # op holds is read through it where needed (launch_columns), never held twice
     launches = pd.DataFrame({c: kernels[c] for c in columns if c not in LAUNCH_OP_COLUMNS},
@@ -1305,7 +1302,10 @@ def _launch_table(
     launch_op = ops["launch_op"] if "launch_op" in ops else pd.Series("", index=ops.index)
     not_gemm = per_launch(name_matches(launch_op, "not_gemm_ops").to_numpy())
     launches["op_not_gemm"] = column(launches, not_gemm)
-    calls = launches[["name"]].assign(region=per_launch_categorical(ops["region"].array))
+    region = ops["region"].array
+    calls = launches[["name"]].assign(
+        region=pd.Categorical.from_codes(per_launch(region.codes), region.categories)
+    )
     if shapes:  # (the grids only where a --shape option asks which launches it fits)
         calls = with_configuration(calls.assign(config=config), configs)
     launch_calls = calls.assign(

@@ -78,8 +78,8 @@ def class_segments(
 
 
 def _uncovered(ops: pd.DataFrame, some: np.ndarray, others: np.ndarray) -> dict[int, iv.Segments]:
-    """Per device: the merged time of the ``some`` ops that no ``others`` op covers (masks
-    over ``ops``; the devices where some op has it)."""
+    """Per device with ``some`` ops: the merged time of those ops that no ``others`` op on
+    that device covers (``some``, ``others``: masks over ``ops``)."""
     out = {}
     for device, segments in device_segments(ops, some).items():
         on_device = others & (ops["device"].to_numpy() == device)
