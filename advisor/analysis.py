@@ -989,8 +989,8 @@ def analyze(
 ) -> TraceAnalysis:
     """Compute every metric of one trace (unfiltered). ``shapes``: --shape options,
     ``gemms``: --gemm options.
-    ``release_api``: empty ``trace.api`` once the ops hold their launch calls (its
-    correlation ids go once the launches are joined); take the launch configuration's
+    ``release_api``: empty ``trace.api`` once the attribution has read it (its correlation
+    ids go once the launches are joined: gaps.attribute_gaps); take the launch configuration's
     columns (waves.LAUNCH_CONFIG_COLUMNS) out of ``trace.kernels`` once the configurations
     table holds them, and the kernel columns the ops hold (OP_KERNEL_COLUMNS, gathered back
     from the ops for the launch table) or were made of (OPS_ONLY_KERNEL_COLUMNS) once the
@@ -1017,8 +1017,6 @@ def analyze(
     ops, pieces = attribute_gaps(ops, trace, release_api, threads, found_shapes)
     config, configs, bounded = configurations.result()
     del configurations
-    if release_api:
-        trace.api = trace.api.iloc[:0].copy()
     op_class = classify_ops(ops)
     ops["op_class"] = op_class
     ops["same_stream_comm"] = same_stream_comm(ops, op_class)

@@ -51,12 +51,11 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import cache, partial, wraps
+from functools import cache, partial
 from itertools import islice
-from typing import Any, ParamSpec
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -73,6 +72,7 @@ from advisor.metrics.intervals import (
     union,
 )
 from advisor.metrics.keys import (
+    BLOCK_ROWS,
     TextColumn,
     distinct,
     pack_one,
@@ -137,24 +137,19 @@ SPILL_GAPS = 1 << 22
 PRUNE_RANGES_OVER = 1
 
 
+# attribute's result before its pieces' table is made (with_pieces makes it)
 Unmade = tuple[partial[Attribution], "_PieceColumns", dict[object, int]]
-P = ParamSpec("P")
 
 
-def _pieces_made_after(attribution: Callable[P, Unmade]) -> Callable[P, Attribution]:
-    """``attribution`` giving its Attribution whole: the pieces' table made once it has
-    returned, so that its host indexes are let go first (spilled pieces, from
-    ``spill_gaps`` gaps on, come back into their memory)."""
-
-    @wraps(attribution)
-    def made(*args: P.args, **kwargs: P.kwargs) -> Attribution:
-        unmade, pieces, vocab = attribution(*args, **kwargs)
-        return unmade(pieces=pieces.table(vocab))
-
-    return made
+def with_pieces(unmade: Unmade) -> Attribution:
+    """The Attribution of ``attribute``'s result, its pieces' table made now: once the
+    attribution's host indexes are let go, and whatever its caller lets go of in between
+    (the API calls), spilled pieces (from ``spill_gaps`` gaps on) come back into their
+    memory."""
+    made, pieces, vocab = unmade
+    return made(pieces=pieces.table(vocab))
 
 
-@_pieces_made_after
 def attribute(
     ops: pd.DataFrame,
     api: pd.DataFrame,
@@ -166,7 +161,7 @@ def attribute(
     identity: np.ndarray | None = None,
     threads: int = 1,
     spill_gaps: int = SPILL_GAPS,
-) -> Unmade:  # (the Attribution: _pieces_made_after)
+) -> Unmade:  # (the Attribution: with_pieces)
     """Attribute the idle gaps of ``ops`` (device_ops sorted by device/start with ``gap_ns``,
     ``graph``, ``correlation``, ``stream``) to causes (module doc).
 
@@ -795,7 +790,6 @@ class _HostActivity:
         else:
             self.event_waits = None
             launch = np.zeros(0, dtype=bool)
-        self.api = api
         # (``[rows]``: the calls' names as an object array, from one code per call)
         self.api_names = _Texts(api["name"] if len(api) else pd.Series([], dtype=str),
                                 as_range_names=False)  # fmt: skip
@@ -1445,14 +1439,25 @@ def _every_row(rows: np.ndarray, n: int) -> bool:
     return len(rows) == n and (n == 0 or (rows[0] == 0 and bool((rows[1:] > rows[:-1]).all())))
 
 
-def _outermost(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _outermost(
+    start: np.ndarray, end: np.ndarray, block: int = BLOCK_ROWS
+) -> tuple[np.ndarray, np.ndarray]:
     """Of segments sorted by start, those not inside an earlier one (same union); the
-    arrays themselves where none is (a thread's API calls: 9.6M at 10M kernels)."""
+    arrays themselves where none is (a thread's API calls: 9.6M at 10M kernels). The
+    latest end before each segment is carried ``block`` segments at a time (temporaries of
+    a block: 77 MB at once otherwise, at the attribution's peak)."""
     if len(start) < 2:
         return start, end
     keep = np.empty(len(start), dtype=bool)
     keep[0] = True
-    np.greater(end[1:], np.maximum.accumulate(end)[:-1], out=keep[1:])
+    reach = end[0]  # (the latest end of the segments before the block)
+    for b in range(1, len(end), block):
+        run = np.maximum.accumulate(end[b : b + block])
+        before = np.empty_like(run)  # (per segment: the latest end of those before it)
+        before[0] = reach
+        np.maximum(run[:-1], reach, out=before[1:])
+        np.greater(end[b : b + block], before, out=keep[b : b + block])
+        reach = max(reach, run[-1])
     return (start, end) if keep.all() else (start[keep], end[keep])
 
 

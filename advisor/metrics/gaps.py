@@ -17,7 +17,13 @@ from pandas.api.types import union_categoricals
 
 from advisor.data import name_matches
 from advisor.metrics.ahead import ahead
-from advisor.metrics.attribution import CAUSES, OVERHEAD_CAUSES, attribute, steady_starts
+from advisor.metrics.attribution import (
+    CAUSES,
+    OVERHEAD_CAUSES,
+    attribute,
+    steady_starts,
+    with_pieces,
+)
 from advisor.metrics.columns import column
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import (
@@ -255,7 +261,8 @@ def attribute_gaps(
     start (the windows' per-cause segments are slices: piece_segments); on a trace whose
     host events are a thinned sample (``trace.host_sample``) every gap is unattributed.
     ``release``: take the API calls' correlation ids out of ``trace.api`` once the launches
-    are joined (a caller that owns the trace: nothing later reads them). ``threads``: how
+    are joined, and empty it (its columns kept) once the attribution has read it (a
+    caller that owns the trace: nothing later reads them). ``threads``: how
     many the attribution may use (attribution.attribute; the result does not depend on
     it)."""
     ops = ops.copy(deep=False)
@@ -280,7 +287,7 @@ def attribute_gaps(
     steady_start = steady_starts(ops, ranges, identity)
     ops["steady"] = column(ops, in_steady_state(ops, steady_start))
     pageable = pageable_copies(ops, trace)
-    result = attribute(
+    unmade = attribute(
         ops,
         api,
         host_ranges(trace),
@@ -290,6 +297,10 @@ def attribute_gaps(
         identity=identity,
         threads=threads,
     )
+    if release:  # (read no more: the pieces come back into their memory, 10M: 280 MB)
+        trace.api = api.iloc[:0].copy()
+    del api
+    result = with_pieces(unmade)
     # (the attribution's arrays given to the table as they are: no copy of each)
     ops["cause"] = column(ops, pd.Categorical.from_codes(result.cause, CAUSES))
     for col, values in (("detail", result.detail), ("overhead_ns", result.overhead_ns),

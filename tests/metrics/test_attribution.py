@@ -422,6 +422,22 @@ def test_outermost_segments_keep_the_union():
     assert start is s and end is e
 
 
+def test_outermost_in_blocks_is_the_definition():
+    # a segment is kept where it ends after every earlier one (sorted by start); the latest
+    # end carried from block to block (blocks of 1, 2, 3 and all): brute force on each case
+    from advisor.metrics.attribution import _outermost
+
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        n = int(rng.integers(2, 30))
+        start = np.sort(rng.integers(0, 50, n))
+        end = start + rng.integers(0, 20, n)
+        want = [i for i in range(n) if i == 0 or end[i] > end[:i].max()]
+        for block in (1, 2, 3, 64):
+            s, e = _outermost(start, end, block)
+            assert (s.tolist(), e.tolist()) == (start[want].tolist(), end[want].tolist())
+
+
 def test_every_row_is_the_whole_table_in_order():
     from advisor.metrics.attribution import _every_row
 
