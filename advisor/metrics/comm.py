@@ -66,7 +66,7 @@ def class_segments(
     ops ('comm'), of the busy time that no compute op covers ('not_compute') and that
     neither a comm nor a compute op covers ('neither'). What window_comm measures follows
     from these and a window's busy time; the compute ops' own union, most of the work
-    (10M kernels: 160 MB), is made per device and let go, not held."""
+    (10M kernels: 160 MB), is made for the differences and let go, not held."""
     comm, compute = op_class.eq("comm").to_numpy(), op_class.eq("compute").to_numpy()
     out = {"busy": device_segments(ops, np.ones(len(ops), dtype=bool))} if busy else {}
     out["comm"] = device_segments(ops, comm)
@@ -80,12 +80,9 @@ def class_segments(
 def _uncovered(ops: pd.DataFrame, some: np.ndarray, others: np.ndarray) -> dict[int, iv.Segments]:
     """Per device with ``some`` ops: the merged time of those ops that no ``others`` op on
     that device covers (``some``, ``others``: masks over ``ops``)."""
-    out = {}
-    for device, segments in device_segments(ops, some).items():
-        on_device = others & (ops["device"].to_numpy() == device)
-        covering = device_segments(ops, on_device).get(device) if on_device.any() else None
-        out[device] = segments if covering is None else iv.difference(segments, covering)
-    return out
+    covering = device_segments(ops, others)
+    return {d: iv.difference(segments, covering[d]) if d in covering else segments
+            for d, segments in device_segments(ops, some).items()}  # fmt: skip
 
 
 def overlap_ratio(overlap_ns, comm_ns):
