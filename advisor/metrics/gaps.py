@@ -23,6 +23,7 @@ from advisor.metrics.attribution import (
     attribute,
     steady_starts,
     with_pieces,
+    with_thread_keys,
 )
 from advisor.metrics.columns import column
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
@@ -212,15 +213,15 @@ def launch_rows(ops: pd.DataFrame, api: pd.DataFrame, threads: int = 1,
 
 
 def op_identities(ops: pd.DataFrame, trace: Trace) -> np.ndarray:
-    """Per op of a device_ops table: a code that tells its work apart (int64): a kernel by
-    its full (demangled) name where the trace has one, any other op by its name (codes of
-    the two kinds never meet). Nsight's short names give many templates one name (every
-    elementwise op ``vectorized_elementwise_kernel``, every CloverLeaf loop
-    ``par_ranged2d_kernel``)."""
-    codes = value_codes(ops["name"])
+    """Per op of a device_ops table: a code that tells its work apart (int32: held through
+    the attribution's first steps, 10M ops: 40 MB): a kernel by its full (demangled) name
+    where the trace has one, any other op by its name (codes of the two kinds never meet).
+    Nsight's short names give many templates one name (every elementwise op
+    ``vectorized_elementwise_kernel``, every CloverLeaf loop ``par_ranged2d_kernel``)."""
+    codes = value_codes(ops["name"], np.int32)  # (fewer names than kernels: int32 holds them)
     kernels = trace.kernels
     if "demangled" in kernels and len(kernels):
-        full = value_codes(kernels["demangled"])
+        full = value_codes(kernels["demangled"], np.int32)
         is_kernel = (ops["kind"] == "kernel").to_numpy()
         shift = int(full.max()) + 1 if len(full) else 0
         codes = codes + shift  # (the other ops' codes after the full names')
@@ -261,7 +262,9 @@ def attribute_gaps(
     start (the windows' per-cause segments are slices: piece_segments); on a trace whose
     host events are a thinned sample (``trace.host_sample``) every gap is unattributed.
     ``release``: take the API calls' correlation ids out of ``trace.api`` once the launches
-    are joined, and empty it (its columns kept) once the attribution has read it (a
+    are joined, their process and thread ids once the launch calls' threads are found
+    (attribution.with_thread_keys), and empty it (its columns kept) once the attribution
+    has read it (a
     caller that owns the trace: nothing later reads them). ``threads``: how
     many the attribution may use (attribution.attribute; the result does not depend on
     it)."""
@@ -275,9 +278,12 @@ def attribute_gaps(
     ops["api_tid"] = column(ops, _launch_threads(api, rows))
     ranges = top_level_ranges(trace.nvtx)
     ops["range_id"] = column(ops, assign_ops(ops, ranges, threads).to_numpy().astype(np.int32))
+    if release:  # (the calls' process and thread ids read no more: one key each instead)
+        trace.api = api = with_thread_keys(api)
     if shape_ranges is not None and len(shape_ranges):
         at = open_range_at(ops["api_tid"].array, ops["api_start"].to_numpy(), shape_ranges, threads)
         ops["shape_range"] = column(ops, _mostly(at.astype(np.int32), -1))
+        del at  # (int64 per op: held through the attribution otherwise, 10M ops: 79 MB)
     # (the launch calls' starts placed the ops in ranges: read no more; 10M ops: 83 MB)
     del ops["api_start"]
     # a thinned host side (trace.host_sample) cannot say why the GPU waited: its launch

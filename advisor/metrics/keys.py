@@ -275,32 +275,42 @@ def vocabulary_categorical(
 
 
 class TextColumn:
-    """A column of texts ('' where none was put) filled part by part and held as int32 codes
-    into its vocabulary: 4 bytes a row instead of an object reference, and no hashing of
-    the whole column at the end. ``categorical()`` is text_categorical of the same texts
-    (categories: those present, sorted; a missing text, None or NaN, is NaN)."""
+    """A column of texts ('' where none was put) filled part by part and held as codes into
+    its vocabulary: int16 (2 bytes a row instead of an object reference) while the
+    vocabulary fits them, int32 from then on, and no hashing of the whole column at the
+    end. ``categorical()`` is text_categorical of the same texts (categories: those
+    present, sorted; a missing text, None or NaN, is NaN). Filled from one thread."""
 
     def __init__(self, n: int, vocab: dict[object, int] | None = None) -> None:
         """``vocab``: the vocabulary to code into (text -> code, '' -> 0; shared with what
         else codes into it, which may add to it), else one of its own."""
-        self._codes = np.zeros(n, dtype=np.int32)  # (-1: a missing text)
+        self._codes = np.zeros(n, dtype=np.int16)  # (-1: a missing text)
         self._vocab: dict[object, int] = {"": 0} if vocab is None else vocab
+
+    def _fitted(self) -> np.ndarray:
+        """The codes, widened to int32 first where the vocabulary has outgrown int16
+        (another column sharing it may have added texts): every code of it then fits."""
+        if self._codes.dtype == np.int16 and len(self._vocab) > np.iinfo(np.int16).max:
+            self._codes = self._codes.astype(np.int32)
+        return self._codes
 
     def put(self, rows: np.ndarray, texts: np.ndarray) -> None:
         """Set the texts of ``rows`` (positions) to ``texts``."""
-        self._codes[rows] = vocabulary_codes(texts, self._vocab)
+        codes = vocabulary_codes(texts, self._vocab)
+        self._fitted()[rows] = codes
 
     def put_codes(self, rows: np.ndarray, codes: np.ndarray) -> None:
         """Set the texts of ``rows`` to those ``codes`` stand for in its vocabulary
         (vocabulary_codes of the texts into it: coded once for several columns)."""
-        self._codes[rows] = codes
+        self._fitted()[rows] = codes
 
     def put_coded(self, rows: np.ndarray, codes: np.ndarray, words: np.ndarray) -> None:
         """Set the texts of ``rows`` to ``words[codes]`` (``words``: an object array of
         texts; ``codes``: integer positions in it): each distinct code's text is looked up
         once, not every row's."""
         at, used = pd.factorize(codes)
-        self._codes[rows] = vocabulary_codes(words[used], self._vocab)[at]
+        coded = vocabulary_codes(words[used], self._vocab)
+        self._fitted()[rows] = coded[at]
 
     def categorical(self) -> pd.Categorical:
         """The column as a categorical with its present texts as sorted categories."""
@@ -309,12 +319,12 @@ class TextColumn:
         )
 
 
-def value_codes(column: pd.Series) -> np.ndarray:
-    """Integer codes of a column's values (int64): a categorical's own codes, else its
-    values factorized (equal values, equal codes)."""
+def value_codes(column: pd.Series, dtype: type = np.int64) -> np.ndarray:
+    """Integer codes of a column's values (of ``dtype``, wide enough for their number): a
+    categorical's own codes, else its values factorized (equal values, equal codes)."""
     values = column.array
     codes = values.codes if hasattr(values, "codes") else pd.factorize(column)[0]
-    return np.asarray(codes, dtype=np.int64)
+    return np.asarray(codes, dtype=dtype)
 
 
 def few_value_codes(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:

@@ -217,6 +217,43 @@ def test_a_launch_without_a_known_process_or_id_finds_no_call():
         assert launch_rows(ops, api).tolist() == [2, -1, 0, -1]
 
 
+RELEASED = ["why/why_dataloader.sqlite", "why/why_event_wait.pt.trace.json.gz",
+            "h200_train_steps.sqlite"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", RELEASED)
+def test_released_api_calls_attribute_as_the_kept_ones(name):
+    # with release the API calls lose their correlation ids, then their process and thread
+    # ids (one thread key per call instead: attribution.with_thread_keys) before the
+    # attribution reads them: every op's cause, detail and piece is the same as with the
+    # calls kept whole (traces with several host threads: a DataLoader's, an event wait's)
+    from pathlib import Path
+
+    from advisor.trace.load import load_trace
+
+    path = Path(__file__).parents[2] / "sample_traces" / name
+    kept, released = load_trace(path), load_trace(path)
+    want = attribute_gaps(device_ops(kept), kept)
+    got = attribute_gaps(device_ops(released), released, release=True)
+    assert list(released.api.columns) == ["start", "end", "name", "thread"]
+    assert "tid" in kept.api and len(kept.api) and not len(released.api)
+    assert (want[0]["cause"].notna()).any()
+    pd.testing.assert_frame_equal(got[0], want[0])
+    pd.testing.assert_frame_equal(got[1], want[1])
+
+
+def test_thread_keys_replace_the_calls_ids_by_hand():
+    from advisor.metrics.attribution import _thread_keys, with_thread_keys
+
+    api = pd.DataFrame({"start": [5, 1], "end": [6, 3], "pid": np.array([7, 7], np.int32),
+                        "tid": [70, 2**40], "name": pd.Categorical(["a", "b"])})  # fmt: skip
+    got = with_thread_keys(api)
+    assert list(got.columns) == ["start", "end", "name", "thread"]
+    assert got["thread"].tolist() == [7 * 2**26 + 70, int(_thread_keys([7], [2**40])[0])]
+    assert got["start"].tolist() == [5, 1] and list(api.columns)[2:4] == ["pid", "tid"]
+    assert with_thread_keys(api.iloc[:0])["thread"].dtype == np.int64
+
+
 def test_gap_breakdown_per_device_and_cause_by_hand():
     # device 1: host_bound pieces of 10, 30, 20 ns and one launch_latency of 5; device 0:
     # host_bound 7. Per (device, cause): count, total, median, max; rows by total

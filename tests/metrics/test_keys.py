@@ -361,6 +361,27 @@ def test_text_column_on_a_shared_vocabulary_by_hand():
     assert vocab == {"": 0, "x": 1, "step": 2, "aten::mm": 3}
 
 
+def test_text_column_outgrowing_int16_codes_keeps_every_text():
+    # the codes start as int16: a vocabulary of 40,000 texts (shared, grown by another
+    # column; or grown by the column's own puts past 32,767) widens them before the
+    # codes past int16 are put, and the texts put before stay (a code of 39,999 in int16
+    # would wrap to -25,537)
+    from advisor.metrics.keys import vocabulary_codes
+
+    vocab: dict[object, int] = {"": 0}
+    column = TextColumn(3, vocab)
+    column.put(np.array([0]), np.array(["first"], dtype=object))  # (code 1, as int16)
+    words = np.array([f"w{i}" for i in range(40_000)], dtype=object)
+    codes = vocabulary_codes(words, vocab)  # (another column's texts: codes 2 .. 40,001)
+    column.put_codes(np.array([2]), codes[-1:])
+    assert list(column.categorical()) == ["first", "", "w39999"]
+    own = TextColumn(40_000)
+    own.put(np.arange(40_000), words)  # (its own vocabulary grows to 40,001 in one put)
+    own.put(np.array([0]), np.array(["w39999"], dtype=object))
+    got = own.categorical()
+    assert got[0] == "w39999" and got[39_999] == "w39999" and got[32_767] == "w32767"
+
+
 def test_group_medians_by_hand():
     # group 0: 5 1 3 (odd: 3); group 1: 4 10 (even: 7.0); group 2: none (NaN); group 3:
     # -2 2**40 (a wide value, negative: (2**40 - 2) / 2); floats go through pandas: the same
