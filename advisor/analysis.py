@@ -35,6 +35,7 @@ from advisor.metrics.comm import (
 from advisor.metrics.comm_regions import RegionCommSums, region_comm_sums
 from advisor.metrics.counters import GROUP_AGGREGATES, add_group_counters, launch_counters
 from advisor.metrics.gaps import (
+    OP_DTYPES,
     OVERHEAD_CAUSES,
     attribute_gaps,
     device_ops,
@@ -993,11 +994,11 @@ def analyze(
     ids go once the launches are joined: gaps.attribute_gaps); take the launch configuration's
     columns (waves.LAUNCH_CONFIG_COLUMNS) out of ``trace.kernels`` once the configurations
     table holds them, and the kernel columns the ops hold (OP_KERNEL_COLUMNS, gathered back
-    from the ops for the launch table) or were made of (OPS_ONLY_KERNEL_COLUMNS) once the
-    ops are made. Nothing later reads them there; ``trace.devices`` is kept; a caller that
-    owns the trace saves their memory (23 columns of every kernel). ``cores``: how many
-    threads the analysis may use (default: metrics/ahead.analysis_threads; the result does
-    not depend on it)."""
+    from the ops for the launch table) or were made of (OPS_ONLY_KERNEL_COLUMNS) as the
+    ops are made (device_ops' release). Nothing later reads them there; ``trace.devices``
+    is kept; a caller that owns the trace saves their memory (23 columns of every kernel).
+    ``cores``: how many threads the analysis may use (default:
+    metrics/ahead.analysis_threads; the result does not depend on it)."""
     api_traced = not trace.api.empty
     threads = analysis_threads(cores)
     # the configurations found beside the ops and their attribution (from the kernels as
@@ -1008,11 +1009,13 @@ def analyze(
     configurations = beside(partial(_configurations, shape_only, trace.gpus), threads)
     del shape_only
     kernels = without_configuration(trace.kernels)  # (the launches': configs hold the rest)
+    launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
     if release_api:
         trace.kernels = kernels
-    ops = device_ops(trace)
-    launch_columns = [c for c in kernels.columns if c not in OPS_ONLY_KERNEL_COLUMNS]
-    kernels = _without_op_columns(trace, ops) if release_api else kernels[launch_columns]
+        ops = device_ops(trace, release=_op_made_columns(trace))
+    else:
+        ops = device_ops(trace)
+        kernels = kernels[launch_columns]
     found_shapes = nvtx_shapes(trace.nvtx)  # (the ops placed in them at launch, below)
     ops, pieces = attribute_gaps(ops, trace, release_api, threads, found_shapes)
     config, configs, bounded = configurations.result()
@@ -1163,18 +1166,17 @@ def _region_names(range_id: np.ndarray, ranges: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, texts.categories)
 
 
-def _without_op_columns(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
-    """``trace.kernels`` without what the device_ops table ``ops`` made of it: the
-    OPS_ONLY_KERNEL_COLUMNS, and the OP_KERNEL_COLUMNS that ``ops`` holds in the same dtype
-    (the launch table gathers those back from the ops); set as ``trace.kernels`` (10M
+def _op_made_columns(trace: Trace) -> list[str]:
+    """The columns of ``trace.kernels`` that device_ops may take out of it as it makes the
+    ops (its ``release``): the OPS_ONLY_KERNEL_COLUMNS, and the OP_KERNEL_COLUMNS that the
+    ops hold in the same dtype (the launch table gathers those back from the ops; 10M
     kernels: 53 bytes each). The trace's device ids are kept first (Trace.devices reads the
     kernels' devices)."""
     if trace.device_ids is None:
         trace.device_ids = list(trace.devices)
     k = trace.kernels
-    held = [c for c in OP_KERNEL_COLUMNS if c in k and k[c].dtype == ops[c].dtype]
-    trace.kernels = k.drop(columns=[c for c in [*OPS_ONLY_KERNEL_COLUMNS, *held] if c in k])
-    return trace.kernels
+    held = [c for c in OP_KERNEL_COLUMNS if c in k and k[c].dtype == OP_DTYPES[c]]
+    return [c for c in [*OPS_ONLY_KERNEL_COLUMNS, *held] if c in k]
 
 
 def _at_launches(ops: pd.DataFrame, values, fill: int, launches: int) -> np.ndarray:

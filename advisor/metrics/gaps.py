@@ -11,6 +11,8 @@ Launch overhead = host_bound + launch_latency + graph_internal.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
@@ -55,10 +57,18 @@ SEQUENCE_BREAKS = ("startup", "synchronization", "unattributed", "blocking_copy"
                    "input_pipeline", "host_busy", "queued_wait")  # fmt: skip
 
 
-def device_ops(trace: Trace) -> pd.DataFrame:
+# the columns device_ops joins from the trace's tables, each in the dtype the ops hold it in
+OP_DTYPES = {"device": np.int32, "stream": np.int32, "start": np.int64, "end": np.int64,
+             "correlation": np.float64, "pid": np.int32}  # fmt: skip
+
+
+def device_ops(trace: Trace, release: Collection[str] = ()) -> pd.DataFrame:
     """All GPU operations of a trace in one table, sorted by (device, start, end): device,
     stream, start, end, correlation (float, NaN unknown), pid, kind, name (categorical),
-    graph (launched from a CUDA graph) and src (row position in its trace table)."""
+    graph (launched from a CUDA graph) and src (row position in its trace table).
+    ``release``: columns of ``trace.kernels`` taken out of that table (in place) once read
+    here (a caller that owns the trace; 10M kernels: the sort's inputs and each joined
+    column are not held twice)."""
     k, copies, sets, graphs = trace.kernels, trace.memcpy, trace.memset, trace.graphs
     parts = [
         (k, "kernel", lambda: k["name"], lambda: k["graph_node"].notna()),
@@ -70,15 +80,18 @@ def device_ops(trace: Trace) -> pd.DataFrame:
     sizes = [len(t) for t, *_ in parts]
     n = sum(sizes)
 
-    def joined(col: str, dtype, out=None) -> np.ndarray:
-        return np.concatenate([t[col].to_numpy() for t, *_ in parts], out=out, dtype=dtype,
-                              casting="unsafe")  # fmt: skip
+    def let_go(col: str) -> None:
+        if col in release and col in k:
+            del k[col]
 
-    device, start, end = (
-        joined("device", np.int32),
-        joined("start", np.int64),
-        joined("end", np.int64),
-    )
+    def joined(col: str, out=None) -> np.ndarray:
+        values = np.concatenate([t[col].to_numpy() for t, *_ in parts], out=out,
+                                dtype=None if out is not None else OP_DTYPES[col],
+                                casting="unsafe")  # fmt: skip
+        let_go(col)
+        return values
+
+    device, start, end = joined("device"), joined("start"), joined("end")
     order = np.lexsort((end, start, device))  # stable: ties keep table order
     order = order.astype(row_dtype(n), copy=False)  # (row numbers in half the memory)
     # each sort column put in order and its joined copy let go at once (they were held to
@@ -88,34 +101,25 @@ def device_ops(trace: Trace) -> pd.DataFrame:
     end = end.take(order)
     scratch = np.empty(n, dtype=np.int64)  # other columns are joined here, then put in order
 
-    def ordered(col: str, dtype) -> np.ndarray:
-        buffer = scratch.view(dtype)[:n]
-        return joined(col, None, out=buffer).take(order)
-
+    columns = {"device": device, "start": start, "end": end}
+    for col in ("stream", "correlation", "pid"):
+        columns[col] = joined(col, out=scratch.view(OP_DTYPES[col])[:n]).take(order)
+    columns = {c: columns[c] for c in ("device", "stream", "start", "end", "correlation", "pid")}
+    del scratch, device, start, end
     names = union_categoricals([_categorical(name(), len(t)) for t, _, name, _ in parts])
     kinds = pd.Categorical.from_codes(
         np.repeat(np.arange(len(parts), dtype=np.int8), sizes), [kind for _, kind, *_ in parts]
     )
-    return pd.DataFrame(
-        {
-            "device": device,
-            "stream": ordered("stream", np.int32),
-            "start": start,
-            "end": end,
-            "correlation": ordered("correlation", np.float64),
-            "pid": ordered("pid", np.int32),
-            "kind": kinds.take(order),
-            "name": names.take(order),
-            "graph": np.concatenate(
-                [
-                    np.broadcast_to(np.asarray(graph(), dtype=bool), (len(t),))
-                    for t, *_, graph in parts
-                ]
-            )[order],
-            "src": np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])[order],
-        },
-        copy=False,  # one block per column: no consolidating copy
-    )
+    columns["kind"], columns["name"] = kinds.take(order), names.take(order)
+    del names, kinds
+    in_graph = [np.broadcast_to(np.asarray(graph(), dtype=bool), (len(t),))
+                for t, *_, graph in parts]  # fmt: skip
+    columns["graph"] = np.concatenate(in_graph)[order]
+    del in_graph
+    columns["src"] = np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])[order]
+    for col in release:  # (what no column of the ops is made of, too)
+        let_go(col)
+    return pd.DataFrame(columns, copy=False)  # one block per column: no consolidating copy
 
 
 def _categorical(values, n: int) -> pd.Categorical:

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -6,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.metrics.gaps import attribute_gaps, device_ops, gap_breakdown, launch_sequences
+
+SAMPLES = Path(__file__).parents[2] / "sample_traces"
 
 
 @pytest.fixture(scope="module")
@@ -227,11 +231,9 @@ def test_released_api_calls_attribute_as_the_kept_ones(name):
     # ids (one thread key per call instead: attribution.with_thread_keys) before the
     # attribution reads them: every op's cause, detail and piece is the same as with the
     # calls kept whole (traces with several host threads: a DataLoader's, an event wait's)
-    from pathlib import Path
-
     from advisor.trace.load import load_trace
 
-    path = Path(__file__).parents[2] / "sample_traces" / name
+    path = SAMPLES / name
     kept, released = load_trace(path), load_trace(path)
     want = attribute_gaps(device_ops(kept), kept)
     got = attribute_gaps(device_ops(released), released, release=True)
@@ -240,6 +242,25 @@ def test_released_api_calls_attribute_as_the_kept_ones(name):
     assert (want[0]["cause"].notna()).any()
     pd.testing.assert_frame_equal(got[0], want[0])
     pd.testing.assert_frame_equal(got[1], want[1])
+
+
+def test_device_ops_releasing_kernel_columns_makes_the_same_ops():
+    # the released columns leave the trace's kernels table (in place: every holder of it
+    # sees them gone) as they are read; a column the kernels lack is passed over; the ops
+    # are those made with the table kept whole (a trace with copies and kernels)
+    from advisor.trace.load import load_trace
+
+    path = SAMPLES / "why" / "why_copy_after_idle.pt.trace.json.gz"
+    kept, released = load_trace(path), load_trace(path)
+    kernels = released.kernels
+    let_go = ["device", "start", "stream", "correlation", "graph_node", "no_such_column"]
+    assert len(kept.memcpy) and len(kept.kernels)
+    got = device_ops(released, release=let_go)
+    pd.testing.assert_frame_equal(got, device_ops(kept))
+    gone = {"device", "start", "stream", "correlation", "graph_node"}
+    assert gone <= set(kept.kernels.columns)
+    assert set(kept.kernels.columns) - set(kernels.columns) == gone
+    assert released.kernels is kernels and "end" in kernels and "name" in kernels
 
 
 def test_thread_keys_replace_the_calls_ids_by_hand():
