@@ -20,7 +20,7 @@ import pandas as pd
 from advisor.data import regex
 from advisor.metrics.ahead import ahead
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
-from advisor.metrics.keys import pack_one
+from advisor.metrics.keys import BLOCK_ROWS, pack_one, row_dtype
 
 # the name of the regions-table row holding, per device, its time outside every top-level
 # range (a trace with ranges only; analysis.outside_ranges)
@@ -123,17 +123,31 @@ def _of_thread(tids: np.ndarray | pd.Categorical, tid) -> np.ndarray:
     return tids.codes == code if code >= 0 else np.zeros(len(tids), dtype=bool)
 
 
-def _in_key_order(key: np.ndarray, corr: np.ndarray) -> bool:
-    """Whether rows already come as ``np.lexsort((corr, key))`` puts them: by key, then
-    by correlation id within a key, NaN last (ties keep their order: the sort is stable)."""
-    if len(key) < 2:
-        return True
-    rising = key[1:] >= key[:-1]
-    if not rising.all():
-        return False
-    same = key[1:] == key[:-1]
-    in_order = (corr[:-1] <= corr[1:]) | np.isnan(corr[1:])
-    return bool((~same | in_order).all())
+def _ordered_run_heads(
+    range_id: np.ndarray,
+    device: np.ndarray,
+    corr: np.ndarray,
+    rows: np.ndarray | None,
+    block: int = BLOCK_ROWS,
+) -> np.ndarray | None:
+    """Where the ``rows`` (positions into the columns; None: every row) already come as
+    ``np.lexsort((corr[rows], pack_one(range_id[rows], device[rows])))`` puts them (by
+    range, device, then correlation id, NaN last; ties keep their order: the sort is
+    stable): the positions in ``rows`` at which a run of one (range, device) begins, else
+    None. ``block`` rows are gathered at a time (no op-long copy of a column)."""
+    n = len(range_id) if rows is None else len(rows)
+    heads = [np.zeros(min(n, 1), dtype=np.int64)]
+    for b in range(0, n, block):
+        lo, hi = max(b - 1, 0), min(b + block, n)  # (from the row before: the pair across)
+        at = slice(lo, hi) if rows is None else rows[lo:hi]
+        r, d, c = range_id[at], device[at], corr[at]
+        new = (r[1:] != r[:-1]) | (d[1:] != d[:-1])
+        up = (r[1:] > r[:-1]) | ((r[1:] == r[:-1]) & (d[1:] > d[:-1]))
+        within = (c[:-1] <= c[1:]) | np.isnan(c[1:])  # (NaN last)
+        if not (up | (~new & within)).all():
+            return None
+        heads.append(lo + 1 + np.flatnonzero(new))
+    return np.concatenate(heads)
 
 
 def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame, threads: int = 1) -> pd.Series:
@@ -168,40 +182,53 @@ def region_windows(ops: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
     that op held: measured with the range, metrics/attribution.py), host_start_ns,
     host_end_ns, ops, kernels (ops that are kernels), launches (host launch calls), pid."""
     range_id = ops["range_id"].to_numpy()
-    rows = np.flatnonzero(range_id >= 0)
-    if rows.size == 0:
+    inside = range_id >= 0
+    count, n = int(np.count_nonzero(inside)), len(range_id)
+    if count == 0:
         return pd.DataFrame(columns=["range_id", *WINDOW_KEYS, "pid"])
+    # (every op in a range: its columns read as they are, not gathered through the rows)
+    rows = None if count == n else np.flatnonzero(inside).astype(row_dtype(n), copy=False)
+    del inside
     device = ops["device"].to_numpy()
     corr = ops["correlation"].to_numpy(np.float64)
     # ops of one (range, device) made contiguous, by correlation id within it (the rows
-    # put in that order once, and each column gathered once through them)
-    key = pack_one(range_id[rows], device[rows])
-    if not _in_key_order(key, corr[rows]):  # (one thread's ranges in time order: they are)
+    # put in that order once, and each column gathered once through them), unless they
+    # come so (one thread's ranges in time order: they do)
+    first = _ordered_run_heads(range_id, device, corr, rows)
+    if first is None:
+        rows = np.arange(n, dtype=row_dtype(n)) if rows is None else rows
+        key = pack_one(range_id[rows], device[rows])
         order = np.lexsort((corr[rows], key))
         rows, key = rows[order], key[order]
         del order
-    first = run_heads(key)
-    del key
-    heads = rows[first]
+        first = run_heads(key)
+        del key
+
+    def of_rows(values: np.ndarray) -> np.ndarray:
+        """A column's values at the rows, in their order (the column itself: every row)."""
+        return values if rows is None else values[rows]
+
+    heads = first if rows is None else rows[first]
     w = pd.DataFrame(
         {
             "range_id": range_id[heads].astype(np.int64),
             "device": device[heads].astype(np.int64),
-            "ops": np.diff(np.append(first, len(rows))),
+            "ops": np.diff(np.append(first, count)),
         }
     )
     # (each column gathered, reduced and dropped in turn: a few op-long arrays at a time)
-    start = ops["start"].to_numpy()[rows]
+    start = of_rows(ops["start"].to_numpy())
     w["start_ns"] = np.minimum.reduceat(start, first)
     if "gap_ns" in ops:  # the idle gap before its first op (held by that op: the range's)
-        start -= ops["gap_ns"].to_numpy()[rows]
+        start = np.subtract(start, of_rows(ops["gap_ns"].to_numpy()),
+                            out=start if rows is not None else None)  # fmt: skip
     w["lead_ns"] = w["start_ns"] - np.minimum.reduceat(start, first)
     del start
-    w["end_ns"] = np.maximum.reduceat(ops["end"].to_numpy()[rows], first)
-    w["kernels"] = np.add.reduceat(ops["kind"].eq("kernel").to_numpy()[rows], first,
+    w["end_ns"] = np.maximum.reduceat(of_rows(ops["end"].to_numpy()), first)
+    w["kernels"] = np.add.reduceat(of_rows(ops["kind"].eq("kernel").to_numpy()), first,
                                    dtype=np.int64)  # fmt: skip
     # a CUDA-graph replay is one launch: distinct correlation ids (NaN: one each)
-    w["launches"] = distinct_in_runs(corr[rows], first)
+    w["launches"] = distinct_in_runs(of_rows(corr), first)
     w = w[["range_id", "device", "start_ns", "lead_ns", "end_ns", "ops", "kernels",
            "launches"]]  # fmt: skip
     w = w.merge(

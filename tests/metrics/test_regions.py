@@ -249,24 +249,45 @@ def test_open_range_at_in_blocks_of_queries(block, threads, monkeypatch):
     assert open_range_at(tids, times, RANGES, threads).tolist() == [-1, 0, 1, -1, 2, 3, -1, -1]
 
 
-def test_in_key_order_is_the_lexsorts_identity():
-    from advisor.metrics.regions import _in_key_order
+def test_ordered_run_heads_where_the_lexsort_is_the_identity():
+    from advisor.metrics.intervals import run_heads
+    from advisor.metrics.keys import pack_one
+    from advisor.metrics.regions import _ordered_run_heads
 
     nan = np.nan
-    # by hand: keys rising, correlation ids rising within a key, NaN last, ties kept
-    assert _in_key_order(np.array([1, 1, 2, 2]), np.array([5.0, 7.0, 1.0, nan]))
-    assert _in_key_order(np.array([1, 1, 1]), np.array([3.0, 3.0, nan]))
-    assert not _in_key_order(np.array([1, 1, 2]), np.array([nan, 7.0, 1.0]))  # NaN first
-    assert not _in_key_order(np.array([2, 1]), np.array([1.0, 2.0]))
-    assert not _in_key_order(np.array([1, 1]), np.array([2.0, 1.0]))
-    # and against the sort itself on small random tables with NaNs and ties
+
+    def heads(r, d, c, rows=None, block=2):
+        return _ordered_run_heads(np.array(r), np.array(d), np.array(c), rows, block)
+
+    # by hand: (range, device) rising, correlation ids rising within one, NaN last, ties
+    # kept; runs begin at 0, 2 (range 1 -> 2) and 3 (device 0 -> 1); blocks of 2 rows
+    assert heads([1, 1, 2, 2, 2], [0, 0, 0, 1, 1], [5.0, 7.0, 1.0, 3.0, nan]).tolist() == [0, 2, 3]
+    assert heads([1, 1, 1], [0, 0, 0], [3.0, 3.0, nan]).tolist() == [0]
+    assert heads([1, 1, 2], [0, 0, 0], [nan, 7.0, 1.0]) is None  # NaN first
+    assert heads([2, 1], [0, 0], [1.0, 2.0]) is None
+    assert heads([1, 1], [1, 0], [1.0, 2.0]) is None  # device falls within a range
+    assert heads([1, 1], [0, 0], [2.0, 1.0]) is None
+    # the rows' order counts, not the columns': rows 2, 0 read (1, 5.0) then (1, 7.0)
+    assert heads([1, 9, 1], [0, 0, 0], [7.0, 0.0, 5.0], rows=np.array([2, 0])).tolist() == [0]
+    assert heads([1, 9, 1], [0, 0, 0], [7.0, 0.0, 5.0], rows=np.array([0, 2])) is None
+    # and against the sort itself on small random tables with NaNs and ties, in blocks of
+    # 1 to 3 rows, of every row or of some
     rng = np.random.default_rng(7)
     agreed = {True: 0, False: 0}
     for _ in range(3000):
-        n = int(rng.integers(0, 6))
-        key = np.sort(rng.integers(0, 3, n)) if rng.random() < 0.7 else rng.integers(0, 3, n)
+        n = int(rng.integers(1, 7))
+        r = np.sort(rng.integers(0, 3, n)) if rng.random() < 0.7 else rng.integers(0, 3, n)
+        d = np.zeros(n, dtype=np.int64) if rng.random() < 0.5 else rng.integers(0, 2, n)
         corr = rng.choice([1.0, 2.0, 3.0, nan], n)
-        identity = bool((np.lexsort((corr, key)) == np.arange(n)).all())
-        assert _in_key_order(key, corr) == identity, (key, corr)
+        rows = None if rng.random() < 0.5 else np.flatnonzero(rng.random(n) < 0.8)
+        at = np.arange(n) if rows is None else rows
+        if not len(at):
+            continue
+        key = pack_one(r[at], d[at])
+        identity = bool((np.lexsort((corr[at], key)) == np.arange(len(at))).all())
+        got = _ordered_run_heads(r, d, corr, rows, int(rng.integers(1, 4)))
+        assert (got is not None) == identity, (r, d, corr, rows)
+        if identity:
+            assert got.tolist() == run_heads(key).tolist()
         agreed[identity] += 1
     assert min(agreed.values()) > 300  # (both answers tried)
