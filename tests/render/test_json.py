@@ -107,10 +107,10 @@ def test_a_jobs_document_written_a_part_at_a_time_is_the_same_bytes():
     assert _joined(r.analysis, r.finding_list, r.ranks, part=2) == want
 
 
-def test_the_kernel_groups_are_made_once_beside_the_head(monkeypatch, kernel_group_calls):
-    # document_parts makes the whole kernel groups' table on another thread while the head
-    # is made, and the long list then reads the analysis' kept table: one kernel_groups
-    # call for the whole table (and one per region), on two threads as on one
+def test_the_kernel_groups_are_made_once_for_the_document(monkeypatch, kernel_group_calls):
+    # document_parts makes the whole kernel groups' table once (after the head, not beside
+    # it: memory), and the long list reads the analysis' kept table: one kernel_groups call
+    # for the whole table (and one per region), with two threads as with one
     from advisor.metrics import ahead
 
     calls = kernel_group_calls
