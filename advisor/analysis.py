@@ -946,12 +946,13 @@ WINDOW_BLOCK = 1 << 20  # ops _window_of looks up at a time
 def _window_of(
     ops: pd.DataFrame, windows: pd.DataFrame, keys: list[str], block: int = WINDOW_BLOCK
 ) -> np.ndarray:
-    """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none;
-    ``block`` ops at a time (_block_windows), so that the only op-long array is the
-    result."""
+    """Per op: the row in ``windows`` whose integer ``keys`` equal the op's, -1 for none
+    (int32 below 2**31 windows: two of these op-long arrays are made at once, the devices'
+    and the ranges'); ``block`` ops at a time (_block_windows), so that the only op-long
+    array is the result."""
     op_keys = [ops[c].to_numpy() for c in keys]
     window_keys = [windows[c].to_numpy() for c in keys]
-    out = np.empty(len(ops), dtype=np.int64)
+    out = np.empty(len(ops), dtype=row_dtype(len(windows)))
     for b in range(0, len(ops), block):
         out[b : b + block] = _block_windows([k[b : b + block] for k in op_keys], window_keys)
     return out

@@ -719,7 +719,7 @@ def launch_sequences(
 
 
 SEQUENCE_ORDER = ("overhead_ns", ["device", "start_ns"])  # (order_rows' by and ties)
-SEQUENCE_BLOCK_ROWS = 1 << 20  # ops of whole runs sorted at a time by launch_sequences
+SEQUENCE_BLOCK_ROWS = 1 << 19  # ops of whole runs sorted at a time by launch_sequences
 
 
 def _run_blocks(first: np.ndarray, n: int, rows: int):
@@ -791,14 +791,19 @@ def _distinct_per_run(run: np.ndarray, keys: np.ndarray, first: np.ndarray) -> n
 
 
 def _first_per_run(values: pd.Series, first: np.ndarray) -> np.ndarray:
-    """First non-missing value per run of rows starting at ``first`` (None when none)."""
+    """First non-missing value per run of rows starting at ``first`` (NaN when none)."""
     cat = _categorical(values, len(values))
-    n = len(values)
-    pos = np.where(cat.codes >= 0, np.arange(n), n)
-    at = np.minimum.reduceat(pos, first)
-    ends = np.append(first[1:], n)
-    found = at < ends
-    codes = np.where(found, cat.codes[np.minimum(at, n - 1)], -1)
+    valid = cat.codes >= 0
+    if valid.all():  # (every row has a value: each run's first row's; no row numbers)
+        codes = cat.codes[first]
+    else:  # (the first row with a value at or after each run's start, if inside the run)
+        rows = np.flatnonzero(valid)
+        at = np.searchsorted(rows, first)
+        found = at < len(rows)
+        found[found] = rows[at[found]] < np.append(first[1:], len(values))[found]
+        codes = np.where(found, cat.codes[rows[np.minimum(at, len(rows) - 1)]] if len(rows)
+                         else -1, -1)  # fmt: skip
+    del valid
     return np.asarray(pd.Categorical.from_codes(codes, cat.categories).astype(object))
 
 

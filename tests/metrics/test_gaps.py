@@ -263,6 +263,28 @@ def test_device_ops_releasing_kernel_columns_makes_the_same_ops():
     assert released.kernels is kernels and "end" in kernels and "name" in kernels
 
 
+def test_first_value_per_run_by_hand_and_against_the_definition():
+    from advisor.metrics.gaps import _first_per_run
+
+    def first_of(values, first):  # (a run without a value: NaN, as a categorical's missing)
+        return [None if pd.isna(v) else v for v in _first_per_run(values, first)]
+
+    # runs start at 0, 2, 5: [None, b], [None, None, None], [a]: b, None, a
+    values = pd.Series([None, "b", None, None, None, "a"], dtype="category")
+    assert first_of(values, np.array([0, 2, 5])) == ["b", None, "a"]
+    full = pd.Series(["x", "y", "y", "z"], dtype="category")  # (every row has one)
+    assert first_of(full, np.array([0, 1, 3])) == ["x", "y", "z"]
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 9))
+        raw = rng.choice(np.array(["a", "b", None], dtype=object), n)
+        first = np.flatnonzero(np.r_[True, rng.random(n - 1) < 0.4])
+        ends = np.append(first[1:], n)
+        want = [next((v for v in raw[f:e] if v is not None), None)
+                for f, e in zip(first, ends, strict=True)]  # fmt: skip
+        assert first_of(pd.Series(raw, dtype="category"), first) == want, (raw, first)
+
+
 def test_thread_keys_replace_the_calls_ids_by_hand():
     from advisor.metrics.attribution import _thread_keys, with_thread_keys
 
