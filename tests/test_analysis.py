@@ -60,10 +60,14 @@ def test_release_api_only_when_asked():
                and c not in OPS_ONLY_KERNEL_COLUMNS]  # fmt: skip
     assert set(OP_KERNEL_COLUMNS) <= set(columns)
     pd.testing.assert_frame_equal(a.launch_table()[columns], kept[columns])
-    # the same tables as an analysis that keeps the trace as it is
+    # the same tables as an analysis that keeps the trace as it is (the API calls keyed by
+    # thread and the kernel columns taken as the ops are made change none of them)
     other = analyze(load_trace(H200_SINGLE))
     pd.testing.assert_frame_equal(a.launches, other.launches)
     pd.testing.assert_frame_equal(a.launch_table(), other.launch_table())
+    for name in ANALYSIS_TABLES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(other, name), obj=name)
+    assert a.notes == other.notes and a.coverage == other.coverage
 
 
 @pytest.mark.parametrize("path", [H200_SINGLE, H200_2GPU], ids=lambda p: p.name)
