@@ -268,8 +268,7 @@ def attribute_gaps(
     ``release``: take the API calls' correlation ids out of ``trace.api`` once the launches
     are joined, their process and thread ids once the launch calls' threads are found
     (attribution.with_thread_keys), and empty it (its columns kept) once the attribution
-    has read it (a
-    caller that owns the trace: nothing later reads them). ``threads``: how
+    has read it (a caller that owns the trace: nothing later reads them). ``threads``: how
     many the attribution may use (attribution.attribute; the result does not depend on
     it)."""
     ops = ops.copy(deep=False)
