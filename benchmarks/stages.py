@@ -19,6 +19,12 @@ resident set (``/proc/self/statm``). Stages are marked where the functions in ST
   grows only where a request finds no free chunk large enough, so heap - in use is
   fragmentation (docs/scaling.md, "Issue 33, twenty-ninth pass").
 
+With ``--holes``, each time the heap has grown since the last sample the sampler also
+reads glibc's ``malloc_info`` and lists, after the table, where the heap grew (the span),
+from and to what size, and the free memory inside it then: in all, and its largest free
+chunk. A heap that grows while hundreds of MB are free grew because no free chunk was as
+large as a request (docs/scaling.md, "Issue 33, thirty-fourth pass").
+
 Memory columns are empty where the C library has no ``mallinfo2`` (not glibc >= 2.33).
 The command's own output goes to stdout as usual. Sampling costs ~1 % of one core.
 """
@@ -31,7 +37,9 @@ import functools
 import importlib
 import json
 import os
+import re
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -125,6 +133,60 @@ def _heap_reader() -> Callable[[], tuple[float, float]] | None:
     return read
 
 
+@dataclass(frozen=True)
+class Growth:
+    """The heap grown between two samples (``--holes``): at ``t`` seconds, from ``before_mb``
+    to ``heap_mb`` (MB), with ``free_mb`` free inside it, the largest free chunk
+    ``largest_free_mb``."""
+
+    t: float
+    before_mb: float
+    heap_mb: float
+    free_mb: float
+    largest_free_mb: float
+
+
+# one free-chunk bin of malloc_info's XML: its smallest and largest chunk, their bytes, count
+_BIN = re.compile(r'<(?:size|unsorted) from="(\d+)" to="(\d+)" total="(\d+)" count="(\d+)"/>')
+_REST = re.compile(r'<total type="(?:fast|rest)" count="\d+" size="(\d+)"/>')
+
+
+def free_chunks(info: str) -> tuple[float, float]:
+    """(MB free, MB of the largest free chunk) of the main heap from ``malloc_info`` XML: the
+    fast and regular free chunks' bytes (its first ``<heap>``'s totals) and the largest
+    ``to`` of its bins (glibc gives each bin's smallest and largest chunk); the heap's top
+    is no bin's."""
+    heap = info.split("</heap>", 1)[0]
+    largest = max((int(m[1]) for m in _BIN.findall(heap)), default=0)
+    return sum(int(v) for v in _REST.findall(heap)) / MIB, largest / MIB
+
+
+def _malloc_info_reader() -> Callable[[], str] | None:
+    """A function giving glibc's ``malloc_info`` XML (through a temporary file, deleted),
+    or None."""
+    try:
+        libc = ctypes.CDLL(None)
+        info, fopen, fclose = libc.malloc_info, libc.fopen, libc.fclose
+    except (OSError, AttributeError):
+        return None
+    fopen.restype, fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
+    info.argtypes, fclose.argtypes = [ctypes.c_int, ctypes.c_void_p], [ctypes.c_void_p]
+
+    def read() -> str:
+        fd, path = tempfile.mkstemp(suffix=".xml")
+        os.close(fd)
+        try:
+            stream = fopen(path.encode(), b"w")
+            info(0, stream)
+            fclose(stream)
+            with open(path) as f:
+                return f.read()
+        finally:
+            os.unlink(path)
+
+    return read
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MIB
@@ -166,11 +228,18 @@ def main() -> None:
         help="also mark this function (e.g. advisor.metrics.gaps:launch_rows, "
         "advisor.metrics.attribution:_HostActivity.index_threads); repeatable",
     )  # fmt: skip
+    p.add_argument(
+        "--holes",
+        action="store_true",
+        help="list where the heap grew and the free chunks inside it then",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- advisor arguments")
     args = p.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     heap = _heap_reader()
+    holes = _malloc_info_reader() if args.holes and heap is not None else None
     samples: list[Sample] = []
+    grew: list[Growth] = []
     marks: list[tuple[float, str]] = []
     t0 = time.perf_counter()
     done = threading.Event()
@@ -178,8 +247,10 @@ def main() -> None:
     def sample() -> None:
         while not done.is_set():
             in_use, size = heap() if heap is not None else (None, None)
-            samples.append(Sample(time.perf_counter() - t0, time.process_time(), in_use, size,
-                                  _rss_mb()))  # fmt: skip
+            now = time.perf_counter() - t0
+            if holes is not None and samples and size is not None and size > samples[-1].heap:
+                grew.append(Growth(now, samples[-1].heap, size, *free_chunks(holes())))
+            samples.append(Sample(now, time.process_time(), in_use, size, _rss_mb()))
             done.wait(args.interval)
 
     import advisor.launch
@@ -217,10 +288,20 @@ def main() -> None:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (Linux: KiB)
     err.write(f"total {end:.2f} s, peak RSS {peak:.0f} MB (ru_maxrss), exit code {code}\n")
+    if grew:
+        err.write(f"heap growth (--holes): {'at_s':>6} {'stage':<44} {'heap_mb':>15} "
+                  f"{'free_mb':>7} {'largest_free_mb':>15}\n")  # fmt: skip
+        for g in grew:
+            span = next((f"{s.begins} .. {s.ends}" for s in table
+                         if s.start_s <= g.t < s.start_s + s.wall_s), "")  # fmt: skip
+            grown = f"{g.before_mb:.0f}->{g.heap_mb:.0f}"
+            err.write(f"{'':22} {g.t:6.2f} {span:<44} {grown:>15} {g.free_mb:7.0f} "
+                      f"{g.largest_free_mb:15.0f}\n")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"samples": [asdict(s) for s in samples], "marks": marks,
-                       "stages": [asdict(s) for s in table], "peak_rss_mb": peak}, f)  # fmt: skip
+                       "stages": [asdict(s) for s in table], "peak_rss_mb": peak,
+                       "heap_growth": [asdict(g) for g in grew]}, f)  # fmt: skip
     sys.exit(code if isinstance(code, int) else 1)
 
 

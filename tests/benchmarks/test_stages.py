@@ -55,3 +55,48 @@ def test_the_tool_marks_the_stages_of_a_real_command(tmp_path):
         assert mark in names
     assert names.index("-load_trace") < names.index("+attribute_gaps")
     assert got["peak_rss_mb"] > 0 and "peak RSS" in run.stderr
+    assert got["heap_growth"] == []  # (only asked for with --holes)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc_info")
+def test_the_heaps_growth_with_its_free_chunks(tmp_path):
+    # the analysis grows the heap (from a few MB after the imports): each growth recorded
+    # is one, its free memory inside the heap, the largest free chunk no more than that
+    out = tmp_path / "stages.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "stages.py"), "--holes", "--json", str(out),
+         "--", "analyze", str(H200_SINGLE), "--format", "json"],
+        capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    grew = json.loads(out.read_text())["heap_growth"]
+    assert grew and "heap growth (--holes)" in run.stderr
+    for g in grew:
+        assert g["heap_mb"] > g["before_mb"] and 0 <= g["largest_free_mb"] <= g["free_mb"]
+
+
+def test_free_chunks_by_hand():
+    # the first heap's bins (a bin's "to": its largest chunk) and its fast + rest totals;
+    # another arena's heap is not the main one. Free: (1,048,576 + 245,565,724) bytes =
+    # 235.19 MB; largest: the unsorted bin's 94,332,161 bytes = 89.96 MB (above the
+    # regular bins' largest, 53,601,697)
+    info = """<malloc version="1">
+<heap nr="0">
+<sizes>
+  <size from="49" to="49" total="343" count="7"/>
+  <size from="551953" to="53601697" total="234122996" count="36"/>
+  <unsorted from="257" to="94332161" total="94332418" count="2"/>
+</sizes>
+<total type="fast" count="3" size="1048576"/>
+<total type="rest" count="573" size="245565724"/>
+<system type="current" size="2008539136"/>
+</heap>
+<heap nr="1">
+<sizes>
+  <size from="1" to="999999999" total="999999999" count="1"/>
+</sizes>
+<total type="rest" count="1" size="999999999"/>
+</heap>
+</malloc>"""
+    free, largest = stages.free_chunks(info)
+    assert round(free, 2) == 235.19 and round(largest, 2) == 89.96
+    assert stages.free_chunks("<malloc></malloc>") == (0.0, 0.0)
