@@ -230,7 +230,8 @@ def test_released_api_calls_attribute_as_the_kept_ones(name):
     # with release the API calls lose their correlation ids, then their process and thread
     # ids (one thread key per call instead: attribution.with_thread_keys) before the
     # attribution reads them: every op's cause, detail and piece is the same as with the
-    # calls kept whole (traces with several host threads: a DataLoader's, an event wait's)
+    # calls kept whole (a DataLoader's thread beside the main one; two launching threads;
+    # an event wait on one thread)
     from advisor.trace.load import load_trace
 
     path = SAMPLES / name
