@@ -821,7 +821,7 @@ class _HostActivity:
         self._thread_call_starts: dict[tuple[int, int], np.ndarray] = {}
         self._thread_painted: dict[int, CodedCoverage | None] = {}
         # per thread: its operator / input ranges and its API calls, each _outermost
-        self._cover: dict[int, tuple[Segments, Segments]] = {}
+        self._cover: dict[int, tuple[Segments, Segments | _RowSegments]] = {}
         self._ops = ops
         self.labels = _LabelCodes()  # (what held the gaps: split's labels, as codes)
         self._lock = threading.RLock()  # (held while an index is built: ahead.once)
@@ -864,19 +864,20 @@ class _HostActivity:
             out[a:b] = _Uncovered.around(cover, lo[a], hi[a:b].max()).longest(lo[a:b], hi[a:b])
         return out
 
-    def _cover_of(self, key) -> tuple[Segments, Segments]:
+    def _cover_of(self, key) -> tuple[Segments, Segments | _RowSegments]:
         """The thread's operator and input-pipeline ranges, and its API calls: each set by
         start, less what an earlier segment holds (the union is the same, and a Kineto
         thread's millions of nested CPU ops shrink to the outer ones)."""
         ranges = self._every_range.get(key, np.zeros(0, dtype=np.int64))
         ranges = ranges[self.range_op[ranges] | self.input[ranges]]
         calls = self._api_threads.get(key, np.zeros(0, dtype=np.int64))
+        ranges_set = _outermost(self.range_start[ranges], self.range_end[ranges])
         if _every_row(calls, len(self.api_start)):  # (one thread, its calls by start: no copy)
-            call_start, call_end = self.api_start, self.api_end
-        else:
-            call_start, call_end = self.api_start[calls], self.api_end[calls]
-        return (_outermost(self.range_start[ranges], self.range_end[ranges]),
-                _outermost(call_start, call_end))  # fmt: skip
+            return ranges_set, _outermost(self.api_start, self.api_end)
+        # (the calls through their rows: a launching thread's calls are nearly all of them,
+        # and their times gathered by start were two more copies of the API table's times,
+        # 146 MB at 10M kernels, held through the attribution)
+        return ranges_set, _RowSegments.outermost(self.api_start, self.api_end, calls)
 
     @property
     def device_idle(self) -> _DeviceIdle:
@@ -1464,22 +1465,70 @@ def _outermost(
     start: np.ndarray, end: np.ndarray, block: int = BLOCK_ROWS
 ) -> tuple[np.ndarray, np.ndarray]:
     """Of segments sorted by start, those not inside an earlier one (same union); the
-    arrays themselves where none is (a thread's API calls: 9.6M at 10M kernels). The
-    latest end before each segment is carried ``block`` segments at a time (temporaries of
-    a block: 77 MB at once otherwise, at the attribution's peak)."""
-    if len(start) < 2:
-        return start, end
-    keep = np.empty(len(start), dtype=bool)
-    keep[0] = True
-    reach = end[0]  # (the latest end of the segments before the block)
-    for b in range(1, len(end), block):
-        run = np.maximum.accumulate(end[b : b + block])
-        before = np.empty_like(run)  # (per segment: the latest end of those before it)
-        before[0] = reach
-        np.maximum(run[:-1], reach, out=before[1:])
-        np.greater(end[b : b + block], before, out=keep[b : b + block])
-        reach = max(reach, run[-1])
-    return (start, end) if keep.all() else (start[keep], end[keep])
+    arrays themselves where none is (a thread's API calls: 9.6M at 10M kernels)."""
+    kept = _RowSegments.outermost(start, end, None, block).rows
+    return (start, end) if kept is None else (start[kept], end[kept])
+
+
+class _RowSegments:
+    """Segments sorted by start whose ends rise (as _outermost keeps them), held as rows of
+    ``start`` / ``end`` (``rows``; None: every row, in order) rather than as copies of their
+    times. A start is found in every ``MARK_EVERY``-th segment's start, then among the
+    segments between two marks."""
+
+    MARK_EVERY = 1024
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray | None = None):
+        self.start, self.end, self.rows = start, end, rows
+        self._marks = start[rows[:: self.MARK_EVERY]] if rows is not None else None
+
+    @classmethod
+    def outermost(cls, start: np.ndarray, end: np.ndarray, rows: np.ndarray | None = None,
+                  block: int = BLOCK_ROWS) -> _RowSegments:  # fmt: skip
+        """Of the segments (start[rows], end[rows]) sorted by start (``rows`` None: every
+        row), those not inside an earlier one, as rows: the same union. ``rows`` itself
+        where none is. The latest end before each segment is carried ``block`` segments at a
+        time (temporaries of a block: 77 MB at once otherwise, at the attribution's peak)."""
+        n = len(start) if rows is None else len(rows)
+        keep = np.empty(n, dtype=bool)
+        reach = np.iinfo(np.int64).min  # (the latest end of the segments before the block)
+        for b in range(0, n, block):
+            e = end[b : b + block] if rows is None else end[rows[b : b + block]]
+            before = np.empty_like(e)  # (per segment: the latest end of those before it)
+            before[0] = reach
+            np.maximum(np.maximum.accumulate(e)[:-1], reach, out=before[1:])
+            np.greater(e, before, out=keep[b : b + block])
+            reach = max(reach, int(e.max()))
+        if keep.all():
+            return cls(start, end, rows)
+        return cls(start, end, np.flatnonzero(keep) if rows is None else rows[keep])
+
+    def __len__(self) -> int:
+        return len(self.start) if self.rows is None else len(self.rows)
+
+    def searchsorted(self, t: int) -> int:
+        """The position of the first segment starting at or after ``t`` (``len`` if none)."""
+        if self.rows is None:
+            return int(np.searchsorted(self.start, t, side="left"))
+        assert self._marks is not None
+        n, every = len(self.rows), self.MARK_EVERY
+        k = int(np.searchsorted(self._marks, t, side="left"))  # (first mark at or after t)
+        if k == 0:
+            return 0
+        # after mark k - 1 (which starts before t), before mark k (at or after t: the answer
+        # where none between is) or the end
+        a, b = (k - 1) * every + 1, min(k * every, n)
+        return a + int(np.searchsorted(self.start[self.rows[a:b]], t, side="left"))
+
+    def span(self, lo: int, hi: int) -> Segments:
+        """The (start, end) of the segments from the last one starting before ``lo`` (whose
+        end is the reach of every earlier one) to the last one starting before ``hi``."""
+        first = max(self.searchsorted(lo) - 1, 0)
+        last = self.searchsorted(hi)
+        if self.rows is None:
+            return self.start[first:last], self.end[first:last]
+        rows = self.rows[first:last]
+        return self.start[rows], self.end[rows]
 
 
 class _Uncovered:
@@ -1500,15 +1549,16 @@ class _Uncovered:
     @classmethod
     def around(cls, sets, lo: int, hi: int) -> _Uncovered:
         """For windows inside [lo, hi): the segments of ``sets`` (each a (start, end) pair
-        sorted by start whose ends rise: _outermost) that can bear on them: those starting
+        sorted by start whose ends rise, _outermost, or such segments as _RowSegments) that
+        can bear on them: those starting
         before ``hi``, from each set's last one starting before ``lo`` on (whose end is the
         reach of every earlier one of its set). Their answers are those of every segment."""
         starts, ends = [], []
-        for start, end in sets:
-            first = max(int(np.searchsorted(start, lo, side="left")) - 1, 0)
-            last = int(np.searchsorted(start, hi, side="left"))
-            starts.append(start[first:last])
-            ends.append(end[first:last])
+        for segments in sets:
+            rows = segments if isinstance(segments, _RowSegments) else _RowSegments(*segments)
+            start, end = rows.span(lo, hi)
+            starts.append(start)
+            ends.append(end)
         return cls(np.concatenate(starts), np.concatenate(ends))
 
     def longest(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
