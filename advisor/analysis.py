@@ -842,12 +842,32 @@ def window_metrics(
     return with_columns(out, cols)
 
 
+IDLE_BLOCK_ROWS = 1 << 20  # kernel ops whose launch idle is computed at a time (KernelOpIdle)
+
+
 class KernelOpIdle(NamedTuple):
     """The kernel ops' launch idle (waves.launch_idle), in op order: ``rows``, their row
-    positions in the ops, and per LAUNCH_IDLE_COLUMNS their ``values`` (ns, float64)."""
+    positions in ``ops``, and ``config``, their configurations' rows in ``configs``. The
+    idle itself (ns, float64) is computed a block of ops at a time where it is summed
+    (``sums``): 10M kernels held 152 MB of it through the windows' metrics otherwise."""
 
     rows: np.ndarray
-    values: dict[str, np.ndarray]
+    config: np.ndarray
+    ops: pd.DataFrame
+    configs: pd.DataFrame
+
+    def sums(self, bins: np.ndarray, n: int, block: int = IDLE_BLOCK_ROWS) -> dict:
+        """Per LAUNCH_IDLE_COLUMNS, the sums (ns, float64) per bin 0..n-1 of the kernel ops'
+        idle, ``bins`` giving each kernel op's bin (n or more: none). Added in op order, as
+        one ``np.bincount`` over every op adds them (the same sums to the last bit)."""
+        out = {col: np.zeros(n + 1) for col in LAUNCH_IDLE_COLUMNS}
+        for b in range(0, len(self.rows), block):
+            at = slice(b, b + block)
+            values = _launch_idle_at(self.ops, self.rows[at], self.config[at], self.configs)
+            to = np.where((bins[at] >= 0) & (bins[at] < n), bins[at], n)
+            for col in LAUNCH_IDLE_COLUMNS:
+                np.add.at(out[col], to, values[col])
+        return {col: total[:n] for col, total in out.items()}
 
 
 def kernel_op_idle(
@@ -855,13 +875,13 @@ def kernel_op_idle(
 ) -> KernelOpIdle:
     """KernelOpIdle of the launches (_launch_table) of ``ops`` on ``configs``."""
     if "op" not in launches or launches.empty:
-        return KernelOpIdle(np.zeros(0, np.int64), {c: np.zeros(0) for c in LAUNCH_IDLE_COLUMNS})
+        return KernelOpIdle(np.zeros(0, np.int64), np.zeros(0, np.int64), ops, configs)
     rows = op_positions(ops, launches["op"].to_numpy())
     config = launches["config"].to_numpy()
     if not (rows[1:] > rows[:-1]).all():  # (the launches come in op order on most traces)
         order = np.argsort(rows, kind="stable")
         rows, config = rows[order], config[order]
-    return KernelOpIdle(rows, _launch_idle_at(ops, rows, config, configs))
+    return KernelOpIdle(rows, config, ops, configs)
 
 
 def _durations_at(ops: pd.DataFrame, at: np.ndarray, block: int = 1 << 20) -> np.ndarray:
@@ -900,12 +920,8 @@ def _op_sums(
         return np.bincount(window[rows], values, n).astype(np.float64)
 
     # each kernel op's launch idle, summed in op order (the ops outside every window into
-    # one more bin: adding their values to no window's sum)
-    bins = window[idle.rows]
-    bins[bins < 0] = n
-    for col in LAUNCH_IDLE_COLUMNS:
-        cols[col] = np.bincount(bins, idle.values[col], n + 1)[:n].astype(np.float64)
-    del bins
+    # no window's sum)
+    cols.update(idle.sums(window[idle.rows], n))
     if "wait_ns" in ops:  # (ops without comm ops carry no waits: analyze)
         values = ops["wait_ns"].to_numpy()
         rows = np.flatnonzero(inside & (values != 0))

@@ -327,3 +327,37 @@ def test_values_at_launches_from_a_dense_or_a_sparse_column():
     few[3] = 4
     assert _mostly(few, -1).tolist() == few.tolist()
     assert isinstance(_mostly(values, -1), np.ndarray)  # (3 of 5 held: dense is smaller)
+
+
+def test_kernel_op_idle_sums_a_block_at_a_time_as_one_bincount():
+    # four kernel ops (durations 100, 200, 300, 400 ns) of two configurations: tail share
+    # 0.5 (full waves) and 0.25 (under-filled); bins 1, 0, 1, -1 (the last in no window).
+    # By hand: tail per bin [0 + 0, 0.5 x 100 + 0.5 x 300] = [0, 200]; under-fill [0.25 x
+    # 200, 0] = [50, 0]. Then 3,000 random ops against one np.bincount of every op's idle,
+    # to the last bit, in blocks of 1, 7 and all
+    import numpy as np
+
+    from advisor.analysis import KernelOpIdle
+    from advisor.metrics.waves import launch_idle
+
+    configs = pd.DataFrame({"tail_fraction": [0.5, 0.25], "underfilled": [False, True]})
+    ops = pd.DataFrame({"start": [0, 1000, 2000, 3000], "end": [100, 1200, 2300, 3400]})
+    idle = KernelOpIdle(np.arange(4), np.array([0, 1, 0, 1]), ops, configs)
+    got = idle.sums(np.array([1, 0, 1, -1]), 2, block=3)
+    assert got["tail_idle_ns"].tolist() == [0.0, 200.0]
+    assert got["underfill_idle_ns"].tolist() == [50.0, 0.0]
+
+    rng = np.random.default_rng(11)
+    configs = pd.DataFrame({"tail_fraction": rng.random(40), "underfilled": rng.random(40) < 0.3})
+    start = np.sort(rng.integers(0, 10**9, 5000))
+    ops = pd.DataFrame({"start": start, "end": start + rng.integers(1, 10**6, 5000)})
+    rows = np.sort(rng.choice(5000, 3000, replace=False))
+    config = rng.integers(0, 40, 3000)
+    bins = rng.integers(-1, 60, 3000)
+    values = launch_idle((ops["end"] - ops["start"]).to_numpy()[rows], config, configs)
+    inside = bins >= 0
+    for block in (1, 7, 3000):
+        got = KernelOpIdle(rows, config, ops, configs).sums(bins, 60, block=block)
+        for col, v in values.items():
+            want = np.bincount(bins[inside], v[inside], 60)
+            assert got[col].tobytes() == want.tobytes()
