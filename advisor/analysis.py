@@ -282,9 +282,8 @@ class TraceAnalysis(Analysis):
         explicit = worst is not None
         worst = (by_region or self.regions.empty) if worst is None else worst
         extra = {c: f for c, f in GROUP_AGGREGATES.items() if c in self.launches}
-        # (per launch its duration and idle; its device and start read at the rows wanted)
-        launches = self.launch_table(["duration", *LAUNCH_IDLE_COLUMNS,
-                                      *(["region"] if by_region else [])])  # fmt: skip
+        # (per launch its duration; its device and start read at the rows wanted)
+        launches = self.launch_table(["duration", *(["region"] if by_region else [])])
         groups = kernel_groups(launches, self.configs, by=by, worst=worst, extra=extra,
                                read_at=launch_op_reader(launches, self.ops))  # fmt: skip
         del launches

@@ -159,14 +159,15 @@ def kernel_groups(
     extra=None,
     read_at: Callable[[str, np.ndarray], Any] | None = None,
 ) -> pd.DataFrame:
-    """Aggregate launches (kernel columns plus ``config`` ids into ``configs`` and the
-    launch_idle columns) per (device, name, grid, block, registers, smem [, by...]).
+    """Aggregate launches (kernel columns plus ``config`` ids into ``configs``) per (device,
+    name, grid, block, registers, smem [, by...]).
     ``read_at(col, rows)``: the launches' ``device`` and ``start`` at row positions, for a
     table without those columns (read at each group's first and worst launch only); default:
     the table's own (a ``duration`` column then stands for end - start: launch_durations).
 
     Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
-    tail_idle_ns, underfill_idle_ns (sums), worst_start_ns (with ``worst``: the start of the
+    tail_idle_ns, underfill_idle_ns (the launch_idle of its launches: group_idle_sums),
+    worst_start_ns (with ``worst``: the start of the
     launch with the most quantization idle, else the longest; NaN without), demangled, and
     the ``extra`` launch columns reduced as it says (column -> a pandas aggregation, NaN
     skipped: the hardware counters); sorted by tail + under-fill idle, then total_ns,
@@ -177,20 +178,7 @@ def kernel_groups(
     group, first = _launch_groups(launches, configs, by, read)
     df = _keyed(launches, configs, first, read, [*by, "demangled"])
     duration = launch_durations(launches)
-    # float idle sums through pandas (compensated summation), integer ones by bincount; the
-    # group ids (0.., each present) as a categorical's codes: pandas groups on them as they
-    # are (no hashing of every launch's id); the two idle columns in one groupby (its
-    # group index made once: the same sums, 0.1 s less at 10M launches)
-    by_group = pd.Categorical.from_codes(group, categories=pd.RangeIndex(len(first)))
-
-    def per_group(values):
-        return values.groupby(by_group, observed=True, sort=True)
-
-    idle_columns = {c: launches[c].to_numpy() for c in ("tail_idle_ns", "underfill_idle_ns")}
-    # (summed on another thread while the counts, totals and medians are made here)
-    idle_sums = beside(lambda: per_group(pd.DataFrame(idle_columns, copy=False)).sum(),
-                       analysis_threads())  # fmt: skip
-
+    launch_config = launches["config"].to_numpy()
     extra = dict(extra or {})
     n = len(first)
     # the columns made as arrays and the table built once, its rows in order (not a column
@@ -198,15 +186,17 @@ def kernel_groups(
     cols: dict = {k: df[k].array for k in keys}
     cols["launches"] = np.bincount(group, minlength=n)
     cols["total_ns"] = slot_sums(group, duration, cols["launches"])  # (int64: exact)
+    # (on another thread while the medians are made here)
+    idle_sums = beside(lambda: group_idle_sums(group, first, launch_config, duration,
+                                               cols["total_ns"], configs),
+                       analysis_threads())  # fmt: skip
     cols["median_ns"] = group_medians(group, duration, n)
     config = df["config"].to_numpy()
     for col in CONFIG_COLUMNS[:7]:
         cols[col] = configs[col].array.take(config)
     # the start of each group's worst launch (where a finding points)
-    worst_rows = _worst_launch(launches, group, duration) if worst else None
-    idle = idle_sums.result()
-    for col in idle_columns:
-        cols[col] = idle[col].to_numpy()
+    worst_rows = _worst_launch(launch_config, configs, group, duration) if worst else None
+    cols.update(idle_sums.result())
     for col in CONFIG_COLUMNS[7:]:
         cols[col] = configs[col].array.take(config)
     if worst_rows is not None:
@@ -244,14 +234,65 @@ def _group_order(idle: np.ndarray, total: np.ndarray, device: np.ndarray) -> np.
     return np.lexsort((device, -np.asarray(total, np.float64), -np.asarray(idle, np.float64)))
 
 
-def _worst_launch(launches: pd.DataFrame, group: np.ndarray, duration: np.ndarray) -> np.ndarray:
+def group_idle_sums(
+    group: np.ndarray,
+    first: np.ndarray,
+    config: np.ndarray,
+    duration: np.ndarray,
+    total: np.ndarray,
+    configs: pd.DataFrame,
+    block: int = 1 << 20,
+) -> dict[str, np.ndarray]:
+    """Per group (``group``: each launch's id 0..n-1; ``first``: each group's first launch;
+    ``config``: each launch's configuration, rows of ``configs``; ``duration``: ns;
+    ``total``: each group's duration, ns): the launch_idle of its launches, tail_idle_ns and
+    underfill_idle_ns (ns, float64). A launch idles its configuration's tail share of its
+    duration, so a group idles, per configuration of its launches, that share of their total
+    duration (summed exactly in int64: one rounding per configuration, not per launch);
+    launches of an unknown share (NaN) add nothing. Most groups have one configuration (it
+    fixes every group key but the ``by`` columns and how shared memory is split): the
+    launches on another are found ``block`` at a time."""
+    share = configs["tail_fraction"].to_numpy(np.float64)
+    under = configs["underfilled"].to_numpy(bool)
+    main = config[first]  # (per group: its first launch's configuration)
+    parts = [np.zeros(0, np.int64)]
+    for b in range(0, len(config), block):
+        at = slice(b, b + block)
+        parts.append(b + np.flatnonzero(config[at] != main[group[at]]))
+    other = np.concatenate(parts)
+    on_main = total.astype(np.int64)
+    pair_group, pair_config, pair_ns = (np.zeros(0, np.int64),) * 3
+    if len(other):  # (their durations moved from the group's first configuration to theirs)
+        g, c, d = group[other].astype(np.int64), config[other].astype(np.int64), duration[other]
+        np.subtract.at(on_main, g, d)
+        pairs, at = np.unique(g * len(share) + c, return_inverse=True)
+        pair_group, pair_config = pairs // len(share), pairs % len(share)
+        pair_ns = np.zeros(len(pairs), dtype=np.int64)
+        np.add.at(pair_ns, at, d)
+
+    def idle(pick: np.ndarray, config: np.ndarray, ns: np.ndarray) -> np.ndarray:
+        """Each (configuration, ns)'s share of it where ``pick`` holds, else 0; 0 for NaN."""
+        return np.nan_to_num(np.where(pick[config], share[config], 0.0) * ns, nan=0.0)
+
+    out = {}
+    for name, pick in (("tail_idle_ns", ~under), ("underfill_idle_ns", under)):
+        out[name] = idle(pick, main, on_main)
+        if len(pair_group):
+            np.add.at(out[name], pair_group, idle(pick, pair_config, pair_ns))
+    return out
+
+
+def _worst_launch(
+    config: np.ndarray, configs: pd.DataFrame, group: np.ndarray, duration: np.ndarray
+) -> np.ndarray:
     """Per group (ids 0..n-1): the row position of its worst launch, the one with the most
-    quantization idle (tail + under-fill), or the longest (``duration``: launch_durations)
-    when none idles."""
+    quantization idle (its configuration's tail share of its duration: launch_idle's tail
+    or under-fill), or the longest (``duration``: launch_durations) when none idles."""
     # idle launches rank above every non-idle one (2**50 ns = 13 days > any launch; float64
     # still resolves 1/4 ns there); the others score their duration. One array of the
     # launches' length and a mask (no row numbers, no copy of the durations)
-    score = launches["tail_idle_ns"].to_numpy() + launches["underfill_idle_ns"].to_numpy()
+    score = configs["tail_fraction"].to_numpy(np.float64)[config]
+    score *= duration  # (launch_idle's product: tail + under-fill, one of them 0)
     idles = score > 0
     np.add(score, 2.0**50, out=score, where=idles)
     np.copyto(score, duration, where=~idles)

@@ -270,13 +270,54 @@ def test_durations_at_rows_in_blocks_by_hand():
 
 
 def test_worst_launch_by_hand():
-    # group 0: durations 100, 50, 300, only the second idles (5 ns): it is the worst;
+    # configurations: 0 no tail, 1 a tail share of 0.1, 2 of 0.4, 3 under-filled, 0.3.
+    # group 0: durations 100, 50, 300, only the second idles (on 1: 5 ns): it is the worst;
     # group 1: none idles, durations 10, 40, 40: the longest, the first of the tie (row 4);
-    # group 2: both idle (2 and 3 ns, tail and under-fill): the most idle (row 7)
+    # group 2: both idle (on 2, 5 ns: 2 ns of tail; on 3, 10 ns: 3 ns of under-fill): the
+    # most idle (row 7)
     from advisor.metrics.waves import _worst_launch
 
-    launches = pd.DataFrame({"tail_idle_ns": [0, 5, 0, 0, 0, 0, 2, 0],
-                             "underfill_idle_ns": [0, 0, 0, 0, 0, 0, 0, 3.0]})  # fmt: skip
+    configs = pd.DataFrame({"tail_fraction": [0.0, 0.1, 0.4, 0.3],
+                            "underfilled": [False, False, False, True]})  # fmt: skip
+    config = np.array([0, 1, 0, 0, 0, 0, 2, 3])
     group = np.array([0, 0, 0, 1, 1, 1, 2, 2])
-    duration = np.array([100, 50, 300, 10, 40, 40, 5, 1], dtype=np.int64)
-    assert _worst_launch(launches.astype(float), group, duration).tolist() == [1, 4, 7]
+    duration = np.array([100, 50, 300, 10, 40, 40, 5, 10], dtype=np.int64)
+    assert _worst_launch(config, configs, group, duration).tolist() == [1, 4, 7]
+
+
+def test_group_idle_sums_by_hand_and_against_every_launchs_idle():
+    # configurations: 0 a tail share of 0.25, 1 under-filled 0.5, 2 unknown (NaN), 3 0.1.
+    # group 0: launches on 0 (100, 300 ns) and 3 (50 ns): tail 0.25 x 400 + 0.1 x 50 = 105;
+    # group 1: on 1 (200 ns) and 2 (80 ns): under-fill 0.5 x 200 = 100, the NaN adding none;
+    # group 2: on 2 only: 0 and 0
+    from advisor.metrics.waves import group_idle_sums, launch_idle
+
+    configs = pd.DataFrame({"tail_fraction": [0.25, 0.5, np.nan, 0.1],
+                            "underfilled": [False, True, False, False]})  # fmt: skip
+    group = np.array([0, 1, 0, 0, 1, 2])
+    config = np.array([0, 1, 3, 0, 2, 2])
+    duration = np.array([100, 200, 50, 300, 80, 70], dtype=np.int64)
+    first = np.array([0, 1, 5])
+    total = np.bincount(group, duration).astype(np.int64)
+    for block in (1, 2, 1 << 20):
+        got = group_idle_sums(group, first, config, duration, total, configs, block=block)
+        assert got["tail_idle_ns"].tolist() == [105.0, 0.0, 0.0]
+        assert got["underfill_idle_ns"].tolist() == [0.0, 100.0, 0.0]
+    # random launches: the sums of every launch's launch_idle (NaN skipped), to 1e-12
+    rng = np.random.default_rng(13)
+    share = rng.random(30)
+    share[rng.random(30) < 0.1] = np.nan
+    configs = pd.DataFrame({"tail_fraction": share, "underfilled": rng.random(30) < 0.3})
+    for _ in range(50):
+        n = int(rng.integers(1, 400))
+        group = rng.integers(0, 12, n)
+        group = pd.factorize(group)[0]  # (ids in order of first appearance, each present)
+        first = pd.Series(np.arange(n)).groupby(group).first().to_numpy()
+        main = rng.integers(0, 30, group.max() + 1)
+        config = np.where(rng.random(n) < 0.8, main[group], rng.integers(0, 30, n))
+        duration = rng.integers(0, 10**7, n)
+        total = np.bincount(group, duration).astype(np.int64)
+        want = pd.DataFrame(launch_idle(duration, config, configs)).groupby(group).sum()
+        got = group_idle_sums(group, first, config, duration, total, configs, block=7)
+        for col in want:
+            np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-12, atol=1e-6)
