@@ -857,16 +857,22 @@ class KernelOpIdle(NamedTuple):
 
     def sums(self, bins: np.ndarray, n: int, block: int = IDLE_BLOCK_ROWS) -> dict:
         """Per LAUNCH_IDLE_COLUMNS, the sums (ns, float64) per bin 0..n-1 of the kernel ops'
-        idle, ``bins`` giving each kernel op's bin (n or more: none). Added in op order, as
-        one ``np.bincount`` over every op adds them (the same sums to the last bit)."""
-        out = {col: np.zeros(n + 1) for col in LAUNCH_IDLE_COLUMNS}
+        idle, ``bins`` giving each kernel op's bin (negative or n and more: none; the idle of
+        those is not computed). Added in op order, as one ``np.bincount`` over every op adds
+        them (the same sums to the last bit)."""
+        out = {col: np.zeros(n) for col in LAUNCH_IDLE_COLUMNS}
         for b in range(0, len(self.rows), block):
             at = slice(b, b + block)
-            values = _launch_idle_at(self.ops, self.rows[at], self.config[at], self.configs)
-            to = np.where((bins[at] >= 0) & (bins[at] < n), bins[at], n)
-            for col in LAUNCH_IDLE_COLUMNS:
-                np.add.at(out[col], to, values[col])
-        return {col: total[:n] for col, total in out.items()}
+            to = bins[at]
+            inside = (to >= 0) & (to < n)
+            rows, config = self.rows[at], self.config[at]
+            if not inside.all():  # (the idle of the ops in a bin only)
+                rows, config, to = rows[inside], config[inside], to[inside]
+            if len(rows):
+                values = _launch_idle_at(self.ops, rows, config, self.configs)
+                for col in LAUNCH_IDLE_COLUMNS:
+                    np.add.at(out[col], to, values[col])
+        return out
 
 
 def kernel_op_idle(

@@ -165,9 +165,11 @@ def _known(values) -> tuple[np.ndarray, np.ndarray | None]:
     v = np.asarray(values)
     if v.dtype.kind in "iu":
         return v, None
-    v = v.astype(np.float64)
+    v = np.asarray(v, dtype=np.float64)  # (float64 as it is: no copy)
     gone = np.isnan(v)
-    return np.where(gone, 0, v).astype(np.int64), gone
+    out = np.zeros(len(v), dtype=np.int64)  # (the integers written in place: 10M ops' ids
+    np.copyto(out, v, casting="unsafe", where=~gone)  # made 2 float64 temporaries before)
+    return out, gone
 
 
 def _ascending(values: np.ndarray) -> bool:
