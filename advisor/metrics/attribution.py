@@ -1503,9 +1503,6 @@ class _RowSegments:
             return cls(start, end, rows)
         return cls(start, end, np.flatnonzero(keep) if rows is None else rows[keep])
 
-    def __len__(self) -> int:
-        return len(self.start) if self.rows is None else len(self.rows)
-
     def searchsorted(self, t: int) -> int:
         """The position of the first segment starting at or after ``t`` (``len`` if none)."""
         if self.rows is None:
@@ -1550,9 +1547,9 @@ class _Uncovered:
     def around(cls, sets, lo: int, hi: int) -> _Uncovered:
         """For windows inside [lo, hi): the segments of ``sets`` (each a (start, end) pair
         sorted by start whose ends rise, _outermost, or such segments as _RowSegments) that
-        can bear on them: those starting
-        before ``hi``, from each set's last one starting before ``lo`` on (whose end is the
-        reach of every earlier one of its set). Their answers are those of every segment."""
+        can bear on them: those starting before ``hi``, from each set's last one starting
+        before ``lo`` on (whose end is the reach of every earlier one of its set). Their
+        answers are those of every segment."""
         starts, ends = [], []
         for segments in sets:
             rows = segments if isinstance(segments, _RowSegments) else _RowSegments(*segments)

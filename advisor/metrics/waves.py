@@ -167,11 +167,10 @@ def kernel_groups(
 
     Columns: launches, total_ns, median_ns, the CONFIG_COLUMNS of the group's first launch,
     tail_idle_ns, underfill_idle_ns (the launch_idle of its launches: group_idle_sums),
-    worst_start_ns (with ``worst``: the start of the
-    launch with the most quantization idle, else the longest; NaN without), demangled, and
-    the ``extra`` launch columns reduced as it says (column -> a pandas aggregation, NaN
-    skipped: the hardware counters); sorted by tail + under-fill idle, then total_ns,
-    descending.
+    worst_start_ns (with ``worst``: the start of the launch with the most quantization
+    idle, else the longest; NaN without), demangled, and the ``extra`` launch columns
+    reduced as it says (column -> a pandas aggregation, NaN skipped: the hardware
+    counters); sorted by tail + under-fill idle, then total_ns, descending.
     """
     keys = GROUP_KEYS + list(by)
     read = read_at or (lambda col, rows: launches[col].array.take(rows))
