@@ -16,7 +16,13 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from advisor.metrics.keys import first_rows, pack_one
+from advisor.metrics.keys import (
+    factorize_in_blocks,
+    first_rows,
+    pack_bounds,
+    pack_one,
+    packed_rows,
+)
 
 
 def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
@@ -26,18 +32,19 @@ def row_groups(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     if df.empty:
         return np.zeros(0, dtype=np.int64)
     # (a constant column splits no group)
-    return _groups([_value_numbers(df[c]) for c in cols if not _constant(df[c])], len(df))
+    numbers = [_value_numbers(df[c]) for c in cols if not _constant(df[c])]
+    return _groups(numbers, len(df)).astype(np.int64, copy=False)
 
 
 def groups_and_firsts(df: pd.DataFrame, cols: list[str], taken: Collection[str] = ()
                       ) -> tuple[np.ndarray, pd.DataFrame]:  # fmt: skip
-    """(row_groups(df, cols); ``df``'s first row of each group, in group order, index reset:
-    ``df.iloc[first_rows(groups)]``). The numeric columns of ``taken`` are the caller's to
-    give away: each is taken out of ``df`` once numbered and its first rows made from its
-    distinct values, so that a table's columns (at 10M launches 40 MB each) are not all held
-    beside their numbers; ``df`` is left without them."""
+    """(row_groups(df, cols) in keys.row_dtype; ``df``'s first row of each group, in group
+    order, index reset: ``df.iloc[first_rows(groups)]``). The numeric columns of ``taken``
+    are the caller's to give away: each is taken out of ``df`` once numbered and its first
+    rows made from its distinct values, so that a table's columns (at 10M launches 40 MB
+    each) are not all held beside their numbers; ``df`` is left without them."""
     if df.empty:
-        return np.zeros(0, dtype=np.int64), df.iloc[:0].reset_index(drop=True)
+        return np.zeros(0, dtype=np.int32), df.iloc[:0].reset_index(drop=True)
     columns = list(df.columns)
     numbers: list[np.ndarray] = []
     made: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}  # (numbers, distinct values)
@@ -51,9 +58,9 @@ def groups_and_firsts(df: pd.DataFrame, cols: list[str], taken: Collection[str] 
         if constant:  # (splits no group: every first row holds its one value)
             made[c] = (None, values[:1].copy())
             continue
-        codes, distinct = pd.factorize(values, use_na_sentinel=False)
+        value_codes, distinct = _factorized(values)
         del values
-        numbers.append(_smallest(codes))
+        numbers.append(_smallest(value_codes))
         made[c] = (numbers[-1], distinct)
     groups = _groups(numbers, len(df))
     first = first_rows(groups)
@@ -64,16 +71,28 @@ def groups_and_firsts(df: pd.DataFrame, cols: list[str], taken: Collection[str] 
 
 
 def _groups(numbers: list[np.ndarray], n: int) -> np.ndarray:
-    """row_groups of ``n`` rows from their columns' numbers (_value_numbers)."""
+    """row_groups of ``n`` rows from their columns' numbers (_value_numbers), in
+    keys.row_dtype(n): the rows' packed keys numbered a block of rows at a time where they
+    pack (no key column of the whole length)."""
     if not numbers:
-        return np.zeros(n, dtype=np.int64)
-    key = pack_one(*numbers, fallback=None)
-    if key is None:  # (the product of the columns' ranges reached the key's limit)
-        key = numbers[0]
-        for more in numbers[1:]:  # (one column at a time, the key numbered again first
-            packed = pack_one(key, more, fallback=None)  # where it would not fit)
-            key = packed if packed is not None else pack_one(pd.factorize(key)[0], more)
-    return pd.factorize(key)[0].astype(np.int64, copy=False)
+        return np.zeros(n, dtype=np.int32)
+    bounds = pack_bounds(numbers)
+    if bounds is not None:
+        lows, radices = bounds
+        return factorize_in_blocks(lambda rows: packed_rows(numbers, lows, radices, rows), n)[0]
+    # (the product of the columns' ranges reached the key's limit: one column at a time,
+    # the key numbered again first where it would not fit)
+    key = numbers[0]
+    for more in numbers[1:]:
+        packed = pack_one(key, more, fallback=None)
+        key = packed if packed is not None else pack_one(_factorized(key)[0], more)
+    return _factorized(key)[0]
+
+
+def _factorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, use_na_sentinel=False)``, the codes in keys.row_dtype (made a
+    block of rows at a time: keys.factorize_in_blocks)."""
+    return factorize_in_blocks(values.__getitem__, len(values))
 
 
 def _value_numbers(values: pd.Series) -> np.ndarray:
@@ -83,7 +102,7 @@ def _value_numbers(values: pd.Series) -> np.ndarray:
     numbers = _comparable(values)
     if isinstance(values.dtype, pd.CategoricalDtype):
         return numbers
-    return _smallest(pd.factorize(numbers, use_na_sentinel=False)[0])
+    return _smallest(_factorized(numbers)[0])
 
 
 def _smallest(numbers: np.ndarray) -> np.ndarray:

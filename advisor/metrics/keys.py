@@ -62,29 +62,50 @@ def pack(*tables: Sequence[np.ndarray], fallback: Fallback | None = number_tuple
     ``fallback(tables)`` numbers them (Packed without lows/radices), or None when
     ``fallback`` is None."""
     cols = [[_integers(c) for c in t] for t in tables]
-    width = len(cols[0])
+    bounds = pack_bounds([c for t in cols for c in t], len(cols[0]))
+    if bounds is None:
+        if fallback is None:
+            return None
+        return Packed(fallback(cols), None, None)
+    lows, radices = bounds
+    # (each column added in its own dtype: no int64 copy of it)
+    return Packed([packed_rows(t, lows, radices) for t in cols], lows, radices)
+
+
+def pack_bounds(columns: Sequence[np.ndarray], width: int | None = None
+                ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:  # fmt: skip
+    """(lows, radices) that ``pack`` gives keys of ``width`` integer columns (``columns``:
+    those of one table, or of several one after another: column i of each), or None where
+    the radices' product reaches PACK_LIMIT."""
+    width = len(columns) if width is None else width
     lows, radices = [], []
     for i in range(width):
-        parts = [t[i] for t in cols if len(t[i])]
+        parts = [c for c in columns[i::width] if len(c)]
         lo = min((int(p.min()) for p in parts), default=0)
         hi = max((int(p.max()) for p in parts), default=0)
         lows.append(lo)
         radices.append(hi - lo + 1)
     if int(np.prod(radices, dtype=object)) >= PACK_LIMIT:
-        if fallback is None:
-            return None
-        return Packed(fallback(cols), None, None)
-    keys = []
-    for t in cols:  # (each column added in its own dtype: no int64 copy of it)
-        packed = np.zeros(len(t[0]), dtype=np.int64)
-        for i, (c, lo, radix) in enumerate(zip(t, lows, radices, strict=True)):
-            if i:
-                packed *= radix
-            packed += c
-            if lo:
-                packed -= lo
-        keys.append(packed)
-    return Packed(keys, tuple(lows), tuple(radices))
+        return None
+    return tuple(lows), tuple(radices)
+
+
+def packed_rows(columns: Sequence[np.ndarray], lows: Sequence[int], radices: Sequence[int],
+                rows: slice = slice(None)) -> np.ndarray:  # fmt: skip
+    """The packed int64 keys of ``rows`` of integer ``columns`` (pack_bounds' lows and
+    radices), each column added in its own dtype."""
+    packed: np.ndarray | None = None
+    for c, lo, radix in zip(columns, lows, radices, strict=True):
+        part = c[rows]
+        if packed is None:
+            packed = np.zeros(len(part), dtype=np.int64)
+        else:
+            packed *= radix
+        packed += part
+        if lo:
+            packed -= lo
+    assert packed is not None, "a key has at least one column"
+    return packed
 
 
 def _integers(column) -> np.ndarray:
@@ -387,6 +408,38 @@ def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # rows worked a block at a time where a whole-length temporary would be held otherwise
 # (first_appearance_codes, first_max_rows, used_codes; the rules' piece and op sums)
 BLOCK_ROWS = 1 << 20
+
+
+def factorize_in_blocks(values: Callable[[slice], np.ndarray], n: int,
+                        block: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``pd.factorize(v, use_na_sentinel=False)`` of the ``n`` values ``v`` that
+    ``values(rows)`` gives a slice of rows at a time: (a code per row, numbered in order of
+    first appearance, in row_dtype(n); the distinct values in that order, NaN among them).
+    ``block`` rows are factorized at a time and their distinct values found among those of
+    the blocks before: no int64 codes (or values made for the purpose) of the whole length
+    (a 10M-row column: 76 MB, a size later arrays of another length could not reuse).
+    ``block``: default BLOCK_ROWS."""
+    block = block or BLOCK_ROWS
+    codes = np.empty(n, dtype=row_dtype(n))
+    seen: pd.Index | None = None  # (the distinct values so far, in order of appearance)
+    parts: list[np.ndarray] = []
+    for start in range(0, n, block):
+        rows = slice(start, min(start + block, n))
+        local, distinct = pd.factorize(values(rows), use_na_sentinel=False)
+        if seen is None:
+            where = np.arange(len(distinct))
+        else:
+            where = seen.get_indexer(distinct)
+            new = where < 0
+            where[new] = len(seen) + np.arange(int(new.sum()))
+            distinct = distinct[new]
+        if len(distinct):
+            parts.append(distinct)
+            seen = pd.Index(np.concatenate(parts))
+        codes[rows] = where[local]
+    if seen is None:
+        return codes, pd.factorize(values(slice(0, 0)), use_na_sentinel=False)[1]
+    return codes, np.concatenate(parts)
 
 
 def used_codes(codes: np.ndarray, count: int, block: int = BLOCK_ROWS) -> np.ndarray:

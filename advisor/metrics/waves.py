@@ -96,7 +96,7 @@ def wave_configs(kernels: pd.DataFrame, gpus: dict, taken: bool = False
     out["impossible"] = impossible  # kept out of the kernel groups (CONFIG_COLUMNS)
     out["unrecorded"] = unrecorded
     own = [c for c in LAUNCH_CONFIG_COLUMNS if c in k]
-    return ids.astype(np.int32), pd.concat([k[own], out[CONFIG_FACTS]], axis=1)
+    return ids.astype(np.int32, copy=False), pd.concat([k[own], out[CONFIG_FACTS]], axis=1)
 
 
 def without_configuration(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -57,17 +57,19 @@ def test_a_key_that_would_overflow_is_numbered_again(monkeypatch):
         max_size=30,
     ),
     limit=st.sampled_from([4, 64, keys.PACK_LIMIT]),
+    block=st.sampled_from([1, 3, 1 << 20]),
 )
-def test_same_ids_as_groupby_for_any_columns(rows, limit):
+def test_same_ids_as_groupby_for_any_columns(rows, limit, block):
     df = pd.DataFrame(rows, columns=["i", "f", "o", "big"])
     df["cat"] = pd.Categorical(df["o"])
     cols = ["i", "f", "cat", "o", "big"]
-    original = keys.PACK_LIMIT
+    original = keys.PACK_LIMIT, keys.BLOCK_ROWS
     keys.PACK_LIMIT = limit  # (small limits force the key to be numbered again)
+    keys.BLOCK_ROWS = block  # (the columns and the key numbered a few rows at a time)
     try:
         got = row_groups(df, cols).tolist()
     finally:
-        keys.PACK_LIMIT = original
+        keys.PACK_LIMIT, keys.BLOCK_ROWS = original
     assert got == (_ngroup(df, cols) if len(df) else [])
 
 
@@ -159,6 +161,8 @@ def test_groups_and_first_rows_with_the_numeric_columns_taken_out():
 @given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.5, np.nan]),
                           st.integers(0, 1)), min_size=1, max_size=30))  # fmt: skip
 def test_groups_and_firsts_taken_or_not_agree(rows):
+    from unittest import mock
+
     from advisor.metrics.grouping import groups_and_firsts
 
     def table():
@@ -167,6 +171,7 @@ def test_groups_and_firsts_taken_or_not_agree(rows):
                              "c": np.array([r[2] for r in rows], dtype=np.int8)})  # fmt: skip
 
     groups, firsts = groups_and_firsts(table(), ["a", "b", "c"])
-    taken_groups, taken_firsts = groups_and_firsts(table(), ["a", "b", "c"], ("a", "b", "c"))
+    with mock.patch.object(keys, "BLOCK_ROWS", 2):  # (numbered two rows at a time)
+        taken_groups, taken_firsts = groups_and_firsts(table(), ["a", "b", "c"], ("a", "b", "c"))
     assert groups.tolist() == taken_groups.tolist() == _ngroup(table(), ["a", "b", "c"])
     pd.testing.assert_frame_equal(taken_firsts, firsts)

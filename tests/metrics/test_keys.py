@@ -473,3 +473,51 @@ def test_used_codes_by_hand_in_blocks():
     for block in (1 << 20, 2, 1):
         assert used_codes(codes, 6, block).tolist() == [0, 3, 5]
     assert used_codes(np.zeros(0, dtype=np.int32), 4).tolist() == []
+
+
+def test_factorize_in_blocks_by_hand():
+    from advisor.metrics.keys import factorize_in_blocks
+
+    values = np.array([5.0, 3.0, np.nan, 5.0, 7.0, np.nan, 3.0, 9.0])
+    # blocks of 3: [5, 3, nan] -> 0 1 2; [5, 7, nan] -> 0 3 2 (7 new); [3, 9] -> 1 4 (9 new)
+    codes, distinct = factorize_in_blocks(values.__getitem__, len(values), block=3)
+    assert codes.dtype == np.int32 and codes.tolist() == [0, 1, 2, 0, 3, 2, 1, 4]
+    assert distinct[:2].tolist() == [5.0, 3.0] and np.isnan(distinct[2])
+    assert distinct[3:].tolist() == [7.0, 9.0]
+    empty, none = factorize_in_blocks(values.__getitem__, 0, block=3)
+    assert len(empty) == 0 and len(none) == 0 and none.dtype == np.float64
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), max_size=40),
+    st.sampled_from(["int32", "float32", "float64", "bool", "object"]),
+    st.integers(1, 7),
+)
+def test_factorize_in_blocks_is_pandas_factorize(picks, kind, block):
+    from advisor.metrics.keys import factorize_in_blocks
+
+    pool = {"int32": [-2, 0, 7, 1 << 30, 3], "float32": [0.5, np.nan, 2.0, -1.0, 3.0],
+            "float64": [np.nan, 1e18, 0.0, 2.5, -7.0], "bool": [True, False] * 3,
+            "object": ["a", None, "b", "c", "a"]}[kind]  # fmt: skip
+    values = np.array([pool[p] for p in picks], dtype=kind)
+    codes, distinct = factorize_in_blocks(values.__getitem__, len(values), block=block)
+    want_codes, want_distinct = pd.factorize(values, use_na_sentinel=False)
+    assert codes.tolist() == want_codes.tolist()
+    assert distinct.dtype == want_distinct.dtype
+    assert pd.Index(distinct).equals(pd.Index(want_distinct))
+
+
+def test_packed_rows_of_any_rows_are_packs_keys():
+    from advisor.metrics.keys import pack, pack_bounds, packed_rows
+
+    a, b = np.array([3, -1, 3, 0], dtype=np.int32), np.array([2, 2, 5, 4], dtype=np.int8)
+    c = np.array([1, 1], dtype=np.int64), np.array([9, 2], dtype=np.int64)
+    # a spans -1..3 (radix 5), b 2..9 over both tables (radix 8): key = (a + 1) * 8 + b - 2
+    assert pack_bounds([a, b, *c], 2) == ((-1, 2), (5, 8))
+    lows, radices = pack_bounds([a, b, *c], 2)
+    assert packed_rows([a, b], lows, radices).tolist() == [32, 0, 35, 10]
+    assert packed_rows([a, b], lows, radices, slice(1, 3)).tolist() == [0, 35]
+    assert pack((a, b), c).keys[0].tolist() == [32, 0, 35, 10]
+    assert pack_bounds([a, np.full(4, 2**40)], 2) == ((-1, 2**40), (5, 1))
+    assert pack_bounds([a.astype(np.int64) * 2**61, b], 2) is None
