@@ -799,7 +799,8 @@ def busy_between_gaps(ops: pd.DataFrame) -> dict[int, iv.Segments]:
     start), empty pieces dropped."""
     out = {}
     device = ops["device"].to_numpy()
-    start, gap = ops["start"].to_numpy(np.int64), ops["gap_ns"].to_numpy(np.int64)
+    # (the gaps as held, int32 where they fit: start - gap is int64)
+    start, gap = ops["start"].to_numpy(np.int64), ops["gap_ns"].to_numpy()
     for d, (first, last) in _device_spans(ops).items():
         a, b = np.searchsorted(device, d, side="left"), np.searchsorted(device, d, side="right")
         holes = a + np.flatnonzero(gap[a:b] > 0)

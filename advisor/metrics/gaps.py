@@ -27,7 +27,7 @@ from advisor.metrics.attribution import (
     with_pieces,
     with_thread_keys,
 )
-from advisor.metrics.columns import column
+from advisor.metrics.columns import column, int32_where_fits
 from advisor.metrics.intervals import distinct_in_runs, reach_before, run_heads
 from advisor.metrics.keys import (
     few_value_codes,
@@ -252,8 +252,9 @@ def attribute_gaps(
     threads: int = 1,
     shape_ranges: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``,
-    the launch call's thread ``api_tid`` (categorical, NaN without a launch call),
+    """(ops, pieces): a device_ops table (a new table sharing its columns) with ``gap_ns``
+    (int32 where every gap fits, else int64; ``overhead_ns`` likewise), the launch call's
+    thread ``api_tid`` (categorical, NaN without a launch call),
     ``range_id`` (metrics/regions.py), ``shape_range`` where ``shape_ranges`` (host ranges:
     tid, start, end; sorted by start within each thread) has rows (the row of the one open
     on the launching thread at the launch call, open_range_at; -1 for none), ``cause``
@@ -314,7 +315,10 @@ def attribute_gaps(
     result = with_pieces(unmade)
     # (the attribution's arrays given to the table as they are: no copy of each)
     ops["cause"] = column(ops, pd.Categorical.from_codes(result.cause, CAUSES))
-    for col, values in (("detail", result.detail), ("overhead_ns", result.overhead_ns),
+    # (the attribution read the gaps as int64; held from here on, as int32 where they fit)
+    ops["gap_ns"] = column(ops, int32_where_fits(ops["gap_ns"].to_numpy()))
+    overhead = int32_where_fits(result.overhead_ns)
+    for col, values in (("detail", result.detail), ("overhead_ns", overhead),
                         ("sync_call", result.sync_call), ("launch_op", result.launch_op),
                         ("sync_held", result.sync_held)):  # fmt: skip
         ops[col] = column(ops, values)

@@ -333,3 +333,35 @@ def test_median_in_place_is_numpys_median(values):
 
     values = np.array(values, dtype=np.int64)
     assert _median_in_place(values.copy()) == float(np.median(values))
+
+
+def test_gaps_held_as_int32_where_they_fit_and_summed_in_int64():
+    from conftest import H200_SINGLE
+
+    from advisor.metrics.columns import int32_where_fits
+    from advisor.trace.load import load_trace
+
+    assert int32_where_fits(np.array([0, 2**31 - 1])).dtype == np.int32
+    assert int32_where_fits(np.array([-(2**31), 5])).dtype == np.int32
+    assert int32_where_fits(np.array([0, 2**31])).tolist() == [0, 2**31]  # (kept int64)
+    assert int32_where_fits(np.array([1.5])).dtype == np.float64
+    assert len(int32_where_fits(np.zeros(0, dtype=np.int64))) == 0
+    t = load_trace(H200_SINGLE)
+    ops = attribute_gaps(device_ops(t), t)[0]
+    assert ops["gap_ns"].dtype == ops["overhead_ns"].dtype == np.int32
+    # a sequence's overhead sums int32 gaps in int64: three gaps of 1.5 s of launch overhead
+    # (int32 each) are 4.5 s, past int32's 2.1 s
+    whole = launch_sequences(ops, min_ops=1)
+    big = ops.copy()
+    first = int(whole.sort_values("ops").iloc[-1]["start_ns"])  # (the longest sequence)
+    rows = np.flatnonzero(big["start"].to_numpy() >= first)[1:4]
+    overhead = big["overhead_ns"].to_numpy().copy()
+    before = int(overhead[rows].sum())
+    overhead[rows] = 1_500_000_000
+    big["overhead_ns"] = overhead
+    got = launch_sequences(big, min_ops=1)
+    row = got["start_ns"] == first
+    want = (
+        int(whole.loc[whole["start_ns"] == first, "overhead_ns"].iloc[0]) - before + 4_500_000_000
+    )
+    assert got.loc[row, "overhead_ns"].iloc[0] == want
