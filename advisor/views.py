@@ -96,50 +96,64 @@ def _copies(a: TraceAnalysis) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame(columns=COPY_COLUMNS)
     t = a.trace
-    kind = np.asarray(ops["kind"].array[rows], dtype=object)
     src = ops["src"].to_numpy()[rows]
-    is_copy = kind == "memcpy"
-    direction = np.full(len(rows), "memset", dtype=object)
-    host = np.full(len(rows), "device", dtype=object)
+    is_copy = np.asarray(ops["kind"].array[rows] == "memcpy", dtype=bool)
+    # each copy's direction and host memory as codes into ``labels`` (a few texts), not as
+    # a Python text per copy (at 10M kernels, 354K copies: ~40 MB of the command's peak)
+    labels = ["memset", "device"]
+    direction, host = np.zeros(len(rows), dtype=np.int64), np.ones(len(rows), dtype=np.int64)
     nbytes = np.zeros(len(rows), dtype=np.float64)
     if is_copy.any():
         at = src[is_copy]
-        table = t.memcpy.iloc[at]  # (only the selection's copies: the strings are per row)
-        direction[is_copy] = table["kind"].astype(str).to_numpy()
-        host[is_copy] = _host_memory(table).to_numpy()
+        table = t.memcpy.iloc[at]  # (only the selection's copies)
+        kind, kinds = pd.factorize(table["kind"].astype(str))  # (a missing kind: -1)
+        direction[is_copy] = np.where(kind >= 0, len(labels) + kind, -1)
+        labels += list(kinds)
+        memory, memories = _host_memory(table)
+        host[is_copy] = len(labels) + memory
+        labels += list(memories)
         nbytes[is_copy] = table["bytes"].to_numpy(np.float64)
     if (~is_copy).any():
         nbytes[~is_copy] = t.memset["bytes"].to_numpy(np.float64)[src[~is_copy]]
+    # (grouped on the texts' ranks: in the texts' order, a copy without a kind left out)
+    names, rank = np.unique(np.array(labels, dtype=object), return_inverse=True)
+    keep = direction >= 0
     frame = pd.DataFrame(
         {
-            "device": ops["device"].to_numpy()[rows],
-            "kind": direction,
-            "host_memory": host,
-            "bytes": nbytes,
-            "took": ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows],  # (copies only)
+            "device": ops["device"].to_numpy()[rows][keep],
+            "kind": rank[direction[keep]],
+            "host_memory": rank[host[keep]],
+            "bytes": nbytes[keep],
+            "took": (ops["end"].to_numpy()[rows] - ops["start"].to_numpy()[rows])[keep],
         }
     )
     g = frame.groupby(["device", "kind", "host_memory"], sort=True)
     sums = g[["bytes", "took"]].sum()  # (column reductions: a named aggregation is 2x slower)
     out = pd.DataFrame({"count": g.size(), "bytes": sums["bytes"], "total_ns": sums["took"]})
     out = out.reset_index()
+    for text in ("kind", "host_memory"):
+        out[text] = pd.Series(names[out[text].to_numpy()], index=out.index, dtype=str)
     out["gb_per_s"] = out["bytes"] / out["total_ns"].where(out["total_ns"] > 0)
     out["bytes"] = out["bytes"].astype(np.int64)
     return order_by_time(out[COPY_COLUMNS], ["device", "kind", "host_memory"])
 
 
-def _host_memory(memcpy: pd.DataFrame) -> pd.Series:
-    """The host-side memory kind of each copy: the source's for copies from the host, the
-    destination's for copies to it, ``device`` when neither side is the host."""
+def _host_memory(memcpy: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(a code per copy, the texts the codes number) of the host-side memory kind of each
+    copy: the source's for copies from the host, the destination's for copies to it,
+    ``device`` when neither side is the host (``unknown`` where the trace does not say)."""
     if "src_memory" not in memcpy or "dst_memory" not in memcpy:
-        return pd.Series("unknown", index=memcpy.index)
+        return np.zeros(len(memcpy), dtype=np.int64), np.array(["unknown"], dtype=object)
     codes, kinds = pd.factorize(memcpy["kind"].astype(str))  # (a few kinds: tested once each)
-    src = memcpy["src_memory"].astype(object).fillna("unknown")
-    dst = memcpy["dst_memory"].astype(object).fillna("unknown")
     from_host = np.array([k.startswith(("Hto", "UVM Hto")) for k in kinds], dtype=bool)[codes]
     to_host = np.array([k.endswith("toH") for k in kinds], dtype=bool)[codes]
-    out = np.where(from_host, src, np.where(to_host, dst, "device"))
-    return pd.Series(out, index=memcpy.index)
+    src, srcs = pd.factorize(memcpy["src_memory"])  # (missing: -1, "unknown")
+    dst, dsts = pd.factorize(memcpy["dst_memory"])
+    texts = [*srcs, "unknown", *dsts, "unknown", "device"]
+    src = np.where(src >= 0, src, len(srcs))
+    dst = len(srcs) + 1 + np.where(dst >= 0, dst, len(dsts))
+    out = np.where(from_host, src, np.where(to_host, dst, len(texts) - 1))
+    return out, np.array(texts, dtype=object)
 
 
 def sync_stalls(a: Analysis) -> pd.DataFrame:
@@ -158,26 +172,33 @@ def _sync_stalls(a: TraceAnalysis) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame(columns=SYNC_COLUMNS)
     began = p["start"].to_numpy()[rows]
+    # the calls as codes into their sorted names ('' and a missing detail: "unknown"), not
+    # as a Python object per piece (at 10M kernels, 241K pieces: 16-40 MB of the peak)
+    detail = p["detail"].array
+    names = np.asarray(detail.categories, dtype=object)
+    calls, call_of = np.unique(np.append(np.where(names == "", "unknown", names), "unknown"),
+                               return_inverse=True)  # fmt: skip
     frame = pd.DataFrame(
         {
             "device": p["device"].to_numpy()[rows],
-            "call": pd.Series(np.asarray(p["detail"].array[rows], dtype=object))
-            .replace("", np.nan)
-            .fillna("unknown")
-            .to_numpy(),
+            "call": pd.Categorical.from_codes(call_of[detail.codes[rows]], calls),
             "gap": p["end"].to_numpy()[rows] - began,
             "began": began,
         }
     )
-    g = frame.groupby(["device", "call"], sort=True)
+    g = frame.groupby(["device", "call"], sort=True, observed=True)
     gap = g["gap"]
     out = pd.DataFrame({"gaps": g.size(), "total_ns": gap.sum(), "median_ns": gap.median(),
                         "max_ns": gap.max()})  # fmt: skip
     out["median_ns"] = out["median_ns"].round().astype(np.int64)
     # where the longest piece began (ties: the earliest; the pieces come in cause order)
     longest = frame[frame["gap"].to_numpy() == gap.transform("max").to_numpy()]
-    out["worst_at_ns"] = longest.groupby(["device", "call"], sort=True)["began"].min()
-    return order_by_time(out.reset_index()[SYNC_COLUMNS], ["device", "call"])
+    out["worst_at_ns"] = longest.groupby(["device", "call"], sort=True, observed=True)[
+        "began"
+    ].min()
+    out = out.reset_index()
+    out["call"] = out["call"].astype(str)  # (text, as the other tables' names)
+    return order_by_time(out[SYNC_COLUMNS], ["device", "call"])
 
 
 def pipeline_stages(a: Analysis) -> pd.DataFrame:

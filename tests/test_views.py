@@ -110,3 +110,61 @@ def test_top_kernels_by_hand():
     ]
     assert top["share"].tolist() == [1.0, 60 / 80, 11 / 80, 9 / 80]
     assert top["median_ns"].dtype == np.int64 and top["total_ns"].dtype == np.int64
+
+
+def test_sync_stalls_count_a_missing_or_empty_detail_and_unknown_as_one_call():
+    # device 0: "" (4 ns at 0), a missing detail (NaN: 6 ns at 20) and "unknown" (2 ns at 40)
+    # are one call "unknown" (3 gaps, 12 ns, median 4); "cudaDeviceSynchronize" (8 ns at 50)
+    # its own; on device 1 "cudaDeviceSynchronize" again (1 ns at 70). Calls sorted by name
+    # within a device before the time order: most time first
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from advisor.metrics.attribution import CAUSES
+
+    detail = pd.Categorical(["", None, "unknown", "cudaDeviceSynchronize", "cudaDeviceSynchronize"])
+    pieces = pd.DataFrame({
+        "device": np.array([0, 0, 0, 0, 1], dtype=np.int32), "start": [0, 20, 40, 50, 70],
+        "end": [4, 26, 42, 58, 71], "cause": pd.Categorical(["synchronization"] * 5, CAUSES),
+        "detail": detail,
+    })  # fmt: skip
+    got = views._sync_stalls(SimpleNamespace(pieces=pieces))
+    assert got[["device", "call", "gaps", "total_ns", "median_ns", "worst_at_ns"]].to_dict(
+        "records") == [
+        {"device": 0, "call": "unknown", "gaps": 3, "total_ns": 12, "median_ns": 4,
+         "worst_at_ns": 20},
+        {"device": 0, "call": "cudaDeviceSynchronize", "gaps": 1, "total_ns": 8, "median_ns": 8,
+         "worst_at_ns": 50},
+        {"device": 1, "call": "cudaDeviceSynchronize", "gaps": 1, "total_ns": 1, "median_ns": 1,
+         "worst_at_ns": 70},
+    ]  # fmt: skip
+
+
+def test_copies_by_hand_with_a_missing_memory_kind_and_a_copy_without_a_kind():
+    # device 0: an HtoD copy whose source memory is not recorded ("unknown", 10 ns, 100 B),
+    # a DtoH into pinned memory (20 ns), a DtoD ("device", 30 ns), a memset (5 ns, 50 B) and
+    # a copy without a kind (left out, as a group without a key). Most time first
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    kinds = pd.Categorical(["memcpy", "memcpy", "memcpy", "memset", "memcpy"],
+                           categories=["kernel", "memcpy", "memset"])  # fmt: skip
+    ops = pd.DataFrame({"kind": kinds, "src": [0, 1, 2, 0, 3], "device": np.zeros(5, np.int32),
+                        "start": [0, 100, 200, 300, 400],
+                        "end": [10, 120, 230, 305, 440]})  # fmt: skip
+    memcpy = pd.DataFrame({
+        "kind": pd.array(["HtoD", "DtoH", "DtoD", None], dtype=str),
+        "src_memory": pd.array([None, "pageable", "device", "pinned"], dtype=str),
+        "dst_memory": pd.array(["device", "pinned", "device", "device"], dtype=str),
+        "bytes": [100, 200, 300, 400],
+    })  # fmt: skip
+    trace = SimpleNamespace(memcpy=memcpy, memset=pd.DataFrame({"bytes": [50]}))
+    got = views._copies(SimpleNamespace(ops=ops, trace=trace))
+    assert got[["kind", "host_memory", "count", "bytes", "total_ns"]].to_dict("records") == [
+        {"kind": "DtoD", "host_memory": "device", "count": 1, "bytes": 300, "total_ns": 30},
+        {"kind": "DtoH", "host_memory": "pinned", "count": 1, "bytes": 200, "total_ns": 20},
+        {"kind": "HtoD", "host_memory": "unknown", "count": 1, "bytes": 100, "total_ns": 10},
+        {"kind": "memset", "host_memory": "device", "count": 1, "bytes": 50, "total_ns": 5},
+    ]
