@@ -1204,15 +1204,17 @@ def _op_made_columns(trace: Trace) -> list[str]:
 
 def _at_launches(ops: pd.DataFrame, values, fill: int, launches: int) -> np.ndarray:
     """Per kernel launch (the ``launches`` rows of the trace's kernels): what ``values``
-    (per op, mostly ``fill``; an array or a sparse array) holds at its kernel op (int64):
-    read at the ops holding another value alone, not gathered for every launch."""
+    (per op, mostly ``fill``; an array or a sparse array of row positions) holds at its
+    kernel op (keys.row_dtype of the largest: int32 below 2**31 rows), read at the ops
+    holding another value alone, not gathered for every launch."""
     if isinstance(values, pd.arrays.SparseArray):
         rows, held = values.sp_index.indices, values.sp_values
     else:
         rows = np.flatnonzero(np.asarray(values) != fill)
         held = np.asarray(values)[rows]
     kernel = ops["kind"].array.take(rows) == "kernel"
-    out = np.full(launches, fill, dtype=np.int64)
+    top = max(int(held.max()) if len(held) else 0, fill)
+    out = np.full(launches, fill, dtype=row_dtype(top + 1))
     out[ops["src"].to_numpy()[rows[kernel]]] = held[kernel]
     return out
 
