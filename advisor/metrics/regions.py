@@ -81,7 +81,7 @@ def open_range_at(tids, times, ranges: pd.DataFrame, threads: int = 1) -> np.nda
     with each range thread's code."""
     tids = tids if isinstance(tids, pd.Categorical) else np.asarray(tids)
     times = np.asarray(times)
-    out = np.full(len(times), -1, dtype=np.int64)
+    out = np.full(len(times), -1, dtype=row_dtype(len(ranges)))
     starts = ranges["start"].to_numpy()
     ends = ranges["end"].to_numpy()
     if times.dtype.kind == "f":
@@ -154,13 +154,14 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame, threads: int = 1) -> pd.
     """Per op: the range_id of the top-level range open on its launch thread at launch
     (api_start, api_tid columns of the attributed ops), else of the one open then in its
     process (another thread's: the step that autograd or a loader thread worked for), else
-    -1; searched on up to ``threads`` threads (open_range_at)."""
-    out = np.full(len(ops), -1, dtype=np.int64)
+    -1 (int32 below 2**31 ranges); searched on up to ``threads`` threads (open_range_at)."""
     if ranges.empty or "api_tid" not in ops:
-        return pd.Series(out, index=ops.index)
+        return pd.Series(np.full(len(ops), -1, dtype=np.int32), index=ops.index)
+    ids = ranges["range_id"].to_numpy()
+    out = np.full(len(ops), -1, dtype=row_dtype(int(ids.max()) + 1))  # (int32: range ids)
     start = ops["api_start"].to_numpy()
     pos = open_range_at(ops["api_tid"].array, start, ranges, threads)
-    rest = np.flatnonzero((pos < 0) & ~np.isnan(start.astype(np.float64)))
+    rest = np.flatnonzero((pos < 0) & ~np.isnan(start))
     if rest.size:
         by_pid = ranges.sort_values(["pid", "start"], kind="stable")
         at = open_range_at(
@@ -172,7 +173,7 @@ def assign_ops(ops: pd.DataFrame, ranges: pd.DataFrame, threads: int = 1) -> pd.
         hit = at >= 0
         pos[rest[hit]] = by_pid.index.to_numpy()[at[hit]]
     found = pos >= 0
-    out[found] = ranges["range_id"].to_numpy()[pos[found]]
+    out[found] = ids[pos[found]]
     return pd.Series(out, index=ops.index)
 
 
