@@ -19,6 +19,7 @@ import pandas as pd
 from advisor.metrics.keys import (
     factorize_in_blocks,
     first_rows,
+    int_dtype,
     pack_bounds,
     pack_one,
     packed_rows,
@@ -108,10 +109,7 @@ def _value_numbers(values: pd.Series) -> np.ndarray:
 def _smallest(numbers: np.ndarray) -> np.ndarray:
     """Non-negative integers in the smallest integer type that holds them."""
     top = int(numbers.max()) if len(numbers) else 0
-    for small in (np.int8, np.int16, np.int32):
-        if top <= np.iinfo(small).max:
-            return numbers.astype(small)
-    return numbers
+    return numbers.astype(int_dtype(0, top), copy=False)
 
 
 def rows_by_value(values: np.ndarray) -> dict:

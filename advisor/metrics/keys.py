@@ -127,6 +127,15 @@ def pack_one(*columns: np.ndarray, fallback: Fallback | None = number_tuples) ->
     return None if packed is None else packed.keys[0]
 
 
+def int_dtype(low: int, high: int) -> type[np.signedinteger]:
+    """The smallest signed integer type holding every integer from ``low`` to ``high``."""
+    for small in (np.int8, np.int16, np.int32):
+        info = np.iinfo(small)
+        if info.min <= low and high <= info.max:
+            return small
+    return np.int64
+
+
 def row_dtype(rows: int) -> type[np.signedinteger]:
     """The integer type of row positions into a table of ``rows`` rows: int32 below 2**31
     rows (half the memory of int64), else int64."""
