@@ -140,23 +140,36 @@ def _key(pid, correlation) -> np.ndarray:
 
 
 def _keys(*pairs) -> list[np.ndarray]:
-    """int64 keys of (process, correlation id) arrays, equal across all the arrays exactly
+    """Integer keys of (process, correlation id) arrays, equal across all the arrays exactly
     when the pairs are, sorting as the pairs (so as the export's order); -1 where the
     process or the correlation is missing. Packed by metrics/keys.pack (64-bit rocprof ids
-    that do not fit are numbered instead)."""
-    pids, corrs, missing = [], [], []
+    that do not fit are numbered instead); where one process made every pair, its
+    correlation ids themselves (none negative)."""
+    pids, corrs, missing, pid_known = [], [], [], True
     for pid, correlation in pairs:
         pid, pid_gone = _known(pid)
         corr, corr_gone = _known(correlation)
         pids.append(pid)
         corrs.append(corr)
+        pid_known = pid_known and (pid_gone is None or not pid_gone.any())
         missing.append(pid_gone if corr_gone is None else
                        corr_gone if pid_gone is None else pid_gone | corr_gone)  # fmt: skip
-    out = pack(*zip(pids, corrs, strict=True)).keys
+    if pid_known and _one_process(pids) and all(not len(c) or c.min() >= 0 for c in corrs):
+        # (one process throughout: the correlation ids are the keys, no packed copy of
+        # each, 10M ops and their calls: 152 MB; a missing one is -1 below all of them)
+        out = corrs
+    else:
+        out = pack(*zip(pids, corrs, strict=True)).keys
     for key, gone in zip(out, missing, strict=True):
         if gone is not None:
             key[gone] = -1
     return list(out)
+
+
+def _one_process(pids: list[np.ndarray]) -> bool:
+    """Whether every process id of every array is one and the same."""
+    seen = {int(v) for p in pids if len(p) for v in (p.min(), p.max())}
+    return len(seen) <= 1
 
 
 def _known(values) -> tuple[np.ndarray, np.ndarray | None]:
@@ -283,12 +296,14 @@ def attribute_gaps(
     ops["api_start"] = column(ops, _launch_starts(api, rows))
     ops["api_tid"] = column(ops, _launch_threads(api, rows))
     ranges = top_level_ranges(trace.nvtx)
-    ops["range_id"] = column(ops, assign_ops(ops, ranges, threads).to_numpy().astype(np.int32))
+    range_id = assign_ops(ops, ranges, threads).to_numpy().astype(np.int32, copy=False)
+    ops["range_id"] = column(ops, range_id)
+    del range_id
     if release:  # (the calls' process and thread ids read no more: one key each instead)
         trace.api = api = with_thread_keys(api)
     if shape_ranges is not None and len(shape_ranges):
         at = open_range_at(ops["api_tid"].array, ops["api_start"].to_numpy(), shape_ranges, threads)
-        ops["shape_range"] = column(ops, _mostly(at.astype(np.int32), -1))
+        ops["shape_range"] = column(ops, _mostly(at.astype(np.int32, copy=False), -1))
         del at  # (int64 per op: held through the attribution otherwise, 10M ops: 79 MB)
     # (the launch calls' starts placed the ops in ranges: read no more; 10M ops: 83 MB)
     del ops["api_start"]

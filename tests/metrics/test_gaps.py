@@ -365,3 +365,39 @@ def test_gaps_held_as_int32_where_they_fit_and_summed_in_int64():
         int(whole.loc[whole["start_ns"] == first, "overhead_ns"].iloc[0]) - before + 4_500_000_000
     )
     assert got.loc[row, "overhead_ns"].iloc[0] == want
+
+
+def test_launch_keys_of_one_process_are_its_correlation_ids():
+    from advisor.metrics.gaps import _keys
+
+    # one process (7) on both sides: the ids themselves, -1 where an op has none
+    calls, ops = _keys((np.array([7, 7, 7]), np.array([5, 3, 9])),
+                       (np.array([7.0, 7.0]), np.array([9.0, np.nan])))  # fmt: skip
+    assert calls.tolist() == [5, 3, 9] and ops.tolist() == [9, -1]
+    # two processes: packed (pid 7 -> 0, pid 8 -> 1; ids 3..9: radix 7), equal pairs only
+    calls, ops = _keys((np.array([7, 8, 7]), np.array([5, 3, 9])),
+                       (np.array([8.0, 7.0]), np.array([5.0, 5.0])))  # fmt: skip
+    assert calls.tolist() == [2, 7, 6] and ops.tolist() == [9, 2]
+    # a negative id, or a missing process: packed as well (the missing pid read as 0:
+    # pids 0..7, ids 1..3, radix 3: (7 - 0) * 3 + (1 - 1) = 21)
+    assert _keys((np.array([7, 7]), np.array([-4, 3])))[0].tolist() == [0, 7]
+    assert _keys((np.array([7.0, np.nan]), np.array([1, 3])))[0].tolist() == [21, -1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([7, 8]), st.integers(-2, 6), st.booleans()),
+                min_size=1, max_size=30), st.booleans())  # fmt: skip
+def test_launch_keys_equal_and_sort_as_the_pairs(rows, one_process):
+    from advisor.metrics.gaps import _keys
+
+    pid = np.array([7 if one_process else p for p, _, _ in rows])
+    corr = np.array([np.nan if gone else c for _, c, gone in rows])
+    key = _keys((pid, corr))[0]
+    known = ~np.isnan(corr)
+    assert (key[~known] == -1).all() and (key[known] >= 0).all()
+    pairs = list(zip(pid[known].tolist(), corr[known].tolist(), strict=True))
+    k = key[known].tolist()
+    for i in range(len(k)):
+        for j in range(len(k)):
+            assert (k[i] == k[j]) == (pairs[i] == pairs[j])
+            assert (k[i] < k[j]) == (pairs[i] < pairs[j])
