@@ -52,7 +52,7 @@ def load_one(path: str, gpu) -> RankLoad:
     from advisor.trace.load import load_trace
 
     try:
-        return RankLoad(path=path, trace=load_trace(path, gpu=gpu))
+        return RankLoad(path=path, trace=load_trace(path, gpu=gpu, lean=True))
     except Exception as exc:  # (one trace must not lose the others)
         return RankLoad(path=path, error=error_line(path, exc))
 

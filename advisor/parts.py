@@ -174,7 +174,7 @@ def rank_part(
     from advisor.trace.load import load_trace
 
     try:
-        trace = load_trace(path, gpu=options.gpu_override, cores=cores)
+        trace = load_trace(path, gpu=options.gpu_override, cores=cores, lean=True)
         a0 = analysis_of(trace, options, cores=cores)
         part = summarize(a0, options.range_text, options.rules())
         if extra is not None:

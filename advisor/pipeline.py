@@ -48,7 +48,7 @@ def run(
         # columns, so that what the read frees is reused rather than faulted in again later)
         memory_advice(expected_rows(path))
     with paused_gc():  # (memory.paused_gc: short-lived objects, few cycles)
-        trace = load_trace(path, gpu=options.gpu_override)
+        trace = load_trace(path, gpu=options.gpu_override, lean=True)
         if options.counters:
             join_counters(trace, load_counters(options.counters), options.counters)
         return run_trace(trace, options, rules, step, memory_advice)

@@ -361,3 +361,21 @@ def test_kernel_op_idle_sums_a_block_at_a_time_as_one_bincount():
         for col, v in values.items():
             want = np.bincount(bins[inside], v[inside], 60)
             assert got[col].tobytes() == want.tobytes()
+
+
+def test_a_lean_read_gives_the_same_analysis():
+    # the cluster dims, which no metric reads, left out of an analysis's read (load_trace's
+    # lean): every table of the analysis is the same, on a trace whose launches have them
+    # (nsys-ai's two-GPU send/receive export: clusters of 2 and 4 blocks)
+    from conftest import PUBLIC_NSYS
+
+    from advisor.pipeline import run_trace
+
+    path = PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite"
+    full, lean = load_trace(path), load_trace(path, lean=True)
+    assert (full.kernels["cluster_x"] > 1).sum() == 334 and "cluster_x" not in lean.kernels
+    (a, found), (b, found_lean) = run_trace(full), run_trace(lean)
+    for name in ("ops", "pieces", "devices", "regions", "launches"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+    pd.testing.assert_frame_equal(a.kernel_table(), b.kernel_table())
+    assert found and list(map(repr, found)) == list(map(repr, found_lean))

@@ -49,21 +49,24 @@ def expected_rows(path: str | Path) -> int:
 
 
 def load_trace(
-    path: str | Path, gpu: str | GpuSpec | None = None, cores: int | None = None
-) -> Trace:
+    path: str | Path, gpu: str | GpuSpec | None = None, cores: int | None = None,
+    lean: bool = False,
+) -> Trace:  # fmt: skip
     """Read ``path`` into a Trace and attach a GpuSpec to every active device.
 
     GPU facts come from the trace; ``gpu`` (a --gpu name, or a GpuSpec from --gpu-spec)
     overrides them, with a warning where it contradicts the trace's own facts; ``gpu='none'``
     drops them (wave metrics are then left empty and a warning says so). ``cores``: how many
-    threads or processes the reader may use (default: the reader's own).
+    threads or processes the reader may use (default: the reader's own). ``lean``: read for
+    an analysis: a reader may leave out the kernel columns no metric reads (the cluster
+    dims: trace.model, KERNEL_UNREAD_BY_ANALYSIS), which an analysis would drop unread.
     """
     p = Path(path)
     if p.is_dir():
         trace = read_rocprof(p)
     else:
         check_readable_file(p)
-        trace = _read_file(p, cores)
+        trace = _read_file(p, cores, lean)
     drop_impossible_rows(trace)
     trace.warnings.extend(slow_host_ops(trace))
     if trace.kernels.empty and trace.graphs.empty:
@@ -86,11 +89,11 @@ def _first_ns(trace: Trace) -> float:
     return float(min(starts)) if starts else 0.0
 
 
-def _read_file(p: Path, cores: int | None) -> Trace:
+def _read_file(p: Path, cores: int | None, lean: bool) -> Trace:
     """Pick the reader from the file's content (SQLite header, JSON, CSV text)."""
     if is_report(p):  # an .nsys-rep: exported with nsys into the cache, then read
         export = export_report(p)
-        trace = read_nsys(export, cores)
+        trace = read_nsys(export, cores, lean)
         trace.path = str(p)
         trace.sources.append(f"{export} (nsys export)")
         return trace
@@ -98,7 +101,7 @@ def _read_file(p: Path, cores: int | None) -> Trace:
         return read_ncu_report(p)
     try:
         if looks_like_sqlite(p):
-            return read_rocpd(p) if is_rocpd(p) else read_nsys(p, cores)
+            return read_rocpd(p) if is_rocpd(p) else read_nsys(p, cores, lean)
         name = p.name.lower()
         if name.endswith((".json", ".json.gz")) or name.endswith(".json.gz"):
             if looks_like_kineto(read_head(p)):

@@ -34,7 +34,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "static_smem": "static shared memory per block (B)",
         "dynamic_smem": "dynamic shared memory per block (B)",
         "smem_executed": "shared-memory carve-out the driver used (B), NaN if unknown",
-        "cluster_x": "cluster dims (blocks), NaN if unknown",
+        "cluster_x": "cluster dims (blocks), NaN if unknown; not read for an analysis (lean)",
         "cluster_y": "",
         "cluster_z": "",
         "correlation": "id joining the launch API call",

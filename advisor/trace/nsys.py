@@ -36,11 +36,11 @@ from advisor.trace.gpus import (
 from advisor.trace.model import GpuSpec, Trace, empty_table
 from advisor.trace.nsys_schema import (
     KERNEL,
-    KERNEL_COLUMNS,
     KERNEL_FLOAT32,
     KERNEL_INT32,
     KERNEL_OPTIONAL,
     READ_THREADS,
+    kernel_columns,
 )
 from advisor.trace.slices import SliceColumns
 from advisor.trace.sqllayout import present_columns, ro_uri, rowid_bounds
@@ -396,10 +396,9 @@ def _narrow(df: pd.DataFrame, int32=(), float32=()) -> None:
             df[col] = _numeric(df[col]).astype("float32")
 
 
-def _read_kernels(r: _Reader) -> pd.DataFrame:
-    k = r.scan(
-        KERNEL, KERNEL_COLUMNS, int32=KERNEL_INT32, float32=KERNEL_FLOAT32, optional=KERNEL_OPTIONAL
-    )
+def _read_kernels(r: _Reader, lean: bool) -> pd.DataFrame:
+    k = r.scan(KERNEL, kernel_columns(lean), int32=KERNEL_INT32, float32=KERNEL_FLOAT32,
+               optional=KERNEL_OPTIONAL)  # fmt: skip
     sqlearly.release()  # (a scan started early and not taken: not held for nothing)
     k["pid"] = _pid(k.pop("global_pid"))
     k["graph_node"] = _numeric(k["graph_node"]).astype("float64")
@@ -638,9 +637,10 @@ def _device_map(r: _Reader, specs: dict[int, GpuSpec], devices: list[int]) -> di
     return out
 
 
-def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
+def read_nsys(path: str | Path, threads: int | None = None, lean: bool = False) -> Trace:
     """Read one Nsight Systems SQLite export into a Trace (read-only); ``threads``: the
-    connections it may read with at once (default READ_THREADS)."""
+    connections it may read with at once (default READ_THREADS); ``lean``: for an analysis,
+    the kernels without the columns no metric reads (KERNEL_UNREAD_BY_ANALYSIS)."""
     p = Path(path)
     try:
         r = _Reader(p, threads=threads or READ_THREADS)
@@ -648,7 +648,7 @@ def read_nsys(path: str | Path, threads: int | None = None) -> Trace:
         raise AdvisorInputError(str(path), f"cannot open as SQLite: {sqlite_problem(exc)}"
                                 ) from exc  # fmt: skip
     try:
-        trace = _read(r, str(path))
+        trace = _read(r, str(path), lean)
         release_freed_memory()  # the Arrow buffers of the bulk reads
         return trace
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
@@ -692,7 +692,7 @@ def _session_start(r: _Reader) -> int | None:
     return int(row[0]) if row and isinstance(row[0], int) else None
 
 
-def _read(r: _Reader, path: str) -> Trace:
+def _read(r: _Reader, path: str, lean: bool) -> Trace:
     if "StringIds" not in r.columns or not any(r.has(t) for t in META_TABLES):
         raise AdvisorInputError(
             path, "SQLite database but not an Nsight Systems export (no StringIds/metadata table)"
@@ -710,7 +710,7 @@ def _read(r: _Reader, path: str) -> Trace:
         strings = r.string_table()  # (loaded here: a connection serves one thread)
         host = (beside.submit(_read_host_beside, r.path, strings, r.threads)
                 if r.threads > 1 else None)  # fmt: skip
-        kernels = _read_kernels(r) if r.has(KERNEL) else None
+        kernels = _read_kernels(r, lean) if r.has(KERNEL) else None
         if (kernels is None or kernels.empty) and (graphs is None or graphs.empty):
             raise AdvisorInputError(path, "export holds no kernels: no GPU work to analyze")
         producer, schema = _producer(r)

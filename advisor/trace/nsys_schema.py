@@ -27,3 +27,14 @@ KERNEL_COLUMNS = {
 }  # fmt: skip
 KERNEL_OPTIONAL = ("smem_executed", "cluster_x", "cluster_y", "cluster_z", "correlation",
                    "global_pid", "graph_node")  # fmt: skip
+# kernel columns no metric reads: a read for an analysis (``lean``: nsys.read_nsys, and the
+# early scan, which only ``analyze`` starts) leaves them out (10M kernels: 120 MB, three
+# columns fewer to decode)
+KERNEL_UNREAD_BY_ANALYSIS = ("cluster_x", "cluster_y", "cluster_z")
+
+
+def kernel_columns(lean: bool) -> dict[str, str]:
+    """KERNEL_COLUMNS; ``lean``: without KERNEL_UNREAD_BY_ANALYSIS."""
+    if not lean:
+        return KERNEL_COLUMNS
+    return {a: c for a, c in KERNEL_COLUMNS.items() if a not in KERNEL_UNREAD_BY_ANALYSIS}

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from advisor.trace.nsys_schema import (
     KERNEL,
-    KERNEL_COLUMNS,
     KERNEL_FLOAT32,
     KERNEL_INT32,
     KERNEL_OPTIONAL,
     READ_THREADS,
+    kernel_columns,
 )
 
 if TYPE_CHECKING:  # (sqlite3 and the planner load on the scan's thread, for an export only)
@@ -94,15 +94,15 @@ def _identity(path: Path) -> tuple:
 
 
 def kernel_plan(path: Path, conn: sqlite3.Connection) -> ScanPlan | None:
-    """The kernel table's ScanPlan as the Nsight reader makes it (nsys._read_kernels: its
-    columns, the optional ones the table lacks read as NULL); None without the table or
-    where the scanner would decline it."""
+    """The kernel table's ScanPlan as the Nsight reader makes it for an analysis
+    (nsys._read_kernels, lean: its columns, the optional ones the table lacks read as
+    NULL); None without the table or where the scanner would decline it."""
     from advisor.trace.sqllayout import plan_scan, present_columns, rowid_bounds
 
     have = {row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (KERNEL,))}
     if not have:
         return None
-    present = present_columns(KERNEL_COLUMNS, have, KERNEL_OPTIONAL)
+    present = present_columns(kernel_columns(lean=True), have, KERNEL_OPTIONAL)
     rowids = rowid_bounds(conn, KERNEL)
     if rowids is None:
         return None

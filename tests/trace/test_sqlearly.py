@@ -10,7 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import H200_SINGLE
+from conftest import H200_SINGLE, PUBLIC_NSYS
 
 from advisor.trace import nsys, sqlearly, sqlscan
 from advisor.trace.nsys_schema import KERNEL
@@ -67,10 +67,11 @@ def _same(a, b) -> None:
 
 
 def test_the_reader_takes_the_scan_and_reads_the_same_tables(export, taken):
+    # (the early scan is an analysis's: planned for the lean read)
     sqlearly.start(["analyze", str(export)], min_bytes=0)
-    early = nsys.read_nsys(export)
+    early = nsys.read_nsys(export, lean=True)
     assert len(taken) == 1 and taken[0] is not None and taken[0].scanned is not None
-    usual = nsys.read_nsys(export)  # (nothing started: scanned by the reader)
+    usual = nsys.read_nsys(export, lean=True)  # (nothing started: scanned by the reader)
     assert len(taken) == 2 and taken[1] is None
     _same(early, usual)
     with sqlite3.connect(export) as db:  # (every kernel row, counted by SQLite itself)
@@ -84,19 +85,35 @@ def test_a_file_changed_since_the_start_is_read_as_usual(export, taken):
         thread.join()
     stat = export.stat()
     os.utime(export, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    trace = nsys.read_nsys(export)
+    trace = nsys.read_nsys(export, lean=True)
     assert taken == [None]
-    _same(trace, nsys.read_nsys(export))
+    _same(trace, nsys.read_nsys(export, lean=True))
 
 
 def test_another_files_scan_is_dropped(export, tmp_path, taken):
     other = tmp_path / "other.sqlite"
     shutil.copy(export, other)
     sqlearly.start(["analyze", str(other)], min_bytes=0)
-    nsys.read_nsys(export)
+    nsys.read_nsys(export, lean=True)
     assert taken == [None]
-    nsys.read_nsys(other)  # (dropped by the first take: scanned as usual)
+    nsys.read_nsys(other, lean=True)  # (dropped by the first take: scanned as usual)
     assert taken == [None, None]
+
+
+def test_a_full_read_neither_takes_the_analysiss_scan_nor_loses_a_column(tmp_path, taken):
+    # the early scan leaves out the columns no metric reads; a full read (the Python API's
+    # load_trace) plans them and scans the table itself; the lean read is the full one
+    # without them (an export whose kernels have cluster dims: 2 x 1 x 1 and 4 x 1 x 1)
+    export = tmp_path / "clusters.sqlite"
+    shutil.copy(PUBLIC_NSYS / "nsysai_2gpu_sendrecv_after_nsys2026.2.sqlite", export)
+    sqlearly.start(["analyze", str(export)], min_bytes=0)
+    full = nsys.read_nsys(export)
+    assert taken == [None]
+    lean = nsys.read_nsys(export, lean=True)
+    unread = ["cluster_x", "cluster_y", "cluster_z"]
+    assert set(unread) <= set(full.kernels) and not set(unread) & set(lean.kernels)
+    pd.testing.assert_frame_equal(full.kernels.drop(columns=unread), lean.kernels)
+    assert sorted(full.kernels["cluster_x"].unique().tolist()) == [0, 2, 4]
 
 
 def test_another_tables_read_neither_waits_nor_takes(export):
