@@ -7,9 +7,10 @@ benchmarks/scale.py and benchmarks/kineto_scale.py.
     python benchmarks/before_after.py /tmp/before TRACE... [--repeat 3] [--settle 5]
 
 Each trace: ``--repeat`` runs of each version, alternating which goes first, each after
-``--settle`` idle seconds; prints per trace the median wall time (s) and the largest peak
-RSS (MB) of each, as a markdown table. Each version runs from its checkout (also first on
-PYTHONPATH), with this environment's libraries.
+``--settle`` idle seconds; prints per trace the median wall time (s) and the median (and, in
+brackets, the largest) peak RSS (MB) of each, as a markdown table, and every run on stderr.
+Each version runs from its checkout (also first on PYTHONPATH), with this environment's
+libraries.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def compare(before: str, trace: str, repeat: int, settle: float) -> dict[str, dict]:
     """Per version ("before": the checkout ``before``, "now": this one): every wall time (s)
-    and the largest peak RSS (MB) of ``repeat`` fresh runs of ``advisor analyze TRACE
+    and peak RSS (MB) of ``repeat`` fresh runs of ``advisor analyze TRACE
     --format json``, alternating which version goes first. Each runs from its checkout with
     it first on PYTHONPATH (``-m`` puts the working folder first on the path)."""
     versions = {"before": str(Path(before).resolve()), "now": str(ROOT)}
     trace = os.path.abspath(trace)
-    out: dict[str, dict] = {v: {"walls": [], "peak_mb": 0.0} for v in versions}
+    out: dict[str, dict] = {v: {"walls": [], "peaks": []} for v in versions}
     cmd = [sys.executable, "-m", "advisor", "analyze", trace, "--format", "json"]
     for i in range(repeat):
         for name in list(versions) if i % 2 == 0 else list(versions)[::-1]:
@@ -42,7 +43,7 @@ def compare(before: str, trace: str, repeat: int, settle: float) -> dict[str, di
             env = {**os.environ, "PYTHONPATH": where}
             _, peak, wall = measure(cmd, 1, settle, cwd=where, env=env)
             out[name]["walls"] += wall
-            out[name]["peak_mb"] = max(out[name]["peak_mb"], peak)
+            out[name]["peaks"].append(round(peak))
     return out
 
 
@@ -55,13 +56,17 @@ def main() -> None:
     args = ap.parse_args()
     print("| trace | before (s) | before peak (MB) | now (s) | now peak (MB) | now / before |")
     print("|---|---|---|---|---|---|")
+    # (the time: each version's median; the peak: its median, and in brackets its largest)
     for trace in args.traces:
         got = compare(args.before, trace, args.repeat, args.settle)
         b, n = (statistics.median(got[v]["walls"]) for v in ("before", "now"))
-        print(f"| {Path(trace).name} | {b:.2f} | {got['before']['peak_mb']:.0f} | {n:.2f} | "
-              f"{got['now']['peak_mb']:.0f} | {n / b:.2f}x |", flush=True)  # fmt: skip
-        print(f"  (runs: before {got['before']['walls']}, now {got['now']['walls']})",
-              file=sys.stderr)  # fmt: skip
+        peak = {v: f"{statistics.median(got[v]['peaks']):.0f} ({max(got[v]['peaks'])})"
+                for v in ("before", "now")}  # fmt: skip
+        print(f"| {Path(trace).name} | {b:.2f} | {peak['before']} | {n:.2f} | {peak['now']} | "
+              f"{n / b:.2f}x |", flush=True)  # fmt: skip
+        for v in ("before", "now"):
+            walls = ", ".join(f"{w:.2f}" for w in got[v]["walls"])
+            print(f"  ({v}: runs {walls} s, peaks {got[v]['peaks']} MB)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -25,5 +25,7 @@ def test_each_version_runs_from_its_own_checkout(tmp_path):
     trace = ROOT / "tests" / "data" / "public" / "kineto" / "hta_triton_example.json.gz"
     got = before_after.compare(str(tmp_path / "before"), str(trace), repeat=2, settle=0)
     assert len(got["before"]["walls"]) == 2 == len(got["now"]["walls"])
+    assert len(got["before"]["peaks"]) == 2 == len(got["now"]["peaks"])  # (every run's)
+    assert all(p > 0 for p in got["now"]["peaks"])
     # the stand-in ran exactly the two "before" runs (this checkout's advisor the others)
     assert ran.read_text().splitlines() == [str(trace)] * 2
