@@ -1033,3 +1033,49 @@ def test_label_codes_code_each_text_once_and_give_it_back():
     assert not wrong
     assert sorted(shared.vocab.values()) == list(range(len(shared.words)))
     assert all(shared.words[c] == t for t, c in shared.vocab.items())
+
+
+def test_latency_bounds_by_hand():
+    # device 0: ops launched into idle (the call ended after the gap began) wait 100, 300,
+    # 500 ns after their call: the median 300; an op whose call ended before its gap began
+    # (queued) and one without a call or a gap count for nothing; device 1 has one sample
+    # (fewer than the 3 asked: no bound)
+    from advisor.metrics.attribution import _latency_bounds
+
+    ops = pd.DataFrame({"device": [0, 0, 0, 0, 0, 1], "start": [1000, 2000, 3000, 4000, 5000, 900],
+                        "gap_ns": [400, 400, 900, 100, 0, 50]})  # fmt: skip
+    api_row = np.array([0, 1, 2, 3, 4, 5])
+    api_end = np.array([900, 1700, 2500, 3800, 4990, 880])  # (op 3: 3800 < 4000 - 100)
+    t = {"latency_min_samples": 3, "latency_quantile": 0.5, "latency_min_ns": 0,
+         "latency_max_ns": 10**9}  # fmt: skip
+    assert _latency_bounds(ops, api_row, api_end, t) == {0: 300}
+    assert _latency_bounds(ops, api_row, api_end, {**t, "latency_max_ns": 200}) == {0: 200}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 50), st.integers(-1, 30),
+                          st.integers(0, 60)), min_size=1, max_size=40),
+       st.sampled_from([1, 3, 1 << 20]))  # fmt: skip
+def test_latency_bounds_in_blocks_as_over_every_op(rows, block):
+    from unittest import mock
+
+    from advisor.metrics import attribution
+
+    device = np.array(sorted(r[0] for r in rows))
+    start = np.arange(len(rows)) * 100 + 1000
+    gap = np.array([r[1] for r in rows])
+    api_row = np.minimum([r[2] for r in rows], len(rows) - 1)  # (a call row, or -1: none)
+    api_end = start.astype(np.int64) - np.array([r[3] for r in rows])
+    ops = pd.DataFrame({"device": device, "start": start, "gap_ns": gap})
+    t = {"latency_min_samples": 2, "latency_quantile": 0.9, "latency_min_ns": 5,
+         "latency_max_ns": 45}  # fmt: skip
+    want = {}  # (the definition, over every op at once)
+    known = np.maximum(api_row, 0)
+    ok = (api_row >= 0) & (gap > 0) & (api_end[known] > start - gap)
+    wait = np.maximum(start - api_end[known], 0)
+    for d in np.unique(device[ok]):
+        w = wait[ok & (device == d)]
+        if len(w) >= 2:
+            want[int(d)] = int(np.clip(float(np.quantile(w, 0.9)), 5, 45))
+    with mock.patch.object(attribution, "BLOCK_ROWS", block):
+        assert attribution._latency_bounds(ops, api_row, api_end, t) == want
