@@ -42,3 +42,15 @@ def test_measure_gives_the_median_wall_time_and_the_childs_peak_memory():
     assert 200 < peak < 400  # the child's own peak (200 MB touched), in MB
     with pytest.raises(scale.subprocess.CalledProcessError):
         scale.measure([sys.executable, "-c", "raise SystemExit(3)"], 1, 0)
+
+
+def test_the_read_floor_reads_every_kernel():
+    # the floor's script (the kernel table alone, as an analysis reads it) runs on a sample
+    import subprocess
+    import sys
+
+    with closing(sqlite3.connect(f"file:{H200_SINGLE}?mode=ro&immutable=1", uri=True)) as db:
+        (n,) = db.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    out = subprocess.run([sys.executable, "-c", scale.FLOOR, str(H200_SINGLE)], cwd=ROOT,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert int(out.stdout) == n
