@@ -91,14 +91,18 @@ def pack_bounds(columns: Sequence[np.ndarray], width: int | None = None
 
 
 def packed_rows(columns: Sequence[np.ndarray], lows: Sequence[int], radices: Sequence[int],
-                rows: slice = slice(None)) -> np.ndarray:  # fmt: skip
-    """The packed int64 keys of ``rows`` of integer ``columns`` (pack_bounds' lows and
-    radices), each column added in its own dtype."""
+                rows: slice = slice(None), dtype: type[np.signedinteger] = np.int64
+                ) -> np.ndarray:  # fmt: skip
+    """The packed keys of ``rows`` of integer ``columns`` (pack_bounds' lows and radices),
+    each column added in its own dtype; ``dtype``: int64, or a narrower type where the
+    radices' product fits it (int32: half the memory)."""
+    if dtype is not np.int64 and int(np.prod(radices, dtype=object)) > np.iinfo(dtype).max:
+        dtype = np.int64
     packed: np.ndarray | None = None
     for c, lo, radix in zip(columns, lows, radices, strict=True):
         part = c[rows]
         if packed is None:
-            packed = np.zeros(len(part), dtype=np.int64)
+            packed = np.zeros(len(part), dtype=dtype)
         else:
             packed *= radix
         packed += part

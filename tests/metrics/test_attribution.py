@@ -1079,3 +1079,31 @@ def test_latency_bounds_in_blocks_as_over_every_op(rows, block):
             want[int(d)] = int(np.clip(float(np.quantile(w, 0.9)), 5, 45))
     with mock.patch.object(attribution, "BLOCK_ROWS", block):
         assert attribution._latency_bounds(ops, api_row, api_end, t) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["kernel", "graph", "memcpy"]),
+                          st.integers(0, 4)), min_size=1, max_size=40),
+       st.sampled_from([1, 3, 1 << 20]), st.booleans())  # fmt: skip
+def test_first_launches_in_blocks_are_each_keys_first_row(rows, block, by_identity):
+    # each (device, name or identity) first launched at its first kernel or graph row: the
+    # definition (pandas' duplicated over the launches in row order), any block size
+    from unittest import mock
+
+    from advisor.metrics import attribution
+
+    rows = sorted(rows)  # (ops sorted by device)
+    ops = pd.DataFrame({"device": np.array([r[0] for r in rows], dtype=np.int32),
+                        "kind": pd.Categorical([r[1] for r in rows]),
+                        "name": pd.Categorical([f"k{r[2]}" for r in rows])})  # fmt: skip
+    identity = np.array([r[2] % 3 for r in rows], dtype=np.int32) if by_identity else None
+    launched = ops["kind"].isin(["kernel", "graph"]).to_numpy()
+    code = identity if by_identity else ops["name"].astype(str).to_numpy()
+    seen, want = set(), []
+    for i in np.flatnonzero(launched):
+        if (ops["device"].iat[i], code[i]) not in seen:
+            seen.add((ops["device"].iat[i], code[i]))
+            want.append(int(i))
+    with mock.patch.object(attribution, "BLOCK_ROWS", block):
+        got = attribution.first_launches(ops, identity)
+    assert got.tolist() == want

@@ -518,6 +518,10 @@ def test_packed_rows_of_any_rows_are_packs_keys():
     lows, radices = pack_bounds([a, b, *c], 2)
     assert packed_rows([a, b], lows, radices).tolist() == [32, 0, 35, 10]
     assert packed_rows([a, b], lows, radices, slice(1, 3)).tolist() == [0, 35]
+    narrow = packed_rows([a, b], lows, radices, dtype=np.int32)
+    assert narrow.dtype == np.int32 and narrow.tolist() == [32, 0, 35, 10]
+    wide = np.array([0, 2**40], dtype=np.int64)  # (a product past int32: int64 after all)
+    assert packed_rows([wide], (0,), (2**40 + 1,), dtype=np.int32).dtype == np.int64
     assert pack((a, b), c).keys[0].tolist() == [32, 0, 35, 10]
     assert pack_bounds([a, np.full(4, 2**40)], 2) == ((-1, 2**40), (5, 1))
     assert pack_bounds([a.astype(np.int64) * 2**61, b], 2) is None
