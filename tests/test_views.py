@@ -141,30 +141,33 @@ def test_sync_stalls_count_a_missing_or_empty_detail_and_unknown_as_one_call():
     ]  # fmt: skip
 
 
-def test_copies_by_hand_with_a_missing_memory_kind_and_a_copy_without_a_kind():
+def test_copies_by_hand_with_a_missing_memory_kind():
     # device 0: an HtoD copy whose source memory is not recorded ("unknown", 10 ns, 100 B),
-    # a DtoH into pinned memory (20 ns), a DtoD ("device", 30 ns), a memset (5 ns, 50 B) and
-    # a copy without a kind (left out, as a group without a key). Most time first
+    # a DtoH into pinned memory (20 ns), a DtoD ("device", 30 ns) and a memset (5 ns, 50 B).
+    # Most time first. (Text columns as the console's pandas options hold them, objects,
+    # or as pandas 3 infers them: the same table)
     from types import SimpleNamespace
 
     import pandas as pd
 
-    kinds = pd.Categorical(["memcpy", "memcpy", "memcpy", "memset", "memcpy"],
+    kinds = pd.Categorical(["memcpy", "memcpy", "memcpy", "memset"],
                            categories=["kernel", "memcpy", "memset"])  # fmt: skip
-    ops = pd.DataFrame({"kind": kinds, "src": [0, 1, 2, 0, 3], "device": np.zeros(5, np.int32),
-                        "start": [0, 100, 200, 300, 400],
-                        "end": [10, 120, 230, 305, 440]})  # fmt: skip
-    memcpy = pd.DataFrame({
-        "kind": pd.array(["HtoD", "DtoH", "DtoD", None], dtype=str),
-        "src_memory": pd.array([None, "pageable", "device", "pinned"], dtype=str),
-        "dst_memory": pd.array(["device", "pinned", "device", "device"], dtype=str),
-        "bytes": [100, 200, 300, 400],
-    })  # fmt: skip
-    trace = SimpleNamespace(memcpy=memcpy, memset=pd.DataFrame({"bytes": [50]}))
-    got = views._copies(SimpleNamespace(ops=ops, trace=trace))
-    assert got[["kind", "host_memory", "count", "bytes", "total_ns"]].to_dict("records") == [
+    ops = pd.DataFrame({"kind": kinds, "src": [0, 1, 2, 0], "device": np.zeros(4, np.int32),
+                        "start": [0, 100, 200, 300], "end": [10, 120, 230, 305]})  # fmt: skip
+    texts = {"kind": ["HtoD", "DtoH", "DtoD"], "src_memory": [None, "pageable", "device"],
+             "dst_memory": ["device", "pinned", "device"]}  # fmt: skip
+    want = [
         {"kind": "DtoD", "host_memory": "device", "count": 1, "bytes": 300, "total_ns": 30},
         {"kind": "DtoH", "host_memory": "pinned", "count": 1, "bytes": 200, "total_ns": 20},
         {"kind": "HtoD", "host_memory": "unknown", "count": 1, "bytes": 100, "total_ns": 10},
         {"kind": "memset", "host_memory": "device", "count": 1, "bytes": 50, "total_ns": 5},
     ]
+    for as_objects in (True, False):
+        memcpy = pd.DataFrame({
+            **{c: pd.Series(np.array(v, dtype=object), dtype=object if as_objects else "str")
+               for c, v in texts.items()},
+            "bytes": [100, 200, 300],
+        })  # fmt: skip
+        trace = SimpleNamespace(memcpy=memcpy, memset=pd.DataFrame({"bytes": [50]}))
+        got = views._copies(SimpleNamespace(ops=ops, trace=trace))
+        assert got[["kind", "host_memory", "count", "bytes", "total_ns"]].to_dict("records") == want
